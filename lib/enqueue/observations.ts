@@ -1,0 +1,144 @@
+import type pg from "pg";
+
+/** One replay, conflict, coalesce or non-replaceable decision, as operators see it (SPEC §7). */
+export interface Observation {
+  at: Date;
+  outcome: "replayed" | "conflict" | "coalesced" | "non_replaceable";
+  reason?: string | null;
+  queue: string;
+  type: string;
+  scope: string;
+  keyPreview: string;
+  keyDigest: string;
+  keyLength: number;
+  jobId: string | null;
+  conflictingFields?: string[] | null;
+  payloadPaths?: string[] | null;
+  storedRequestDigest?: string | null;
+  rejectedRequestDigest?: string | null;
+  source?: string | null;
+}
+
+export interface ObservationStats {
+  /** Handed to the recorder. */
+  recorded: number;
+  /** Committed to workhorse.enqueue_observation. */
+  written: number;
+  /** Lost: buffer full, recorder closed, or a failed write. */
+  dropped: number;
+  /** Waiting in the buffer. */
+  buffered: number;
+}
+
+export interface ObservationRecorderOptions {
+  /** Observations held at most; beyond it new ones are dropped and counted. Default 10,000. */
+  maxBuffered?: number;
+  /** Longest an observation waits before a write, in ms. Default 200. */
+  flushIntervalMs?: number;
+  /** Rows per INSERT. Default 500. */
+  batchSize?: number;
+}
+
+const INSERT = `insert into workhorse.enqueue_observation
+  (at, outcome, reason, queue, type, scope, key_preview, key_digest, key_length, job_id, conflicting_fields,
+   payload_paths, stored_request_digest, rejected_request_digest, source)
+select x.at, x.outcome, x.reason, x.queue, x.type, x.scope, x.key_preview, x.key_digest, x.key_length, x.job_id,
+       x.conflicting_fields, x.payload_paths, x.stored_request_digest, x.rejected_request_digest, x.source
+  from jsonb_to_recordset($1::jsonb) as x(at timestamptz, outcome text, reason text, queue text, type text, scope text,
+       key_preview text, key_digest text, key_length integer, job_id uuid, conflicting_fields text[],
+       payload_paths text[], stored_request_digest text, rejected_request_digest text, source text)`;
+
+/**
+ * Appends observations outside the enqueue transaction. `record` never blocks, throws or waits on
+ * the database: it pushes into a bounded buffer that a timer writes in batches (one INSERT per batch
+ * over `jsonb_to_recordset`). Anything that cannot be kept is counted in `stats().dropped`.
+ */
+export class ObservationRecorder {
+  private buffer: Observation[] = [];
+  private timer: NodeJS.Timeout | null = null;
+  private flushing: Promise<void> | null = null;
+  private closed = false;
+  private counts = { recorded: 0, written: 0, dropped: 0 };
+  private readonly maxBuffered: number;
+  private readonly flushIntervalMs: number;
+  private readonly batchSize: number;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    options: ObservationRecorderOptions = {},
+  ) {
+    this.maxBuffered = options.maxBuffered ?? 10_000;
+    this.flushIntervalMs = options.flushIntervalMs ?? 200;
+    this.batchSize = options.batchSize ?? 500;
+  }
+
+  record(o: Observation): void {
+    this.counts.recorded++;
+    if (this.closed || this.buffer.length >= this.maxBuffered) {
+      this.counts.dropped++;
+      return;
+    }
+    this.buffer.push(o);
+    if (!this.timer && !this.flushing) {
+      this.timer = setTimeout(() => {
+        this.timer = null;
+        void this.flush();
+      }, this.flushIntervalMs);
+      this.timer.unref();
+    }
+  }
+
+  stats(): ObservationStats {
+    return { ...this.counts, buffered: this.buffer.length };
+  }
+
+  /** Writes everything buffered now. Never rejects. */
+  flush(): Promise<void> {
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
+    if (!this.flushing) {
+      this.flushing = this.drain().finally(() => {
+        this.flushing = null;
+        if (this.buffer.length > 0 && !this.closed) void this.flush();
+      });
+    }
+    return this.flushing;
+  }
+
+  private async drain(): Promise<void> {
+    while (this.buffer.length > 0) {
+      const batch = this.buffer.splice(0, this.batchSize);
+      const rows = batch.map((o) => ({
+        at: o.at.toISOString(),
+        outcome: o.outcome,
+        reason: o.reason ?? null,
+        queue: o.queue,
+        type: o.type,
+        scope: o.scope,
+        key_preview: o.keyPreview,
+        key_digest: o.keyDigest,
+        key_length: o.keyLength,
+        job_id: o.jobId,
+        conflicting_fields: o.conflictingFields ?? null,
+        payload_paths: o.payloadPaths ?? null,
+        stored_request_digest: o.storedRequestDigest ?? null,
+        rejected_request_digest: o.rejectedRequestDigest ?? null,
+        source: o.source ?? null,
+      }));
+      try {
+        await this.pool.query(INSERT, [JSON.stringify(rows)]);
+        this.counts.written += batch.length;
+      } catch {
+        this.counts.dropped += batch.length;
+      }
+    }
+  }
+
+  /** Flushes what is buffered, then refuses (and counts) further observations. */
+  async close(): Promise<void> {
+    await this.flush();
+    this.closed = true;
+  }
+}

@@ -1,0 +1,689 @@
+import type pg from "pg";
+import { v7 as uuidv7 } from "uuid";
+import {
+  EnqueueIdempotencyConflictError,
+  EnqueueValidationError,
+  EXPECTED_SQLSTATES,
+  JobNotFoundError,
+  PurgeNotAllowedError,
+  SqlState,
+  sqlStateOf,
+  WorkhorseDatabaseError,
+} from "./errors";
+import { identify } from "./keys";
+import {
+  type Observation,
+  ObservationRecorder,
+  type ObservationRecorderOptions,
+  type ObservationStats,
+} from "./observations";
+import type {
+  BindingInfo,
+  EnqueueOptions,
+  EnqueueOutcome,
+  EnqueueRequest,
+  EnqueueResult,
+  Job,
+  JobState,
+  NormalizedRetryPolicy,
+  OperatorContext,
+  PurgeResult,
+} from "./types";
+import {
+  LIMITS,
+  type NormalizedRequest,
+  normalizeRequest,
+  parseJobId,
+  parseOperatorContext,
+  parseQueueName,
+  parseScopedKey,
+} from "./validate";
+
+/** Runs one statement. The pool flavour keeps the connection for expected SQLSTATEs (a conflict
+ * must not cost a reconnect: pg-pool destroys a client released with an error). */
+interface Executor {
+  query<R extends pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<R>>;
+}
+
+function poolExecutor(pool: pg.Pool): Executor {
+  return {
+    async query<R extends pg.QueryResultRow>(config: pg.QueryConfig) {
+      const client = await pool.connect();
+      try {
+        const result = await client.query<R>(config);
+        client.release();
+        return result;
+      } catch (err) {
+        const state = sqlStateOf(err);
+        client.release(state && EXPECTED_SQLSTATES.has(state) ? undefined : (err as Error));
+        throw err;
+      }
+    },
+  };
+}
+
+function clientExecutor(client: pg.ClientBase): Executor {
+  return { query: <R extends pg.QueryResultRow>(config: pg.QueryConfig) => client.query<R>(config) };
+}
+
+export interface QueueOptions {
+  /** Caller-owned pool. `close()` never ends it. */
+  pool: pg.Pool;
+  /** Largest payload accepted, in bytes of JSON. Default 1 MiB. */
+  maxPayloadBytes?: number;
+  /** Default `source` label for observations. */
+  source?: string;
+  observations?: ObservationRecorderOptions;
+  /**
+   * Expired-binding cleanup and observation retention on a timer. Default every 5 minutes with 7 days
+   * of observations; `false` turns the timer off (call `runMaintenance()` yourself).
+   */
+  maintenance?: false | { intervalMs?: number; observationRetentionMs?: number; batchSize?: number };
+  /** Send a wake-up NOTIFY after accepted jobs commit (coalesced, off the commit path). Default true. */
+  notify?: boolean;
+}
+
+/** Channel that workers LISTEN on; the payload is the queue name. */
+export const WAKE_CHANNEL = "workhorse_jobs";
+
+const ENQUEUE_SQL =
+  "select ordinal, job_id, outcome, request_digest, expires_at from workhorse.enqueue($1::jsonb, $2::boolean)";
+
+interface EnqueueRow {
+  ordinal: number;
+  job_id: string;
+  outcome: "accepted" | "replayed";
+  request_digest: string | null;
+  expires_at: Date | null;
+}
+
+interface ConflictDetail {
+  ordinal: number;
+  existingJobId: string;
+  existingMode: string;
+  conflictingFields: string[];
+  payloadPaths: string[] | null;
+  storedRequestDigest: string;
+  rejectedRequestDigest: string;
+}
+
+/** What every view of the queue shares: the pool, the observation log, the wake-ups. */
+class Shared {
+  readonly recorder: ObservationRecorder;
+  readonly poolExec: Executor;
+  private pendingWake = new Set<string>();
+  private waking: Promise<void> | null = null;
+  private maintenanceTimer: NodeJS.Timeout | null = null;
+  closed = false;
+
+  constructor(
+    readonly pool: pg.Pool,
+    readonly config: {
+      maxPayloadBytes: number;
+      source: string | null;
+      notify: boolean;
+      maintenance: false | { intervalMs: number; observationRetentionMs: number; batchSize: number };
+    },
+    observations: ObservationRecorderOptions | undefined,
+  ) {
+    this.recorder = new ObservationRecorder(pool, observations);
+    this.poolExec = poolExecutor(pool);
+  }
+
+  /** Coalesces wake-ups: at most one NOTIFY statement in flight, carrying every queue seen meanwhile. */
+  wake(queues: Iterable<string>): void {
+    if (!this.config.notify || this.closed) return;
+    for (const q of queues) this.pendingWake.add(q);
+    if (!this.waking) this.waking = this.sendWake();
+  }
+
+  private async sendWake(): Promise<void> {
+    try {
+      while (this.pendingWake.size > 0) {
+        const queues = [...this.pendingWake];
+        this.pendingWake.clear();
+        try {
+          await this.pool.query("select pg_notify($1, q) from unnest($2::text[]) q", [WAKE_CHANNEL, queues]);
+        } catch {
+          // A lost wake-up only delays a job: workers poll as well.
+        }
+      }
+    } finally {
+      this.waking = null;
+    }
+  }
+
+  startMaintenance(run: () => Promise<unknown>): void {
+    const m = this.config.maintenance;
+    if (!m || this.maintenanceTimer) return;
+    const tick = () => {
+      this.maintenanceTimer = setTimeout(async () => {
+        try {
+          await run();
+        } catch {
+          // Next tick tries again; runMaintenance() reports errors to callers who ask.
+        }
+        if (!this.closed) tick();
+      }, m.intervalMs);
+      this.maintenanceTimer.unref();
+    };
+    tick();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.maintenanceTimer) clearTimeout(this.maintenanceTimer);
+    this.maintenanceTimer = null;
+    await this.waking;
+    await this.recorder.close();
+  }
+}
+
+function buildRequestsJson(requests: readonly NormalizedRequest[]): string {
+  const parts: string[] = [];
+  for (let i = 0; i < requests.length; i++) {
+    const r = requests[i] as NormalizedRequest;
+    const k = r.keyed;
+    const head = JSON.stringify({
+      ordinal: i + 1,
+      id: uuidv7(),
+      queue: r.queue,
+      type: r.type,
+      run_at: r.runAt?.toISOString() ?? null,
+      max_attempts: r.maxAttempts,
+      retry_policy: r.retryPolicy,
+      deadline: r.deadline?.toISOString() ?? null,
+      execution_timeout_ms: r.executionTimeoutMs,
+      concurrency_key: r.concurrencyKey,
+      tags: r.tags,
+      mode: k?.mode ?? null,
+      scope: k?.key.scope ?? null,
+      key_hash: k ? k.key.keyHash.toString("hex") : null,
+      key_preview: k?.key.keyPreview ?? null,
+      key_length: k?.key.keyLength ?? null,
+      ttl_ms: k?.ttlMs ?? null,
+      field_digests: k?.fieldDigests ?? null,
+    });
+    parts.push(`${head.slice(0, -1)},"payload":${r.payloadJson}}`);
+  }
+  return `[${parts.join(",")}]`;
+}
+
+function toDate(v: Date | string | null): Date | null {
+  if (v === null) return null;
+  return v instanceof Date ? v : new Date(v);
+}
+
+interface JobRow {
+  id: string;
+  queue: string;
+  type: string;
+  payload: unknown;
+  state: JobState;
+  run_at: Date;
+  attempt: number;
+  max_attempts: number;
+  retry_policy: NormalizedRetryPolicy | null;
+  deadline: Date | null;
+  execution_timeout_ms: string | null;
+  concurrency_key: string | null;
+  tags: string[];
+  created_at: Date;
+  updated_at: Date;
+  lease_owner: string | null;
+  lease_expires_at: Date | null;
+  started_at: Date | null;
+  finished_at: Date | null;
+  result: unknown;
+  last_error: unknown;
+  purged_at: Date | null;
+  purged_by: string | null;
+  purge_reason: string | null;
+}
+
+/** Maps a `workhorse.job` row to the domain type. The one place wire rows become `Job`s. */
+export function jobFromRow(r: JobRow): Job {
+  return {
+    id: r.id,
+    queue: r.queue,
+    type: r.type,
+    payload: r.payload,
+    state: r.state,
+    runAt: r.run_at,
+    attempt: r.attempt,
+    maxAttempts: r.max_attempts,
+    retryPolicy: r.retry_policy,
+    deadline: toDate(r.deadline),
+    executionTimeoutMs: r.execution_timeout_ms === null ? null : Number(r.execution_timeout_ms),
+    concurrencyKey: r.concurrency_key,
+    tags: r.tags,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    leaseOwner: r.lease_owner,
+    leaseExpiresAt: toDate(r.lease_expires_at),
+    startedAt: toDate(r.started_at),
+    finishedAt: toDate(r.finished_at),
+    result: r.result,
+    lastError: r.last_error,
+    purgedAt: toDate(r.purged_at),
+    purgedBy: r.purged_by,
+    purgeReason: r.purge_reason,
+  };
+}
+
+interface BindingRow {
+  scope: string;
+  key_hash: Buffer;
+  job_id: string;
+  mode: BindingInfo["mode"];
+  key_preview: string;
+  key_length: number;
+  request_digest: string;
+  ttl_ms: string;
+  created_at: Date;
+  expires_at: Date;
+  expired: boolean;
+}
+
+export function bindingFromRow(r: BindingRow): BindingInfo {
+  return {
+    scope: r.scope,
+    keyPreview: r.key_preview,
+    keyDigest: r.key_hash.toString("hex", 0, 6),
+    keyLength: r.key_length,
+    jobId: r.job_id,
+    mode: r.mode,
+    requestDigest: r.request_digest,
+    ttlMs: Number(r.ttl_ms),
+    createdAt: r.created_at,
+    expiresAt: r.expires_at,
+    expired: r.expired,
+  };
+}
+
+export interface MaintenanceResult {
+  expiredBindingsDeleted: number;
+  observationsDeleted: number;
+}
+
+/**
+ * The operations of SPEC §1, bound to an executor: the pool (`Queue`) or a caller's client
+ * (`queue.withClient(client)`).
+ */
+export class QueueOperations {
+  /** @internal */
+  constructor(
+    protected readonly shared: Shared,
+    private readonly exec: Executor,
+    private readonly inCallerTransaction: boolean,
+  ) {}
+
+  /**
+   * Enqueues one job and returns its id (a UUID string). With `idempotency`, a repeated request
+   * returns the original job's id and writes nothing.
+   *
+   * SQL: one round trip, `select … from workhorse.enqueue($1::jsonb, $2)`.
+   * @throws EnqueueValidationError bad input (nothing sent to PostgreSQL)
+   * @throws EnqueueIdempotencyConflictError the live key is bound to different work
+   * @throws WorkhorseDatabaseError anything else from PostgreSQL (`cause` kept; `retryable` for 40001/40P01)
+   */
+  async enqueue(type: string, payload: unknown, options?: EnqueueOptions): Promise<string> {
+    return (await this.enqueueWithResult(type, payload, options)).jobId;
+  }
+
+  /** Like `enqueue`, and says what PostgreSQL decided: `{ jobId, outcome }` (`accepted` | `replayed`). */
+  async enqueueWithResult(type: string, payload: unknown, options?: EnqueueOptions): Promise<EnqueueResult> {
+    const request = normalizeRequest(type, payload, options, this.shared.config);
+    const [result] = await this.run([request]);
+    return result as EnqueueResult;
+  }
+
+  /**
+   * Enqueues up to 1,000 requests atomically in one round trip; returns job ids in input order.
+   * Equivalent requests for one key inside the batch share one job. Keys are locked in sorted
+   * (scope, hash) order, so overlapping batches never deadlock. Any conflict rolls back the batch.
+   */
+  async enqueueMany(requests: readonly EnqueueRequest[]): Promise<string[]> {
+    return (await this.enqueueManyWithResults(requests)).map((r) => r.jobId);
+  }
+
+  /** Like `enqueueMany`, with an `EnqueueResult` per request, in input order. */
+  async enqueueManyWithResults(requests: readonly EnqueueRequest[]): Promise<EnqueueResult[]> {
+    if (!Array.isArray(requests)) {
+      throw new EnqueueValidationError([
+        { option: "requests", rule: "must be an array of { type, payload, options }" },
+      ]);
+    }
+    if (requests.length > LIMITS.maxBatch) {
+      throw new EnqueueValidationError([
+        {
+          option: "requests",
+          rule: `at most ${LIMITS.maxBatch} requests per batch (got ${requests.length}); split it`,
+        },
+      ]);
+    }
+    if (requests.length === 0) return [];
+    const normalized = requests.map((r, i) => {
+      if (typeof r !== "object" || r === null) {
+        throw new EnqueueValidationError([{ option: `requests[${i}]`, rule: "must be { type, payload, options }" }]);
+      }
+      const extra = Object.keys(r).filter((k) => k !== "type" && k !== "payload" && k !== "options");
+      if (extra.length > 0) {
+        throw new EnqueueValidationError([{ option: `requests[${i}].${extra[0]}`, rule: "is not a known field" }]);
+      }
+      return normalizeRequest(r.type, r.payload, r.options, this.shared.config, `requests[${i}]`);
+    });
+    return this.run(normalized);
+  }
+
+  private async run(requests: NormalizedRequest[]): Promise<EnqueueResult[]> {
+    const text = buildRequestsJson(requests);
+    let rows: EnqueueRow[];
+    try {
+      const res = await this.exec.query<EnqueueRow>({
+        name: "workhorse_enqueue",
+        text: ENQUEUE_SQL,
+        values: [text, this.inCallerTransaction && this.shared.config.notify],
+      });
+      rows = res.rows;
+    } catch (err) {
+      throw this.translate(err, requests);
+    }
+    const results: EnqueueResult[] = new Array(rows.length);
+    const acceptedQueues = new Set<string>();
+    const now = new Date();
+    for (const row of rows) {
+      const req = requests[row.ordinal - 1] as NormalizedRequest;
+      results[row.ordinal - 1] = { jobId: row.job_id, outcome: row.outcome as EnqueueOutcome };
+      if (row.outcome === "accepted") {
+        acceptedQueues.add(req.queue);
+      } else if (req.keyed) {
+        this.shared.recorder.record({
+          at: now,
+          outcome: "replayed",
+          queue: req.queue,
+          type: req.type,
+          scope: req.keyed.key.scope,
+          keyPreview: req.keyed.key.keyPreview,
+          keyDigest: req.keyed.key.keyDigest,
+          keyLength: req.keyed.key.keyLength,
+          jobId: row.job_id,
+          storedRequestDigest: row.request_digest,
+          rejectedRequestDigest: null,
+          source: req.source,
+        });
+      }
+    }
+    if (acceptedQueues.size > 0 && !this.inCallerTransaction) this.shared.wake(acceptedQueues);
+    return results;
+  }
+
+  /** Turns driver errors into typed ones; the one place SQLSTATEs are interpreted. */
+  private translate(err: unknown, requests: NormalizedRequest[]): Error {
+    const state = sqlStateOf(err);
+    if (state === SqlState.idempotencyConflict) {
+      const detail = JSON.parse((err as { detail?: string }).detail ?? "{}") as ConflictDetail;
+      const req = requests[detail.ordinal - 1];
+      if (req?.keyed) {
+        const k = req.keyed.key;
+        const conflict = new EnqueueIdempotencyConflictError(
+          {
+            scope: k.scope,
+            keyPreview: k.keyPreview,
+            keyDigest: k.keyDigest,
+            keyLength: k.keyLength,
+            existingJobId: detail.existingJobId,
+            existingMode: detail.existingMode,
+            conflictingFields: detail.conflictingFields,
+            storedRequestDigest: detail.storedRequestDigest,
+            rejectedRequestDigest: detail.rejectedRequestDigest,
+            ordinal: detail.ordinal,
+            ...(detail.payloadPaths ? { payloadPaths: detail.payloadPaths } : {}),
+          },
+          { cause: err },
+        );
+        this.observeConflict(conflict, req);
+        return conflict;
+      }
+    }
+    if (
+      state === SqlState.checkViolation ||
+      state === SqlState.untranslatableCharacter ||
+      state === SqlState.invalidTextRepresentation
+    ) {
+      // Client validation mirrors the CHECK constraints; reaching here means input slipped past it.
+      return new EnqueueValidationError([
+        { option: "request", rule: `rejected by PostgreSQL: ${(err as Error).message}` },
+      ]);
+    }
+    return new WorkhorseDatabaseError(`enqueue failed: ${(err as Error).message}`, err);
+  }
+
+  private observeConflict(e: EnqueueIdempotencyConflictError, req: NormalizedRequest): void {
+    const o: Observation = {
+      at: new Date(),
+      outcome: "conflict",
+      queue: req.queue,
+      type: req.type,
+      scope: e.scope,
+      keyPreview: e.keyPreview,
+      keyDigest: e.keyDigest,
+      keyLength: e.keyLength,
+      jobId: e.existingJobId,
+      conflictingFields: e.conflictingFields,
+      payloadPaths: e.payloadPaths ?? null,
+      storedRequestDigest: e.storedRequestDigest,
+      rejectedRequestDigest: e.rejectedRequestDigest,
+      source: req.source,
+    };
+    this.shared.recorder.record(o);
+  }
+
+  /** The job with this id, or null. SQL: `select * from workhorse.job where id = $1`. */
+  async getJob(jobId: string): Promise<Job | null> {
+    const id = parseJobId(jobId);
+    const { rows } = await this.exec.query<JobRow>({
+      name: "workhorse_get_job",
+      text: "select * from workhorse.job where id = $1::uuid",
+      values: [id],
+    });
+    return rows[0] ? jobFromRow(rows[0]) : null;
+  }
+
+  /**
+   * The binding of a scoped key, live or expired-awaiting-cleanup, or null when none exists (never
+   * bound, released by a purge, or already cleaned up). The key is hashed here; only the hash is sent.
+   */
+  async findBinding(input: { key: string; scope?: string }): Promise<BindingInfo | null> {
+    const { key, scope } = parseScopedKey(input);
+    const id = identify(scope, key);
+    const { rows } = await this.exec.query<BindingRow>({
+      name: "workhorse_find_binding",
+      text: `select b.scope, b.key_hash, b.job_id, b.mode, b.key_preview, b.key_length, b.request_digest, b.ttl_ms,
+                    b.created_at, b.expires_at, b.expires_at <= now() as expired
+               from workhorse.idempotency_binding b where b.scope = $1 and b.key_hash = $2`,
+      values: [id.scope, id.keyHash],
+    });
+    return rows[0] ? bindingFromRow(rows[0]) : null;
+  }
+
+  /**
+   * Purges one `ready` or `scheduled` job: tombstone (state `purged`, actor, time, reason), a `purged`
+   * event, the bindings it owns released, one audit row. SQL: `workhorse.purge_jobs(...)`.
+   * @throws PurgeNotAllowedError the job is active or terminal (nothing changed; the refusal is audited)
+   * @throws JobNotFoundError no job has this id
+   */
+  async purge(target: { jobId: string }, context: OperatorContext): Promise<PurgeResult> {
+    const jobId = parseJobId(target?.jobId);
+    const ctx = parseOperatorContext(context);
+    const row = await this.purgeCall([jobId], null, ctx);
+    if (row.refused_state === "missing") throw new JobNotFoundError(jobId);
+    if (row.refused_state) throw new PurgeNotAllowedError(jobId, row.refused_state);
+    return { purged: row.purged, releasedBindings: row.released_bindings };
+  }
+
+  /** Purges every `ready` and `scheduled` job of one queue, as `purge` does for one job. */
+  async purgeQueue(queue: string, context: OperatorContext): Promise<PurgeResult> {
+    const name = parseQueueName(queue);
+    const ctx = parseOperatorContext(context);
+    const row = await this.purgeCall(null, name, ctx);
+    return { purged: row.purged, releasedBindings: row.released_bindings };
+  }
+
+  private async purgeCall(ids: string[] | null, queue: string | null, ctx: OperatorContext) {
+    try {
+      const { rows } = await this.exec.query<{
+        purged: number;
+        released_bindings: number;
+        refused_state: string | null;
+      }>({
+        text: "select purged, released_bindings, refused_state from workhorse.purge_jobs($1::uuid[], $2::text, $3::text, $4::text)",
+        values: [ids, queue, ctx.actor, ctx.reason],
+      });
+      return rows[0] as { purged: number; released_bindings: number; refused_state: string | null };
+    } catch (err) {
+      throw new WorkhorseDatabaseError(`purge failed: ${(err as Error).message}`, err);
+    }
+  }
+
+  /**
+   * Deletes expired bindings, oldest first, `limit` per statement (default 1,000) with `SKIP LOCKED`,
+   * until none are left or `maxBatches` ran. Each batch is its own short statement: no long locks.
+   * Returns how many were deleted.
+   */
+  async pruneExpiredBindings(options: { limit?: number; maxBatches?: number } = {}): Promise<number> {
+    const limit = options.limit ?? 1000;
+    const maxBatches = options.maxBatches ?? Number.POSITIVE_INFINITY;
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100_000) {
+      throw new EnqueueValidationError([{ option: "limit", rule: "must be an integer 1..100000" }]);
+    }
+    let total = 0;
+    for (let batch = 0; batch < maxBatches; batch++) {
+      const { rowCount } = await this.exec.query({
+        name: "workhorse_prune_bindings",
+        text: `with doomed as (
+                 select scope, key_hash from workhorse.idempotency_binding
+                  where expires_at <= now() order by expires_at limit $1 for update skip locked)
+               delete from workhorse.idempotency_binding b using doomed d
+                where b.scope = d.scope and b.key_hash = d.key_hash`,
+        values: [limit],
+      });
+      total += rowCount ?? 0;
+      if ((rowCount ?? 0) < limit) break;
+    }
+    return total;
+  }
+
+  /** Deletes observations older than `olderThanMs` (default 7 days), in batches of `limit`. */
+  async pruneObservations(options: { olderThanMs?: number; limit?: number } = {}): Promise<number> {
+    const olderThanMs = options.olderThanMs ?? 7 * 86_400_000;
+    const limit = options.limit ?? 5000;
+    let total = 0;
+    for (;;) {
+      const { rowCount } = await this.exec.query({
+        name: "workhorse_prune_observations",
+        text: `delete from workhorse.enqueue_observation where id in (
+                 select id from workhorse.enqueue_observation
+                  where at < now() - $1::bigint * interval '1 millisecond' order by at limit $2)`,
+        values: [olderThanMs, limit],
+      });
+      total += rowCount ?? 0;
+      if ((rowCount ?? 0) < limit) break;
+    }
+    return total;
+  }
+
+  /**
+   * One maintenance pass: expired bindings, then observation retention. Records the run in
+   * `workhorse.maintenance_run` (what the console's maintenance panel shows).
+   */
+  async runMaintenance(
+    options: { trigger?: "schedule" | "manual"; observationRetentionMs?: number } = {},
+  ): Promise<MaintenanceResult> {
+    const started = new Date();
+    const m = this.shared.config.maintenance;
+    const expiredBindingsDeleted = await this.pruneExpiredBindings({ limit: m ? m.batchSize : 1000 });
+    const observationsDeleted = await this.pruneObservations({
+      olderThanMs: options.observationRetentionMs ?? (m ? m.observationRetentionMs : undefined),
+    });
+    await this.exec.query({
+      text: `insert into workhorse.maintenance_run (task, started_at, finished_at, removed, trigger)
+             values ('prune_expired_bindings', $1, now(), $2, $4), ('prune_observations', $1, now(), $3, $4)`,
+      values: [started, expiredBindingsDeleted, observationsDeleted, options.trigger ?? "manual"],
+    });
+    return { expiredBindingsDeleted, observationsDeleted };
+  }
+}
+
+/**
+ * The enqueue core over a caller-owned `pg.Pool`.
+ *
+ * ```ts
+ * const queue = new Queue({ pool });
+ * await migrate(pool);
+ * const jobId = await queue.enqueue("invoice.capture", { invoiceId }, {
+ *   queue: "billing",
+ *   idempotency: { key: `capture:${invoiceId}`, scope: "invoice-capture", ttlMs: 86_400_000 },
+ * });
+ * ```
+ */
+export class Queue extends QueueOperations {
+  constructor(options: QueueOptions) {
+    if (!options || typeof options.pool?.connect !== "function") {
+      throw new EnqueueValidationError([{ option: "pool", rule: "must be a pg.Pool" }]);
+    }
+    const maxPayloadBytes = options.maxPayloadBytes ?? LIMITS.defaultPayloadBytes;
+    if (!Number.isInteger(maxPayloadBytes) || maxPayloadBytes < 2 || maxPayloadBytes > 256 * 1024 * 1024) {
+      throw new EnqueueValidationError([{ option: "maxPayloadBytes", rule: "must be an integer 2..268435456" }]);
+    }
+    const m = options.maintenance;
+    const shared = new Shared(
+      options.pool,
+      {
+        maxPayloadBytes,
+        source: options.source ?? null,
+        notify: options.notify ?? true,
+        maintenance:
+          m === false
+            ? false
+            : {
+                intervalMs: m?.intervalMs ?? 5 * 60_000,
+                observationRetentionMs: m?.observationRetentionMs ?? 7 * 86_400_000,
+                batchSize: m?.batchSize ?? 1000,
+              },
+      },
+      options.observations,
+    );
+    super(shared, shared.poolExec, false);
+    shared.startMaintenance(() => this.runMaintenance({ trigger: "schedule" }));
+  }
+
+  /**
+   * The same operations on the caller's client, inside whatever transaction it has open: the job,
+   * binding and event commit or roll back with the caller's work. The wake-up NOTIFY is sent inside
+   * that transaction (PostgreSQL delivers it on commit only). Under REPEATABLE READ or SERIALIZABLE a
+   * racing insert of the same key fails with SQLSTATE 40001 (`WorkhorseDatabaseError.retryable`):
+   * retry the transaction.
+   */
+  withClient(client: pg.ClientBase): QueueOperations {
+    if (!client || typeof client.query !== "function") {
+      throw new EnqueueValidationError([{ option: "client", rule: "must be a connected pg client" }]);
+    }
+    return new QueueOperations(this.shared, clientExecutor(client), true);
+  }
+
+  /** Observation recorder counters: recorded, written, dropped, buffered. */
+  observationStats(): ObservationStats {
+    return this.shared.recorder.stats();
+  }
+
+  /** Writes buffered observations now. */
+  flushObservations(): Promise<void> {
+    return this.shared.recorder.flush();
+  }
+
+  /** Flushes observations and pending wake-ups, stops timers. Never ends the caller's pool. */
+  async close(): Promise<void> {
+    await this.shared.close();
+  }
+}

@@ -1,0 +1,133 @@
+/** Job states (SPEC §9). */
+export type JobState = "scheduled" | "ready" | "active" | "succeeded" | "failed" | "canceled" | "purged";
+
+/** What PostgreSQL decided for one request. */
+export type EnqueueOutcome = "accepted" | "replayed" | "replaced" | "non_replaceable" | "coalesced";
+
+/** Retry policy as given by the caller. Integers, delays in milliseconds, 0..31,536,000,000. */
+export type RetryPolicy =
+  | { type: "fixed"; delayMs: number }
+  | { type: "exponential"; initialDelayMs: number; multiplier: number; maxDelayMs: number };
+
+/** The one shape every retry policy is stored and compared in. A fixed delay has multiplier 1. */
+export interface NormalizedRetryPolicy {
+  initialDelayMs: number;
+  multiplier: number;
+  maxDelayMs: number;
+}
+
+/**
+ * Scoped idempotency key. `key`: 1..512 UTF-8 bytes (hashed here, never stored or sent);
+ * `scope`: 1..256 UTF-8 bytes, default `"default"`; `ttlMs`: 1..31,536,000,000, default 86,400,000 (24 h).
+ */
+export interface IdempotencyOptions {
+  key: string;
+  scope?: string;
+  ttlMs?: number;
+}
+
+/** Debounce (SPEC §8). Not supported yet: rejected with `EnqueueValidationError`. */
+export interface DebounceOptions {
+  key: string;
+  scope?: string;
+  windowMs: number;
+  schedule?: "reset" | "preserve";
+}
+
+/** Throttle (SPEC §8). Not supported yet: rejected with `EnqueueValidationError`. */
+export interface ThrottleOptions {
+  key: string;
+  scope?: string;
+  windowMs: number;
+}
+
+/** Every option is optional; unknown names are rejected. At most one of idempotency/debounce/throttle. */
+export interface EnqueueOptions {
+  /** 1..128 characters, no control characters. Default `"default"`. */
+  queue?: string;
+  /** When the job becomes runnable. Omitted: now (and omitted from the fingerprint). */
+  runAt?: Date;
+  /** Integer 1..1000, default 25. */
+  maxAttempts?: number;
+  retryPolicy?: RetryPolicy;
+  /** After this instant the job fails with `deadline_exceeded`. Must be after `runAt`. */
+  deadline?: Date;
+  /** Integer 1..31,536,000,000 ms per attempt. */
+  executionTimeoutMs?: number;
+  /** At most one active job per concurrency key. 1..256 characters. */
+  concurrencyKey?: string;
+  /** At most 32 tags of 1..128 characters; duplicates removed, sorted bytewise. */
+  tags?: string[];
+  idempotency?: IdempotencyOptions;
+  debounce?: DebounceOptions;
+  throttle?: ThrottleOptions;
+  /** Label written with this call's observations (not part of the fingerprint). 1..128 characters. */
+  source?: string;
+}
+
+export interface EnqueueRequest {
+  type: string;
+  payload: unknown;
+  options?: EnqueueOptions;
+}
+
+export interface EnqueueResult {
+  jobId: string;
+  outcome: EnqueueOutcome;
+  /** For `non_replaceable` (debounce): why the job could not be replaced. */
+  reason?: string;
+}
+
+export interface Job {
+  id: string;
+  queue: string;
+  type: string;
+  payload: unknown;
+  state: JobState;
+  runAt: Date;
+  attempt: number;
+  maxAttempts: number;
+  retryPolicy: NormalizedRetryPolicy | null;
+  deadline: Date | null;
+  executionTimeoutMs: number | null;
+  concurrencyKey: string | null;
+  tags: string[];
+  createdAt: Date;
+  updatedAt: Date;
+  leaseOwner: string | null;
+  leaseExpiresAt: Date | null;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+  result: unknown;
+  lastError: unknown;
+  purgedAt: Date | null;
+  purgedBy: string | null;
+  purgeReason: string | null;
+}
+
+/** A binding as operators may see it: never the raw key. */
+export interface BindingInfo {
+  scope: string;
+  keyPreview: string;
+  keyDigest: string;
+  keyLength: number;
+  jobId: string;
+  mode: "idempotency" | "debounce" | "throttle";
+  requestDigest: string;
+  ttlMs: number;
+  createdAt: Date;
+  expiresAt: Date;
+  /** `expiresAt <= now()` by PostgreSQL's clock: awaiting cleanup, no longer owning the key. */
+  expired: boolean;
+}
+
+export interface PurgeResult {
+  purged: number;
+  releasedBindings: number;
+}
+
+/** Who purges and why: both required; stored in the tombstone, the event and the audit log. */
+export interface OperatorContext {
+  actor: string;
+  reason: string;
+}

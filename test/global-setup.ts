@@ -1,0 +1,38 @@
+// One PostgreSQL per test run (embedded, or DATABASE_URL) and one migrated template database that
+// every test file clones, so files are isolated from each other and start in milliseconds.
+import pg from "pg";
+import type { TestProject } from "vitest/node";
+import { ensureServer, stopEmbeddedPostgres } from "../lib/db";
+import { migrate } from "../lib/enqueue";
+
+export const TEMPLATE = `workhorse_test_template_${process.pid}`;
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    adminUrl: string;
+    templateDatabase: string;
+  }
+}
+
+export default async function setup(project: TestProject) {
+  const info = await ensureServer();
+  const admin = new pg.Client({ connectionString: info.adminUrl });
+  await admin.connect();
+  await admin.query(`drop database if exists ${TEMPLATE}`);
+  await admin.query(`create database ${TEMPLATE}`);
+  const pool = new pg.Pool({ connectionString: info.urlFor(TEMPLATE), max: 1 });
+  await migrate(pool);
+  await pool.end();
+  project.provide("adminUrl", info.adminUrl);
+  project.provide("templateDatabase", TEMPLATE);
+  return async () => {
+    // Drop what this run created (clones are dropped by their files; this catches crashed ones).
+    const { rows } = await admin.query<{ datname: string }>("select datname from pg_database where datname like $1", [
+      `workhorse_test_%_${process.pid}%`,
+    ]);
+    for (const r of rows) await admin.query(`drop database if exists ${pg.escapeIdentifier(r.datname)} with (force)`);
+    await admin.query(`drop database if exists ${TEMPLATE} with (force)`);
+    await admin.end();
+    await stopEmbeddedPostgres();
+  };
+}

@@ -1,0 +1,51 @@
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+import { afterAll, inject } from "vitest";
+import { Queue, type QueueOptions } from "../lib/enqueue";
+
+function urlFor(adminUrl: string, db: string): string {
+  const u = new URL(adminUrl);
+  u.pathname = `/${db}`;
+  return u.toString();
+}
+
+/** Creates the database and returns a helper that builds queues closed after the file. */
+export function setupQueueTests(options: { max?: number } = {}) {
+  const adminUrl = inject("adminUrl");
+  const template = inject("templateDatabase");
+  const name = template.replace("template", `f${randomBytes(4).toString("hex")}`);
+  const url = urlFor(adminUrl, name);
+  const pool = new pg.Pool({ connectionString: url, max: options.max ?? 20 });
+  const queues: Queue[] = [];
+  const created = (async () => {
+    const admin = new pg.Client({ connectionString: adminUrl });
+    await admin.connect();
+    await admin.query(`create database ${pg.escapeIdentifier(name)} template ${pg.escapeIdentifier(template)}`);
+    await admin.end();
+  })();
+  afterAll(async () => {
+    for (const q of queues) await q.close();
+    await pool.end();
+    const admin = new pg.Client({ connectionString: adminUrl });
+    await admin.connect();
+    await admin.query(`drop database if exists ${pg.escapeIdentifier(name)} with (force)`);
+    await admin.end();
+  });
+  return {
+    url,
+    pool,
+    ready: () => created,
+    queue(opts: Partial<QueueOptions> = {}): Queue {
+      const q = new Queue({ pool, maintenance: false, ...opts });
+      queues.push(q);
+      return q;
+    },
+    async sql<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<R[]> {
+      return (await pool.query<R>(text, values)).rows;
+    },
+    async count(table: string, where = "true"): Promise<number> {
+      const { rows } = await pool.query<{ n: string }>(`select count(*) as n from workhorse.${table} where ${where}`);
+      return Number(rows[0]?.n ?? 0);
+    },
+  };
+}
