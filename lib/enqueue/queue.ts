@@ -547,6 +547,34 @@ export class QueueOperations {
   }
 
   /**
+   * Appends one row to `workhorse.operator_audit` (for operator actions that are not purges, which
+   * audit themselves): `action` such as `enqueue_test`, `target` such as `job:<id>` or `queue:billing`,
+   * `result` any JSON object. `actor` must come from an authenticated session, never from a form.
+   */
+  async recordOperatorAction(entry: {
+    actor: string;
+    action: string;
+    target: string;
+    reason?: string | null;
+    result: Record<string, unknown>;
+  }): Promise<void> {
+    const actor = typeof entry?.actor === "string" ? entry.actor.trim() : "";
+    if (!actor || actor.length > 200) {
+      throw new EnqueueValidationError([{ option: "actor", rule: "is required (1..200 characters)" }]);
+    }
+    if (typeof entry.action !== "string" || !/^[a-z_]{1,64}$/.test(entry.action)) {
+      throw new EnqueueValidationError([{ option: "action", rule: "must be 1..64 lowercase letters or underscores" }]);
+    }
+    if (typeof entry.target !== "string" || entry.target.length < 1 || entry.target.length > 300) {
+      throw new EnqueueValidationError([{ option: "target", rule: "must be 1..300 characters" }]);
+    }
+    await this.exec.query({
+      text: "insert into workhorse.operator_audit (actor, action, target, reason, result) values ($1, $2, $3, $4, $5::jsonb)",
+      values: [actor, entry.action, entry.target, entry.reason ?? null, JSON.stringify(entry.result ?? {})],
+    });
+  }
+
+  /**
    * Deletes expired bindings, oldest first, `limit` per statement (default 1,000) with `SKIP LOCKED`,
    * until none are left or `maxBatches` ran. Each batch is its own short statement: no long locks.
    * Returns how many were deleted.
