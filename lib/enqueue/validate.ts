@@ -341,9 +341,11 @@ export function parseJobId(id: unknown, option = "jobId"): string {
   return r.data.toLowerCase();
 }
 
-/** Validates `{ key, scope? }` for lookups. */
+/** Validates `{ key, scope? }` for lookups. `ttlMs` is allowed (and ignored), so idempotency options can be passed as they are. */
 export function parseScopedKey(input: unknown): { key: string; scope: string } {
-  const r = z.strictObject({ key: keyString, scope: scopeString.optional() }).safeParse(input);
+  const r = z
+    .strictObject({ key: keyString, scope: scopeString.optional(), ttlMs: z.unknown().optional() })
+    .safeParse(input);
   if (!r.success) {
     throw new EnqueueValidationError(
       r.error.issues.map((i) => ({ option: i.path.join(".") || "input", rule: i.message })),

@@ -263,7 +263,7 @@ declare
   v_queues text[];
   v_lost integer;
 begin
-  select array_agg(row(x.ordinal, x.id, x.queue, x.type, x.payload, coalesce(x.run_at, now()), x.max_attempts,
+  select array_agg(row(x.ordinal, x.id, x.queue, x.type, coalesce(x.payload, 'null'::jsonb), coalesce(x.run_at, now()), x.max_attempts,
                        x.retry_policy, x.deadline, x.execution_timeout_ms, x.concurrency_key, x.tags, x.mode,
                        x.scope, decode(x.key_hash, 'hex'), x.key_preview, x.key_length, x.ttl_ms, d.digests,
                        case when d.digests is not null
@@ -278,7 +278,7 @@ begin
     cross join lateral (
       select case when x.key_hash is not null then
                x.field_digests[1:4]
-               || left(encode(sha256(convert_to(x.payload::text, 'UTF8')), 'hex'), 16)
+               || left(encode(sha256(convert_to(coalesce(x.payload, 'null'::jsonb)::text, 'UTF8')), 'hex'), 16)
                || x.field_digests[5:10]
              end as digests
     ) d;
