@@ -45,3 +45,25 @@ export type {
   ThrottleOptions,
 } from "./types";
 export { DEFAULT_QUEUE, DEFAULT_SCOPE, LIMITS } from "./validate";
+export {
+  type ClaimedJob,
+  type FailureCause,
+  type HandlerContext,
+  type JobHandler,
+  Worker,
+  type WorkerEvent,
+  type WorkerOptions,
+  type WorkerStats,
+} from "./worker";
+export {
+  DEFAULT_RETRY_POLICY,
+  DeadlineExceededError,
+  type ErrorSummary,
+  ExecutionTimeoutError,
+  LeaseLostError,
+  NotStorableError,
+  retryDelayMs,
+  summarizeError,
+  WorkerConfigError,
+  WorkerStoppingError,
+} from "./worker-support";

@@ -1,0 +1,181 @@
+/**
+ * Pieces of the worker runtime that are not the Worker itself: typed errors, the bounded error
+ * summary stored in `last_error`, JSON checks for values headed to `jsonb`, timers, and the
+ * classification of database errors a worker may simply retry.
+ */
+import { WorkhorseError } from "./errors";
+import type { NormalizedRetryPolicy } from "./types";
+
+/** Why an attempt failed, as stored in `workhorse.job.last_error` and in the event data. */
+export interface ErrorSummary {
+  /** The error's `name` (or `"NonError"` when something other than an Error was thrown). ≤ 128 chars. */
+  name: string;
+  /** ≤ 1,000 characters. */
+  message: string;
+  /** The first ≤ 4,000 characters of the stack. */
+  stack?: string;
+  /** A string or number `code` property, when the error has one (SQLSTATEs, Node error codes). */
+  code?: string;
+  /** The `cause`, summarised the same way, at most 2 levels deep. */
+  cause?: ErrorSummary;
+}
+
+export const ERROR_LIMITS = { name: 128, message: 1000, stack: 4000, causeDepth: 2 } as const;
+
+/** Well-formed, NUL-free (jsonb rejects U+0000), at most `max` characters. */
+function clean(s: string, max: number): string {
+  const t = s.toWellFormed().replaceAll("\u0000", "\uFFFD");
+  return t.length > max ? `${t.slice(0, max - 1)}…` : t;
+}
+
+/** A bounded, JSON-safe summary of anything thrown: name, message, truncated stack, code, cause. */
+export function summarizeError(err: unknown, depth = 0): ErrorSummary {
+  if (err instanceof Error) {
+    const out: ErrorSummary = {
+      name: clean(err.name || "Error", ERROR_LIMITS.name),
+      message: clean(err.message ?? "", ERROR_LIMITS.message),
+    };
+    if (typeof err.stack === "string") out.stack = clean(err.stack, ERROR_LIMITS.stack);
+    const code = (err as { code?: unknown }).code;
+    if (typeof code === "string" || typeof code === "number") out.code = clean(String(code), ERROR_LIMITS.name);
+    if (err.cause !== undefined && depth < ERROR_LIMITS.causeDepth) out.cause = summarizeError(err.cause, depth + 1);
+    return out;
+  }
+  let message: string;
+  try {
+    message = typeof err === "string" ? err : (JSON.stringify(err) ?? String(err));
+  } catch {
+    message = String(err);
+  }
+  return { name: "NonError", message: clean(message, ERROR_LIMITS.message) };
+}
+
+/** A worker's option was out of range. Thrown by `new Worker(...)`. */
+export class WorkerConfigError extends WorkhorseError {
+  readonly option: string;
+  constructor(option: string, rule: string) {
+    super("WORKER_CONFIG", `${option}: ${rule}`);
+    this.option = option;
+  }
+}
+
+/** The attempt's `executionTimeoutMs` elapsed: the handler's signal fires with this reason. */
+export class ExecutionTimeoutError extends WorkhorseError {
+  readonly timeoutMs: number;
+  constructor(timeoutMs: number) {
+    super("EXECUTION_TIMED_OUT", `The attempt ran longer than its executionTimeoutMs (${timeoutMs} ms).`);
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+/** The job's deadline passed while the attempt ran: the handler's signal fires with this reason. */
+export class DeadlineExceededError extends WorkhorseError {
+  readonly deadline: Date;
+  constructor(deadline: Date) {
+    super("DEADLINE_EXCEEDED", `The job's deadline (${deadline.toISOString()}) passed.`);
+    this.deadline = deadline;
+  }
+}
+
+/**
+ * This attempt no longer holds the job: its lease lapsed and the job was reaped or claimed again.
+ * Its signal fires with this reason, and `heartbeat()`/`checkpoint()` throw it. Nothing the stale
+ * attempt reports afterwards is recorded.
+ */
+export class LeaseLostError extends WorkhorseError {
+  readonly jobId: string;
+  readonly attempt: number;
+  constructor(jobId: string, attempt: number) {
+    super("LEASE_LOST", `Attempt ${attempt} of job ${jobId} lost its lease; another attempt owns the job now.`);
+    this.jobId = jobId;
+    this.attempt = attempt;
+  }
+}
+
+/** The worker is stopping and its grace period ran out: the signal fires with this reason. */
+export class WorkerStoppingError extends WorkhorseError {
+  constructor() {
+    super("WORKER_STOPPING", "The worker is shutting down; the attempt will be released and run again.");
+  }
+}
+
+/** A handler's result or a checkpoint value that cannot be stored as JSON. */
+export class NotStorableError extends WorkhorseError {
+  constructor(what: string, reason: string) {
+    super("NOT_STORABLE", `${what} cannot be stored as JSON: ${reason}`);
+  }
+}
+
+/** JSON text for a `jsonb` column; `undefined` becomes `null`. Throws `NotStorableError`. */
+export function toJsonText(value: unknown, what: string): string {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value === undefined ? null : value);
+  } catch (err) {
+    throw new NotStorableError(what, (err as Error).message);
+  }
+  if (text === undefined) throw new NotStorableError(what, `a ${typeof value} is not JSON`);
+  // PostgreSQL's jsonb rejects U+0000 (SQLSTATE 22P05); catching it here keeps one bad value from
+  // failing a whole batch of completions.
+  if (text.includes("\\u0000")) throw new NotStorableError(what, "strings must not contain U+0000");
+  return text;
+}
+
+/** Default retry policy when a job has none: 1 s, doubling, capped at 1 h. */
+export const DEFAULT_RETRY_POLICY: NormalizedRetryPolicy = {
+  initialDelayMs: 1000,
+  multiplier: 2,
+  maxDelayMs: 3_600_000,
+};
+
+/** The delay after attempt `attempt` (1-based) failed; mirrors `workhorse.retry_delay_ms`. */
+export function retryDelayMs(policy: NormalizedRetryPolicy, attempt: number): number {
+  const exp = Math.min(Math.max(attempt - 1, 0), 60);
+  return Math.min(policy.maxDelayMs, Math.round(policy.initialDelayMs * policy.multiplier ** exp));
+}
+
+const TRANSIENT_SQLSTATES = new Set([
+  "40001", // serialization_failure
+  "40P01", // deadlock_detected
+  "53300", // too_many_connections
+  "55P03", // lock_not_available
+  "57P01", // admin_shutdown
+  "57P02", // crash_shutdown
+  "57P03", // cannot_connect_now (starting up / shutting down)
+]);
+
+/** Connection loss, server restarts and contention: the same call may succeed later. */
+export function isTransientDbError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== "string") return true; // socket errors, "Connection terminated", timeouts
+  if (code.startsWith("08")) return true; // connection exceptions
+  if (/^E[A-Z]+$/.test(code)) return true; // ECONNREFUSED, ECONNRESET, EPIPE, ...
+  return TRANSIENT_SQLSTATES.has(code);
+}
+
+const MAX_TIMER = 2_147_483_647;
+
+/** setTimeout for any duration (Node caps one timer at ~24.8 days). Returns a cancel function. */
+export function longTimeout(fn: () => void, ms: number): () => void {
+  const at = Date.now() + ms;
+  let timer: NodeJS.Timeout | null = null;
+  const arm = () => {
+    const left = at - Date.now();
+    if (left <= 0) {
+      timer = null;
+      fn();
+      return;
+    }
+    timer = setTimeout(arm, Math.min(left, MAX_TIMER));
+    timer.unref();
+  };
+  arm();
+  return () => {
+    if (timer) clearTimeout(timer);
+    timer = null;
+  };
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}

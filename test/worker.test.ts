@@ -1,0 +1,324 @@
+import { afterEach, beforeAll, describe, expect, test } from "vitest";
+import {
+  type HandlerContext,
+  type JobHandler,
+  LeaseLostError,
+  Worker,
+  type WorkerEvent,
+  type WorkerOptions,
+} from "../lib/enqueue";
+import { setupQueueTests } from "./helpers";
+
+const t = setupQueueTests();
+beforeAll(() => t.ready());
+
+const workers: Worker[] = [];
+afterEach(async () => {
+  await Promise.all(workers.splice(0).map((w) => w.stop({ graceMs: 0 })));
+});
+
+/** A started worker with test-friendly timings, stopped after each test. */
+async function startWorker(options: Partial<WorkerOptions> & { handlers: Record<string, JobHandler<never>> }) {
+  const w = new Worker({
+    pool: t.pool,
+    pollIntervalMs: 25,
+    reapIntervalMs: 0,
+    leaseMs: 2000,
+    abortGraceMs: 200,
+    onError: () => {},
+    ...options,
+  });
+  workers.push(w);
+  await w.start();
+  return w;
+}
+
+async function waitFor<T>(what: string, fn: () => Promise<T | null | undefined | false>, ms = 15_000): Promise<T> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+async function jobRow(id: string) {
+  const [row] = await t.sql<{
+    state: string;
+    attempt: number;
+    result: unknown;
+    last_error: { name: string; message: string; stack?: string } | null;
+    lease_owner: string | null;
+    lease_expires_at: Date | null;
+    run_at: Date;
+  }>(
+    "select state, attempt, result, last_error, lease_owner, lease_expires_at, run_at from workhorse.job where id = $1",
+    [id],
+  );
+  if (!row) throw new Error(`no job ${id}`);
+  return row;
+}
+
+async function events(id: string) {
+  return t.sql<{ kind: string; data: Record<string, unknown>; at: Date }>(
+    "select kind, data, at from workhorse.job_event where job_id = $1 order by seq",
+    [id],
+  );
+}
+
+async function kinds(id: string): Promise<string[]> {
+  return (await events(id)).map((e) => e.kind);
+}
+
+function untilState(id: string, state: string) {
+  return waitFor(`job ${id} to be ${state}`, async () => (await jobRow(id)).state === state);
+}
+
+describe("outcomes", () => {
+  test("a handler's result is stored and the job succeeds with claimed and succeeded events", async () => {
+    const q = t.queue();
+    const id = await q.enqueue("outcome.ok", { n: 21 }, { queue: "outcomes" });
+    const seen: WorkerEvent["kind"][] = [];
+    const w = await startWorker({
+      queues: ["outcomes"],
+      handlers: {
+        "outcome.ok": (p: { n: number }, ctx: HandlerContext) => ({ doubled: p.n * 2, attempt: ctx.attempt }),
+      },
+      onEvent: (e) => seen.push(e.kind),
+    });
+    await untilState(id, "succeeded");
+    const row = await jobRow(id);
+    expect(row.result).toEqual({ doubled: 42, attempt: 1 });
+    expect(row.attempt).toBe(1);
+    expect(row.lease_owner).toBe(w.workerId);
+    expect(row.lease_expires_at).toBeNull();
+    expect(await kinds(id)).toEqual(["enqueued", "claimed", "succeeded"]);
+    const [, claimed] = await events(id);
+    expect(claimed?.data).toMatchObject({ attempt: 1, worker: w.workerId });
+    await waitFor("succeeded event", async () => seen.includes("succeeded"));
+    expect(seen).toEqual(["claimed", "succeeded"]);
+  });
+
+  test("a handler that throws is retried at the exponential policy's run_at until maxAttempts, then fails", async () => {
+    const q = t.queue();
+    const id = await q.enqueue(
+      "outcome.flaky",
+      {},
+      {
+        queue: "retry-exp",
+        maxAttempts: 4,
+        retryPolicy: { type: "exponential", initialDelayMs: 1000, multiplier: 3, maxDelayMs: 5000 },
+      },
+    );
+    await startWorker({
+      queues: ["retry-exp"],
+      handlers: {
+        "outcome.flaky": (_p: unknown, ctx: HandlerContext) => {
+          throw new TypeError(`boom on attempt ${ctx.attempt}`);
+        },
+      },
+    });
+    const delays: number[] = [];
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      await waitFor(`retry ${attempt}`, async () => {
+        const row = await jobRow(id);
+        return row.attempt === attempt && row.state === "scheduled";
+      });
+      const evs = await events(id);
+      const retry = evs.filter((e) => e.kind === "retry_scheduled").at(-1);
+      const row = await jobRow(id);
+      // run_at is now() + delay, in the same transaction as the event: exact, no wall-clock sleeps.
+      expect(row.run_at.getTime() - (retry as { at: Date }).at.getTime()).toBe(retry?.data.delayMs);
+      expect(new Date(retry?.data.runAt as string).getTime()).toBe(row.run_at.getTime());
+      expect(row.last_error).toMatchObject({ name: "TypeError", message: `boom on attempt ${attempt}` });
+      expect(row.last_error?.stack).toContain("TypeError: boom");
+      delays.push(retry?.data.delayMs as number);
+      await t.sql("update workhorse.job set run_at = now() where id = $1", [id]); // make it due now
+    }
+    expect(delays).toEqual([1000, 3000, 5000]);
+    await untilState(id, "failed");
+    const row = await jobRow(id);
+    expect(row.attempt).toBe(4);
+    expect(row.last_error).toMatchObject({ name: "TypeError", message: "boom on attempt 4" });
+    expect(await kinds(id)).toEqual([
+      "enqueued",
+      "claimed",
+      "retry_scheduled",
+      "claimed",
+      "retry_scheduled",
+      "claimed",
+      "retry_scheduled",
+      "claimed",
+      "failed",
+    ]);
+    const failed = (await events(id)).at(-1);
+    expect(failed?.data).toMatchObject({ attempt: 4, reason: "max_attempts", cause: "error" });
+  });
+
+  test("without a policy the default is exponential from 1 s doubling; a fixed policy repeats its delay", async () => {
+    const q = t.queue();
+    const plain = await q.enqueue("outcome.fail", {}, { queue: "retry-default", maxAttempts: 3 });
+    const fixed = await q.enqueue(
+      "outcome.fail",
+      {},
+      { queue: "retry-default", maxAttempts: 3, retryPolicy: { type: "fixed", delayMs: 250 } },
+    );
+    await startWorker({
+      queues: ["retry-default"],
+      handlers: {
+        "outcome.fail": () => {
+          throw new Error("no");
+        },
+      },
+    });
+    const observed = new Map<string, number[]>([
+      [plain, []],
+      [fixed, []],
+    ]);
+    for (const id of [plain, fixed]) {
+      for (let attempt = 1; attempt <= 2; attempt++) {
+        await waitFor("retry", async () => {
+          const row = await jobRow(id);
+          return row.attempt === attempt && row.state === "scheduled";
+        });
+        const row = await jobRow(id);
+        const retry = (await events(id)).filter((e) => e.kind === "retry_scheduled").at(-1);
+        observed.get(id)?.push(row.run_at.getTime() - (retry as { at: Date }).at.getTime());
+        await t.sql("update workhorse.job set run_at = now() where id = $1", [id]);
+      }
+      await untilState(id, "failed");
+    }
+    expect(observed.get(plain)).toEqual([1000, 2000]);
+    expect(observed.get(fixed)).toEqual([250, 250]);
+  });
+
+  test("a result that JSON cannot hold fails the attempt with a bounded, JSON-safe error summary", async () => {
+    const q = t.queue();
+    const id = await q.enqueue("outcome.bigint", {}, { queue: "bad-result", maxAttempts: 1 });
+    const long = await q.enqueue("outcome.long", {}, { queue: "bad-result", maxAttempts: 1 });
+    await startWorker({
+      queues: ["bad-result"],
+      handlers: {
+        "outcome.bigint": () => ({ n: 1n }),
+        "outcome.long": () => {
+          throw new RangeError(`x\u0000${"y".repeat(5000)}`, { cause: { code: 7 } });
+        },
+      },
+    });
+    await untilState(id, "failed");
+    expect((await jobRow(id)).last_error).toMatchObject({ name: "NotStorableError" });
+    await untilState(long, "failed");
+    const err = (await jobRow(long)).last_error as unknown as Record<string, unknown>;
+    expect(err.name).toBe("RangeError");
+    expect((err.message as string).length).toBe(1000);
+    expect((err.message as string).startsWith("x\uFFFDyyy")).toBe(true);
+    expect((err.stack as string).length).toBeLessThanOrEqual(4000);
+    expect(err.cause).toEqual({ name: "NonError", message: '{"code":7}' });
+  });
+});
+
+describe("leases and fencing", () => {
+  test("a stale attempt's late completion is ignored; the new attempt's result stands", async () => {
+    const q = t.queue();
+    const id = await q.enqueue("lease.slow", {}, { queue: "stale" });
+    let releaseFirst: () => void = () => {};
+    const firstMayFinish = new Promise<void>((r) => {
+      releaseFirst = r;
+    });
+    const seenA: WorkerEvent["kind"][] = [];
+    // A is saturated (concurrency 1) and heartbeats rarely, so the lease the test expires below
+    // stays expired until B reaps it: what a long GC pause or a partition looks like.
+    const a = await startWorker({
+      queues: ["stale"],
+      leaseMs: 60_000,
+      heartbeatIntervalMs: 30_000,
+      handlers: {
+        "lease.slow": async () => {
+          await firstMayFinish;
+          return { by: "A" };
+        },
+      },
+      onEvent: (e) => seenA.push(e.kind),
+    });
+    await untilState(id, "active");
+    await t.sql("update workhorse.job set lease_expires_at = now() - interval '1 millisecond' where id = $1", [id]);
+    const b = await startWorker({ queues: ["stale"], handlers: { "lease.slow": () => ({ by: "B" }) } });
+    await untilState(id, "succeeded");
+    releaseFirst();
+    await waitFor("A's answer to be fenced out", async () => seenA.includes("stale"));
+    const row = await jobRow(id);
+    expect(row.result).toEqual({ by: "B" });
+    expect(row.attempt).toBe(2);
+    expect(row.lease_owner).toBe(b.workerId);
+    expect(await kinds(id)).toEqual(["enqueued", "claimed", "lease_expired", "claimed", "succeeded"]);
+    const expired = (await events(id))[2];
+    expect(expired?.data).toMatchObject({ attempt: 1, worker: a.workerId });
+    expect(seenA).toEqual(["claimed", "stale"]);
+    expect(a.stats()).toMatchObject({ claimed: 1, succeeded: 0, stale: 1 });
+
+    // The same fence, straight at the SQL: attempt 1's outcomes match nothing now.
+    const late = await t.sql("select * from workhorse.complete_jobs($1, $2::uuid[], $3::int[], $4::jsonb[])", [
+      a.workerId,
+      [id],
+      [1],
+      ['{"by":"A"}'],
+    ]);
+    expect(late).toEqual([]);
+    const lateFail = await t.sql("select * from workhorse.fail_job($1, 1, $2, '{}'::jsonb, 'error', null)", [
+      id,
+      a.workerId,
+    ]);
+    expect(lateFail).toEqual([]);
+    const wrongOwner = await t.sql("select * from workhorse.complete_jobs($1, $2::uuid[], $3::int[], $4::jsonb[])", [
+      a.workerId,
+      [id],
+      [2],
+      ['{"by":"A"}'],
+    ]);
+    expect(wrongOwner).toEqual([]);
+    expect((await jobRow(id)).result).toEqual({ by: "B" });
+    expect(await kinds(id)).toEqual(["enqueued", "claimed", "lease_expired", "claimed", "succeeded"]);
+  });
+
+  test("heartbeats keep a lease alive past its length; a lost lease fires the signal with LeaseLostError", async () => {
+    const q = t.queue();
+    const id = await q.enqueue("lease.long", {}, { queue: "heartbeat" });
+    let ctxSeen: HandlerContext | null = null;
+    let finish: () => void = () => {};
+    const gate = new Promise<void>((r) => {
+      finish = r;
+    });
+    await startWorker({
+      queues: ["heartbeat"],
+      leaseMs: 400,
+      heartbeatIntervalMs: 100,
+      handlers: {
+        "lease.long": async (_p: unknown, ctx: HandlerContext) => {
+          ctxSeen = ctx;
+          await gate;
+          return "done";
+        },
+      },
+    });
+    await untilState(id, "active");
+    const first = (await jobRow(id)).lease_expires_at as Date;
+    // Three lease lengths later the attempt still holds the job, with a later expiry.
+    await new Promise((r) => setTimeout(r, 1200));
+    const row = await jobRow(id);
+    expect(row.state).toBe("active");
+    expect(row.attempt).toBe(1);
+    expect((row.lease_expires_at as Date).getTime()).toBeGreaterThan(first.getTime());
+    const ctx = ctxSeen as unknown as HandlerContext;
+    await ctx.heartbeat();
+    // Someone else takes the job over (as a reaper plus another claimer would).
+    await t.sql("update workhorse.job set lease_owner = 'someone-else', attempt = 2 where id = $1", [id]);
+    await expect(ctx.heartbeat()).rejects.toBeInstanceOf(LeaseLostError);
+    expect(ctx.signal.aborted).toBe(true);
+    expect(ctx.signal.reason).toBeInstanceOf(LeaseLostError);
+    finish();
+    await new Promise((r) => setTimeout(r, 100));
+    expect((await jobRow(id)).state).toBe("active");
+    expect(await kinds(id)).toEqual(["enqueued", "claimed"]);
+  });
+});
