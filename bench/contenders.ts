@@ -11,7 +11,8 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { v7 as uuidv7 } from "uuid";
-import { EnqueueIdempotencyConflictError, type EnqueueRequest, migrate, Queue } from "../lib/enqueue";
+import type { EnqueueRequest } from "../lib/enqueue";
+import * as core from "../lib/enqueue";
 
 export const REPLAY_KEYS = 1000;
 export const BATCH_SIZE = 1000;
@@ -77,8 +78,19 @@ function counter(): () => number {
 
 export async function ours(
   ctx: ContenderContext,
-  opts: { id?: string; label?: string; notify?: boolean; setupSql?: string } = {},
+  opts: {
+    id?: string;
+    label?: string;
+    notify?: boolean;
+    /** SQL run after the migrations, in this contender's database only (a core prototype). */
+    setupSql?: string;
+    /** A patched copy of lib/enqueue (a client-side prototype); default the real one. */
+    module?: string;
+  } = {},
 ): Promise<Contender> {
+  const { EnqueueIdempotencyConflictError, migrate, Queue } = (
+    opts.module ? await import(opts.module) : core
+  ) as typeof core;
   const url = await ctx.database(`bench_${(opts.id ?? "ours").replace(/\W/g, "_")}`);
   const pool = new pg.Pool({ connectionString: url, max: POOL_MAX });
   await migrate(pool);

@@ -12,7 +12,8 @@
  * growth, checkpoints, the other tenants of the machine) hits all of them alike. Writes JSON to
  * bench/results/ and, on a full run, the results section of docs/benchmarks.md.
  */
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import pg from "pg";
 import {
@@ -106,18 +107,43 @@ function parseArgs(argv: string[]) {
       if (!all.includes(i)) throw new Error(`--${name}: unknown "${i}" (one of ${all.join(", ")})`);
     return new Set(items);
   };
+  // --prototype=a.sql,b.patch,b.patch+a.sql+notify-off: each item is one more Workhorse contender,
+  // running the SQL in its own database after the migrations and/or a copy of lib/enqueue with the
+  // patch applied; notify-off constructs its Queue with { notify: false }.
   const prototypes = (flags.get("prototype") ?? "")
     .split(",")
     .filter(Boolean)
-    .map((file) => ({ file, sql: readFileSync(file, "utf8") }));
+    .map((item) => {
+      const parts = item.split("+");
+      const sqlFiles = parts.filter((p) => p.endsWith(".sql"));
+      const patch = parts.find((p) => p.endsWith(".patch")) ?? null;
+      return {
+        file: item,
+        sql: sqlFiles.map((f) => readFileSync(f, "utf8")).join("\n"),
+        patch,
+        notify: !parts.includes("notify-off"),
+      };
+    });
   return {
     quick,
     plan,
     scenarios: list("scenarios", ALL_SCENARIOS),
     contenders: list("contenders", ALL_CONTENDERS),
-    writeDocs: !quick && !flags.has("no-docs"),
+    // Docs show the core as it is: never numbers from a partial or prototype run.
+    writeDocs:
+      !quick && !flags.has("no-docs") && prototypes.length === 0 && !flags.has("scenarios") && !flags.has("contenders"),
     prototypes,
   };
+}
+
+/** Copies lib/enqueue to bench/scratch/<id>/enqueue, applies `patch` there, returns its index module. */
+function patchedCore(patch: string, id: string): string {
+  const dir = path.join(process.cwd(), "bench", "scratch", id);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  cpSync(path.join(process.cwd(), "lib", "enqueue"), path.join(dir, "enqueue"), { recursive: true });
+  execFileSync("patch", ["-s", "-p1", "-d", dir, "-i", path.resolve(patch)]);
+  return path.join(dir, "enqueue", "index.ts");
 }
 
 const log = (s: string) => process.stderr.write(`[bench] ${s}\n`);
@@ -159,7 +185,6 @@ async function runScenario(
     );
     await c.settle?.();
   }
-  await admin.query("checkpoint");
   for (let round = 0; round < plan.rounds; round++) {
     for (const c of shuffled(withOp, random)) {
       const before = c.postgres ? await walLsn(admin) : null;
@@ -302,7 +327,12 @@ async function main() {
       for (const [i, p] of opts.prototypes.entries()) {
         const id = `ours-proto${i + 1}`;
         log(`setting up ${id} from ${p.file}`);
-        const c = await ours(ctx, { id, label: `Workhorse prototype: ${path.basename(p.file)}`, setupSql: p.sql });
+        const module = p.patch ? patchedCore(p.patch, id) : undefined;
+        const label = `Workhorse prototype: ${p.file
+          .split("+")
+          .map((f) => path.basename(f))
+          .join(" + ")}`;
+        const c = await ours(ctx, { id, label, setupSql: p.sql || undefined, module, notify: p.notify });
         await c.prepare();
         contenders.push(c);
       }
@@ -399,9 +429,10 @@ async function main() {
     const dir = path.join(process.cwd(), "bench", "results");
     mkdirSync(dir, { recursive: true });
     const stamp = startedAt.toISOString().replace(/[:.]/g, "-").slice(0, 19);
-    const file = path.join(dir, `${stamp}-${result.mode}.json`);
+    const tag = opts.prototypes.length ? `${result.mode}-prototypes` : result.mode;
+    const file = path.join(dir, `${stamp}-${tag}.json`);
     writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
-    writeFileSync(path.join(dir, `latest-${result.mode}.json`), `${JSON.stringify(result, null, 2)}\n`);
+    writeFileSync(path.join(dir, `latest-${tag}.json`), `${JSON.stringify(result, null, 2)}\n`);
     log(`wrote ${path.relative(process.cwd(), file)}`);
     if (opts.writeDocs) {
       writeDocs(result, path.relative(process.cwd(), file));
