@@ -1,11 +1,14 @@
 import { afterEach, beforeAll, describe, expect, test } from "vitest";
 import {
+  DeadlineExceededError,
+  ExecutionTimeoutError,
   type HandlerContext,
   type JobHandler,
   LeaseLostError,
   Worker,
   type WorkerEvent,
   type WorkerOptions,
+  WorkerStoppingError,
 } from "../lib/enqueue";
 import { setupQueueTests } from "./helpers";
 
@@ -320,5 +323,229 @@ describe("leases and fencing", () => {
     await new Promise((r) => setTimeout(r, 100));
     expect((await jobRow(id)).state).toBe("active");
     expect(await kinds(id)).toEqual(["enqueued", "claimed"]);
+  });
+});
+
+describe("deadlines and execution timeouts", () => {
+  test("executionTimeoutMs fires the handler's signal and the attempt fails with execution_timed_out", async () => {
+    const q = t.queue();
+    const retried = await q.enqueue(
+      "slow.forever",
+      {},
+      { queue: "timeouts", executionTimeoutMs: 150, maxAttempts: 2, retryPolicy: { type: "fixed", delayMs: 60_000 } },
+    );
+    const last = await q.enqueue("slow.forever", {}, { queue: "timeouts", executionTimeoutMs: 150, maxAttempts: 1 });
+    const reasons: unknown[] = [];
+    await startWorker({
+      queues: ["timeouts"],
+      concurrency: 2,
+      handlers: {
+        "slow.forever": (_p: unknown, ctx: HandlerContext) =>
+          new Promise((_resolve, reject) => {
+            ctx.signal.addEventListener("abort", () => {
+              reasons.push(ctx.signal.reason);
+              reject(ctx.signal.reason);
+            });
+          }),
+      },
+    });
+    await untilState(last, "failed");
+    await untilState(retried, "scheduled");
+    expect(reasons).toHaveLength(2);
+    for (const r of reasons) expect(r).toBeInstanceOf(ExecutionTimeoutError);
+    expect(await kinds(last)).toEqual(["enqueued", "claimed", "execution_timed_out", "failed"]);
+    expect((await events(last)).at(-1)?.data).toMatchObject({ reason: "max_attempts", cause: "execution_timed_out" });
+    expect((await jobRow(last)).last_error).toMatchObject({ name: "ExecutionTimeoutError" });
+    expect(await kinds(retried)).toEqual(["enqueued", "claimed", "execution_timed_out", "retry_scheduled"]);
+  });
+
+  test("a deadline passing mid-run fails the job with deadline_exceeded; an overdue job is never started", async () => {
+    const q = t.queue();
+    const running = await q.enqueue(
+      "slow.forever",
+      {},
+      { queue: "deadlines", deadline: new Date(Date.now() + 400), maxAttempts: 5 },
+    );
+    const overdue = await q.enqueue(
+      "slow.forever",
+      {},
+      { queue: "deadlines-late", deadline: new Date(Date.now() + 50), maxAttempts: 5 },
+    );
+    let started = 0;
+    const reasons: unknown[] = [];
+    const handler = (_p: unknown, ctx: HandlerContext) => {
+      started++;
+      ctx.signal.addEventListener("abort", () => reasons.push(ctx.signal.reason));
+      return new Promise((_resolve, reject) => ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason)));
+    };
+    await startWorker({ queues: ["deadlines"], handlers: { "slow.forever": handler } });
+    await untilState(running, "failed");
+    expect(await kinds(running)).toEqual(["enqueued", "claimed", "deadline_exceeded", "failed"]);
+    expect((await events(running)).at(-1)?.data).toMatchObject({ reason: "deadline_exceeded", attempt: 1 });
+    expect((await jobRow(running)).last_error).toMatchObject({ name: "DeadlineExceededError" });
+    expect(reasons).toHaveLength(1);
+    expect(reasons[0]).toBeInstanceOf(DeadlineExceededError);
+
+    await waitFor(
+      "the deadline to pass",
+      async () => (await t.sql("select now() > deadline as past from workhorse.job where id = $1", [overdue]))[0]?.past,
+    );
+    await startWorker({ queues: ["deadlines-late"], handlers: { "slow.forever": handler } });
+    await untilState(overdue, "failed");
+    expect(started).toBe(1);
+    expect(await kinds(overdue)).toEqual(["enqueued", "deadline_exceeded", "failed"]);
+    expect((await jobRow(overdue)).attempt).toBe(0);
+  });
+
+  test("a retry that would land after the deadline fails the job with deadline_exceeded instead", async () => {
+    const q = t.queue();
+    const id = await q.enqueue(
+      "fail.once",
+      {},
+      {
+        queue: "deadline-retry",
+        deadline: new Date(Date.now() + 60_000),
+        retryPolicy: { type: "fixed", delayMs: 120_000 },
+      },
+    );
+    await startWorker({
+      queues: ["deadline-retry"],
+      handlers: {
+        "fail.once": () => {
+          throw new Error("nope");
+        },
+      },
+    });
+    await untilState(id, "failed");
+    expect(await kinds(id)).toEqual(["enqueued", "claimed", "deadline_exceeded", "failed"]);
+    expect((await jobRow(id)).last_error).toMatchObject({ message: "nope" });
+  });
+});
+
+describe("checkpoints", () => {
+  test("a checkpointed stage runs once; a later attempt gets its stored value back", async () => {
+    const q = t.queue();
+    const id = await q.enqueue(
+      "stages",
+      { order: "A-1" },
+      { queue: "checkpoints", retryPolicy: { type: "fixed", delayMs: 0 } },
+    );
+    const charged: number[] = [];
+    const shipped: number[] = [];
+    await startWorker({
+      queues: ["checkpoints"],
+      handlers: {
+        stages: async (p: { order: string }, ctx: HandlerContext) => {
+          const charge = await ctx.checkpoint("charge", async () => {
+            charged.push(ctx.attempt);
+            return { chargeId: `ch_${p.order}`, at: new Date(0) };
+          });
+          const nothing = await ctx.checkpoint("note", () => undefined);
+          if (ctx.attempt === 1) throw new Error("shipping API down");
+          shipped.push(ctx.attempt);
+          return { charge, nothing };
+        },
+      },
+    });
+    await untilState(id, "succeeded");
+    expect(charged).toEqual([1]);
+    expect(shipped).toEqual([2]);
+    // The value is what JSON keeps of it, on the first attempt and the second alike.
+    expect((await jobRow(id)).result).toEqual({
+      charge: { chargeId: "ch_A-1", at: "1970-01-01T00:00:00.000Z" },
+      nothing: null,
+    });
+    expect(await kinds(id)).toEqual([
+      "enqueued",
+      "claimed",
+      "checkpoint_saved",
+      "checkpoint_saved",
+      "retry_scheduled",
+      "claimed",
+      "succeeded",
+    ]);
+    const rows = await t.sql(
+      "select name, attempt, value from workhorse.job_checkpoint where job_id = $1 order by name",
+      [id],
+    );
+    expect(rows).toEqual([
+      { name: "charge", attempt: 1, value: { chargeId: "ch_A-1", at: "1970-01-01T00:00:00.000Z" } },
+      { name: "note", attempt: 1, value: null },
+    ]);
+  });
+});
+
+describe("keys and states", () => {
+  test("claiming, retrying and finishing leave the binding alone: a replay after success returns the same job", async () => {
+    const q = t.queue();
+    const opts = {
+      queue: "bound",
+      retryPolicy: { type: "fixed" as const, delayMs: 0 },
+      idempotency: { key: "capture:INV-77", scope: "invoice-capture", ttlMs: 3_600_000 },
+    };
+    const first = await q.enqueueWithResult("invoice.capture", { invoiceId: "INV-77" }, opts);
+    expect(first.outcome).toBe("accepted");
+    const before = await q.findBinding({ key: "capture:INV-77", scope: "invoice-capture" });
+    await startWorker({
+      queues: ["bound"],
+      handlers: {
+        "invoice.capture": async (_p: unknown, ctx: HandlerContext) => {
+          if (ctx.attempt === 1) throw new Error("PSP timeout");
+          const mid = await q.findBinding({ key: "capture:INV-77", scope: "invoice-capture" });
+          return { bindingJob: mid?.jobId };
+        },
+      },
+    });
+    await untilState(first.jobId, "succeeded");
+    expect((await jobRow(first.jobId)).result).toEqual({ bindingJob: first.jobId });
+    const replay = await q.enqueueWithResult("invoice.capture", { invoiceId: "INV-77" }, opts);
+    expect(replay).toEqual({ jobId: first.jobId, outcome: "replayed" });
+    const after = await q.findBinding({ key: "capture:INV-77", scope: "invoice-capture" });
+    expect(after).toEqual(before);
+    expect(await t.count("job", "type = 'invoice.capture' and queue = 'bound'")).toBe(1);
+    expect(await kinds(first.jobId)).toEqual(["enqueued", "claimed", "retry_scheduled", "claimed", "succeeded"]);
+  });
+});
+
+describe("shutdown", () => {
+  test("stop waits for running handlers, then releases the ones past the grace period uncounted", async () => {
+    const q = t.queue();
+    const quick = await q.enqueue("stop.quick", {}, { queue: "stopping" });
+    const stuck = await q.enqueue("stop.stuck", {}, { queue: "stopping" });
+    let quickMayFinish: () => void = () => {};
+    const quickGate = new Promise<void>((r) => {
+      quickMayFinish = r;
+    });
+    const reasons: unknown[] = [];
+    const w = await startWorker({
+      queues: ["stopping"],
+      concurrency: 2,
+      handlers: {
+        "stop.quick": async () => {
+          await quickGate;
+          return "finished during grace";
+        },
+        "stop.stuck": (_p: unknown, ctx: HandlerContext) =>
+          new Promise((_resolve, reject) =>
+            ctx.signal.addEventListener("abort", () => {
+              reasons.push(ctx.signal.reason);
+              reject(ctx.signal.reason);
+            }),
+          ),
+      },
+    });
+    await untilState(quick, "active");
+    await untilState(stuck, "active");
+    const stopped = w.stop({ graceMs: 300 });
+    quickMayFinish();
+    await stopped;
+    expect((await jobRow(quick)).state).toBe("succeeded");
+    const row = await jobRow(stuck);
+    expect(row.state).toBe("ready");
+    expect(row.attempt).toBe(0);
+    expect(reasons).toHaveLength(1);
+    expect(reasons[0]).toBeInstanceOf(WorkerStoppingError);
+    expect(await kinds(stuck)).toEqual(["enqueued", "claimed", "released"]);
+    expect(w.stats()).toMatchObject({ claimed: 2, succeeded: 1, released: 1, running: 0 });
   });
 });

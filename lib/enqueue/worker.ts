@@ -257,7 +257,10 @@ export class Worker {
   private readonly onError: (e: Error) => void;
 
   private state: "idle" | "running" | "stopping" | "stopped" = "idle";
+  /** Attempts this worker holds: handler running, or its outcome being written. */
   private readonly running = new Map<string, Running>();
+  /** Attempts whose handler is running (what `concurrency` bounds). */
+  private busy = 0;
   private readonly done = new Map<string, Promise<void>>();
   private wanted = true;
   private wakeUp: (() => void) | null = null;
@@ -399,7 +402,7 @@ export class Worker {
 
   /** Counters since start. */
   stats(): WorkerStats {
-    return { ...this.counters, running: this.running.size };
+    return { ...this.counters, running: this.busy };
   }
 
   private report(err: unknown): void {
@@ -435,8 +438,11 @@ export class Worker {
   private async loop(): Promise<void> {
     let backoff = 0;
     while (this.state === "running") {
-      const free = this.concurrency - this.running.size;
-      if (free <= 0 || !this.wanted) {
+      // A slot is a running handler. Attempts whose outcome is still being written do not hold one
+      // (so the next claim overlaps that write), but at most `concurrency` of them may pile up.
+      const free = this.concurrency - this.busy;
+      const writing = this.running.size - this.busy;
+      if (free <= 0 || !this.wanted || writing >= this.concurrency) {
         await this.waitForKick();
         continue;
       }
@@ -494,10 +500,15 @@ export class Worker {
       startedAt: Date.now(),
     };
     this.running.set(key, r);
+    this.busy++;
     this.onEvent({ kind: "claimed", job });
     const p = this.execute(r)
       .catch((err) => this.report(err))
       .finally(() => {
+        if (!r.settled) {
+          r.settled = true;
+          this.busy--;
+        }
         this.running.delete(key);
         this.done.delete(key);
         this.kick();
@@ -555,6 +566,8 @@ export class Worker {
     );
     const outcome = await Promise.race([run, abandoned]);
     r.settled = true;
+    this.busy--;
+    this.kick();
     for (const cancel of cancels) cancel();
     if (outcome === "abandoned") {
       this.onEvent({ kind: "abandoned", job });

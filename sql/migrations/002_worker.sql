@@ -146,17 +146,26 @@ begin
 
   return query
   with cand as (
-    select j.id, j.concurrency_key, j.deadline, j.run_at
-      from workhorse.job j
-     where j.state in ('scheduled', 'ready')
-       and j.queue = any (p_queues)
-       and j.run_at <= now()
-       and (p_types is null or j.type = any (p_types))
-       and (j.concurrency_key is null
-            or not exists (select 1 from workhorse.concurrency_slot s where s.concurrency_key = j.concurrency_key))
-     order by j.run_at
+    -- Per queue, so each scan walks job_pending_idx (queue, run_at) in order and stops at the limit
+    -- (`queue = any (...)` would read and sort every due job). With several queues, up to p_limit
+    -- rows per queue are locked for the moment of this statement and the oldest p_limit are taken.
+    select x.id, x.concurrency_key, x.deadline, x.run_at
+      from unnest(p_queues) as qn(name)
+     cross join lateral (
+       select j.id, j.concurrency_key, j.deadline, j.run_at
+         from workhorse.job j
+        where j.queue = qn.name
+          and j.state in ('scheduled', 'ready')
+          and j.run_at <= now()
+          and (p_types is null or j.type = any (p_types))
+          and (j.concurrency_key is null
+               or not exists (select 1 from workhorse.concurrency_slot s where s.concurrency_key = j.concurrency_key))
+        order by j.run_at
+        limit p_limit
+          for update of j skip locked
+     ) x
+     order by x.run_at
      limit p_limit
-       for update of j skip locked
   ),
   overdue as (
     update workhorse.job j
