@@ -185,3 +185,17 @@ export function versions(extra: Record<string, string> = {}) {
     ...extra,
   };
 }
+
+/** The commit measured, and whether the core (lib/, sql/) differed from it in the working tree. */
+export function gitState(): { commit: string; coreDirty: boolean; dirtyFiles: string[] } {
+  try {
+    const commit = execFileSync("git", ["rev-parse", "HEAD"], { encoding: "utf8" }).trim();
+    const dirtyFiles = execFileSync("git", ["status", "--porcelain", "--", "lib", "sql"], { encoding: "utf8" })
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => l.slice(3));
+    return { commit, coreDirty: dirtyFiles.length > 0, dirtyFiles };
+  } catch {
+    return { commit: "unknown", coreDirty: false, dirtyFiles: [] };
+  }
+}
