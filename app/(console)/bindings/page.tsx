@@ -1,0 +1,86 @@
+import type { Metadata } from "next";
+import Link from "next/link";
+import { BindingsTable } from "@/components/bindings-table";
+import { buttonClass, cx, inputClass, linkClass, PageHeader } from "@/components/ui";
+import { listBindings } from "@/lib/console/bindings";
+import { consolePool } from "@/lib/console/db";
+import { parseBindingFilters, toQuery } from "@/lib/console/filters";
+import { requireViewer } from "@/lib/console/session";
+import { BINDING_MODES } from "@/lib/console/types";
+
+export const metadata: Metadata = { title: "Bindings" };
+
+type Search = Promise<Record<string, string | string[] | undefined>>;
+
+export default async function BindingsPage({ searchParams }: { searchParams: Search }) {
+  await requireViewer();
+  const sp = await searchParams;
+  const f = parseBindingFilters(sp);
+  const page = await listBindings(await consolePool(), f);
+  const after = f.after ? `${f.after.expiresAtUs}_${f.after.jobId}` : undefined;
+  const query = toQuery({ status: f.status, scope: f.scope, mode: f.mode, after });
+  const tab = (status: "live" | "expired", label: string) => (
+    <Link
+      href={`/bindings${toQuery({ status, scope: f.scope, mode: f.mode })}`}
+      aria-current={f.status === status ? "page" : undefined}
+      className={cx(
+        "rounded-md px-3 py-1.5 text-sm font-medium",
+        f.status === status
+          ? "bg-slate-900 text-white"
+          : "border border-slate-400 bg-white text-slate-900 hover:bg-slate-50",
+      )}
+    >
+      {label}
+    </Link>
+  );
+  return (
+    <>
+      <PageHeader
+        title="Bindings"
+        description="Which scoped keys own which jobs. Live bindings, soonest to expire first; expired ones await the cleanup that maintenance runs."
+      />
+      <nav className="mb-3 flex flex-wrap gap-2" aria-label="Binding status">
+        {tab("live", "Live")}
+        {tab("expired", "Expired, awaiting cleanup")}
+      </nav>
+      <form
+        method="get"
+        action="/bindings"
+        className="mb-4 grid grid-cols-2 gap-2 sm:grid-cols-4 sm:items-end"
+        aria-label="Filter bindings"
+      >
+        <input type="hidden" name="status" value={f.status} />
+        <div>
+          <label htmlFor="b-scope" className="mb-1 block text-sm font-medium text-slate-900">
+            Scope
+          </label>
+          <input id="b-scope" name="scope" defaultValue={f.scope} className={inputClass} />
+        </div>
+        <div>
+          <label htmlFor="b-mode" className="mb-1 block text-sm font-medium text-slate-900">
+            Mode
+          </label>
+          <select id="b-mode" name="mode" defaultValue={f.mode ?? ""} className={inputClass}>
+            <option value="">Any</option>
+            {BINDING_MODES.map((m) => (
+              <option key={m} value={m}>
+                {m}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div className="flex gap-2">
+          <button type="submit" className={buttonClass}>
+            Filter
+          </button>
+          {f.scope || f.mode ? (
+            <Link className={`${linkClass} self-center text-sm`} href={`/bindings?status=${f.status}`}>
+              Clear
+            </Link>
+          ) : null}
+        </div>
+      </form>
+      <BindingsTable initial={page} query={query} filtered={!!(f.scope || f.mode)} />
+    </>
+  );
+}

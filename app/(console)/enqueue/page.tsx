@@ -1,0 +1,23 @@
+import type { Metadata } from "next";
+import { EnqueueForm } from "@/components/enqueue-form";
+import { Notice, PageHeader } from "@/components/ui";
+import { requireViewer } from "@/lib/console/session";
+
+export const metadata: Metadata = { title: "Enqueue test job" };
+
+export default async function EnqueuePage() {
+  const viewer = await requireViewer();
+  return (
+    <>
+      <PageHeader
+        title="Enqueue a test job"
+        description="Goes through the same enqueue path as producers do. Every submission is recorded in the audit log under your name."
+      />
+      {viewer.readOnly ? (
+        <Notice tone="info">The console is read-only: enqueueing is disabled.</Notice>
+      ) : (
+        <EnqueueForm />
+      )}
+    </>
+  );
+}

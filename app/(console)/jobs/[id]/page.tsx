@@ -1,0 +1,63 @@
+import type { Metadata } from "next";
+import Link from "next/link";
+import { JobLive } from "@/components/job-live";
+import { PurgeDialog } from "@/components/purge-dialog";
+import { EmptyState, linkClass, PageHeader } from "@/components/ui";
+import { consolePool } from "@/lib/console/db";
+import { UUID_RE } from "@/lib/console/filters";
+import { jobDetail } from "@/lib/console/jobs";
+import { requireViewer } from "@/lib/console/session";
+import { purgeJobAction } from "../actions";
+
+export const metadata: Metadata = { title: "Job" };
+
+export default async function JobPage({ params }: { params: Promise<{ id: string }> }) {
+  const viewer = await requireViewer();
+  const { id } = await params;
+  const job = UUID_RE.test(id) ? await jobDetail(await consolePool(), id.toLowerCase()) : null;
+  if (!job) {
+    return (
+      <>
+        <PageHeader title="Job not found" />
+        <EmptyState title={UUID_RE.test(id) ? "No job has this id." : "That is not a job id (UUID)."}>
+          <Link className={linkClass} href="/jobs">
+            Back to jobs
+          </Link>
+        </EmptyState>
+      </>
+    );
+  }
+  return (
+    <>
+      <PageHeader
+        title={job.type}
+        description={
+          <>
+            Job <span className="font-mono">{job.id}</span> on queue <strong>{job.queue}</strong>
+          </>
+        }
+        actions={
+          <Link className={linkClass} href="/jobs">
+            ← All jobs
+          </Link>
+        }
+      />
+      <JobLive
+        initial={job}
+        purge={
+          viewer.readOnly ? (
+            <p className="text-sm text-slate-600">Read-only mode: purge is disabled.</p>
+          ) : (
+            <PurgeDialog
+              action={purgeJobAction}
+              hidden={{ jobId: job.id }}
+              label="Purge job…"
+              title="Purge this job?"
+              description="The job becomes a tombstone (state purged) and its idempotency binding is released, so the same key can enqueue new work. This cannot be undone."
+            />
+          )
+        }
+      />
+    </>
+  );
+}

@@ -1,0 +1,114 @@
+import type { Metadata } from "next";
+import Link from "next/link";
+import { redirect } from "next/navigation";
+import { JobsTable } from "@/components/jobs-table";
+import { buttonClass, inputClass, linkClass, Notice, PageHeader, secondaryButtonClass } from "@/components/ui";
+import { consolePool } from "@/lib/console/db";
+import { parseJobFilters, toQuery, UUID_RE } from "@/lib/console/filters";
+import { listJobs } from "@/lib/console/jobs";
+import { requireViewer } from "@/lib/console/session";
+import { JOB_STATES } from "@/lib/console/types";
+
+export const metadata: Metadata = { title: "Jobs" };
+
+type Search = Promise<Record<string, string | string[] | undefined>>;
+
+export default async function JobsPage({ searchParams }: { searchParams: Search }) {
+  await requireViewer();
+  const sp = await searchParams;
+  const pool = await consolePool();
+  const rawId = typeof sp.id === "string" ? sp.id.trim() : "";
+  let idNotice: string | null = null;
+  if (rawId) {
+    if (!UUID_RE.test(rawId)) idNotice = "That is not a job id. Job ids are UUIDs such as 019a…-…";
+    else {
+      const { rowCount } = await pool.query("select 1 from workhorse.job where id = $1::uuid", [rawId.toLowerCase()]);
+      if (rowCount) redirect(`/jobs/${rawId.toLowerCase()}`);
+      idNotice = "No job has that id.";
+    }
+  }
+  const f = parseJobFilters(sp);
+  const page = await listJobs(pool, f);
+  const query = toQuery({ queue: f.queue, type: f.type, state: f.state, tag: f.tag, after: f.after, before: f.before });
+  const filtered = !!(f.queue || f.type || f.state || f.tag);
+  return (
+    <>
+      <PageHeader
+        title="Jobs"
+        description="Newest first. Filter by queue, type, state or tag, or open a job by its id."
+        actions={
+          <Link className={secondaryButtonClass} href="/enqueue">
+            Enqueue a test job
+          </Link>
+        }
+      />
+      <form method="get" action="/jobs" className="mb-3 flex flex-wrap items-end gap-2" aria-label="Open a job by id">
+        <div className="min-w-0 grow sm:max-w-md">
+          <label htmlFor="id" className="mb-1 block text-sm font-medium text-slate-900">
+            Job id
+          </label>
+          <input id="id" name="id" className={inputClass} placeholder="UUID" autoComplete="off" spellCheck={false} />
+        </div>
+        <button type="submit" className={buttonClass}>
+          Open job
+        </button>
+      </form>
+      {idNotice ? (
+        <div className="mb-3">
+          <Notice tone="warn" role="alert">
+            {idNotice}
+          </Notice>
+        </div>
+      ) : null}
+      <form
+        method="get"
+        action="/jobs"
+        className="mb-4 grid grid-cols-2 gap-2 sm:grid-cols-5 sm:items-end"
+        aria-label="Filter jobs"
+      >
+        <div>
+          <label htmlFor="f-queue" className="mb-1 block text-sm font-medium text-slate-900">
+            Queue
+          </label>
+          <input id="f-queue" name="queue" defaultValue={f.queue} className={inputClass} />
+        </div>
+        <div>
+          <label htmlFor="f-type" className="mb-1 block text-sm font-medium text-slate-900">
+            Type
+          </label>
+          <input id="f-type" name="type" defaultValue={f.type} className={inputClass} />
+        </div>
+        <div>
+          <label htmlFor="f-state" className="mb-1 block text-sm font-medium text-slate-900">
+            State
+          </label>
+          <select id="f-state" name="state" defaultValue={f.state ?? ""} className={inputClass}>
+            <option value="">Any</option>
+            {JOB_STATES.map((s) => (
+              <option key={s} value={s}>
+                {s}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div>
+          <label htmlFor="f-tag" className="mb-1 block text-sm font-medium text-slate-900">
+            Tag
+          </label>
+          <input id="f-tag" name="tag" defaultValue={f.tag} className={inputClass} />
+        </div>
+        <div className="flex gap-2">
+          <button type="submit" className={buttonClass}>
+            Filter
+          </button>
+          {filtered ? (
+            <Link href="/jobs" className={`${linkClass} self-center text-sm`}>
+              Clear
+            </Link>
+          ) : null}
+        </div>
+      </form>
+      <JobsTable initial={page} query={query} filtered={filtered} />
+    </>
+  );
+}

@@ -1,0 +1,55 @@
+import type { ReactNode } from "react";
+import { signOut } from "@/app/sign-in/actions";
+import { Nav } from "@/components/nav";
+import { LiveIndicator } from "@/components/refresh-policy";
+import { requireViewer } from "@/lib/console/session";
+
+export const dynamic = "force-dynamic";
+
+export default async function ConsoleLayout({ children }: { children: ReactNode }) {
+  const viewer = await requireViewer();
+  return (
+    <div className="min-h-screen">
+      <header className="bg-slate-900 text-white">
+        <div className="mx-auto max-w-7xl px-3 pt-3 sm:px-6">
+          <div className="mb-2 flex flex-wrap items-center justify-between gap-2">
+            <div className="flex items-center gap-2">
+              <span className="text-lg font-semibold">Workhorse</span>
+              <span className="text-sm text-slate-300">operations console</span>
+            </div>
+            <div className="flex flex-wrap items-center gap-3 text-xs text-slate-200">
+              <LiveIndicator />
+              <span>
+                Signed in as <strong className="text-white">{viewer.actor}</strong>
+              </span>
+              {viewer.passwordless ? null : (
+                <form action={signOut}>
+                  <button type="submit" className="rounded border border-slate-500 px-1.5 py-0.5 hover:bg-slate-700">
+                    Sign out
+                  </button>
+                </form>
+              )}
+            </div>
+          </div>
+          <Nav />
+        </div>
+      </header>
+      {viewer.passwordless ? (
+        <div
+          role="note"
+          className="border-b border-amber-300 bg-amber-100 px-3 py-2 text-center text-sm text-amber-950"
+        >
+          No password is set: this console accepts connections from this machine only (loopback). Set{" "}
+          <code className="font-mono">WORKHORSE_CONSOLE_PASSWORD</code> to require sign-in.
+        </div>
+      ) : null}
+      {viewer.readOnly ? (
+        <div role="note" className="border-b border-sky-300 bg-sky-100 px-3 py-2 text-center text-sm text-sky-950">
+          Read-only mode (<code className="font-mono">WORKHORSE_CONSOLE_READONLY=1</code>): enqueue, purge and
+          maintenance are disabled.
+        </div>
+      ) : null}
+      <main className="mx-auto max-w-7xl px-3 py-6 sm:px-6">{children}</main>
+    </div>
+  );
+}

@@ -1,0 +1,39 @@
+import type { Metadata } from "next";
+import { PurgeDialog } from "@/components/purge-dialog";
+import { QueuesLive } from "@/components/queues-live";
+import { PageHeader } from "@/components/ui";
+import { consolePool } from "@/lib/console/db";
+import { queueSummaries } from "@/lib/console/overview";
+import { requireViewer } from "@/lib/console/session";
+import { purgeQueueAction } from "../jobs/actions";
+
+export const metadata: Metadata = { title: "Queues" };
+
+export default async function QueuesPage() {
+  const viewer = await requireViewer();
+  const data = await queueSummaries(await consolePool());
+  const purge = viewer.readOnly
+    ? null
+    : Object.fromEntries(
+        data.queues.map((q) => [
+          q.queue,
+          <PurgeDialog
+            key={q.queue}
+            action={purgeQueueAction}
+            hidden={{ queue: q.queue }}
+            label="Purge queue…"
+            title={`Purge every pending job of “${q.queue}”?`}
+            description="All ready and scheduled jobs of this queue become tombstones (state purged) and release their idempotency bindings. Active and finished jobs are not touched. This cannot be undone."
+          />,
+        ]),
+      );
+  return (
+    <>
+      <PageHeader
+        title="Queues"
+        description="Pending work per queue. Purging a queue removes its ready and scheduled jobs and releases the keys they own."
+      />
+      <QueuesLive initial={data} purge={purge} />
+    </>
+  );
+}

@@ -1,0 +1,11 @@
+import type { NextRequest } from "next/server";
+import { jsonRead } from "@/lib/console/api";
+import { listAudit } from "@/lib/console/audit";
+import { parseAuditFilters } from "@/lib/console/filters";
+
+export const dynamic = "force-dynamic";
+
+export function GET(req: NextRequest) {
+  const filters = parseAuditFilters(req.nextUrl.searchParams);
+  return jsonRead((db) => listAudit(db, filters));
+}

@@ -1,0 +1,11 @@
+import type { NextRequest } from "next/server";
+import { jsonRead } from "@/lib/console/api";
+import { parseObservationFilters } from "@/lib/console/filters";
+import { listObservations } from "@/lib/console/observations";
+
+export const dynamic = "force-dynamic";
+
+export function GET(req: NextRequest) {
+  const filters = parseObservationFilters(req.nextUrl.searchParams);
+  return jsonRead((db) => listObservations(db, filters));
+}

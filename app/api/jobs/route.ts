@@ -1,0 +1,11 @@
+import type { NextRequest } from "next/server";
+import { jsonRead } from "@/lib/console/api";
+import { parseJobFilters } from "@/lib/console/filters";
+import { listJobs } from "@/lib/console/jobs";
+
+export const dynamic = "force-dynamic";
+
+export function GET(req: NextRequest) {
+  const filters = parseJobFilters(req.nextUrl.searchParams);
+  return jsonRead((db) => listJobs(db, filters));
+}

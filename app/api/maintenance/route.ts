@@ -1,0 +1,8 @@
+import { jsonRead } from "@/lib/console/api";
+import { maintenanceStatus } from "@/lib/console/maintenance";
+
+export const dynamic = "force-dynamic";
+
+export function GET() {
+  return jsonRead((db) => maintenanceStatus(db));
+}

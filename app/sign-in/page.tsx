@@ -1,0 +1,26 @@
+import type { Metadata } from "next";
+import { redirect } from "next/navigation";
+import { SignInForm } from "@/components/sign-in-form";
+import { Notice } from "@/components/ui";
+import { currentViewer } from "@/lib/console/session";
+
+export const metadata: Metadata = { title: "Sign in" };
+export const dynamic = "force-dynamic";
+
+export default async function SignInPage() {
+  const r = await currentViewer();
+  if (r.status === "ok") redirect("/");
+  return (
+    <main className="mx-auto flex min-h-screen max-w-sm flex-col justify-center px-4 py-10">
+      <h1 className="mb-1 text-2xl font-semibold text-slate-900">Workhorse console</h1>
+      <p className="mb-6 text-sm text-slate-600">Sign in to browse jobs, keys and conflicts.</p>
+      {r.status === "forbidden" ? (
+        <Notice tone="error" role="alert">
+          {r.message}
+        </Notice>
+      ) : (
+        <SignInForm />
+      )}
+    </main>
+  );
+}

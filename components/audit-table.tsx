@@ -1,0 +1,95 @@
+"use client";
+import Link from "next/link";
+import { formatTime } from "@/lib/console/format";
+import type { AuditDto, Page } from "@/lib/console/types";
+import { LiveStatus } from "./live-status";
+import { Badge, EmptyState, linkClass, Table, Td } from "./ui";
+import { useLive } from "./use-live";
+
+function Target({ target }: { target: string }) {
+  const m = /^job:([0-9a-f-]{36})$/.exec(target);
+  if (m) {
+    return (
+      <Link className={`${linkClass} font-mono text-xs`} href={`/jobs/${m[1]}`}>
+        {target}
+      </Link>
+    );
+  }
+  return <span className="font-mono text-xs break-all">{target}</span>;
+}
+
+function summary(r: Record<string, unknown>): string {
+  const parts: string[] = [];
+  for (const [k, v] of Object.entries(r)) {
+    if (k === "status") continue;
+    parts.push(`${k}: ${Array.isArray(v) ? v.join(", ") : typeof v === "object" ? JSON.stringify(v) : String(v)}`);
+  }
+  return parts.join(" · ");
+}
+
+export function AuditTable({
+  initial,
+  query,
+  filtered,
+}: {
+  initial: Page<AuditDto>;
+  query: string;
+  filtered: boolean;
+}) {
+  const { data, error, dataUpdatedAt } = useLive(`/api/audit${query}`, initial);
+  const params = new URLSearchParams(query);
+  const page = (after: string | null) => {
+    const p = new URLSearchParams(params);
+    if (after) p.set("after", after);
+    else p.delete("after");
+    const s = p.toString();
+    return s ? `/audit?${s}` : "/audit";
+  };
+  return (
+    <div>
+      {data.rows.length === 0 ? (
+        <EmptyState title={filtered ? "No audit entries match these filters." : "No operator actions yet."}>
+          {filtered
+            ? null
+            : "Enqueueing a test job, purging and running maintenance from this console are recorded here."}
+        </EmptyState>
+      ) : (
+        <Table
+          caption="Operator audit log, newest first"
+          head={["Time", "Actor", "Action", "Target", "Reason", "Result"]}
+        >
+          {data.rows.map((a) => (
+            <tr key={a.id} className="hover:bg-slate-50">
+              <Td className="whitespace-nowrap">{formatTime(a.at)}</Td>
+              <Td className="break-all">{a.actor}</Td>
+              <Td>{a.action}</Td>
+              <Td>
+                <Target target={a.target} />
+              </Td>
+              <Td className="break-words">{a.reason ?? "—"}</Td>
+              <Td>
+                <Badge>{String(a.result.status ?? "ok")}</Badge>
+                <div className="mt-1 text-xs break-all text-slate-700">{summary(a.result)}</div>
+              </Td>
+            </tr>
+          ))}
+        </Table>
+      )}
+      <div className="mt-3 flex items-center justify-between gap-2">
+        <LiveStatus error={error} updatedAt={dataUpdatedAt} />
+        <nav aria-label="Pagination" className="flex gap-3">
+          {params.get("after") ? (
+            <Link className={linkClass} href={page(null)}>
+              ← Newest
+            </Link>
+          ) : null}
+          {data.next ? (
+            <Link className={linkClass} href={page(data.next)}>
+              Older →
+            </Link>
+          ) : null}
+        </nav>
+      </div>
+    </div>
+  );
+}

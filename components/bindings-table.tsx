@@ -1,0 +1,90 @@
+"use client";
+import Link from "next/link";
+import { formatDuration, formatTime, shortId } from "@/lib/console/format";
+import type { BindingDto, Page } from "@/lib/console/types";
+import { Countdown } from "./countdown";
+import { LiveStatus } from "./live-status";
+import { Badge, DemoHint, EmptyState, linkClass, Mono, Table, Td } from "./ui";
+import { useLive } from "./use-live";
+
+export function BindingsTable({
+  initial,
+  query,
+  filtered,
+}: {
+  initial: Page<BindingDto>;
+  query: string;
+  filtered: boolean;
+}) {
+  const { data, error, dataUpdatedAt } = useLive(`/api/bindings${query}`, initial);
+  const params = new URLSearchParams(query);
+  const nextHref = data.next
+    ? (() => {
+        const p = new URLSearchParams(params);
+        p.set("after", data.next);
+        return `/bindings?${p}`;
+      })()
+    : null;
+  const firstHref = (() => {
+    const p = new URLSearchParams(params);
+    p.delete("after");
+    const s = p.toString();
+    return s ? `/bindings?${s}` : "/bindings";
+  })();
+  return (
+    <div>
+      {data.rows.length === 0 ? (
+        <EmptyState title={filtered ? "No bindings match these filters." : "No bindings here."}>
+          {filtered ? null : <DemoHint />}
+        </EmptyState>
+      ) : (
+        <Table
+          caption="Idempotency bindings"
+          head={["Scope", "Key preview", "Digest", "Length", "Mode", "Job", "Created", "Expires", "TTL remaining"]}
+        >
+          {data.rows.map((b) => (
+            <tr key={`${b.scope}:${b.keyDigest}:${b.jobId}`} className="hover:bg-slate-50">
+              <Td className="break-all">{b.scope}</Td>
+              <Td>
+                <Mono>{b.keyPreview}</Mono>
+              </Td>
+              <Td>
+                <Mono>{b.keyDigest}</Mono>
+              </Td>
+              <Td className="tabular-nums">{b.keyLength}</Td>
+              <Td>{b.mode}</Td>
+              <Td>
+                <Link className={`${linkClass} font-mono text-xs`} href={`/jobs/${b.jobId}`} title={b.jobId}>
+                  {shortId(b.jobId)}
+                </Link>
+              </Td>
+              <Td className="whitespace-nowrap">{formatTime(b.createdAt)}</Td>
+              <Td className="whitespace-nowrap">
+                {formatTime(b.expiresAt)}
+                <div className="text-xs text-slate-600">TTL {formatDuration(b.ttlMs)}</div>
+              </Td>
+              <Td className="whitespace-nowrap">
+                {b.expired ? <Badge>expired</Badge> : <Countdown expiresAt={b.expiresAt} serverNow={data.now} />}
+              </Td>
+            </tr>
+          ))}
+        </Table>
+      )}
+      <div className="mt-3 flex items-center justify-between gap-2">
+        <LiveStatus error={error} updatedAt={dataUpdatedAt} />
+        <nav aria-label="Pagination" className="flex gap-3">
+          {params.get("after") ? (
+            <Link className={linkClass} href={firstHref}>
+              ← First page
+            </Link>
+          ) : null}
+          {nextHref ? (
+            <Link className={linkClass} href={nextHref}>
+              Next →
+            </Link>
+          ) : null}
+        </nav>
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,194 @@
+"use client";
+import Link from "next/link";
+import { type FormEvent, startTransition, useActionState } from "react";
+import { enqueueTestJobAction } from "@/app/(console)/enqueue/actions";
+import type { EnqueueFormState } from "@/lib/console/action-state";
+import { Badge, buttonClass, Card, DefinitionList, Field, inputClass, linkClass, Mono, Notice } from "./ui";
+
+/**
+ * The enqueue-test form. Submitting keeps the values in the browser (nothing is echoed back by the
+ * server, least of all the key), so pressing Enqueue again repeats the same request: `replayed`.
+ */
+export function EnqueueForm() {
+  const [state, action, pending] = useActionState<EnqueueFormState, FormData>(enqueueTestJobAction, {
+    status: "idle",
+  });
+  const errors = state.status === "error" ? state.fieldErrors : {};
+  const onSubmit = (e: FormEvent<HTMLFormElement>) => {
+    e.preventDefault();
+    const data = new FormData(e.currentTarget);
+    data.set("tzOffset", String(new Date().getTimezoneOffset()));
+    startTransition(() => action(data));
+  };
+  const input = (name: string, props: React.InputHTMLAttributes<HTMLInputElement> = {}) => (
+    <input
+      id={name}
+      name={name}
+      className={inputClass}
+      aria-invalid={!!errors[name]}
+      aria-describedby={errors[name] ? `${name}-error` : undefined}
+      autoComplete="off"
+      spellCheck={false}
+      {...props}
+    />
+  );
+  return (
+    <div className="grid gap-4 lg:grid-cols-5">
+      <form action={action} onSubmit={onSubmit} className="space-y-4 lg:col-span-3" aria-label="Enqueue a test job">
+        <Card>
+          <div className="grid gap-4 sm:grid-cols-2">
+            <Field label="Type" name="type" error={errors.type} hint="Job type, e.g. invoice.capture">
+              {input("type", { required: true, defaultValue: "console.test" })}
+            </Field>
+            <Field label="Queue" name="queue" error={errors.queue} hint='Default "default"'>
+              {input("queue", { placeholder: "default" })}
+            </Field>
+            <div className="sm:col-span-2">
+              <Field label="Payload (JSON)" name="payload" error={errors.payload}>
+                <textarea
+                  id="payload"
+                  name="payload"
+                  rows={6}
+                  defaultValue={'{\n  "hello": "world"\n}'}
+                  className={`${inputClass} font-mono`}
+                  aria-invalid={!!errors.payload}
+                  aria-describedby={errors.payload ? "payload-error" : undefined}
+                  spellCheck={false}
+                />
+              </Field>
+            </div>
+            <Field
+              label="Idempotency key"
+              name="key"
+              error={errors.key}
+              hint="Optional. Hashed on the server; never stored or shown."
+            >
+              {input("key")}
+            </Field>
+            <Field label="Scope" name="scope" error={errors.scope} hint='Default "default"'>
+              {input("scope", { placeholder: "default" })}
+            </Field>
+            <Field
+              label="TTL (ms)"
+              name="ttlMs"
+              error={errors.ttlMs}
+              hint="1 to 31,536,000,000; default 86,400,000 (24 h)"
+            >
+              {input("ttlMs", { inputMode: "numeric", placeholder: "86400000" })}
+            </Field>
+            <Field label="Run at" name="runAt" error={errors.runAt} hint="Optional; your local time. Empty: now.">
+              {input("runAt", { type: "datetime-local", step: 1 })}
+            </Field>
+            <Field label="Tags" name="tags" error={errors.tags} hint="Comma separated, at most 32">
+              {input("tags", { placeholder: "manual, test" })}
+            </Field>
+            <Field label="Max attempts" name="maxAttempts" error={errors.maxAttempts} hint="1 to 1000; default 25">
+              {input("maxAttempts", { inputMode: "numeric", placeholder: "25" })}
+            </Field>
+          </div>
+          {errors.form ? <p className="mt-3 text-sm text-red-800">{errors.form}</p> : null}
+          <div className="mt-4 flex items-center gap-3">
+            <button type="submit" className={buttonClass} disabled={pending}>
+              {pending ? "Enqueueing…" : "Enqueue"}
+            </button>
+            <span className="text-xs text-slate-600">Submit again with the same values to see a replay.</span>
+          </div>
+        </Card>
+      </form>
+      <div className="lg:col-span-2">
+        <Result state={state} />
+      </div>
+    </div>
+  );
+}
+
+function Result({ state }: { state: EnqueueFormState }) {
+  return (
+    <section
+      aria-labelledby="result-title"
+      aria-live="polite"
+      className="rounded-lg border border-slate-200 bg-white p-4 shadow-sm"
+    >
+      <h2 id="result-title" className="mb-3 text-base font-semibold text-slate-900">
+        Result
+      </h2>
+      {state.status === "idle" ? <p className="text-sm text-slate-600">Nothing submitted yet.</p> : null}
+      {state.status === "error" ? (
+        <Notice tone="error" role="alert">
+          {state.message}
+        </Notice>
+      ) : null}
+      {state.status === "done" ? (
+        <div className="space-y-3" data-testid="enqueue-result">
+          <p className="text-sm">
+            Outcome: <Badge>{state.outcome}</Badge>{" "}
+            <span className="text-slate-600">
+              {state.outcome === "accepted"
+                ? "a new job was created."
+                : "the key already owns this job; nothing was written."}
+            </span>
+          </p>
+          <DefinitionList
+            items={[
+              [
+                "Job id",
+                <Link key="j" className={`${linkClass} font-mono text-xs`} href={`/jobs/${state.jobId}`}>
+                  {state.jobId}
+                </Link>,
+              ],
+              ...(state.keyed
+                ? ([
+                    ["Scope", <Mono key="s">{state.keyed.scope}</Mono>],
+                    ["Key preview", <Mono key="p">{state.keyed.keyPreview}</Mono>],
+                    ["Key digest", <Mono key="d">{state.keyed.keyDigest}</Mono>],
+                  ] as [string, React.ReactNode][])
+                : []),
+              ["Submission", `#${state.seq}`],
+            ]}
+          />
+        </div>
+      ) : null}
+      {state.status === "conflict" ? (
+        <div className="space-y-3" data-testid="enqueue-conflict">
+          <p className="text-sm">
+            Outcome: <Badge>conflict</Badge>{" "}
+            <span className="text-slate-700">
+              this key is bound to a job with a different request. Nothing was written.
+            </span>
+          </p>
+          <DefinitionList
+            items={[
+              [
+                "Conflicting fields",
+                <ul key="f" className="flex flex-wrap gap-1" aria-label="Conflicting fields">
+                  {state.conflict.conflictingFields.map((f) => (
+                    <li key={f}>
+                      <Badge tone="conflict">{f}</Badge>
+                    </li>
+                  ))}
+                </ul>,
+              ],
+              ["Payload paths", state.conflict.payloadPaths?.length ? state.conflict.payloadPaths.join(", ") : "—"],
+              [
+                "Existing job",
+                <Link
+                  key="j"
+                  className={`${linkClass} font-mono text-xs`}
+                  href={`/jobs/${state.conflict.existingJobId}`}
+                >
+                  {state.conflict.existingJobId}
+                </Link>,
+              ],
+              ["Scope", <Mono key="s">{state.conflict.scope}</Mono>],
+              ["Key preview", <Mono key="p">{state.conflict.keyPreview}</Mono>],
+              ["Key digest", <Mono key="d">{state.conflict.keyDigest}</Mono>],
+              ["Stored request", <Mono key="sr">{state.conflict.storedRequestDigest.slice(0, 16)}…</Mono>],
+              ["This request", <Mono key="rr">{state.conflict.rejectedRequestDigest.slice(0, 16)}…</Mono>],
+              ["Submission", `#${state.seq}`],
+            ]}
+          />
+        </div>
+      ) : null}
+    </section>
+  );
+}

@@ -1,0 +1,102 @@
+"use client";
+import { formatDuration, formatTime } from "@/lib/console/format";
+import type { JobDetailDto } from "@/lib/console/types";
+import { BindingDetails } from "./binding-card";
+import { LiveStatus } from "./live-status";
+import { Badge, Card, DefinitionList, Mono } from "./ui";
+import { useLive } from "./use-live";
+
+export function JobLive({ initial, purge }: { initial: JobDetailDto; purge: React.ReactNode }) {
+  const { data: job, error, dataUpdatedAt } = useLive(`/api/jobs/${initial.id}`, initial);
+  const canPurge = job.state === "ready" || job.state === "scheduled";
+  return (
+    <div className="grid gap-4 lg:grid-cols-3">
+      <div className="space-y-4 lg:col-span-2">
+        <Card title="Job">
+          <DefinitionList
+            items={[
+              ["State", <Badge key="s">{job.state}</Badge>],
+              ["Type", job.type],
+              ["Queue", job.queue],
+              ["Attempts", `${job.attempt} of ${job.maxAttempts}`],
+              ["Tags", job.tags.length ? job.tags.join(", ") : "—"],
+              ["Run at", formatTime(job.runAt)],
+              ["Created", formatTime(job.createdAt)],
+              ["Updated", formatTime(job.updatedAt)],
+              ["Started", formatTime(job.startedAt)],
+              ["Finished", formatTime(job.finishedAt)],
+              ["Deadline", formatTime(job.deadline)],
+              ["Execution timeout", job.executionTimeoutMs ? formatDuration(job.executionTimeoutMs) : "—"],
+              ["Concurrency key", job.concurrencyKey ?? "—"],
+              ["Lease", job.leaseOwner ? `${job.leaseOwner} until ${formatTime(job.leaseExpiresAt)}` : "—"],
+              ...(job.purgedAt
+                ? ([
+                    ["Purged", `${formatTime(job.purgedAt)} by ${job.purgedBy ?? "?"}`],
+                    ["Purge reason", job.purgeReason ?? "—"],
+                  ] as [string, React.ReactNode][])
+                : []),
+            ]}
+          />
+        </Card>
+        <Card title="Payload">
+          <pre className="max-h-96 overflow-auto rounded bg-slate-50 p-3 font-mono text-xs whitespace-pre-wrap break-all text-slate-900">
+            {job.payloadJson}
+          </pre>
+        </Card>
+        {job.lastErrorJson ? (
+          <Card title="Last error">
+            <pre className="max-h-64 overflow-auto rounded bg-red-50 p-3 font-mono text-xs whitespace-pre-wrap break-all text-red-950">
+              {job.lastErrorJson}
+            </pre>
+          </Card>
+        ) : null}
+        <Card title="Event timeline">
+          {job.events.length === 0 ? (
+            <p className="text-sm text-slate-600">No events recorded.</p>
+          ) : (
+            <ol className="space-y-3">
+              {job.events.map((e) => (
+                <li key={e.seq} className="border-l-2 border-slate-300 pl-3">
+                  <div className="flex flex-wrap items-center gap-2 text-sm">
+                    <Badge tone={e.kind === "purged" ? "purged" : undefined}>{e.kind}</Badge>
+                    <span className="text-slate-600">{formatTime(e.at)}</span>
+                  </div>
+                  {e.data ? (
+                    <pre className="mt-1 overflow-auto font-mono text-xs whitespace-pre-wrap break-all text-slate-700">
+                      {JSON.stringify(e.data, null, 2)}
+                    </pre>
+                  ) : null}
+                </li>
+              ))}
+            </ol>
+          )}
+        </Card>
+      </div>
+      <div className="space-y-4">
+        <Card title="Idempotency binding">
+          {job.binding ? (
+            <BindingDetails binding={job.binding} now={job.now} />
+          ) : (
+            <p className="text-sm text-slate-600">
+              No binding: this job was enqueued without a key, or its key was released (purge) or cleaned up after
+              expiring.
+            </p>
+          )}
+        </Card>
+        <Card title="Purge">
+          {canPurge ? (
+            purge
+          ) : (
+            <p className="text-sm text-slate-600">
+              Only ready and scheduled jobs can be purged; this one is <strong>{job.state}</strong>.
+            </p>
+          )}
+        </Card>
+        <p className="text-xs text-slate-600">
+          Job id <Mono>{job.id}</Mono>
+        </p>
+        <LiveStatus error={error} updatedAt={dataUpdatedAt} />
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,93 @@
+"use client";
+import Link from "next/link";
+import { formatTime, shortId } from "@/lib/console/format";
+import type { JobRowDto, Page } from "@/lib/console/types";
+import { LiveStatus } from "./live-status";
+import { Badge, DemoHint, EmptyState, linkClass, Table, Td } from "./ui";
+import { useLive } from "./use-live";
+
+export function JobsTable({
+  initial,
+  query,
+  filtered,
+}: {
+  initial: Page<JobRowDto>;
+  query: string;
+  filtered: boolean;
+}) {
+  const { data, error, dataUpdatedAt } = useLive(`/api/jobs${query}`, initial);
+  const params = new URLSearchParams(query);
+  const link = (cursor: "after" | "before", id: string) => {
+    const p = new URLSearchParams(params);
+    p.delete("after");
+    p.delete("before");
+    p.set(cursor, id);
+    return `/jobs?${p}`;
+  };
+  return (
+    <div>
+      {data.rows.length === 0 ? (
+        filtered ? (
+          <EmptyState title="No jobs match these filters.">
+            <Link className={linkClass} href="/jobs">
+              Clear the filters
+            </Link>
+          </EmptyState>
+        ) : (
+          <EmptyState title="No jobs yet.">
+            <DemoHint />
+          </EmptyState>
+        )
+      ) : (
+        <Table
+          caption="Jobs, newest first"
+          head={["Job", "Type", "Queue", "State", "Attempts", "Tags", "Run at", "Created"]}
+        >
+          {data.rows.map((j) => (
+            <tr key={j.id} className="hover:bg-slate-50">
+              <Td>
+                <Link className={`${linkClass} font-mono text-xs`} href={`/jobs/${j.id}`} title={j.id}>
+                  {shortId(j.id)}
+                </Link>
+              </Td>
+              <Td className="break-all">{j.type}</Td>
+              <Td>{j.queue}</Td>
+              <Td>
+                <Badge>{j.state}</Badge>
+              </Td>
+              <Td className="tabular-nums">
+                {j.attempt}/{j.maxAttempts}
+              </Td>
+              <Td>
+                <span className="flex flex-wrap gap-1">
+                  {j.tags.map((t) => (
+                    <Badge key={t} tone="tag">
+                      {t}
+                    </Badge>
+                  ))}
+                </span>
+              </Td>
+              <Td className="whitespace-nowrap">{formatTime(j.runAt)}</Td>
+              <Td className="whitespace-nowrap">{formatTime(j.createdAt)}</Td>
+            </tr>
+          ))}
+        </Table>
+      )}
+      <div className="mt-3 flex items-center justify-between gap-2">
+        <LiveStatus error={error} updatedAt={dataUpdatedAt} />
+        <nav aria-label="Pagination" className="flex gap-2">
+          {data.prev ? (
+            <Link className={linkClass} href={link("before", data.prev)}>
+              ← Newer
+            </Link>
+          ) : null}
+          {data.next ? (
+            <Link className={linkClass} href={link("after", data.next)}>
+              Older →
+            </Link>
+          ) : null}
+        </nav>
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,88 @@
+"use client";
+import { useRouter } from "next/navigation";
+import { useActionState, useEffect } from "react";
+import { runMaintenanceAction } from "@/app/(console)/maintenance/actions";
+import type { MaintenanceState } from "@/lib/console/action-state";
+import { formatCount, formatTime } from "@/lib/console/format";
+import type { MaintenanceDto } from "@/lib/console/types";
+import { LiveStatus } from "./live-status";
+import { Badge, buttonClass, Card, EmptyState, Notice, Stat, Table, Td } from "./ui";
+import { useLive } from "./use-live";
+
+const TASK_LABEL: Record<string, string> = {
+  prune_expired_bindings: "Expired-binding cleanup",
+  prune_observations: "Observation retention",
+};
+
+export function MaintenancePanel({ initial, readOnly }: { initial: MaintenanceDto; readOnly: boolean }) {
+  const { data, error, dataUpdatedAt } = useLive("/api/maintenance", initial);
+  const [state, action, pending] = useActionState<MaintenanceState, FormData>(runMaintenanceAction, { status: "idle" });
+  const router = useRouter();
+  useEffect(() => {
+    if (state.status === "done") router.refresh();
+  }, [state, router]);
+  const last = data.runs.find((r) => r.task === "prune_expired_bindings");
+  return (
+    <div className="space-y-4">
+      <div className="grid gap-3 sm:grid-cols-3">
+        <Stat
+          label="Expired bindings awaiting cleanup"
+          value={formatCount(data.expiredAwaitingCleanup)}
+          hint={data.oldestExpiredAt ? `oldest expired ${formatTime(data.oldestExpiredAt)}` : undefined}
+        />
+        <Stat
+          label="Cleanup last ran"
+          value={<span className="text-base">{last ? formatTime(last.finishedAt) : "never"}</span>}
+          hint={last ? `${last.trigger}, removed ${formatCount(last.removed)}` : undefined}
+        />
+        <Card title="Run now">
+          {readOnly ? (
+            <p className="text-sm text-slate-600">Read-only mode: maintenance cannot be started here.</p>
+          ) : (
+            <form action={action} className="space-y-2">
+              <p className="text-sm text-slate-700">
+                Deletes expired bindings in small batches and prunes old observations.
+              </p>
+              <button type="submit" className={buttonClass} disabled={pending}>
+                {pending ? "Running…" : "Run cleanup now"}
+              </button>
+            </form>
+          )}
+        </Card>
+      </div>
+      {state.status === "done" ? (
+        <Notice tone="ok" role="status">
+          Cleanup finished: removed {formatCount(state.expiredBindingsDeleted)} expired binding
+          {state.expiredBindingsDeleted === 1 ? "" : "s"} and {formatCount(state.observationsDeleted)} old observation
+          {state.observationsDeleted === 1 ? "" : "s"}.
+        </Notice>
+      ) : null}
+      {state.status === "error" ? (
+        <Notice tone="error" role="alert">
+          {state.message}
+        </Notice>
+      ) : null}
+      <Card title="Recent runs">
+        {data.runs.length === 0 ? (
+          <EmptyState title="Maintenance has not run yet.">
+            It runs every 5 minutes in each process using the queue, or now with the button above.
+          </EmptyState>
+        ) : (
+          <Table caption="Recent maintenance runs" head={["Finished", "Task", "Trigger", "Removed"]}>
+            {data.runs.map((r) => (
+              <tr key={r.id}>
+                <Td className="whitespace-nowrap">{formatTime(r.finishedAt)}</Td>
+                <Td>{TASK_LABEL[r.task] ?? r.task}</Td>
+                <Td>
+                  <Badge tone={r.trigger === "manual" ? "replayed" : undefined}>{r.trigger}</Badge>
+                </Td>
+                <Td className="tabular-nums">{formatCount(r.removed)}</Td>
+              </tr>
+            ))}
+          </Table>
+        )}
+      </Card>
+      <LiveStatus error={error} updatedAt={dataUpdatedAt} />
+    </div>
+  );
+}

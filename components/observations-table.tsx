@@ -1,0 +1,126 @@
+"use client";
+import Link from "next/link";
+import { formatTime, shortId } from "@/lib/console/format";
+import type { ObservationDto, Page } from "@/lib/console/types";
+import { LiveStatus } from "./live-status";
+import { Badge, DemoHint, EmptyState, linkClass, Mono, Table, Td } from "./ui";
+import { useLive } from "./use-live";
+
+export function ObservationsTable({
+  initial,
+  query,
+  filtered,
+}: {
+  initial: Page<ObservationDto>;
+  query: string;
+  filtered: boolean;
+}) {
+  const { data, error, dataUpdatedAt } = useLive(`/api/conflicts${query}`, initial);
+  const params = new URLSearchParams(query);
+  const page = (after: string | null) => {
+    const p = new URLSearchParams(params);
+    if (after) p.set("after", after);
+    else p.delete("after");
+    const s = p.toString();
+    return s ? `/conflicts?${s}` : "/conflicts";
+  };
+  return (
+    <div>
+      {data.rows.length === 0 ? (
+        <EmptyState title={filtered ? "Nothing matches these filters." : "No replays or conflicts recorded yet."}>
+          {filtered ? null : <DemoHint />}
+        </EmptyState>
+      ) : (
+        <Table
+          caption="Replays and conflicts, newest first"
+          head={[
+            "Time",
+            "Outcome",
+            "Queue / type",
+            "Scope",
+            "Key",
+            "Conflicting fields",
+            "Payload paths",
+            "Request digests",
+            "Existing job",
+            "Source",
+          ]}
+        >
+          {data.rows.map((o) => (
+            <tr key={o.id} className="hover:bg-slate-50">
+              <Td className="whitespace-nowrap">{formatTime(o.at)}</Td>
+              <Td>
+                <Badge>{o.outcome}</Badge>
+                {o.reason ? <div className="text-xs text-slate-600">{o.reason}</div> : null}
+              </Td>
+              <Td className="break-all">
+                {o.queue}
+                <div className="text-xs text-slate-600">{o.type}</div>
+              </Td>
+              <Td className="break-all">{o.scope}</Td>
+              <Td>
+                <Mono>{o.keyPreview}</Mono>
+                <div className="text-xs text-slate-600">
+                  <Mono>{o.keyDigest}</Mono> · {o.keyLength} ch
+                </div>
+              </Td>
+              <Td>
+                {o.conflictingFields?.length ? (
+                  <ul className="flex flex-wrap gap-1">
+                    {o.conflictingFields.map((f) => (
+                      <li key={f}>
+                        <Badge tone="conflict">{f}</Badge>
+                      </li>
+                    ))}
+                  </ul>
+                ) : (
+                  "—"
+                )}
+              </Td>
+              <Td className="font-mono text-xs break-all">
+                {o.payloadPaths?.length ? o.payloadPaths.join(", ") : "—"}
+              </Td>
+              <Td className="text-xs">
+                {o.storedRequestDigest ? (
+                  <div>
+                    stored <Mono>{o.storedRequestDigest.slice(0, 12)}</Mono>
+                  </div>
+                ) : null}
+                {o.rejectedRequestDigest ? (
+                  <div>
+                    rejected <Mono>{o.rejectedRequestDigest.slice(0, 12)}</Mono>
+                  </div>
+                ) : null}
+              </Td>
+              <Td>
+                {o.jobId ? (
+                  <Link className={`${linkClass} font-mono text-xs`} href={`/jobs/${o.jobId}`} title={o.jobId}>
+                    {shortId(o.jobId)}
+                  </Link>
+                ) : (
+                  "—"
+                )}
+              </Td>
+              <Td className="text-xs break-all">{o.source ?? "—"}</Td>
+            </tr>
+          ))}
+        </Table>
+      )}
+      <div className="mt-3 flex items-center justify-between gap-2">
+        <LiveStatus error={error} updatedAt={dataUpdatedAt} />
+        <nav aria-label="Pagination" className="flex gap-3">
+          {params.get("after") ? (
+            <Link className={linkClass} href={page(null)}>
+              ← Newest
+            </Link>
+          ) : null}
+          {data.next ? (
+            <Link className={linkClass} href={page(data.next)}>
+              Older →
+            </Link>
+          ) : null}
+        </nav>
+      </div>
+    </div>
+  );
+}

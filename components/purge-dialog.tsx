@@ -1,0 +1,104 @@
+"use client";
+import { useRouter } from "next/navigation";
+import { useActionState, useEffect, useId, useRef } from "react";
+import type { PurgeState } from "@/lib/console/action-state";
+import { dangerButtonClass, Field, inputClass, Notice, secondaryButtonClass } from "./ui";
+
+type PurgeAction = (prev: PurgeState, data: FormData) => Promise<PurgeState>;
+
+/**
+ * A "Purge…" button that opens a confirmation dialog asking for a reason. `hidden` carries the target
+ * (jobId or queue) as hidden inputs. The result (purged count, bindings released, or the refusal) is
+ * shown in the dialog and beside the button.
+ */
+export function PurgeDialog({
+  action,
+  hidden,
+  label,
+  title,
+  description,
+}: {
+  action: PurgeAction;
+  hidden: Record<string, string>;
+  label: string;
+  title: string;
+  description: string;
+}) {
+  const [state, formAction, pending] = useActionState<PurgeState, FormData>(action, { status: "idle" });
+  const dialog = useRef<HTMLDialogElement>(null);
+  const router = useRouter();
+  const id = useId();
+  useEffect(() => {
+    if (state.status === "done") router.refresh();
+  }, [state, router]);
+  return (
+    <div>
+      <button type="button" className={dangerButtonClass} onClick={() => dialog.current?.showModal()}>
+        {label}
+      </button>
+      <dialog
+        ref={dialog}
+        aria-labelledby={`${id}-title`}
+        className="m-auto w-[min(32rem,calc(100vw-2rem))] rounded-lg bg-white p-0 text-slate-900 shadow-xl"
+      >
+        <form action={formAction} className="space-y-4 p-5">
+          <h2 id={`${id}-title`} className="text-lg font-semibold">
+            {title}
+          </h2>
+          <p className="text-sm text-slate-700">{description}</p>
+          {Object.entries(hidden).map(([k, v]) => (
+            <input key={k} type="hidden" name={k} value={v} />
+          ))}
+          <Field
+            label="Reason"
+            name={`${id}-reason`}
+            error={state.status === "error" ? state.fieldErrors.reason : undefined}
+            hint="Kept with the tombstone and in the audit log."
+          >
+            <textarea id={`${id}-reason`} name="reason" rows={3} required className={inputClass} />
+          </Field>
+          <PurgeResult state={state} />
+          <div className="flex justify-end gap-2">
+            <button type="button" className={secondaryButtonClass} onClick={() => dialog.current?.close()}>
+              {state.status === "done" || state.status === "refused" ? "Close" : "Cancel"}
+            </button>
+            {state.status === "done" ? null : (
+              <button type="submit" className={dangerButtonClass} disabled={pending}>
+                {pending ? "Purging…" : "Confirm purge"}
+              </button>
+            )}
+          </div>
+        </form>
+      </dialog>
+      <div className="mt-2">
+        <PurgeResult state={state} />
+      </div>
+    </div>
+  );
+}
+
+function PurgeResult({ state }: { state: PurgeState }) {
+  if (state.status === "done") {
+    return (
+      <Notice tone="ok" role="status">
+        Purged {state.purged} job{state.purged === 1 ? "" : "s"} ({state.target}); released {state.releasedBindings}{" "}
+        binding{state.releasedBindings === 1 ? "" : "s"}.
+      </Notice>
+    );
+  }
+  if (state.status === "refused") {
+    return (
+      <Notice tone="error" role="alert">
+        Refused: {state.message}
+      </Notice>
+    );
+  }
+  if (state.status === "error" && !state.fieldErrors.reason) {
+    return (
+      <Notice tone="error" role="alert">
+        {state.message}
+      </Notice>
+    );
+  }
+  return null;
+}

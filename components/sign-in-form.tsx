@@ -1,0 +1,43 @@
+"use client";
+import { useActionState } from "react";
+import { signIn } from "@/app/sign-in/actions";
+import type { SignInState } from "@/lib/console/action-state";
+import { buttonClass, Field, inputClass, Notice } from "./ui";
+
+export function SignInForm() {
+  const [state, action, pending] = useActionState<SignInState, FormData>(signIn, { status: "idle" });
+  const errors = state.status === "error" ? state.fieldErrors : {};
+  return (
+    <form action={action} className="space-y-4 rounded-lg border border-slate-200 bg-white p-5 shadow-sm">
+      {state.status === "error" ? (
+        <Notice tone="error" role="alert">
+          {state.message}
+        </Notice>
+      ) : null}
+      <Field label="Your name" name="actor" error={errors.actor} hint="Recorded as the actor of what you do here.">
+        <input
+          id="actor"
+          name="actor"
+          autoComplete="username"
+          required
+          className={inputClass}
+          aria-invalid={!!errors.actor}
+        />
+      </Field>
+      <Field label="Password" name="password" error={errors.password}>
+        <input
+          id="password"
+          name="password"
+          type="password"
+          autoComplete="current-password"
+          required
+          className={inputClass}
+          aria-invalid={!!errors.password}
+        />
+      </Field>
+      <button type="submit" className={`${buttonClass} w-full`} disabled={pending}>
+        {pending ? "Signing in…" : "Sign in"}
+      </button>
+    </form>
+  );
+}

@@ -1,0 +1,61 @@
+import { expect, type Locator, type Page } from "@playwright/test";
+
+export interface EnqueueInput {
+  type: string;
+  queue?: string;
+  payload?: string;
+  key?: string;
+  scope?: string;
+  ttlMs?: string;
+}
+
+export class EnqueuePage {
+  readonly result: Locator;
+  constructor(readonly page: Page) {
+    this.result = page.getByRole("region", { name: "Result" });
+  }
+
+  async goto() {
+    await this.page.goto("/enqueue");
+    await expect(this.page.getByRole("heading", { name: "Enqueue a test job" })).toBeVisible();
+  }
+
+  async fill(input: EnqueueInput) {
+    const p = this.page;
+    await p.getByLabel("Type", { exact: true }).fill(input.type);
+    await p.getByLabel("Queue", { exact: true }).fill(input.queue ?? "");
+    await p.getByLabel("Payload (JSON)", { exact: true }).fill(input.payload ?? "{}");
+    await p.getByLabel("Idempotency key", { exact: true }).fill(input.key ?? "");
+    await p.getByLabel("Scope", { exact: true }).fill(input.scope ?? "");
+    await p.getByLabel("TTL (ms)", { exact: true }).fill(input.ttlMs ?? "");
+  }
+
+  /** Submits and waits for the result panel to show submission number `> previous`. */
+  async submit(): Promise<void> {
+    const before = await this.submissionNumber();
+    await this.page.getByRole("button", { name: "Enqueue", exact: true }).click();
+    await expect.poll(() => this.submissionNumber()).toBeGreaterThan(before);
+  }
+
+  async submissionNumber(): Promise<number> {
+    const text = await this.result.textContent();
+    const m = /Submission#(\d+)/.exec(text?.replace(/\s+/g, "") ?? "");
+    return m ? Number(m[1]) : 0;
+  }
+
+  async outcome(): Promise<string> {
+    const text = (await this.result.textContent()) ?? "";
+    const m = /Outcome:\s*(\w+)/.exec(text);
+    return m?.[1] ?? "";
+  }
+
+  /** The job id shown in the result (the accepted/replayed job, or the existing job of a conflict). */
+  async jobId(): Promise<string> {
+    const link = this.result.getByRole("link").filter({ hasText: /^[0-9a-f-]{36}$/ });
+    return ((await link.first().textContent()) ?? "").trim();
+  }
+
+  conflictingFields(): Locator {
+    return this.result.getByRole("list", { name: "Conflicting fields" }).getByRole("listitem");
+  }
+}

@@ -1,0 +1,69 @@
+import { expect, test } from "./fixtures";
+import { KEYS, PASSWORD, SCOPE } from "./keys";
+import { JobPage } from "./pages/job-page";
+
+const writableURL = process.env.E2E_BASE_URL ?? "http://127.0.0.1:3100";
+
+test("read-only mode hides purge and refuses a purge request sent anyway", async ({ page, queue, browser }) => {
+  // Seed through the core: a ready job that owns a key.
+  const { jobId } = await queue.enqueueWithResult(
+    "order.refund",
+    { orderId: "ORD-2002" },
+    { queue: "e2e-readonly", idempotency: { key: KEYS.purgeSeed, scope: SCOPE } },
+  );
+
+  // The read-only console (this project's baseURL) shows the job without a purge button.
+  await page.goto("/sign-in");
+  await page.getByLabel("Your name").fill("readonly-operator");
+  await page.getByLabel("Password").fill(PASSWORD);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await expect(page.getByText("Read-only mode")).toBeVisible();
+  const job = new JobPage(page);
+  await job.goto(jobId);
+  await expect(job.purgeButton()).toHaveCount(0);
+  await expect(page.getByText("Read-only mode: purge is disabled.")).toBeVisible();
+  await page.goto("/enqueue");
+  await expect(page.getByText("The console is read-only: enqueueing is disabled.")).toBeVisible();
+
+  // Capture a real purge request from the writable console (same build, so the same action id) …
+  const ctx = await browser.newContext({ baseURL: writableURL });
+  const writable = await ctx.newPage();
+  await writable.goto("/sign-in");
+  await writable.getByLabel("Your name").fill("e2e-operator");
+  await writable.getByLabel("Password").fill(PASSWORD);
+  await writable.getByRole("button", { name: "Sign in" }).click();
+  await writable.getByRole("heading", { name: "Overview" }).waitFor();
+  const writableJob = new JobPage(writable);
+  await writableJob.goto(jobId);
+  let captured: { headers: Record<string, string>; body: string } | null = null;
+  await writable.route(`**/jobs/${jobId}`, async (route) => {
+    const req = route.request();
+    if (req.method() === "POST") {
+      captured = { headers: req.headers(), body: req.postData() ?? "" };
+      await route.abort();
+    } else await route.continue();
+  });
+  await writableJob.purgeButton().click();
+  await writable.getByRole("dialog").getByLabel("Reason").fill("should be refused");
+  await writable.getByRole("dialog").getByRole("button", { name: "Confirm purge" }).click();
+  await expect.poll(() => captured !== null).toBe(true);
+  await ctx.close();
+
+  // … and send it to the read-only console with the read-only session.
+  const c = captured as unknown as { headers: Record<string, string>; body: string };
+  const origin = new URL(page.url()).origin;
+  const res = await page.request.post(`/jobs/${jobId}`, {
+    headers: {
+      "next-action": c.headers["next-action"] ?? "",
+      "content-type": c.headers["content-type"] ?? "",
+      accept: "text/x-component",
+      origin,
+    },
+    data: c.body,
+  });
+  expect(res.status()).toBeLessThan(500);
+  expect(await res.text()).toContain("read-only");
+  const after = await queue.getJob(jobId);
+  expect(after?.state).toBe("ready");
+  expect((await queue.findBinding({ key: KEYS.purgeSeed, scope: SCOPE }))?.jobId).toBe(jobId);
+});

@@ -1,0 +1,69 @@
+/** Typed results of the console's server actions, rendered by `useActionState`. Never carries a raw key. */
+import type { BindingDto, JobStateName } from "./types";
+
+export type FieldErrors = Partial<Record<string, string>>;
+
+export type FormError = { status: "error"; message: string; fieldErrors: FieldErrors };
+export type Idle = { status: "idle" };
+
+export interface ConflictView {
+  message: string;
+  scope: string;
+  keyPreview: string;
+  keyDigest: string;
+  keyLength: number;
+  /** Null only for a conflict inside one batch (never for the console's single enqueue). */
+  existingJobId: string | null;
+  existingMode: string;
+  conflictingFields: string[];
+  payloadPaths: string[] | null;
+  storedRequestDigest: string;
+  rejectedRequestDigest: string;
+}
+
+export type EnqueueFormState =
+  | Idle
+  | FormError
+  | {
+      status: "done";
+      outcome: string;
+      jobId: string;
+      keyed: { scope: string; keyPreview: string; keyDigest: string; keyLength: number } | null;
+      /** Increases on every submission, so the panel visibly updates on a repeat. */
+      seq: number;
+    }
+  | { status: "conflict"; conflict: ConflictView; seq: number };
+
+export interface JobSummary {
+  id: string;
+  state: JobStateName;
+  queue: string;
+  type: string;
+  createdAt: string;
+  purgedAt: string | null;
+}
+
+export type KeyHistory =
+  | { kind: "released"; jobId: string; purgedAt: string | null }
+  | { kind: "expired_cleaned"; jobId: string; expiredAt: string | null }
+  | { kind: "never_seen" }
+  | { kind: "unknown" };
+
+export type FindKeyState =
+  | Idle
+  | FormError
+  | { status: "found"; scope: string; binding: BindingDto; job: JobSummary | null; now: string }
+  | { status: "none"; scope: string; keyDigest: string; keyLength: number; history: KeyHistory };
+
+export type PurgeState =
+  | Idle
+  | FormError
+  | { status: "refused"; message: string }
+  | { status: "done"; purged: number; releasedBindings: number; target: string };
+
+export type MaintenanceState =
+  | Idle
+  | FormError
+  | { status: "done"; expiredBindingsDeleted: number; observationsDeleted: number; at: string };
+
+export type SignInState = Idle | FormError;

@@ -1,0 +1,372 @@
+import "server-only";
+/**
+ * What the console's server actions do, with the actor passed in (app/ actions take it from the
+ * session). Every write goes through lib/enqueue; every expected failure is a returned value.
+ */
+import type pg from "pg";
+import { z } from "zod";
+import {
+  EnqueueIdempotencyConflictError,
+  type EnqueueOptions,
+  EnqueueValidationError,
+  JobNotFoundError,
+  keyDigestOf,
+  keyHash,
+  keyLengthOf,
+  keyPreviewOf,
+  PurgeNotAllowedError,
+  type Queue,
+} from "@/lib/enqueue";
+import type {
+  EnqueueFormState,
+  FieldErrors,
+  FindKeyState,
+  KeyHistory,
+  MaintenanceState,
+  PurgeState,
+} from "./action-state";
+import { iso } from "./sql";
+import type { JobStateName } from "./types";
+
+const text = (v: FormDataEntryValue | null): string => (typeof v === "string" ? v : "");
+const optional = (v: FormDataEntryValue | null): string | undefined => {
+  const s = text(v).trim();
+  return s === "" ? undefined : s;
+};
+
+/** Which form field an `EnqueueValidationError` option belongs to. */
+function fieldOf(option: string): string {
+  if (option.startsWith("idempotency.key")) return "key";
+  if (option.startsWith("idempotency.scope")) return "scope";
+  if (option.startsWith("idempotency.ttlMs")) return "ttlMs";
+  if (option.startsWith("tags")) return "tags";
+  for (const f of ["type", "queue", "payload", "runAt", "maxAttempts"]) if (option.startsWith(f)) return f;
+  return "form";
+}
+
+function validationState(err: EnqueueValidationError): EnqueueFormState & FindKeyState & PurgeState {
+  const fieldErrors: FieldErrors = {};
+  for (const i of err.issues) {
+    const f = fieldOf(i.option);
+    fieldErrors[f] ??= `${i.option}: ${i.rule}`;
+  }
+  return { status: "error", message: "Check the highlighted fields.", fieldErrors };
+}
+
+const intField = (label: string, min: number, max: number) =>
+  z
+    .string()
+    .regex(/^-?\d+$/, { error: `${label} must be a whole number` })
+    .transform(Number)
+    .refine((n) => n >= min && n <= max, {
+      error: `${label} must be between ${min} and ${max.toLocaleString("en-US")}`,
+    });
+
+const enqueueForm = z.object({
+  type: z.string({ error: "Type is required" }).min(1, { error: "Type is required" }),
+  queue: z.string().optional(),
+  payload: z.string().optional(),
+  key: z.string().optional(),
+  scope: z.string().optional(),
+  ttlMs: intField("TTL", 1, 31_536_000_000).optional(),
+  runAt: z.string().optional(),
+  tzOffset: z
+    .string()
+    .regex(/^-?\d{1,4}$/)
+    .optional(),
+  tags: z.string().optional(),
+  maxAttempts: intField("Max attempts", 1, 1000).optional(),
+});
+
+/** datetime-local value + the browser's `getTimezoneOffset()` (minutes) -> instant. ISO with zone also accepted. */
+export function parseRunAt(value: string, tzOffsetMinutes: number | undefined): Date | null {
+  const local = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2}))?$/.exec(value);
+  if (local) {
+    const [, y, mo, d, h, mi, s] = local.map(Number) as number[];
+    const utc = Date.UTC(y as number, (mo as number) - 1, d, h, mi, s ?? 0);
+    return new Date(utc + (tzOffsetMinutes ?? 0) * 60_000);
+  }
+  if (/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(value)) {
+    const t = Date.parse(value);
+    return Number.isNaN(t) ? null : new Date(t);
+  }
+  return null;
+}
+
+let submissionSeq = 0;
+
+/** Enqueue a test job from the form; audited as `enqueue_test` (result or conflict, never the key). */
+export async function enqueueTestJob(queue: Queue, actor: string, form: FormData): Promise<EnqueueFormState> {
+  const raw = Object.fromEntries(
+    ["type", "queue", "payload", "key", "scope", "ttlMs", "runAt", "tzOffset", "tags", "maxAttempts"].map((k) => [
+      k,
+      optional(form.get(k)),
+    ]),
+  );
+  const parsed = enqueueForm.safeParse(raw);
+  const fieldErrors: FieldErrors = {};
+  if (!parsed.success) {
+    for (const i of parsed.error.issues) fieldErrors[String(i.path[0] ?? "form")] ??= i.message;
+  }
+  let payload: unknown = {};
+  if (raw.payload !== undefined) {
+    try {
+      payload = JSON.parse(raw.payload);
+    } catch (e) {
+      fieldErrors.payload = `Payload is not valid JSON: ${(e as Error).message}`;
+    }
+  }
+  if (!parsed.success) return { status: "error", message: "Check the highlighted fields.", fieldErrors };
+  const f = parsed.data;
+  let runAt: Date | undefined;
+  if (f.runAt) {
+    const d = parseRunAt(f.runAt, f.tzOffset === undefined ? undefined : Number(f.tzOffset));
+    if (!d) fieldErrors.runAt = "Run at must be a date and time, such as 2026-12-01T09:00";
+    else runAt = d;
+  }
+  if (!f.key && (f.scope || f.ttlMs !== undefined)) {
+    fieldErrors.key = "Scope and TTL apply to an idempotency key: enter a key, or clear Scope and TTL";
+  }
+  if (Object.keys(fieldErrors).length > 0) {
+    return { status: "error", message: "Check the highlighted fields.", fieldErrors };
+  }
+  const tags = f.tags
+    ? f.tags
+        .split(",")
+        .map((t) => t.trim())
+        .filter(Boolean)
+    : undefined;
+  const options: EnqueueOptions = {
+    ...(f.queue ? { queue: f.queue } : {}),
+    ...(runAt ? { runAt } : {}),
+    ...(f.maxAttempts !== undefined ? { maxAttempts: f.maxAttempts } : {}),
+    ...(tags && tags.length > 0 ? { tags } : {}),
+    ...(f.key
+      ? {
+          idempotency: {
+            key: f.key,
+            ...(f.scope ? { scope: f.scope } : {}),
+            ...(f.ttlMs !== undefined ? { ttlMs: f.ttlMs } : {}),
+          },
+        }
+      : {}),
+    source: "console:enqueue-test",
+  };
+  const seq = ++submissionSeq;
+  try {
+    const result = await queue.enqueueWithResult(f.type, payload, options);
+    const scope = f.scope ?? "default";
+    const keyed = f.key
+      ? {
+          scope,
+          keyPreview: keyPreviewOf(f.key),
+          keyDigest: keyDigestOf(keyHash(scope, f.key)),
+          keyLength: keyLengthOf(f.key),
+        }
+      : null;
+    await queue.recordOperatorAction({
+      actor,
+      action: "enqueue_test",
+      target: `job:${result.jobId}`,
+      result: {
+        status: "ok",
+        outcome: result.outcome,
+        jobId: result.jobId,
+        queue: options.queue ?? "default",
+        type: f.type,
+        ...(keyed ? { scope, keyDigest: keyed.keyDigest } : {}),
+      },
+    });
+    await queue.flushObservations();
+    return { status: "done", outcome: result.outcome, jobId: result.jobId, keyed, seq };
+  } catch (err) {
+    if (err instanceof EnqueueValidationError) return validationState(err);
+    if (err instanceof EnqueueIdempotencyConflictError) {
+      await queue.recordOperatorAction({
+        actor,
+        action: "enqueue_test",
+        target: err.existingJobId ? `job:${err.existingJobId}` : `key:${err.scope}/${err.keyDigest}`,
+        result: {
+          status: "conflict",
+          existingJobId: err.existingJobId,
+          conflictingFields: err.conflictingFields,
+          scope: err.scope,
+          keyDigest: err.keyDigest,
+        },
+      });
+      await queue.flushObservations();
+      return {
+        status: "conflict",
+        seq,
+        conflict: {
+          message: err.message,
+          scope: err.scope,
+          keyPreview: err.keyPreview,
+          keyDigest: err.keyDigest,
+          keyLength: err.keyLength,
+          existingJobId: err.existingJobId,
+          existingMode: err.existingMode,
+          conflictingFields: err.conflictingFields,
+          payloadPaths: err.payloadPaths ?? null,
+          storedRequestDigest: err.storedRequestDigest,
+          rejectedRequestDigest: err.rejectedRequestDigest,
+        },
+      };
+    }
+    throw err;
+  }
+}
+
+/**
+ * Scope + raw key -> binding and owning job. The key is hashed by lib/enqueue in this process; the
+ * state returned holds its digest, preview and length, never the key.
+ */
+export async function findByKey(queue: Queue, pool: pg.Pool, form: FormData): Promise<FindKeyState> {
+  const key = text(form.get("key"));
+  const scope = optional(form.get("scope")) ?? "default";
+  if (key === "") return { status: "error", message: "Enter the key.", fieldErrors: { key: "Key is required" } };
+  let binding: Awaited<ReturnType<Queue["findBinding"]>>;
+  try {
+    binding = await queue.findBinding({ key, scope });
+  } catch (err) {
+    if (err instanceof EnqueueValidationError) {
+      const fieldErrors: FieldErrors = {};
+      for (const i of err.issues) fieldErrors[i.option === "scope" ? "scope" : "key"] ??= `${i.option}: ${i.rule}`;
+      return { status: "error", message: "Check the highlighted fields.", fieldErrors };
+    }
+    throw err;
+  }
+  const digest = keyDigestOf(keyHash(scope, key));
+  if (binding) {
+    const { rows } = await pool.query<{
+      id: string;
+      state: JobStateName;
+      queue: string;
+      type: string;
+      created_at: Date;
+      purged_at: Date | null;
+      now: Date;
+    }>("select id, state, queue, type, created_at, purged_at, now() as now from workhorse.job where id = $1", [
+      binding.jobId,
+    ]);
+    const j = rows[0];
+    const { rows: clock } = await pool.query<{ now: Date }>("select now() as now");
+    return {
+      status: "found",
+      scope,
+      binding: {
+        ...binding,
+        createdAt: iso(binding.createdAt),
+        expiresAt: iso(binding.expiresAt),
+      },
+      job: j
+        ? {
+            id: j.id,
+            state: j.state,
+            queue: j.queue,
+            type: j.type,
+            createdAt: iso(j.created_at),
+            purgedAt: j.purged_at ? iso(j.purged_at) : null,
+          }
+        : null,
+      now: iso(clock[0]?.now ?? new Date()),
+    };
+  }
+  return {
+    status: "none",
+    scope,
+    keyDigest: digest,
+    keyLength: keyLengthOf(key),
+    history: await keyHistory(pool, scope, digest),
+  };
+}
+
+/** Milliseconds the "what happened to this key" search may take before we answer "unknown". */
+export const HISTORY_TIMEOUT_MS = 500;
+
+/**
+ * What became of a key with no binding: the newest `enqueued` event carrying its digest and scope.
+ * job_event has no index on the digest, so the search is bounded by a statement timeout.
+ */
+async function keyHistory(pool: pg.Pool, scope: string, digest: string): Promise<KeyHistory> {
+  const client = await pool.connect();
+  try {
+    await client.query("begin read only");
+    await client.query(`set local statement_timeout = ${HISTORY_TIMEOUT_MS}`);
+    const { rows } = await client.query<{ job_id: string; purged_at: Date | null; expires_at: string | null }>(
+      `select e.job_id, j.purged_at, e.data->>'expiresAt' as expires_at
+         from workhorse.job_event e left join workhorse.job j on j.id = e.job_id
+        where e.kind = 'enqueued' and e.data->>'keyDigest' = $1 and e.data->>'scope' = $2
+        order by e.at desc limit 1`,
+      [digest, scope],
+    );
+    await client.query("commit");
+    const r = rows[0];
+    if (!r) return { kind: "never_seen" };
+    if (r.purged_at) return { kind: "released", jobId: r.job_id, purgedAt: iso(r.purged_at) };
+    return { kind: "expired_cleaned", jobId: r.job_id, expiredAt: r.expires_at ? iso(r.expires_at) : null };
+  } catch {
+    await client.query("rollback").catch(() => {});
+    return { kind: "unknown" };
+  } finally {
+    client.release();
+  }
+}
+
+const reasonField = z
+  .string()
+  .trim()
+  .min(1, { error: "Give a reason: it is kept with the tombstone and in the audit log" })
+  .max(1000, { error: "Reason must be at most 1000 characters" });
+
+export async function purgeJob(queue: Queue, actor: string, form: FormData): Promise<PurgeState> {
+  const jobId = text(form.get("jobId"));
+  const reason = reasonField.safeParse(text(form.get("reason")));
+  if (!reason.success) {
+    return {
+      status: "error",
+      message: "A reason is required.",
+      fieldErrors: { reason: reason.error.issues[0]?.message },
+    };
+  }
+  try {
+    const r = await queue.purge({ jobId }, { actor, reason: reason.data });
+    return { status: "done", purged: r.purged, releasedBindings: r.releasedBindings, target: `job ${jobId}` };
+  } catch (err) {
+    if (err instanceof PurgeNotAllowedError || err instanceof JobNotFoundError) {
+      return { status: "refused", message: err.message };
+    }
+    if (err instanceof EnqueueValidationError) return validationState(err);
+    throw err;
+  }
+}
+
+export async function purgeQueue(queue: Queue, actor: string, form: FormData): Promise<PurgeState> {
+  const name = text(form.get("queue"));
+  const reason = reasonField.safeParse(text(form.get("reason")));
+  if (!reason.success) {
+    return {
+      status: "error",
+      message: "A reason is required.",
+      fieldErrors: { reason: reason.error.issues[0]?.message },
+    };
+  }
+  try {
+    const r = await queue.purgeQueue(name, { actor, reason: reason.data });
+    return { status: "done", purged: r.purged, releasedBindings: r.releasedBindings, target: `queue ${name}` };
+  } catch (err) {
+    if (err instanceof EnqueueValidationError) return validationState(err);
+    throw err;
+  }
+}
+
+export async function runMaintenanceNow(queue: Queue, actor: string): Promise<MaintenanceState> {
+  const r = await queue.runMaintenance({ trigger: "manual" });
+  await queue.recordOperatorAction({
+    actor,
+    action: "run_maintenance",
+    target: "maintenance",
+    result: { status: "ok", ...r },
+  });
+  return { status: "done", ...r, at: new Date().toISOString() };
+}

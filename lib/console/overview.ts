@@ -1,0 +1,110 @@
+import "server-only";
+import { cappedCount, type Db, iso, uuidv7Floor } from "./sql";
+import type { JobStateName, OverviewDto, QueueSummaryDto } from "./types";
+
+/** Counts beyond this are shown as "N+" so a poll never walks more than this many index entries. */
+export const COUNT_CAP = 100_000;
+/** State x queue counts are a full aggregate: computed at most once per this many ms per process. */
+export const COUNTS_TTL_MS = 15_000;
+
+interface StateCounts {
+  asOf: string;
+  rows: { queue: string; state: JobStateName; n: number }[];
+}
+
+const countsCache = new WeakMap<Db, { at: number; value: Promise<StateCounts> }>();
+
+/**
+ * Jobs by queue and state. This one is a grouped scan of workhorse.job (there is no counter table),
+ * so it is shared by every viewer and poll for COUNTS_TTL_MS, and bounded by a statement timeout.
+ */
+export function stateCounts(db: Db, now = Date.now()): Promise<StateCounts> {
+  const hit = countsCache.get(db);
+  if (hit && now - hit.at < COUNTS_TTL_MS) return hit.value;
+  const value = (async () => {
+    const { rows } = await db.query<{ queue: string; state: JobStateName; n: string; as_of: Date }>(
+      `select queue, state, count(*)::text as n, now() as as_of from workhorse.job group by queue, state
+        order by queue, state`,
+    );
+    return {
+      asOf: rows[0] ? iso(rows[0].as_of) : new Date(now).toISOString(),
+      rows: rows.map((r) => ({ queue: r.queue, state: r.state, n: Number(r.n) })),
+    };
+  })();
+  countsCache.set(db, { at: now, value });
+  value.catch(() => countsCache.delete(db));
+  return value;
+}
+
+export function invalidateCounts(db: Db): void {
+  countsCache.delete(db);
+}
+
+export async function overview(db: Db): Promise<OverviewDto> {
+  const hourAgo = Date.now() - 3_600_000;
+  const [counts, accepted, replayed, conflicts, live, expiring, expired, clock] = await Promise.all([
+    stateCounts(db),
+    // Jobs accepted in the last hour: a primary-key range (ids are UUIDv7).
+    cappedCount(db, "workhorse.job where id >= $1::uuid", [uuidv7Floor(hourAgo)], COUNT_CAP),
+    cappedCount(
+      db,
+      "workhorse.enqueue_observation where at >= now() - interval '1 hour' and outcome = 'replayed'",
+      [],
+      COUNT_CAP,
+    ),
+    cappedCount(
+      db,
+      "workhorse.enqueue_observation where at >= now() - interval '1 hour' and outcome = 'conflict'",
+      [],
+      COUNT_CAP,
+    ),
+    cappedCount(db, "workhorse.idempotency_binding where expires_at > now()", [], COUNT_CAP),
+    cappedCount(
+      db,
+      "workhorse.idempotency_binding where expires_at > now() and expires_at <= now() + interval '1 hour'",
+      [],
+      COUNT_CAP,
+    ),
+    cappedCount(db, "workhorse.idempotency_binding where expires_at <= now()", [], COUNT_CAP),
+    db.query<{ now: Date }>("select now() as now"),
+  ]);
+  const byQueueMap = new Map<string, { queue: string; counts: Partial<Record<JobStateName, number>>; total: number }>();
+  const byState: Partial<Record<JobStateName, number>> = {};
+  for (const r of counts.rows) {
+    const q = byQueueMap.get(r.queue) ?? { queue: r.queue, counts: {}, total: 0 };
+    q.counts[r.state] = r.n;
+    q.total += r.n;
+    byQueueMap.set(r.queue, q);
+    byState[r.state] = (byState[r.state] ?? 0) + r.n;
+  }
+  return {
+    now: iso(clock.rows[0]?.now ?? new Date()),
+    countsAsOf: counts.asOf,
+    byQueue: [...byQueueMap.values()],
+    byState,
+    lastHour: { accepted, replayed, conflicts },
+    liveBindings: live,
+    expiringWithinHour: expiring,
+    expiredAwaitingCleanup: expired,
+  };
+}
+
+/** Queues with their pending (ready + scheduled) jobs, for per-queue purge. Uses the partial pending index. */
+export async function queueSummaries(db: Db): Promise<{ now: string; queues: QueueSummaryDto[] }> {
+  const counts = await stateCounts(db);
+  const names = [...new Set(counts.rows.map((r) => r.queue))].sort();
+  const queues = await Promise.all(
+    names.map(async (queue): Promise<QueueSummaryDto> => {
+      const [pending, next] = await Promise.all([
+        cappedCount(db, "workhorse.job where queue = $1 and state in ('scheduled', 'ready')", [queue], COUNT_CAP),
+        db.query<{ run_at: Date }>(
+          "select run_at from workhorse.job where queue = $1 and state in ('scheduled', 'ready') order by run_at limit 1",
+          [queue],
+        ),
+      ]);
+      return { queue, pending, nextRunAt: next.rows[0] ? iso(next.rows[0].run_at) : null };
+    }),
+  );
+  const { rows } = await db.query<{ now: Date }>("select now() as now");
+  return { now: iso(rows[0]?.now ?? new Date()), queues };
+}

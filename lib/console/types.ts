@@ -1,0 +1,156 @@
+/**
+ * Wire types of the console: what server components hand to client components and what the
+ * `app/api/*` routes return as JSON. Dates are ISO strings; no raw idempotency key ever appears here.
+ * Shared by server and client code (type-only imports on the client).
+ */
+
+export const JOB_STATES = ["scheduled", "ready", "active", "succeeded", "failed", "canceled", "purged"] as const;
+export type JobStateName = (typeof JOB_STATES)[number];
+
+export const OBSERVATION_OUTCOMES = ["replayed", "conflict", "coalesced", "non_replaceable"] as const;
+export type ObservationOutcome = (typeof OBSERVATION_OUTCOMES)[number];
+
+export const BINDING_MODES = ["idempotency", "debounce", "throttle"] as const;
+export type BindingMode = (typeof BINDING_MODES)[number];
+
+export interface JobRowDto {
+  id: string;
+  queue: string;
+  type: string;
+  state: JobStateName;
+  attempt: number;
+  maxAttempts: number;
+  tags: string[];
+  runAt: string;
+  createdAt: string;
+}
+
+export interface Page<T> {
+  rows: T[];
+  /** Cursor for the next (older / later) page, or null at the end. */
+  next: string | null;
+  /** Cursor for the previous (newer / earlier) page, or null at the start. */
+  prev: string | null;
+  /** Server clock when read (ISO), so countdowns are not skewed by the browser's clock. */
+  now: string;
+}
+
+export interface BindingDto {
+  scope: string;
+  keyPreview: string;
+  keyDigest: string;
+  keyLength: number;
+  jobId: string;
+  mode: BindingMode;
+  requestDigest: string;
+  ttlMs: number;
+  createdAt: string;
+  expiresAt: string;
+  expired: boolean;
+}
+
+export interface JobEventDto {
+  seq: number;
+  at: string;
+  kind: string;
+  data: unknown;
+}
+
+export interface JobDetailDto {
+  id: string;
+  queue: string;
+  type: string;
+  state: JobStateName;
+  payloadJson: string;
+  attempt: number;
+  maxAttempts: number;
+  tags: string[];
+  runAt: string;
+  createdAt: string;
+  updatedAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+  deadline: string | null;
+  executionTimeoutMs: number | null;
+  concurrencyKey: string | null;
+  retryPolicy: unknown;
+  leaseOwner: string | null;
+  leaseExpiresAt: string | null;
+  lastErrorJson: string | null;
+  resultJson: string | null;
+  purgedAt: string | null;
+  purgedBy: string | null;
+  purgeReason: string | null;
+  binding: BindingDto | null;
+  events: JobEventDto[];
+  now: string;
+}
+
+export interface ObservationDto {
+  id: string;
+  at: string;
+  outcome: ObservationOutcome;
+  reason: string | null;
+  queue: string;
+  type: string;
+  scope: string;
+  keyPreview: string;
+  keyDigest: string;
+  keyLength: number;
+  jobId: string | null;
+  conflictingFields: string[] | null;
+  payloadPaths: string[] | null;
+  storedRequestDigest: string | null;
+  rejectedRequestDigest: string | null;
+  source: string | null;
+}
+
+export interface AuditDto {
+  id: string;
+  at: string;
+  actor: string;
+  action: string;
+  target: string;
+  reason: string | null;
+  result: Record<string, unknown>;
+}
+
+/** A capped count: `value` is exact unless `capped`, in which case there are at least `value`. */
+export interface CappedCount {
+  value: number;
+  capped: boolean;
+}
+
+export interface OverviewDto {
+  now: string;
+  /** When the state x queue counts were computed (they are cached briefly; see lib/console/overview.ts). */
+  countsAsOf: string;
+  byQueue: { queue: string; counts: Partial<Record<JobStateName, number>>; total: number }[];
+  byState: Partial<Record<JobStateName, number>>;
+  lastHour: { accepted: CappedCount; replayed: CappedCount; conflicts: CappedCount };
+  liveBindings: CappedCount;
+  expiringWithinHour: CappedCount;
+  expiredAwaitingCleanup: CappedCount;
+}
+
+export interface QueueSummaryDto {
+  queue: string;
+  pending: CappedCount;
+  nextRunAt: string | null;
+}
+
+export interface MaintenanceRunDto {
+  id: string;
+  task: string;
+  startedAt: string;
+  finishedAt: string;
+  removed: number;
+  trigger: string;
+}
+
+export interface MaintenanceDto {
+  now: string;
+  runs: MaintenanceRunDto[];
+  expiredAwaitingCleanup: CappedCount;
+  oldestExpiredAt: string | null;
+}

@@ -1,0 +1,46 @@
+import { defineConfig } from "@playwright/test";
+
+/**
+ * Run through `npm run test:e2e` (scripts/e2e.mjs): it starts a private PostgreSQL and two consoles
+ * (read-write and read-only) on free ports, and passes their URLs here.
+ */
+const baseURL = process.env.E2E_BASE_URL ?? "http://127.0.0.1:3100";
+const readonlyURL = process.env.E2E_READONLY_URL ?? "http://127.0.0.1:3101";
+const screenshots = process.env.E2E_SCREENSHOTS === "1";
+
+export default defineConfig({
+  testDir: "e2e",
+  forbidOnly: !!process.env.CI,
+  retries: 0,
+  workers: 1,
+  fullyParallel: false,
+  timeout: 60_000,
+  expect: { timeout: 10_000 },
+  reporter: [["list"]],
+  outputDir: "test-results/e2e",
+  use: {
+    baseURL,
+    browserName: "chromium",
+    trace: "retain-on-failure",
+    viewport: { width: 1280, height: 900 },
+    launchOptions: {
+      executablePath: process.env.CHROMIUM_PATH || "/usr/bin/chromium",
+      args: [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--disable-quic",
+      ],
+    },
+  },
+  projects: screenshots
+    ? [{ name: "screenshots", testMatch: /screenshots\.spec\.ts/ }]
+    : [
+        { name: "flows", testMatch: /console-flows\.spec\.ts/ },
+        { name: "readonly", testMatch: /readonly\.spec\.ts/, use: { baseURL: readonlyURL } },
+        { name: "no-raw-keys", testMatch: /no-raw-keys\.spec\.ts/, dependencies: ["flows", "readonly"] },
+      ],
+});

@@ -1,0 +1,172 @@
+#!/usr/bin/env node
+/**
+ * `npm run test:e2e`: the console's browser tests on a freshly started app with its own database.
+ *
+ * 1. A private embedded PostgreSQL (lib/db startPrivateServer: temp dir, free port, deleted after),
+ *    or DATABASE_URL's server with a fresh `workhorse_e2e_<pid>` database.
+ * 2. Two consoles via `tsx scripts/start.ts` (which migrates, and builds when the build is missing or
+ *    stale): read-write and read-only (WORKHORSE_CONSOLE_READONLY=1), on free loopback ports, with a
+ *    password. Their stdout/stderr go to log files that the no-raw-keys test scans.
+ * 3. `playwright test` (Debian's Chromium; CHROMIUM_PATH overrides /usr/bin/chromium).
+ * 4. Stops everything it started, whatever happened.
+ *
+ * `--screenshots`: instead of the tests, run demo traffic and write docs/screenshots/*.png.
+ */
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdirSync, openSync, rmSync } from "node:fs";
+import net from "node:net";
+import path from "node:path";
+import { tsImport } from "tsx/esm/api";
+
+const root = path.resolve(import.meta.dirname, "..");
+const screenshots = process.argv.includes("--screenshots");
+const extraArgs = process.argv.slice(2).filter((a) => a !== "--screenshots");
+const logDir = path.join(root, "test-results", "e2e-logs");
+const log = (m) => process.stdout.write(`[e2e] ${m}\n`);
+
+const db = await tsImport("../lib/db/index.ts", import.meta.url);
+const pg = (await import("pg")).default;
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForHttp(url, child, ms) {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    if (child.exitCode !== null) return false;
+    try {
+      const res = await fetch(url, { redirect: "manual" });
+      if (res.status > 0) return true;
+    } catch {}
+    await new Promise((r) => setTimeout(r, 300));
+  }
+  return false;
+}
+
+const children = [];
+let dropDb = null;
+let exitCode = 1;
+
+async function cleanup() {
+  for (const c of children) {
+    if (c.exitCode === null) {
+      c.kill("SIGTERM");
+      await new Promise((resolve) => {
+        const t = setTimeout(() => {
+          c.kill("SIGKILL");
+          resolve();
+        }, 8000);
+        c.once("exit", () => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+    }
+  }
+  if (dropDb) await dropDb().catch((e) => log(`could not drop the e2e database: ${e.message}`));
+  await db.stopEmbeddedPostgres().catch(() => {});
+}
+
+for (const sig of ["SIGINT", "SIGTERM"]) {
+  process.on(sig, async () => {
+    await cleanup();
+    process.exit(130);
+  });
+}
+
+try {
+  rmSync(path.join(root, "test-results", "e2e-bodies"), { recursive: true, force: true });
+  mkdirSync(logDir, { recursive: true });
+
+  let databaseUrl;
+  if (process.env.DATABASE_URL) {
+    const info = await db.ensureServer();
+    const name = `workhorse_e2e_${process.pid}`;
+    await db.ensureDatabase(info, name);
+    databaseUrl = info.urlFor(name);
+    dropDb = async () => {
+      const admin = new pg.Client({ connectionString: info.adminUrl });
+      await admin.connect();
+      await admin.query(`drop database if exists ${name} with (force)`);
+      await admin.end();
+    };
+  } else {
+    const info = await db.startPrivateServer({ ephemeral: true });
+    await db.ensureDatabase(info, "workhorse");
+    databaseUrl = info.urlFor("workhorse");
+  }
+  log(`database ${new URL(databaseUrl).host}${new URL(databaseUrl).pathname}`);
+
+  const password = `e2e-${randomBytes(6).toString("hex")}`;
+  const runId = randomBytes(4).toString("hex");
+  const tsx = path.join(root, "node_modules", ".bin", "tsx");
+  const start = async (name, extraEnv) => {
+    const port = await freePort();
+    const logFile = path.join(logDir, `${name}.log`);
+    const fd = openSync(logFile, "w");
+    const child = spawn(tsx, ["scripts/start.ts"], {
+      cwd: root,
+      env: {
+        ...process.env,
+        DATABASE_URL: databaseUrl,
+        HOST: "127.0.0.1",
+        PORT: String(port),
+        WORKHORSE_CONSOLE_PASSWORD: password,
+        ...extraEnv,
+      },
+      stdio: ["ignore", fd, fd],
+    });
+    children.push(child);
+    const url = `http://127.0.0.1:${port}`;
+    if (!(await waitForHttp(`${url}/sign-in`, child, 240_000))) {
+      throw new Error(`the ${name} console did not start; see ${path.relative(root, logFile)}`);
+    }
+    log(`${name} console at ${url} (log ${path.relative(root, logFile)})`);
+    return { url, logFile };
+  };
+  // Sequential: the first start builds the app if needed; the second reuses the build.
+  const main = await start("console", { WORKHORSE_CONSOLE_READONLY: "" });
+  const readonly = await start("console-readonly", { WORKHORSE_CONSOLE_READONLY: "1" });
+
+  const env = {
+    ...process.env,
+    E2E_BASE_URL: main.url,
+    E2E_READONLY_URL: readonly.url,
+    E2E_DATABASE_URL: databaseUrl,
+    E2E_PASSWORD: password,
+    E2E_RUN_ID: runId,
+    E2E_SERVER_LOGS: [main.logFile, readonly.logFile].join(","),
+  };
+  if (screenshots) {
+    log("demo traffic for the screenshots…");
+    const demo = spawn(tsx, ["scripts/demo.ts"], {
+      cwd: root,
+      env: { ...env, DATABASE_URL: databaseUrl },
+      stdio: "inherit",
+    });
+    const demoCode = await new Promise((r) => demo.on("exit", (c) => r(c ?? 1)));
+    if (demoCode !== 0) throw new Error("npm run demo failed");
+    env.E2E_SCREENSHOTS = "1";
+  }
+  const pw = spawn(path.join(root, "node_modules", ".bin", "playwright"), ["test", ...extraArgs], {
+    cwd: root,
+    env,
+    stdio: "inherit",
+  });
+  exitCode = await new Promise((r) => pw.on("exit", (c) => r(c ?? 1)));
+} catch (err) {
+  process.stderr.write(`[e2e] ${err instanceof Error ? err.message : String(err)}\n`);
+  exitCode = 1;
+} finally {
+  await cleanup();
+}
+process.exit(exitCode);
