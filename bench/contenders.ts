@@ -21,6 +21,13 @@ export const POOL_MAX = 8;
 
 export type Op = (i: number) => Promise<unknown>;
 
+/** A pool that reports (rather than crashes on) errors of idle clients, e.g. at server shutdown. */
+export function benchPool(config: pg.PoolConfig, label: string): pg.Pool {
+  const pool = new pg.Pool(config);
+  pool.on("error", (err) => process.stderr.write(`[bench] ${label}: idle client error: ${err.message}\n`));
+  return pool;
+}
+
 export interface Contender {
   id: string;
   label: string;
@@ -92,7 +99,7 @@ export async function ours(
     opts.module ? await import(opts.module) : core
   ) as typeof core;
   const url = await ctx.database(`bench_${(opts.id ?? "ours").replace(/\W/g, "_")}`);
-  const pool = new pg.Pool({ connectionString: url, max: POOL_MAX });
+  const pool = benchPool({ connectionString: url, max: POOL_MAX }, opts.id ?? "ours");
   await migrate(pool);
   if (opts.setupSql) await pool.query(opts.setupSql);
   const queue = new Queue({ pool, maintenance: false, notify: opts.notify ?? true });
@@ -157,7 +164,7 @@ const FLOOR_TABLE = `create table floor_job (
 
 export async function floor(ctx: ContenderContext): Promise<Contender> {
   const url = await ctx.database("bench_floor");
-  const pool = new pg.Pool({ connectionString: url, max: POOL_MAX });
+  const pool = benchPool({ connectionString: url, max: POOL_MAX }, "floor");
   await pool.query(FLOOR_TABLE);
   const liveIds = Array.from({ length: REPLAY_KEYS }, () => uuidv7());
   const insert = (id: string, key: string, onConflict: boolean) =>
@@ -245,11 +252,14 @@ export async function pgBoss(ctx: ContenderContext): Promise<Contender> {
 export async function graphileWorker(ctx: ContenderContext, customPlan: boolean): Promise<Contender> {
   const { makeWorkerUtils, Logger } = await import("graphile-worker");
   const url = await ctx.database(customPlan ? "bench_graphile_custom" : "bench_graphile");
-  const pool = new pg.Pool({
-    connectionString: url,
-    max: POOL_MAX,
-    ...(customPlan ? { options: "-c plan_cache_mode=force_custom_plan" } : {}),
-  });
+  const pool = benchPool(
+    {
+      connectionString: url,
+      max: POOL_MAX,
+      ...(customPlan ? { options: "-c plan_cache_mode=force_custom_plan" } : {}),
+    },
+    "graphile-worker",
+  );
   const logger = new Logger(() => () => {});
   const utils = await makeWorkerUtils({ pgPool: pool, logger });
   await utils.migrate();

@@ -6,8 +6,9 @@
  * The console's read models (lib/console) are not written yet, so the queries below are the ones
  * SPEC §10 implies: keyset pages, newest first on the UUIDv7 job id, filters from an allowlist.
  */
-import pg from "pg";
+import type pg from "pg";
 import { migrate, Queue } from "../lib/enqueue";
+import { benchPool } from "./contenders";
 import { percentile, rng, runUntil, type Summary, summarize } from "./lib/measure";
 
 export const QUEUES = ["default", "billing", "email", "reports"] as const;
@@ -98,6 +99,8 @@ export interface ReadQuery {
   run(pick: number): Promise<unknown>;
   /** The SQL and a parameter set, for EXPLAIN. */
   explain?: { text: string; values: unknown[] };
+  /** Or: the SQL of the last run (read models build their own). */
+  explainLast?: () => { text: string; values: unknown[] };
 }
 
 export interface ReadResult {
@@ -111,131 +114,192 @@ export interface ReadResult {
   sharedBuffers?: number;
 }
 
-/** A cursor above every UUIDv7: EXPLAIN shows the first page of each filter. */
-const FIRST_PAGE = "ffffffff-ffff-7fff-bfff-ffffffffffff";
 const JOB_COLUMNS = "id, queue, type, state, run_at, attempt, max_attempts, tags, created_at";
 const BINDING_COLUMNS = `scope, key_hash, job_id, mode, key_preview, key_length, created_at, expires_at,
   greatest(expires_at - now(), interval '0') as ttl_remaining`;
 const OBSERVATION_COLUMNS = `id, at, outcome, reason, queue, type, scope, key_preview, key_digest, key_length, job_id,
   conflicting_fields, payload_paths, source`;
 
-/** The console's queries over the seeded database (N jobs, N bindings, N/2 observations). */
-export async function readQueries(pool: pg.Pool, queue: Queue, n: number): Promise<ReadQuery[]> {
-  // Cursors: ids of jobs at random depths (a user paging from anywhere).
-  const { rows: cursorRows } = await pool.query<{ id: string }>(
+/** The SQL of the last query a read model ran, for EXPLAIN. */
+interface Capturing {
+  query<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
+  last: { text: string; values: unknown[] } | null;
+}
+
+function capturing(pool: pg.Pool): Capturing {
+  const db: Capturing = {
+    last: null,
+    query<R extends pg.QueryResultRow>(text: string, values: unknown[] = []) {
+      db.last = { text, values };
+      return pool.query<R>(text, values);
+    },
+  };
+  return db;
+}
+
+/** The console's read models (lib/console), loaded when this process may import server-only modules. */
+async function consoleReadModels(): Promise<
+  | {
+      listJobs: typeof import("../lib/console/jobs").listJobs;
+      listBindings: typeof import("../lib/console/bindings").listBindings;
+      listObservations: typeof import("../lib/console/observations").listObservations;
+    }
+  | { unavailable: string }
+> {
+  try {
+    const [jobs, bindings, observations] = await Promise.all([
+      import("../lib/console/jobs"),
+      import("../lib/console/bindings"),
+      import("../lib/console/observations"),
+    ]);
+    return {
+      listJobs: jobs.listJobs,
+      listBindings: bindings.listBindings,
+      listObservations: observations.listObservations,
+    };
+  } catch (err) {
+    return { unavailable: (err as Error).message.split("\n")[0] ?? "import failed" };
+  }
+}
+
+/**
+ * The console's queries over the seeded database (N jobs, N bindings, N/2 observations): the read
+ * models of lib/console when they load (`npm run bench` runs tsx with the react-server condition so
+ * `server-only` imports resolve), else equivalent SQL kept here (SPEC §10), and says which.
+ */
+export async function readQueries(
+  pool: pg.Pool,
+  queue: Queue,
+  n: number,
+): Promise<{ queries: ReadQuery[]; source: string }> {
+  // Cursors at random depths (a user paging from anywhere), sampled from the seeded rows.
+  const { rows: jobCursors } = await pool.query<{ id: string }>(
     "select id from workhorse.job tablesample system (1) limit 2000",
   );
-  const cursors = cursorRows.map((r) => r.id);
-  const cursorAt = (p: number) => cursors[Math.floor(p * cursors.length)] as string;
-  const page = (text: string, values: unknown[]) => pool.query(text, values);
-  const jobs = (where: string) => `select ${JOB_COLUMNS} from workhorse.job where ${where} order by id desc limit 50`;
-  const q: ReadQuery[] = [
-    {
-      id: "jobs.first",
-      label: "jobs page, newest first (first page)",
-      run: () => page(`select ${JOB_COLUMNS} from workhorse.job order by id desc limit 50`, []),
-      explain: { text: `select ${JOB_COLUMNS} from workhorse.job order by id desc limit 50`, values: [] },
+  const { rows: bindingCursors } = await pool.query<{ exp_us: string; job_id: string }>(
+    `select (extract(epoch from expires_at) * 1000000)::bigint::text as exp_us, job_id
+       from workhorse.idempotency_binding tablesample system (1) where expires_at > now() limit 2000`,
+  );
+  const { rows: obsCursors } = await pool.query<{ id: string }>(
+    "select id::text from workhorse.enqueue_observation tablesample system (2) limit 2000",
+  );
+  const at = <T>(list: T[], p: number) => list[Math.floor(p * list.length)] as T;
+  const models = await consoleReadModels();
+  const db = capturing(pool);
+  const explainLast = () => db.last ?? { text: "select 1", values: [] };
+  const findByKey: ReadQuery = {
+    id: "find_by_key",
+    label: "find by key (Queue.findBinding)",
+    run: (p) => {
+      const g = 1 + Math.floor(p * n);
+      return queue.findBinding({ scope: SCOPES[g % 4] as string, key: `order-${g}` });
     },
-    {
-      id: "jobs.keyset",
-      label: "jobs page, keyset at a random depth",
-      run: (p) => page(jobs("id < $1::uuid"), [cursorAt(p)]),
-      explain: { text: jobs("id < $1::uuid"), values: [FIRST_PAGE] },
+    explain: {
+      text: "select * from workhorse.idempotency_binding b where b.scope = $1 and b.key_hash = sha256(convert_to($2, 'UTF8'))",
+      values: ["email-send", `email-send\u001forder-${Math.min(n, 4001)}`],
     },
-    {
-      id: "jobs.queue",
-      label: "jobs page, queue = billing (30 %), keyset",
-      run: (p) => page(jobs("queue = $1 and id < $2::uuid"), ["billing", cursorAt(p)]),
-      explain: { text: jobs("queue = $1 and id < $2::uuid"), values: ["billing", FIRST_PAGE] },
-    },
-    {
-      id: "jobs.state",
-      label: "jobs page, state = failed (5 %), keyset",
-      run: (p) => page(jobs("state = $1 and id < $2::uuid"), ["failed", cursorAt(p)]),
-      explain: { text: jobs("state = $1 and id < $2::uuid"), values: ["failed", FIRST_PAGE] },
-    },
-    {
-      id: "jobs.queue_state_rare",
-      label: "jobs page, queue = reports and state = failed (0.25 %), keyset",
-      run: (p) => page(jobs("queue = $1 and state = $2 and id < $3::uuid"), ["reports", "failed", cursorAt(p)]),
-      explain: {
-        text: jobs("queue = $1 and state = $2 and id < $3::uuid"),
-        values: ["reports", "failed", FIRST_PAGE],
-      },
-    },
-    {
-      id: "find_by_key",
-      label: "find by key (Queue.findBinding)",
-      run: (p) => {
-        const g = 1 + Math.floor(p * n);
-        return queue.findBinding({ scope: SCOPES[g % 4] as string, key: `order-${g}` });
-      },
-      explain: {
-        text: "select * from workhorse.idempotency_binding b where b.scope = $1 and b.key_hash = sha256(convert_to($2, 'UTF8'))",
-        values: ["email-send", `email-send\u001forder-${Math.min(n, 4001)}`],
-      },
-    },
-    {
-      id: "bindings.live",
-      label: "bindings page, live, soonest expiry first, keyset",
-      run: (p) =>
-        page(
-          `select ${BINDING_COLUMNS} from workhorse.idempotency_binding
-            where expires_at > greatest(now(), now() + interval '1 hour' + $1 * interval '10 ms')
-            order by expires_at, scope, key_hash limit 50`,
-          [Math.floor(p * n)],
+  };
+  if (!("unavailable" in models)) {
+    const { listJobs, listBindings, listObservations } = models;
+    const q = (id: string, label: string, run: (p: number) => Promise<unknown>): ReadQuery => ({
+      id,
+      label,
+      run,
+      explainLast,
+    });
+    return {
+      source: "lib/console read models (listJobs, listBindings, listObservations)",
+      queries: [
+        q("jobs.first", "jobs page, newest first (first page)", () => listJobs(db, {})),
+        q("jobs.keyset", "jobs page, keyset at a random depth", (p) => listJobs(db, { after: at(jobCursors, p).id })),
+        q("jobs.queue", "jobs page, queue = billing (30 %), keyset", (p) =>
+          listJobs(db, { queue: "billing", after: at(jobCursors, p).id }),
         ),
-    },
-    {
-      id: "bindings.scope_mode",
-      label: "bindings page, live, scope + mode = throttle (2.5 %)",
-      run: () =>
+        q("jobs.state", "jobs page, state = failed (5 %), keyset", (p) =>
+          listJobs(db, { state: "failed", after: at(jobCursors, p).id }),
+        ),
+        q("jobs.queue_state_rare", "jobs page, queue = reports and state = failed (0.25 %), keyset", (p) =>
+          listJobs(db, { queue: "reports", state: "failed", after: at(jobCursors, p).id }),
+        ),
+        findByKey,
+        q("bindings.live", "bindings page, live, soonest expiry first, keyset", (p) => {
+          const c = at(bindingCursors, p);
+          return listBindings(db, { status: "live", after: { expiresAtUs: c.exp_us, jobId: c.job_id } });
+        }),
+        q("bindings.scope_mode", "bindings page, live, scope + mode = throttle (2.5 %)", () =>
+          listBindings(db, { status: "live", scope: "invoice-capture", mode: "throttle" }),
+        ),
+        q("bindings.expired", "bindings page, expired awaiting cleanup", () => listBindings(db, { status: "expired" })),
+        q("observations.first", "observation log, newest first", () => listObservations(db, {})),
+        q("observations.conflicts_scope", "observation log, conflicts in one scope (2 %), keyset", (p) =>
+          listObservations(db, { outcome: "conflict", scope: "invoice-capture", after: at(obsCursors, p).id }),
+        ),
+      ],
+    };
+  }
+  const page = (text: string, values: unknown[]) => db.query(text, values);
+  const jobs = (where: string) => `select ${JOB_COLUMNS} from workhorse.job where ${where} order by id desc limit 51`;
+  const q = (id: string, label: string, run: (p: number) => Promise<unknown>): ReadQuery => ({
+    id,
+    label,
+    run,
+    explainLast,
+  });
+  return {
+    source: `SQL equivalent to the console's (lib/console unavailable: ${models.unavailable})`,
+    queries: [
+      q("jobs.first", "jobs page, newest first (first page)", () =>
+        page(`select ${JOB_COLUMNS} from workhorse.job order by id desc limit 51`, []),
+      ),
+      q("jobs.keyset", "jobs page, keyset at a random depth", (p) =>
+        page(jobs("id < $1::uuid"), [at(jobCursors, p).id]),
+      ),
+      q("jobs.queue", "jobs page, queue = billing (30 %), keyset", (p) =>
+        page(jobs("queue = $1 and id < $2::uuid"), ["billing", at(jobCursors, p).id]),
+      ),
+      q("jobs.state", "jobs page, state = failed (5 %), keyset", (p) =>
+        page(jobs("state = $1 and id < $2::uuid"), ["failed", at(jobCursors, p).id]),
+      ),
+      q("jobs.queue_state_rare", "jobs page, queue = reports and state = failed (0.25 %), keyset", (p) =>
+        page(jobs("queue = $1 and state = $2 and id < $3::uuid"), ["reports", "failed", at(jobCursors, p).id]),
+      ),
+      findByKey,
+      q("bindings.live", "bindings page, live, soonest expiry first, keyset", (p) => {
+        const c = at(bindingCursors, p);
+        return page(
+          `select ${BINDING_COLUMNS} from workhorse.idempotency_binding
+            where expires_at > now()
+              and (expires_at, job_id) > (timestamptz 'epoch' + $1::bigint * interval '1 microsecond', $2::uuid)
+            order by expires_at, job_id limit 51`,
+          [c.exp_us, c.job_id],
+        );
+      }),
+      q("bindings.scope_mode", "bindings page, live, scope + mode = throttle (2.5 %)", () =>
         page(
           `select ${BINDING_COLUMNS} from workhorse.idempotency_binding
-            where scope = $1 and mode = $2 and expires_at > now() order by expires_at, key_hash limit 50`,
+            where expires_at > now() and scope = $1 and mode = $2 order by expires_at, job_id limit 51`,
           ["invoice-capture", "throttle"],
         ),
-      explain: {
-        text: `select ${BINDING_COLUMNS} from workhorse.idempotency_binding
-            where scope = $1 and mode = $2 and expires_at > now() order by expires_at, key_hash limit 50`,
-        values: ["invoice-capture", "throttle"],
-      },
-    },
-    {
-      id: "bindings.expired",
-      label: "bindings page, expired awaiting cleanup",
-      run: () =>
+      ),
+      q("bindings.expired", "bindings page, expired awaiting cleanup", () =>
         page(
           `select ${BINDING_COLUMNS} from workhorse.idempotency_binding where expires_at <= now()
-            order by expires_at, scope, key_hash limit 50`,
+            order by expires_at, job_id limit 51`,
           [],
         ),
-    },
-    {
-      id: "observations.first",
-      label: "observation log, newest first",
-      run: () =>
-        page(`select ${OBSERVATION_COLUMNS} from workhorse.enqueue_observation order by at desc, id desc limit 50`, []),
-    },
-    {
-      id: "observations.conflicts_scope",
-      label: "observation log, conflicts in one scope (2 %), newest first, keyset",
-      run: (p) =>
+      ),
+      q("observations.first", "observation log, newest first", () =>
+        page(`select ${OBSERVATION_COLUMNS} from workhorse.enqueue_observation order by id desc limit 51`, []),
+      ),
+      q("observations.conflicts_scope", "observation log, conflicts in one scope (2 %), keyset", (p) =>
         page(
           `select ${OBSERVATION_COLUMNS} from workhorse.enqueue_observation
-            where outcome = $1 and scope = $2 and at < now() - $3 * interval '1 second'
-            order by at desc, id desc limit 50`,
-          ["conflict", "invoice-capture", Math.floor((p * n) / 4)],
+            where outcome = $1 and scope = $2 and id < $3::bigint order by id desc limit 51`,
+          ["conflict", "invoice-capture", at(obsCursors, p).id],
         ),
-      explain: {
-        text: `select ${OBSERVATION_COLUMNS} from workhorse.enqueue_observation
-            where outcome = $1 and scope = $2 and at < now() - $3 * interval '1 second'
-            order by at desc, id desc limit 50`,
-        values: ["conflict", "invoice-capture", Math.floor(n / 8)],
-      },
-    },
-  ];
-  return q;
+      ),
+    ],
+  };
 }
 
 export async function timeReads(pool: pg.Pool, queries: ReadQuery[], runs: number, seed = 7): Promise<ReadResult[]> {
@@ -258,10 +322,11 @@ export async function timeReads(pool: pg.Pool, queries: ReadQuery[], runs: numbe
       p95: percentile(lat, 95),
       max: lat[lat.length - 1] as number,
     };
-    if (q.explain) {
+    const explain = q.explain ?? q.explainLast?.();
+    if (explain) {
       const { rows } = await pool.query<{ "QUERY PLAN": ExplainNode[] }>(
-        `explain (analyze, buffers, format json) ${q.explain.text}`,
-        q.explain.values,
+        `explain (analyze, buffers, format json) ${explain.text}`,
+        explain.values,
       );
       const plan = rows[0]?.["QUERY PLAN"]?.[0]?.Plan;
       if (plan) {
@@ -360,7 +425,7 @@ export async function readSurface(
   url: string,
   options: { n: number; runs: number; pruneBaselineMs: number; log: (s: string) => void },
 ) {
-  const pool = new pg.Pool({ connectionString: url, max: 10 });
+  const pool = benchPool({ connectionString: url, max: 10 }, "read surface");
   await migrate(pool);
   options.log(
     `seeding ${options.n.toLocaleString("en-US")} jobs, bindings and ${(options.n / 2).toLocaleString("en-US")} observations…`,
@@ -372,12 +437,14 @@ export async function readSurface(
       .join(", ")}`,
   );
   const queue = new Queue({ pool, maintenance: false, notify: true });
-  const readPool = new pg.Pool({ connectionString: url, max: 1 });
-  const reads = await timeReads(readPool, await readQueries(readPool, queue, options.n), options.runs);
+  const readPool = benchPool({ connectionString: url, max: 1 }, "read queries");
+  const { queries, source } = await readQueries(readPool, queue, options.n);
+  options.log(`read queries: ${source}`);
+  const reads = await timeReads(readPool, queries, options.runs);
   await readPool.end();
   options.log("pruning expired bindings while 8 callers enqueue…");
   const prune = await timePrune(pool, queue, options.pruneBaselineMs);
   await queue.close();
   await pool.end();
-  return { seedMs, reads, prune };
+  return { seedMs, reads, readSource: source, prune };
 }

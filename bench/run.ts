@@ -414,6 +414,7 @@ async function main() {
       },
       writes: rows,
       reads: read?.reads ?? [],
+      readSource: read?.readSource ?? null,
       seedMs: read?.seedMs ?? null,
       prune: read?.prune ?? null,
       targets,
@@ -427,7 +428,9 @@ async function main() {
     );
     if (rows.length) out.push(terminalWrites(rows));
     if (read) {
-      out.push(`\nread surface (${plan.readRows.toLocaleString("en-US")} jobs / bindings, ${plan.readRuns} runs each)`);
+      out.push(
+        `\nread surface (${plan.readRows.toLocaleString("en-US")} jobs / bindings, ${plan.readRuns} runs each; ${read.readSource})`,
+      );
       out.push(terminalReads(read.reads));
       out.push(`\n${pruneLine(read.prune)}`);
     }
