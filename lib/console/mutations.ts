@@ -35,7 +35,8 @@ const optional = (v: FormDataEntryValue | null): string | undefined => {
 };
 
 /** Which form field an `EnqueueValidationError` option belongs to. */
-function fieldOf(option: string): string {
+function fieldOf(path: string): string {
+  const option = path.replace(/^options\./, "");
   if (option.startsWith("idempotency.key")) return "key";
   if (option.startsWith("idempotency.scope")) return "scope";
   if (option.startsWith("idempotency.ttlMs")) return "ttlMs";
@@ -48,7 +49,7 @@ function validationState(err: EnqueueValidationError): EnqueueFormState & FindKe
   const fieldErrors: FieldErrors = {};
   for (const i of err.issues) {
     const f = fieldOf(i.option);
-    fieldErrors[f] ??= `${i.option}: ${i.rule}`;
+    fieldErrors[f] ??= `${i.option.replace(/^options\./, "")}: ${i.rule}`;
   }
   return { status: "error", message: "Check the highlighted fields.", fieldErrors };
 }
@@ -83,7 +84,7 @@ export function parseRunAt(value: string, tzOffsetMinutes: number | undefined): 
   const local = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2}))?$/.exec(value);
   if (local) {
     const [, y, mo, d, h, mi, s] = local.map(Number) as number[];
-    const utc = Date.UTC(y as number, (mo as number) - 1, d, h, mi, s ?? 0);
+    const utc = Date.UTC(y as number, (mo as number) - 1, d, h, mi, s || 0);
     return new Date(utc + (tzOffsetMinutes ?? 0) * 60_000);
   }
   if (/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(value)) {

@@ -1,0 +1,178 @@
+// The console's server-action logic (lib/console/mutations) against the real test database.
+import { beforeAll, describe, expect, test, vi } from "vitest";
+import { setupQueueTests } from "./helpers";
+
+vi.mock("server-only", () => ({}));
+
+const { enqueueTestJob, findByKey, purgeJob, purgeQueue, runMaintenanceNow, parseRunAt } = await import(
+  "@/lib/console/mutations"
+);
+const { listAudit } = await import("@/lib/console/audit");
+const { listObservations } = await import("@/lib/console/observations");
+
+const t = setupQueueTests();
+beforeAll(() => t.ready());
+
+function form(values: Record<string, string>): FormData {
+  const f = new FormData();
+  for (const [k, v] of Object.entries(values)) f.set(k, v);
+  return f;
+}
+
+const KEY = "checkout:cart-8812-secret-suffix";
+const order = (amount: number) => JSON.stringify({ orderId: "ORD-1", amount });
+
+describe("enqueueTestJob", () => {
+  test("the same form twice is accepted then replayed with the same id, audited under the actor", async () => {
+    const q = t.queue();
+    const values = {
+      type: "order.place",
+      queue: "orders",
+      payload: order(10),
+      key: KEY,
+      scope: "order-form",
+      tags: "web, checkout",
+    };
+    const a = await enqueueTestJob(q, "alice", form(values));
+    const b = await enqueueTestJob(q, "alice", form(values));
+    expect(a.status).toBe("done");
+    expect(b.status).toBe("done");
+    if (a.status !== "done" || b.status !== "done") return;
+    expect(a.outcome).toBe("accepted");
+    expect(b.outcome).toBe("replayed");
+    expect(b.jobId).toBe(a.jobId);
+    expect(a.keyed).toMatchObject({ scope: "order-form", keyPreview: "checkout…", keyLength: KEY.length });
+    expect(JSON.stringify([a, b])).not.toContain(KEY);
+
+    const job = await q.getJob(a.jobId);
+    expect(job?.tags).toEqual(["checkout", "web"]);
+    const audit = await listAudit(t.pool, { actor: "alice" });
+    expect(audit.rows.map((r) => [r.action, r.target, r.result.outcome])).toEqual([
+      ["enqueue_test", `job:${a.jobId}`, "replayed"],
+      ["enqueue_test", `job:${a.jobId}`, "accepted"],
+    ]);
+    expect(JSON.stringify(audit)).not.toContain(KEY);
+  });
+
+  test("a key reused for different work returns the conflict with its fields, paths and the existing job", async () => {
+    const q = t.queue();
+    const key = "conflict-key-0001-abcdef";
+    const first = await enqueueTestJob(q, "bob", form({ type: "order.place", payload: order(10), key, scope: "s1" }));
+    const second = await enqueueTestJob(q, "bob", form({ type: "order.place", payload: order(11), key, scope: "s1" }));
+    expect(first.status).toBe("done");
+    expect(second.status).toBe("conflict");
+    if (first.status !== "done" || second.status !== "conflict") return;
+    expect(second.conflict.conflictingFields).toEqual(["payload"]);
+    expect(second.conflict.payloadPaths).toEqual(["$.amount"]);
+    expect(second.conflict.existingJobId).toBe(first.jobId);
+    expect(JSON.stringify(second)).not.toContain(key);
+
+    const obs = await listObservations(t.pool, { scope: "s1", outcome: "conflict" });
+    expect(obs.rows).toHaveLength(1);
+    expect(obs.rows[0]).toMatchObject({
+      jobId: first.jobId,
+      conflictingFields: ["payload"],
+      payloadPaths: ["$.amount"],
+    });
+    const audit = await listAudit(t.pool, { actor: "bob" });
+    expect(audit.rows[0]?.result).toMatchObject({ status: "conflict", conflictingFields: ["payload"] });
+  });
+
+  test("invalid JSON and out-of-range numbers are field errors; nothing is written", async () => {
+    const q = t.queue();
+    const before = await t.count("job");
+    const r = await enqueueTestJob(
+      q,
+      "carol",
+      form({ type: "x", payload: "{oops", key: "k-123", ttlMs: "0", maxAttempts: "5000" }),
+    );
+    expect(r.status).toBe("error");
+    if (r.status !== "error") return;
+    expect(Object.keys(r.fieldErrors).sort()).toEqual(["maxAttempts", "payload", "ttlMs"]);
+    expect(r.fieldErrors.payload).toMatch(/^Payload is not valid JSON/);
+    expect(await t.count("job")).toBe(before);
+
+    const core = await enqueueTestJob(q, "carol", form({ type: "x", key: "k".repeat(600) }));
+    expect(core.status).toBe("error");
+    if (core.status === "error") expect(core.fieldErrors.key).toMatch(/idempotency\.key: must be 1\.\.512 UTF-8 bytes/);
+    const missing = await enqueueTestJob(q, "carol", form({ payload: "{}" }));
+    expect(missing.status === "error" && missing.fieldErrors.type).toBe("Type is required");
+  });
+
+  test("run at is read as the browser's local time", () => {
+    expect(parseRunAt("2026-12-01T09:00", -60)?.toISOString()).toBe("2026-12-01T08:00:00.000Z");
+    expect(parseRunAt("2026-12-01T09:00:30Z", undefined)?.toISOString()).toBe("2026-12-01T09:00:30.000Z");
+    expect(parseRunAt("tomorrow", 0)).toBeNull();
+  });
+});
+
+describe("findByKey", () => {
+  test("a live key answers with its job and binding; after purge it says the key was released", async () => {
+    const q = t.queue();
+    const key = "support-lookup-key-42-zz";
+    const { jobId } = await q.enqueueWithResult("order.place", { o: 1 }, { idempotency: { key, scope: "support" } });
+    const found = await findByKey(q, t.pool, form({ scope: "support", key }));
+    expect(found.status).toBe("found");
+    if (found.status !== "found") return;
+    expect(found.binding).toMatchObject({ jobId, scope: "support", expired: false, mode: "idempotency" });
+    expect(found.job?.id).toBe(jobId);
+    expect(JSON.stringify(found)).not.toContain(key);
+
+    const purged = await purgeJob(q, "dave", form({ jobId, reason: "customer asked" }));
+    expect(purged).toEqual({ status: "done", purged: 1, releasedBindings: 1, target: `job ${jobId}` });
+    const after = await findByKey(q, t.pool, form({ scope: "support", key }));
+    expect(after.status).toBe("none");
+    if (after.status !== "none") return;
+    expect(after.history).toMatchObject({ kind: "released", jobId });
+    expect(JSON.stringify(after)).not.toContain(key);
+  });
+
+  test("an expired binding says when it expired; an unknown key was never seen", async () => {
+    const q = t.queue();
+    const key = "short-lived-key-000111";
+    await q.enqueueWithResult("email.digest", {}, { idempotency: { key, scope: "digest", ttlMs: 1 } });
+    await new Promise((r) => setTimeout(r, 20));
+    const expired = await findByKey(q, t.pool, form({ scope: "digest", key }));
+    expect(expired.status === "found" && expired.binding.expired).toBe(true);
+
+    const unknown = await findByKey(q, t.pool, form({ scope: "digest", key: "never-used-key-9999" }));
+    expect(unknown.status === "none" && unknown.history.kind).toBe("never_seen");
+    const empty = await findByKey(q, t.pool, form({ scope: "digest", key: "" }));
+    expect(empty.status === "error" && empty.fieldErrors.key).toBe("Key is required");
+  });
+});
+
+describe("purge", () => {
+  test("refuses a reasonless, repeated or unknown purge with a message; per-queue purge counts jobs and bindings", async () => {
+    const q = t.queue();
+    const { jobId } = await q.enqueueWithResult("a", {}, { queue: "pq" });
+    const noReason = await purgeJob(q, "erin", form({ jobId, reason: "  " }));
+    expect(noReason.status).toBe("error");
+    await purgeJob(q, "erin", form({ jobId, reason: "test" }));
+    const again = await purgeJob(q, "erin", form({ jobId, reason: "test" }));
+    expect(again).toEqual({
+      status: "refused",
+      message: `Job ${jobId} is purged; only ready and scheduled jobs can be purged.`,
+    });
+    const unknown = await purgeJob(q, "erin", form({ jobId: "00000000-0000-7000-8000-000000000000", reason: "x" }));
+    expect(unknown.status).toBe("refused");
+    const garbage = await purgeJob(q, "erin", form({ jobId: "nope", reason: "x" }));
+    expect(garbage.status).toBe("error");
+
+    await q.enqueue("b", {}, { queue: "pq2", idempotency: { key: "pq2-key-1" } });
+    await q.enqueue("b", {}, { queue: "pq2", idempotency: { key: "pq2-key-2" } });
+    await q.enqueue("b", {}, { queue: "pq2", runAt: new Date(Date.now() + 3_600_000) });
+    const all = await purgeQueue(q, "erin", form({ queue: "pq2", reason: "drain" }));
+    expect(all).toEqual({ status: "done", purged: 3, releasedBindings: 2, target: "queue pq2" });
+  });
+});
+
+test("manual maintenance removes expired bindings and is audited", async () => {
+  const q = t.queue();
+  await q.enqueue("m", {}, { idempotency: { key: "maint-key-1", scope: "maint", ttlMs: 1 } });
+  await new Promise((r) => setTimeout(r, 20));
+  const r = await runMaintenanceNow(q, "frank");
+  expect(r.status === "done" && r.expiredBindingsDeleted).toBeGreaterThanOrEqual(1);
+  const audit = await listAudit(t.pool, { action: "run_maintenance" });
+  expect(audit.rows[0]?.actor).toBe("frank");
+});

@@ -1,0 +1,180 @@
+// Console read models (lib/console/*) and access helpers against the real test database.
+import { beforeAll, describe, expect, test, vi } from "vitest";
+import { setupQueueTests } from "./helpers";
+
+vi.mock("server-only", () => ({}));
+
+const { listJobs, jobDetail } = await import("@/lib/console/jobs");
+const { listBindings } = await import("@/lib/console/bindings");
+const { listAudit } = await import("@/lib/console/audit");
+const { overview, invalidateCounts } = await import("@/lib/console/overview");
+const { parseJobFilters, parseBindingFilters, parseAuditFilters, parseObservationFilters } = await import(
+  "@/lib/console/filters"
+);
+const { FailureLimiter } = await import("@/lib/console/rate-limit");
+const { consoleConfig, hashPassword, passwordMatches, isLoopbackHost } = await import("@/lib/console/config");
+const { uuidv7Floor } = await import("@/lib/console/sql");
+
+const t = setupQueueTests();
+beforeAll(() => t.ready());
+
+describe("jobs", () => {
+  test("keyset pages walk newest first without gaps or overlaps, both ways", async () => {
+    const q = t.queue();
+    const ids: string[] = [];
+    for (let i = 0; i < 7; i++) ids.push(await q.enqueue("page.test", { i }, { queue: "paging" }));
+    const newestFirst = [...ids].reverse();
+    const p1 = await listJobs(t.pool, { queue: "paging" }, 3);
+    expect(p1.rows.map((r) => r.id)).toEqual(newestFirst.slice(0, 3));
+    expect(p1.prev).toBeNull();
+    const p2 = await listJobs(t.pool, { queue: "paging", after: p1.next ?? "" }, 3);
+    expect(p2.rows.map((r) => r.id)).toEqual(newestFirst.slice(3, 6));
+    const p3 = await listJobs(t.pool, { queue: "paging", after: p2.next ?? "" }, 3);
+    expect(p3.rows.map((r) => r.id)).toEqual(newestFirst.slice(6));
+    expect(p3.next).toBeNull();
+    const back = await listJobs(t.pool, { queue: "paging", before: p3.prev ?? "" }, 3);
+    expect(back.rows.map((r) => r.id)).toEqual(newestFirst.slice(3, 6));
+    const first = await listJobs(t.pool, { queue: "paging", before: back.prev ?? "" }, 3);
+    expect(first.rows.map((r) => r.id)).toEqual(newestFirst.slice(0, 3));
+    expect(first.prev).toBeNull();
+  });
+
+  test("filters by queue, type, state and tag", async () => {
+    const q = t.queue();
+    const a = await q.enqueue("f.one", {}, { queue: "filters", tags: ["red", "blue"] });
+    const b = await q.enqueue("f.two", {}, { queue: "filters", tags: ["blue"], runAt: new Date(Date.now() + 60_000) });
+    const ids = async (f: Parameters<typeof listJobs>[1]) => (await listJobs(t.pool, f)).rows.map((r) => r.id);
+    expect(await ids({ queue: "filters" })).toEqual([b, a]);
+    expect(await ids({ queue: "filters", type: "f.one" })).toEqual([a]);
+    expect(await ids({ queue: "filters", state: "scheduled" })).toEqual([b]);
+    expect(await ids({ queue: "filters", tag: "red" })).toEqual([a]);
+    expect(await ids({ queue: "filters", tag: "green" })).toEqual([]);
+  });
+
+  test("job detail carries payload, binding and the enqueued event; unknown ids are null", async () => {
+    const q = t.queue();
+    const id = await q.enqueue(
+      "d.one",
+      { html: "<script>x</script>" },
+      { idempotency: { key: "detail-key-123", scope: "d" } },
+    );
+    const d = await jobDetail(t.pool, id);
+    expect(d?.payloadJson).toBe(JSON.stringify({ html: "<script>x</script>" }, null, 2));
+    expect(d?.binding).toMatchObject({ scope: "d", keyPreview: "deta…", jobId: id, expired: false });
+    expect(d?.events.map((e) => e.kind)).toEqual(["enqueued"]);
+    expect(JSON.stringify(d)).not.toContain("detail-key-123");
+    expect(await jobDetail(t.pool, "00000000-0000-7000-8000-000000000000")).toBeNull();
+  });
+});
+
+test("bindings: live soonest-expiring first, expired separately, keyset pages", async () => {
+  const q = t.queue();
+  for (let i = 0; i < 5; i++) {
+    await q.enqueue(
+      "b",
+      { i },
+      { idempotency: { key: `bind-key-${i}-xyz`, scope: "bindings", ttlMs: 60_000 * (5 - i) } },
+    );
+  }
+  await q.enqueue("b", {}, { idempotency: { key: "bind-expired-1", scope: "bindings", ttlMs: 1 } });
+  await new Promise((r) => setTimeout(r, 10));
+  const p1 = await listBindings(t.pool, { status: "live", scope: "bindings" }, 2);
+  const p2 = await listBindings(
+    t.pool,
+    parseBindingFilters({ status: "live", scope: "bindings", after: p1.next ?? "" }),
+    2,
+  );
+  const p3 = await listBindings(
+    t.pool,
+    parseBindingFilters({ status: "live", scope: "bindings", after: p2.next ?? "" }),
+    2,
+  );
+  const ttls = [...p1.rows, ...p2.rows, ...p3.rows].map((b) => b.ttlMs);
+  expect(ttls).toEqual([60_000, 120_000, 180_000, 240_000, 300_000]);
+  expect(p3.next).toBeNull();
+  const expired = await listBindings(t.pool, { status: "expired", scope: "bindings" });
+  expect(expired.rows.map((b) => [b.ttlMs, b.expired])).toEqual([[1, true]]);
+});
+
+test("audit pages do not skip or repeat rows written in the same millisecond", async () => {
+  const q = t.queue();
+  await t.sql(
+    `insert into workhorse.operator_audit (at, actor, action, target, result)
+     select now(), 'same-ms', 'enqueue_test', 'job:' || g, '{}'::jsonb from generate_series(1, 5) g`,
+  );
+  const seen: string[] = [];
+  let after: string | null = null;
+  do {
+    const page = await listAudit(t.pool, parseAuditFilters({ actor: "same-ms", ...(after ? { after } : {}) }), 2);
+    seen.push(...page.rows.map((r) => r.target));
+    after = page.next;
+  } while (after);
+  expect(seen.sort()).toEqual(["job:1", "job:2", "job:3", "job:4", "job:5"]);
+  await q.close();
+});
+
+test("overview counts states per queue and the last hour's outcomes", async () => {
+  const q = t.queue();
+  invalidateCounts(t.pool);
+  const before = await overview(t.pool);
+  await q.enqueue("o", {}, { queue: "ov", idempotency: { key: "ov-key-1", scope: "ov" } });
+  await q.enqueue("o", {}, { queue: "ov", idempotency: { key: "ov-key-1", scope: "ov" } });
+  await q.enqueue("o", {}, { queue: "ov", runAt: new Date(Date.now() + 60_000) });
+  await q.flushObservations();
+  invalidateCounts(t.pool);
+  const o = await overview(t.pool);
+  expect(o.byQueue.find((x) => x.queue === "ov")).toEqual({
+    queue: "ov",
+    counts: { ready: 1, scheduled: 1 },
+    total: 2,
+  });
+  expect(o.lastHour.accepted.value - before.lastHour.accepted.value).toBe(2);
+  expect(o.lastHour.replayed.value - before.lastHour.replayed.value).toBe(1);
+  expect(o.liveBindings.value - before.liveBindings.value).toBe(1);
+});
+
+test("filters drop malformed values instead of passing them to SQL", () => {
+  expect(parseJobFilters({ state: "bogus", after: "zzz", queue: ["a", "b"], tag: "" })).toEqual({
+    queue: "a",
+    type: undefined,
+    state: undefined,
+    tag: undefined,
+    after: undefined,
+    before: undefined,
+  });
+  expect(parseBindingFilters({ status: "dead", after: "1_2" })).toMatchObject({ status: "live", after: undefined });
+  expect(parseObservationFilters({ since: "forever", after: "1; drop" })).toMatchObject({
+    since: undefined,
+    after: undefined,
+  });
+  expect(uuidv7Floor(0x0123456789ab)).toBe("01234567-89ab-0000-0000-000000000000");
+});
+
+describe("access", () => {
+  test("failed sign-ins lock a client out for the window, not others", () => {
+    const l = new FailureLimiter({ perClient: 3, global: 10, windowMs: 1000 });
+    for (let i = 0; i < 3; i++) l.fail("a", 100 + i);
+    expect(l.retryAfterMs("a", 200)).toBe(900);
+    expect(l.retryAfterMs("b", 200)).toBe(0);
+    expect(l.retryAfterMs("a", 1101)).toBe(0);
+  });
+
+  test("passwords: plain or scrypt hash, compared in constant time", () => {
+    const plain = consoleConfig({ WORKHORSE_CONSOLE_PASSWORD: "hunter2" });
+    expect(plain.password && passwordMatches(plain.password, "hunter2")).toBe(true);
+    expect(plain.password && passwordMatches(plain.password, "hunter3")).toBe(false);
+    const hashed = consoleConfig({ WORKHORSE_CONSOLE_PASSWORD_HASH: hashPassword("s3cret") });
+    expect(hashed.password && passwordMatches(hashed.password, "s3cret")).toBe(true);
+    expect(hashed.password && passwordMatches(hashed.password, "s3cre")).toBe(false);
+    expect(consoleConfig({}).password).toBeNull();
+    expect(consoleConfig({ WORKHORSE_CONSOLE_READONLY: "1" }).readOnly).toBe(true);
+  });
+
+  test("loopback hosts", () => {
+    for (const h of ["127.0.0.1", "127.0.0.1:3000", "localhost:3000", "[::1]:3000", "::1", "127.8.9.10"]) {
+      expect(isLoopbackHost(h), h).toBe(true);
+    }
+    for (const h of ["0.0.0.0", "10.0.0.1:3000", "example.com", "", null])
+      expect(isLoopbackHost(h), String(h)).toBe(false);
+  });
+});
