@@ -171,6 +171,8 @@ export function machineInfo() {
     memoryGiB: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
     platform: `${os.type()} ${os.release()} ${os.arch()}`,
     node: process.version,
+    /** 1/5/15-minute load averages when the run ended: other work on the machine skews absolute numbers. */
+    loadAverage: os.loadavg().map((l) => Math.round(l * 100) / 100),
   };
 }
 
