@@ -579,7 +579,9 @@ describe("batches", () => {
       .catch((e) => e);
     expect(err).toBeInstanceOf(EnqueueIdempotencyConflictError);
     expect((err as EnqueueIdempotencyConflictError).ordinal).toBe(2);
+    expect((err as EnqueueIdempotencyConflictError).existingJobId).toBeNull();
     expect((err as EnqueueIdempotencyConflictError).conflictingFields).toEqual(["payload"]);
+    expect((err as EnqueueIdempotencyConflictError).payloadPaths).toEqual(["$.v"]);
     expect(await q.findBinding({ key })).toBeNull();
   });
 });

@@ -63,7 +63,11 @@ export interface IdempotencyConflictDetails {
   keyPreview: string;
   keyDigest: string;
   keyLength: number;
-  existingJobId: string;
+  /**
+   * The job that owns the key. Null only inside a batch whose earlier request for the same new key
+   * differs from this one (that job was never created: the batch rolled back).
+   */
+  existingJobId: string | null;
   /** The mode that holds the key (`idempotency`, `debounce`, `throttle`). */
   existingMode: string;
   /** Sorted fingerprint field names that differ (SPEC §4), plus `mode` when the key is held in another mode. */
@@ -86,7 +90,7 @@ export class EnqueueIdempotencyConflictError extends WorkhorseError implements I
   readonly keyPreview: string;
   readonly keyDigest: string;
   readonly keyLength: number;
-  readonly existingJobId: string;
+  readonly existingJobId: string | null;
   readonly existingMode: string;
   readonly conflictingFields: string[];
   readonly storedRequestDigest: string;
@@ -96,8 +100,9 @@ export class EnqueueIdempotencyConflictError extends WorkhorseError implements I
   constructor(d: IdempotencyConflictDetails, options?: { cause?: unknown }) {
     super(
       "ENQUEUE_IDEMPOTENCY_CONFLICT",
-      `Idempotency key ${d.keyPreview} (digest ${d.keyDigest}, scope ${JSON.stringify(d.scope)}) is bound to job ${d.existingJobId} ` +
-        `with a different request: ${d.conflictingFields.join(", ")} differ. Use a new key for new work, or repeat the original request.`,
+      `Idempotency key ${d.keyPreview} (digest ${d.keyDigest}, scope ${JSON.stringify(d.scope)}) is bound to ${
+        d.existingJobId ? `job ${d.existingJobId}` : "an earlier request of the same batch"
+      } with a different request: ${d.conflictingFields.join(", ")} differ. Use a new key for new work, or repeat the original request.`,
       options,
     );
     this.scope = d.scope;

@@ -86,8 +86,12 @@ export interface QueueOptions {
 /** Channel that workers LISTEN on; the payload is the queue name. */
 export const WAKE_CHANNEL = "workhorse_jobs";
 
-const ENQUEUE_SQL =
+const ENQUEUE_BATCH_SQL =
   "select ordinal, job_id, outcome, request_digest, expires_at from workhorse.enqueue($1::jsonb, $2::boolean)";
+const ENQUEUE_ONE_SQL = `select 1 as ordinal, job_id, outcome, request_digest, expires_at
+  from workhorse.enqueue_one($1::uuid, $2::text, $3::text, $4::jsonb, $5::timestamptz, $6::integer, $7::jsonb,
+    $8::timestamptz, $9::bigint, $10::text, $11::text[], $12::text, $13::text, $14::bytea, $15::text, $16::integer,
+    $17::bigint, $18::text[], $19::boolean)`;
 
 interface EnqueueRow {
   ordinal: number;
@@ -99,7 +103,7 @@ interface EnqueueRow {
 
 interface ConflictDetail {
   ordinal: number;
-  existingJobId: string;
+  existingJobId: string | null;
   existingMode: string;
   conflictingFields: string[];
   payloadPaths: string[] | null;
@@ -177,6 +181,32 @@ class Shared {
     await this.waking;
     await this.recorder.close();
   }
+}
+
+/** Parameters of workhorse.enqueue_one() for one normalised request. */
+function oneRequestValues(r: NormalizedRequest, notify: boolean): unknown[] {
+  const k = r.keyed;
+  return [
+    uuidv7(),
+    r.queue,
+    r.type,
+    r.payloadJson,
+    r.runAt?.toISOString() ?? null,
+    r.maxAttempts,
+    r.retryPolicy === null ? null : JSON.stringify(r.retryPolicy),
+    r.deadline?.toISOString() ?? null,
+    r.executionTimeoutMs,
+    r.concurrencyKey,
+    r.tags,
+    k?.mode ?? null,
+    k?.key.scope ?? null,
+    k?.key.keyHash ?? null,
+    k?.key.keyPreview ?? null,
+    k?.key.keyLength ?? null,
+    k?.ttlMs ?? null,
+    k?.fieldDigests ?? null,
+    notify,
+  ];
 }
 
 function buildRequestsJson(requests: readonly NormalizedRequest[]): string {
@@ -377,14 +407,22 @@ export class QueueOperations {
   }
 
   private async run(requests: NormalizedRequest[]): Promise<EnqueueResult[]> {
-    const text = buildRequestsJson(requests);
+    const notifyInside = this.inCallerTransaction && this.shared.config.notify;
     let rows: EnqueueRow[];
     try {
-      const res = await this.exec.query<EnqueueRow>({
-        name: "workhorse_enqueue",
-        text: ENQUEUE_SQL,
-        values: [text, this.inCallerTransaction && this.shared.config.notify],
-      });
+      // One request: the scalar hot path (a named statement, so its plan is cached per connection).
+      // A batch: one set-based statement; left unnamed so each batch is planned for its own size.
+      const res =
+        requests.length === 1
+          ? await this.exec.query<EnqueueRow>({
+              name: "workhorse_enqueue_one",
+              text: ENQUEUE_ONE_SQL,
+              values: oneRequestValues(requests[0] as NormalizedRequest, notifyInside),
+            })
+          : await this.exec.query<EnqueueRow>({
+              text: ENQUEUE_BATCH_SQL,
+              values: [buildRequestsJson(requests), notifyInside],
+            });
       rows = res.rows;
     } catch (err) {
       throw this.translate(err, requests);

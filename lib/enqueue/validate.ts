@@ -36,6 +36,11 @@ const name = (what: string) =>
     .refine((s) => !CONTROL.test(s), { error: `${what} must not contain control characters` })
     .refine((s) => s.isWellFormed(), { error: "must be well-formed Unicode (no lone surrogates)" });
 
+// Schemas are built once: zod compiles each object schema on first use, so building them per call
+// would cost a compile per request.
+const typeName = name("type");
+const queueName = name("queue");
+
 const keyString = z
   .string({ error: `must be a string of 1..${LIMITS.keyBytes} UTF-8 bytes` })
   .refine((s) => s.length > 0 && utf8Bytes(s) <= LIMITS.keyBytes, {
@@ -101,7 +106,7 @@ const windowed = z.strictObject({
 
 const optionsSchema = z
   .strictObject({
-    queue: name("queue").optional(),
+    queue: queueName.optional(),
     runAt: validDate.optional(),
     maxAttempts: z
       .number({ error: `must be an integer 1..${LIMITS.maxAttempts}` })
@@ -270,7 +275,7 @@ export function normalizeRequest(
   base = "",
 ): NormalizedRequest {
   const issues: ValidationIssue[] = [];
-  const typeResult = name("type").safeParse(type);
+  const typeResult = typeName.safeParse(type);
   if (!typeResult.success) {
     for (const i of typeResult.error.issues) issues.push({ option: prefix(["type"], base), rule: i.message });
   }
@@ -342,10 +347,14 @@ export function parseJobId(id: unknown, option = "jobId"): string {
 }
 
 /** Validates `{ key, scope? }` for lookups. `ttlMs` is allowed (and ignored), so idempotency options can be passed as they are. */
+const scopedKeySchema = z.strictObject({
+  key: keyString,
+  scope: scopeString.optional(),
+  ttlMs: z.unknown().optional(),
+});
+
 export function parseScopedKey(input: unknown): { key: string; scope: string } {
-  const r = z
-    .strictObject({ key: keyString, scope: scopeString.optional(), ttlMs: z.unknown().optional() })
-    .safeParse(input);
+  const r = scopedKeySchema.safeParse(input);
   if (!r.success) {
     throw new EnqueueValidationError(
       r.error.issues.map((i) => ({ option: i.path.join(".") || "input", rule: i.message })),
@@ -356,28 +365,28 @@ export function parseScopedKey(input: unknown): { key: string; scope: string } {
 
 /** Validates a queue name for purgeQueue. */
 export function parseQueueName(queue: unknown): string {
-  const r = name("queue").safeParse(queue);
+  const r = queueName.safeParse(queue);
   if (!r.success)
     throw new EnqueueValidationError([{ option: "queue", rule: r.error.issues[0]?.message ?? "is invalid" }]);
   return r.data;
 }
 
 /** Validates `{ actor, reason }` for operator actions. */
+const operatorContextSchema = z.strictObject({
+  actor: z
+    .string({ error: "must be a string" })
+    .trim()
+    .min(1, { error: "is required" })
+    .max(200, { error: "must be at most 200 characters" }),
+  reason: z
+    .string({ error: "must be a string" })
+    .trim()
+    .min(1, { error: "is required: say why" })
+    .max(1000, { error: "must be at most 1000 characters" }),
+});
+
 export function parseOperatorContext(input: unknown): { actor: string; reason: string } {
-  const r = z
-    .strictObject({
-      actor: z
-        .string({ error: "must be a string" })
-        .trim()
-        .min(1, { error: "is required" })
-        .max(200, { error: "must be at most 200 characters" }),
-      reason: z
-        .string({ error: "must be a string" })
-        .trim()
-        .min(1, { error: "is required: say why" })
-        .max(1000, { error: "must be at most 1000 characters" }),
-    })
-    .safeParse(input);
+  const r = operatorContextSchema.safeParse(input);
   if (!r.success) {
     throw new EnqueueValidationError(
       r.error.issues.map((i) => ({ option: i.path.join(".") || "context", rule: i.message })),

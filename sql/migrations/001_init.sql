@@ -155,247 +155,305 @@ begin
   return array[path];
 end $$;
 
--- One parsed request of a batch. field_digests follows workhorse.fingerprint_fields().
-create type workhorse.enqueue_request as (
-  ordinal              integer,
-  id                   uuid,
-  queue                text,
-  type                 text,
-  payload              jsonb,
-  run_at               timestamptz,
-  max_attempts         integer,
-  retry_policy         jsonb,
-  deadline             timestamptz,
-  execution_timeout_ms bigint,
-  concurrency_key      text,
-  tags                 text[],
-  mode                 text,
-  scope                text,
-  key_hash             bytea,
-  key_preview          text,
-  key_length           integer,
-  ttl_ms               bigint,
-  field_digests        text[],
-  request_digest       text
-);
-
--- One distinct scoped key of a batch and who owns it.
-create type workhorse.enqueue_key as (
-  scope          text,
-  key_hash       bytea,
-  lead_ordinal   integer,
-  job_id         uuid,
-  mode           text,
-  field_digests  text[],
-  request_digest text,
-  expires_at     timestamptz,
-  status         text  -- live: bound before this call; claim: to be taken; won: taken by this call
-);
-
 create function workhorse.fingerprint_fields() returns text[] language sql immutable as $$
   select array['concurrencyKey', 'deadline', 'executionTimeoutMs', 'maxAttempts', 'payload', 'queue',
                'retryPolicy', 'runAt', 'tags', 'ttlMs', 'type']
 $$;
 
--- Raises WH409 (idempotency conflict) for the first keyed request, in input order, whose fingerprint
--- differs from the one that owns its key. The detail is JSON; the client names the fields.
-create function workhorse.check_conflicts(p_req workhorse.enqueue_request[], p_keys workhorse.enqueue_key[])
-returns void language plpgsql as $$
+-- Raises WH409 (idempotency conflict) with a JSON detail naming the differing fingerprint fields and
+-- the payload paths (paths only: the detail may reach the server log, values must not).
+-- p_existing_job_id is null when the key's owner is an earlier request of the same batch.
+create function workhorse.raise_conflict(
+  p_ordinal integer, p_existing_job_id uuid, p_existing_mode text, p_stored_digests text[],
+  p_stored_request_digest text, p_rejected_mode text, p_rejected_digests text[], p_rejected_request_digest text,
+  p_stored_payload jsonb, p_rejected_payload jsonb)
+returns boolean language plpgsql as $$
 declare
-  c record;
   v_fields text[];
-  v_stored_payload jsonb;
   v_paths text[];
 begin
-  select r.ordinal, r.payload, r.field_digests as rd, r.request_digest as rrd, r.mode as rmode,
-         k.job_id, k.field_digests as kd, k.request_digest as krd, k.mode as kmode, k.status, k.lead_ordinal
-    into c
-    from unnest(p_req) r
-    join unnest(p_keys) k on k.scope = r.scope and k.key_hash = r.key_hash
-   where r.request_digest <> k.request_digest or r.mode <> k.mode
-   order by r.ordinal
-   limit 1;
-  if not found then
-    return;
-  end if;
   select coalesce(array_agg(f.name order by f.name), '{}') into v_fields
-    from unnest(workhorse.fingerprint_fields(), c.rd, c.kd) as f(name, a, b)
+    from unnest(workhorse.fingerprint_fields(), p_stored_digests, p_rejected_digests) as f(name, a, b)
    where f.a is distinct from f.b;
-  if c.rmode <> c.kmode then
+  if p_existing_mode is distinct from p_rejected_mode then
     v_fields := array_append(v_fields, 'mode');
   end if;
   if 'payload' = any (v_fields) then
-    if c.status = 'claim' then
-      select r.payload into v_stored_payload from unnest(p_req) r where r.ordinal = c.lead_ordinal;
-    else
-      select j.payload into v_stored_payload from workhorse.job j where j.id = c.job_id;
-    end if;
-    v_paths := workhorse.jsonb_diff_paths(v_stored_payload, c.payload);
+    v_paths := workhorse.jsonb_diff_paths(p_stored_payload, p_rejected_payload);
   end if;
   raise exception using
     errcode = 'WH409',
     message = 'workhorse: idempotency conflict',
     detail = jsonb_build_object(
-      'ordinal', c.ordinal,
-      'existingJobId', c.job_id,
-      'existingMode', c.kmode,
+      'ordinal', p_ordinal,
+      'existingJobId', p_existing_job_id,
+      'existingMode', p_existing_mode,
       'conflictingFields', to_jsonb(v_fields),
       'payloadPaths', to_jsonb(v_paths),
-      'storedRequestDigest', c.krd,
-      'rejectedRequestDigest', c.rrd)::text;
+      'storedRequestDigest', p_stored_request_digest,
+      'rejectedRequestDigest', p_rejected_request_digest)::text;
 end $$;
 
--- The enqueue decision for a batch of 1..1000 requests, in one call.
---   p_requests: jsonb array of objects with the fields of workhorse.enqueue_request (key_hash as hex,
---               field_digests without the payload slot, which is computed here from canonical jsonb).
---   p_notify:   pg_notify('workhorse_jobs', queue) for new jobs inside this transaction.
--- Returns one row per request: ordinal, job_id, outcome ('accepted' | 'replayed'), request_digest,
--- expires_at (of the binding). Raises WH409 on a conflict; nothing it wrote survives that.
--- Replays read only: no row locks, no writes, no notification.
-create function workhorse.enqueue(p_requests jsonb, p_notify boolean)
-returns table (ordinal integer, job_id uuid, outcome text, request_digest text, expires_at timestamptz)
+-- The enqueue decision for one request (SPEC §5): the hot path, with scalar parameters and plain
+-- statements whose plans stay cached. workhorse.enqueue() below decides batches the same way.
+--   p_field_digests: every fingerprint field but the payload, in fingerprint_fields() order; the
+--   payload's digest is taken here from PostgreSQL's canonical jsonb text.
+-- Keyless requests (p_key_hash null) always insert. A replay is one index read: no lock, no write.
+-- A conflict raises WH409 before anything is written.
+create function workhorse.enqueue_one(
+  p_id uuid, p_queue text, p_type text, p_payload jsonb, p_run_at timestamptz, p_max_attempts integer,
+  p_retry_policy jsonb, p_deadline timestamptz, p_execution_timeout_ms bigint, p_concurrency_key text,
+  p_tags text[], p_mode text, p_scope text, p_key_hash bytea, p_key_preview text, p_key_length integer,
+  p_ttl_ms bigint, p_field_digests text[], p_notify boolean,
+  out job_id uuid, out outcome text, out request_digest text, out expires_at timestamptz)
 language plpgsql as $$
-#variable_conflict use_column
+#variable_conflict use_variable
 declare
-  v_req workhorse.enqueue_request[];
-  v_keys workhorse.enqueue_key[];
-  v_won uuid[];
-  v_queues text[];
-  v_lost integer;
+  v_payload jsonb := coalesce(p_payload, 'null'::jsonb);
+  v_run_at timestamptz := coalesce(p_run_at, now());
+  v_digests text[];
+  v_live record;
 begin
-  select array_agg(row(x.ordinal, x.id, x.queue, x.type, coalesce(x.payload, 'null'::jsonb), coalesce(x.run_at, now()), x.max_attempts,
-                       x.retry_policy, x.deadline, x.execution_timeout_ms, x.concurrency_key, x.tags, x.mode,
-                       x.scope, decode(x.key_hash, 'hex'), x.key_preview, x.key_length, x.ttl_ms, d.digests,
-                       case when d.digests is not null
-                            then encode(sha256(convert_to(array_to_string(d.digests, ','), 'UTF8')), 'hex') end
-                   )::workhorse.enqueue_request order by x.ordinal)
-    into v_req
-    from jsonb_to_recordset(p_requests) as x(
-           ordinal integer, id uuid, queue text, type text, payload jsonb, run_at timestamptz,
-           max_attempts integer, retry_policy jsonb, deadline timestamptz, execution_timeout_ms bigint,
-           concurrency_key text, tags text[], mode text, scope text, key_hash text, key_preview text,
-           key_length integer, ttl_ms bigint, field_digests text[])
-    cross join lateral (
-      select case when x.key_hash is not null then
-               x.field_digests[1:4]
-               || left(encode(sha256(convert_to(coalesce(x.payload, 'null'::jsonb)::text, 'UTF8')), 'hex'), 16)
-               || x.field_digests[5:10]
-             end as digests
-    ) d;
-
-  -- Distinct keys in (scope, key_hash) order, each with its owner as of this snapshot. Plain reads:
-  -- a replay must not lock or write anything.
-  select array_agg(row(l.scope, l.key_hash, l.ordinal,
-                       case when b.expires_at > now() then b.job_id else l.id end,
-                       case when b.expires_at > now() then b.mode else l.mode end,
-                       case when b.expires_at > now() then b.field_digests else l.field_digests end,
-                       case when b.expires_at > now() then b.request_digest else l.request_digest end,
-                       case when b.expires_at > now() then b.expires_at
-                            else now() + l.ttl_ms * interval '1 millisecond' end,
-                       case when b.expires_at > now() then 'live' else 'claim' end
-                   )::workhorse.enqueue_key order by l.scope, l.key_hash)
-    into v_keys
-    from (select distinct on (r.scope, r.key_hash) r.*
-            from unnest(v_req) r
-           where r.key_hash is not null
-           order by r.scope, r.key_hash, r.ordinal) l
-    left join workhorse.idempotency_binding b on b.scope = l.scope and b.key_hash = l.key_hash;
-
-  perform workhorse.check_conflicts(v_req, v_keys);
-
-  if exists (select 1 from unnest(v_req) r where r.key_hash is null)
-     or exists (select 1 from unnest(v_keys) k where k.status = 'claim') then
-    -- Take free or expired keys in sorted order, so overlapping batches queue up instead of deadlocking.
-    -- A key that turned live since the snapshot is locked by ON CONFLICT but not updated, and is
-    -- resolved below from a fresh snapshot.
-    with claimed as (
+  if p_key_hash is not null then
+    v_digests := p_field_digests[1:4]
+                 || left(encode(sha256(convert_to(v_payload::text, 'UTF8')), 'hex'), 16)
+                 || p_field_digests[5:10];
+    request_digest := encode(sha256(convert_to(array_to_string(v_digests, ','), 'UTF8')), 'hex');
+    for attempt in 1 .. 5 loop
+      select b.job_id, b.mode, b.field_digests, b.request_digest, b.expires_at into v_live
+        from workhorse.idempotency_binding b
+       where b.scope = p_scope and b.key_hash = p_key_hash and b.expires_at > now();
+      if found then
+        if v_live.request_digest = request_digest and v_live.mode = p_mode then
+          job_id := v_live.job_id;
+          outcome := 'replayed';
+          expires_at := v_live.expires_at;
+          return;
+        end if;
+        perform workhorse.raise_conflict(
+          1, v_live.job_id, v_live.mode, v_live.field_digests, v_live.request_digest, p_mode, v_digests,
+          request_digest, (select j.payload from workhorse.job j where j.id = v_live.job_id), v_payload);
+      end if;
       insert into workhorse.idempotency_binding as b
         (scope, key_hash, job_id, mode, key_preview, key_length, field_digests, request_digest, ttl_ms,
          created_at, expires_at)
-      select r.scope, r.key_hash, r.id, r.mode, r.key_preview, r.key_length, r.field_digests, r.request_digest,
-             r.ttl_ms, now(), now() + r.ttl_ms * interval '1 millisecond'
-        from unnest(v_keys) k
-        join unnest(v_req) r on r.ordinal = k.lead_ordinal
-       where k.status = 'claim'
-       order by k.scope, k.key_hash
+      values (p_scope, p_key_hash, p_id, p_mode, p_key_preview, p_key_length, v_digests, request_digest, p_ttl_ms,
+              now(), now() + p_ttl_ms * interval '1 millisecond')
       on conflict (scope, key_hash) do update
         set job_id = excluded.job_id, mode = excluded.mode, key_preview = excluded.key_preview,
             key_length = excluded.key_length, field_digests = excluded.field_digests,
             request_digest = excluded.request_digest, ttl_ms = excluded.ttl_ms,
             created_at = excluded.created_at, expires_at = excluded.expires_at
         where b.expires_at <= now()
-      returning b.job_id, b.expires_at
+      returning b.expires_at into expires_at;
+      exit when found;
+      -- Another transaction bound the key after our snapshot. ON CONFLICT waited for it and holds the
+      -- row lock now; the next pass reads it with a fresh snapshot (READ COMMITTED).
+    end loop;
+    if expires_at is null then
+      raise exception using errcode = '40001',
+        message = 'workhorse: the idempotency binding kept changing under this enqueue; retry it';
+    end if;
+  end if;
+
+  insert into workhorse.job (id, queue, type, payload, state, run_at, max_attempts, retry_policy, deadline,
+                             execution_timeout_ms, concurrency_key, tags)
+  values (p_id, p_queue, p_type, v_payload, case when v_run_at > now() then 'scheduled' else 'ready' end, v_run_at,
+          p_max_attempts, p_retry_policy, p_deadline, p_execution_timeout_ms, p_concurrency_key, p_tags);
+  insert into workhorse.job_event (job_id, kind, data)
+  values (p_id, 'enqueued',
+          case when p_key_hash is null then jsonb_build_object('queue', p_queue, 'runAt', v_run_at)
+          else jsonb_build_object('queue', p_queue, 'runAt', v_run_at, 'mode', p_mode, 'scope', p_scope,
+                                  'keyPreview', p_key_preview, 'keyDigest', left(encode(p_key_hash, 'hex'), 12),
+                                  'keyLength', p_key_length, 'ttlMs', p_ttl_ms, 'expiresAt', expires_at,
+                                  'requestDigest', request_digest) end);
+  if p_notify then
+    perform pg_notify('workhorse_jobs', p_queue);
+  end if;
+  job_id := p_id;
+  outcome := 'accepted';
+end $$;
+
+-- The enqueue decision for 1..1000 requests in one call (SPEC §5).
+--   p_requests: jsonb array of {ordinal, id, queue, type, payload, run_at, max_attempts, retry_policy,
+--     deadline, execution_timeout_ms, concurrency_key, tags, and for keyed requests mode, scope,
+--     key_hash (hex), key_preview, key_length, ttl_ms, field_digests (every fingerprint field but the
+--     payload, in fingerprint_fields() order)}. The payload's digest is taken here, from PostgreSQL's
+--     canonical jsonb text, so key order and whitespace do not matter.
+--   p_notify: pg_notify('workhorse_jobs', queue) for new jobs inside this transaction.
+-- Returns one row per request: ordinal, job_id, outcome ('accepted' | 'replayed'), request_digest,
+-- expires_at (the binding's). Raises WH409 on a conflict; nothing it wrote survives that.
+--
+-- One set-based statement decides everything: each request's owner as of the statement's snapshot
+-- (plain index reads: a replay locks and writes nothing), then free or expired keys are taken with
+-- INSERT .. ON CONFLICT in (scope, key_hash) order, so overlapping batches queue instead of deadlocking.
+-- A key bound by another transaction after our snapshot is locked by ON CONFLICT but not taken; such
+-- requests come back as 'retry' and the statement runs again for them alone, with a fresh snapshot
+-- (READ COMMITTED). Under REPEATABLE READ / SERIALIZABLE that race is a 40001 instead.
+create function workhorse.enqueue(p_requests jsonb, p_notify boolean)
+returns table (ordinal integer, job_id uuid, outcome text, request_digest text, expires_at timestamptz)
+language plpgsql as $$
+#variable_conflict use_column
+declare
+  v_input jsonb := p_requests;
+  v_ord integer[] := '{}';
+  v_job uuid[] := '{}';
+  v_out text[] := '{}';
+  v_dig text[] := '{}';
+  v_exp timestamptz[] := '{}';
+  v_queues text[];
+  p_ord integer[];
+  p_job uuid[];
+  p_out text[];
+  p_dig text[];
+  p_exp timestamptz[];
+  v_conflict boolean;
+  v_pass integer := 0;
+begin
+  loop
+    v_pass := v_pass + 1;
+    with req as (
+      select x.ordinal, x.id, x.queue, x.type, coalesce(x.payload, 'null'::jsonb) as payload,
+             coalesce(x.run_at, now()) as run_at, x.max_attempts, x.retry_policy, x.deadline,
+             x.execution_timeout_ms, x.concurrency_key, x.tags, x.mode, x.scope, decode(x.key_hash, 'hex') as kh,
+             x.key_preview, x.key_length, x.ttl_ms, d.digests,
+             encode(sha256(convert_to(array_to_string(d.digests, ','), 'UTF8')), 'hex') as rdigest
+        from jsonb_to_recordset(v_input) as x(
+               ordinal integer, id uuid, queue text, type text, payload jsonb, run_at timestamptz,
+               max_attempts integer, retry_policy jsonb, deadline timestamptz, execution_timeout_ms bigint,
+               concurrency_key text, tags text[], mode text, scope text, key_hash text, key_preview text,
+               key_length integer, ttl_ms bigint, field_digests text[])
+        cross join lateral (
+          select case when x.key_hash is not null then
+                   x.field_digests[1:4]
+                   || left(encode(sha256(convert_to(coalesce(x.payload, 'null'::jsonb)::text, 'UTF8')), 'hex'), 16)
+                   || x.field_digests[5:10]
+                 end as digests) d
     ),
-    new_jobs as (
+    -- Each keyed request with its batch leader (first request for the key) and the key's live owner,
+    -- found by one primary-key probe per request (LATERAL .. LIMIT 1 keeps it a probe, never a scan).
+    seen as (
+      select r.*,
+             first_value(r.ordinal) over w as lead_ordinal,
+             first_value(r.id) over w as lead_id,
+             first_value(r.rdigest) over w as lead_rdigest,
+             first_value(r.mode) over w as lead_mode,
+             b.job_id as live_job_id, b.mode as live_mode, b.field_digests as live_digests,
+             b.request_digest as live_rdigest, b.expires_at as live_expires_at
+        from req r
+        left join lateral (
+          select b.job_id, b.mode, b.field_digests, b.request_digest, b.expires_at
+            from workhorse.idempotency_binding b
+           where b.scope = r.scope and b.key_hash = r.kh and b.expires_at > now()
+           limit 1) b on true
+      window w as (partition by r.scope, r.kh order by r.ordinal)
+    ),
+    claimed as (
+      insert into workhorse.idempotency_binding as b
+        (scope, key_hash, job_id, mode, key_preview, key_length, field_digests, request_digest, ttl_ms,
+         created_at, expires_at)
+      select s.scope, s.kh, s.id, s.mode, s.key_preview, s.key_length, s.digests, s.rdigest, s.ttl_ms,
+             now(), now() + s.ttl_ms * interval '1 millisecond'
+        from seen s
+       where s.kh is not null and s.ordinal = s.lead_ordinal and s.live_job_id is null
+       order by s.scope, s.kh
+      on conflict (scope, key_hash) do update
+        set job_id = excluded.job_id, mode = excluded.mode, key_preview = excluded.key_preview,
+            key_length = excluded.key_length, field_digests = excluded.field_digests,
+            request_digest = excluded.request_digest, ttl_ms = excluded.ttl_ms,
+            created_at = excluded.created_at, expires_at = excluded.expires_at
+        where b.expires_at <= now()
+      returning b.job_id
+    ),
+    jobs as (
       insert into workhorse.job (id, queue, type, payload, state, run_at, max_attempts, retry_policy, deadline,
                                  execution_timeout_ms, concurrency_key, tags)
-      select r.id, r.queue, r.type, r.payload, case when r.run_at > now() then 'scheduled' else 'ready' end,
-             r.run_at, r.max_attempts, r.retry_policy, r.deadline, r.execution_timeout_ms, r.concurrency_key, r.tags
-        from unnest(v_req) r
-        left join claimed c on c.job_id = r.id
-       where r.key_hash is null or c.job_id is not null
+      select s.id, s.queue, s.type, s.payload, case when s.run_at > now() then 'scheduled' else 'ready' end,
+             s.run_at, s.max_attempts, s.retry_policy, s.deadline, s.execution_timeout_ms, s.concurrency_key, s.tags
+        from seen s
+       where s.kh is null or s.id in (select c.job_id from claimed c)
       returning id, queue
     ),
     events as (
       insert into workhorse.job_event (job_id, kind, data)
-      select r.id, 'enqueued',
-             case when r.key_hash is null then jsonb_build_object('queue', r.queue, 'runAt', r.run_at)
-             else jsonb_build_object('queue', r.queue, 'runAt', r.run_at, 'mode', r.mode, 'scope', r.scope,
-                                     'keyPreview', r.key_preview, 'keyDigest', left(encode(r.key_hash, 'hex'), 12),
-                                     'keyLength', r.key_length, 'ttlMs', r.ttl_ms, 'expiresAt', c.expires_at,
-                                     'requestDigest', r.request_digest) end
-        from new_jobs n
-        join unnest(v_req) r on r.id = n.id
-        left join claimed c on c.job_id = n.id
+      select s.id, 'enqueued',
+             case when s.kh is null then jsonb_build_object('queue', s.queue, 'runAt', s.run_at)
+             else jsonb_build_object('queue', s.queue, 'runAt', s.run_at, 'mode', s.mode, 'scope', s.scope,
+                                     'keyPreview', s.key_preview, 'keyDigest', left(encode(s.kh, 'hex'), 12),
+                                     'keyLength', s.key_length, 'ttlMs', s.ttl_ms,
+                                     'expiresAt', now() + s.ttl_ms * interval '1 millisecond',
+                                     'requestDigest', s.rdigest) end
+        from seen s
+       where s.id in (select j.id from jobs j)
+    ),
+    decided as (
+      select s.ordinal, s.kh, s.rdigest,
+             case when s.kh is null then s.id
+                  when s.live_job_id is not null then s.live_job_id
+                  when s.lead_id in (select c.job_id from claimed c) then s.lead_id end as job_id,
+             case when s.kh is null then 'accepted'
+                  when s.live_job_id is not null then 'replayed'
+                  when s.lead_id in (select c.job_id from claimed c) then
+                    case when s.ordinal = s.lead_ordinal then 'accepted' else 'replayed' end
+                  else 'retry' end as outcome,
+             case when s.live_job_id is not null then s.live_expires_at
+                  when s.kh is not null then now() + s.ttl_ms * interval '1 millisecond' end as expires_at,
+             -- Differs from the key's owner: the live binding, else the batch leader.
+             s.kh is not null and (
+               case when s.live_job_id is not null then s.live_rdigest <> s.rdigest or s.live_mode <> s.mode
+                    else s.lead_rdigest <> s.rdigest or s.lead_mode <> s.mode end) as differs,
+             s.live_job_id, s.live_mode, s.live_digests, s.live_rdigest, s.lead_ordinal, s.lead_mode,
+             s.lead_rdigest, s.mode, s.digests, s.payload
+        from seen s
     )
-    select (select array_agg(c.job_id) from claimed c),
-           (select array_agg(distinct n.queue) from new_jobs n)
-      into v_won, v_queues;
-
-    select array_agg(row(k.scope, k.key_hash, k.lead_ordinal, k.job_id, k.mode, k.field_digests, k.request_digest,
-                         k.expires_at,
-                         case when k.status = 'claim' and k.job_id = any (coalesce(v_won, '{}')) then 'won'
-                              else k.status end)::workhorse.enqueue_key order by k.scope, k.key_hash)
-      into v_keys
-      from unnest(v_keys) k;
-
-    -- Keys another transaction bound after our snapshot: we hold their row lock now; read them fresh.
-    select count(*) into v_lost from unnest(v_keys) k where k.status = 'claim';
-    if v_lost > 0 then
-      select array_agg(row(k.scope, k.key_hash, k.lead_ordinal,
-                           coalesce(b.job_id, k.job_id), coalesce(b.mode, k.mode),
-                           coalesce(b.field_digests, k.field_digests), coalesce(b.request_digest, k.request_digest),
-                           coalesce(b.expires_at, k.expires_at),
-                           case when k.status <> 'claim' then k.status
-                                when b.job_id is null then 'missing' else 'live' end
-                       )::workhorse.enqueue_key order by k.scope, k.key_hash)
-        into v_keys
-        from unnest(v_keys) k
-        left join workhorse.idempotency_binding b
-          on k.status = 'claim' and b.scope = k.scope and b.key_hash = k.key_hash;
-      if exists (select 1 from unnest(v_keys) k where k.status = 'missing') then
-        raise exception using errcode = '40001',
-          message = 'workhorse: an idempotency binding changed concurrently; retry the enqueue';
-      end if;
-      perform workhorse.check_conflicts(v_req, v_keys);
-    end if;
+    select array_agg(d.ordinal order by d.ordinal), array_agg(d.job_id order by d.ordinal),
+           array_agg(d.outcome order by d.ordinal), array_agg(d.rdigest order by d.ordinal),
+           array_agg(d.expires_at order by d.ordinal),
+           (select array_agg(distinct j.queue) from jobs j),
+           (select workhorse.raise_conflict(
+                     f.ordinal, f.live_job_id, coalesce(f.live_mode, f.lead_mode),
+                     coalesce(f.live_digests, (select l.digests from req l where l.ordinal = f.lead_ordinal)),
+                     coalesce(f.live_rdigest, f.lead_rdigest),
+                     f.mode, f.digests, f.rdigest,
+                     case when f.live_job_id is not null
+                          then (select j.payload from workhorse.job j where j.id = f.live_job_id)
+                          else (select l.payload from req l where l.ordinal = f.lead_ordinal) end,
+                     f.payload)
+              from decided f where f.differs order by f.ordinal limit 1)
+      into p_ord, p_job, p_out, p_dig, p_exp, v_queues, v_conflict
+      from decided d;
 
     if p_notify and v_queues is not null then
       perform pg_notify('workhorse_jobs', q) from unnest(v_queues) q;
     end if;
-  end if;
+
+    -- Keep what this pass decided; run again only for requests that lost a race.
+    select array_agg(u.o order by u.o) filter (where u.oc <> 'retry'),
+           array_agg(u.j order by u.o) filter (where u.oc <> 'retry'),
+           array_agg(u.oc order by u.o) filter (where u.oc <> 'retry'),
+           array_agg(u.d order by u.o) filter (where u.oc <> 'retry'),
+           array_agg(u.e order by u.o) filter (where u.oc <> 'retry')
+      into p_ord, p_job, p_out, p_dig, p_exp
+      from unnest(p_ord, p_job, p_out, p_dig, p_exp) as u(o, j, oc, d, e);
+    v_ord := v_ord || coalesce(p_ord, '{}');
+    v_job := v_job || coalesce(p_job, '{}');
+    v_out := v_out || coalesce(p_out, '{}');
+    v_dig := v_dig || coalesce(p_dig, '{}');
+    v_exp := v_exp || coalesce(p_exp, '{}');
+    exit when cardinality(v_ord) = jsonb_array_length(p_requests);
+    if v_pass >= 5 then
+      raise exception using errcode = '40001',
+        message = 'workhorse: idempotency bindings kept changing under this enqueue; retry it';
+    end if;
+    select jsonb_agg(e) into v_input
+      from jsonb_array_elements(v_input) e
+     where not ((e ->> 'ordinal')::integer = any (v_ord));
+  end loop;
 
   return query
-    select r.ordinal,
-           case when r.key_hash is null then r.id else k.job_id end,
-           case when r.key_hash is null then 'accepted'
-                when k.status = 'won' and k.lead_ordinal = r.ordinal then 'accepted'
-                else 'replayed' end,
-           r.request_digest,
-           k.expires_at
-      from unnest(v_req) r
-      left join unnest(v_keys) k on k.scope = r.scope and k.key_hash = r.key_hash
-     order by r.ordinal;
+    select u.o, u.j, u.oc, u.d, u.e
+      from unnest(v_ord, v_job, v_out, v_dig, v_exp) as u(o, j, oc, d, e)
+     order by u.o;
 end $$;
 
 -- Purge pending jobs: tombstone them (state purged, who, when, why), release the bindings they own
