@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import { z } from "zod";
 import { EnqueueValidationError, type ValidationIssue } from "./errors";
 import { identify, type KeyIdentity } from "./keys";
@@ -250,8 +250,22 @@ export function serializePayload(payload: unknown, maxBytes: number, option = "p
   return text;
 }
 
+// Most fingerprint fields repeat across requests (queue, type, defaults, nulls): remember the digests
+// of recent short values instead of hashing them again. Bounded (4,096 entries of at most 256
+// characters); cleared when full.
+const digestCache = new Map<string, string>();
+
 function digest(value: unknown): string {
-  return createHash("sha256").update(JSON.stringify(value)).digest("hex").slice(0, 16);
+  const text = JSON.stringify(value) ?? "undefined";
+  let d = digestCache.get(text);
+  if (d === undefined) {
+    d = hash("sha256", text, "hex").slice(0, 16);
+    if (text.length <= 256) {
+      if (digestCache.size >= 4096) digestCache.clear();
+      digestCache.set(text, d);
+    }
+  }
+  return d;
 }
 
 const bytewise = (a: string, b: string) => Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
