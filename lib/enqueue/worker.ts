@@ -261,6 +261,8 @@ export class Worker {
   private readonly running = new Map<string, Running>();
   /** Attempts whose handler is running (what `concurrency` bounds). */
   private busy = 0;
+  /** Finished attempts whose outcome is not written yet, at most; then claiming pauses. */
+  private readonly maxPendingOutcomes: number;
   private readonly done = new Map<string, Promise<void>>();
   private wanted = true;
   private wakeUp: (() => void) | null = null;
@@ -305,6 +307,7 @@ export class Worker {
     if (this.handlers.size === 0) throw new WorkerConfigError("handlers", "must have at least one handler");
     this.types = this.handlers.has("*") ? null : [...this.handlers.keys()];
     this.concurrency = int("concurrency", options.concurrency, 1, 1, 1000);
+    this.maxPendingOutcomes = Math.max(this.concurrency, 32);
     this.leaseMs = int("leaseMs", options.leaseMs, 30_000, 200, 86_400_000);
     this.heartbeatIntervalMs = int(
       "heartbeatIntervalMs",
@@ -439,10 +442,10 @@ export class Worker {
     let backoff = 0;
     while (this.state === "running") {
       // A slot is a running handler. Attempts whose outcome is still being written do not hold one
-      // (so the next claim overlaps that write), but at most `concurrency` of them may pile up.
+      // (so the next claims overlap that write and completions batch up), but only so many may pile up.
       const free = this.concurrency - this.busy;
       const writing = this.running.size - this.busy;
-      if (free <= 0 || !this.wanted || writing >= this.concurrency) {
+      if (free <= 0 || !this.wanted || writing >= this.maxPendingOutcomes) {
         await this.waitForKick();
         continue;
       }

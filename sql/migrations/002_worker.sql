@@ -140,6 +140,10 @@ returns table (id uuid, queue text, type text, payload jsonb, attempt integer, m
 language plpgsql as $$
 #variable_conflict use_column
 begin
+  -- The claim's commit need not wait for its WAL flush. If the server crashes before the flush, the
+  -- claim is lost and the job is simply pending again (run again: at least once); an outcome, which
+  -- is flushed, can never outlive its claim, because WAL is flushed in order.
+  perform set_config('synchronous_commit', 'off', true);
   if p_reap then
     perform workhorse.reap_expired_leases(p_queues, 100);
   end if;
