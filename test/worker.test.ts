@@ -94,11 +94,11 @@ describe("outcomes", () => {
     const row = await jobRow(id);
     expect(row.result).toEqual({ doubled: 42, attempt: 1 });
     expect(row.attempt).toBe(1);
-    expect(row.lease_owner).toBe(w.workerId);
+    expect(row.lease_owner?.startsWith(`${w.workerId}~`)).toBe(true);
     expect(row.lease_expires_at).toBeNull();
     expect(await kinds(id)).toEqual(["enqueued", "claimed", "succeeded"]);
     const [, claimed] = await events(id);
-    expect(claimed?.data).toMatchObject({ attempt: 1, worker: w.workerId });
+    expect(claimed?.data).toMatchObject({ attempt: 1, worker: row.lease_owner });
     await waitFor("succeeded event", async () => seen.includes("succeeded"));
     expect(seen).toEqual(["claimed", "succeeded"]);
   });
@@ -253,32 +253,34 @@ describe("leases and fencing", () => {
     const row = await jobRow(id);
     expect(row.result).toEqual({ by: "B" });
     expect(row.attempt).toBe(2);
-    expect(row.lease_owner).toBe(b.workerId);
+    expect(row.lease_owner?.startsWith(`${b.workerId}~`)).toBe(true);
     expect(await kinds(id)).toEqual(["enqueued", "claimed", "lease_expired", "claimed", "succeeded"]);
-    const expired = (await events(id))[2];
-    expect(expired?.data).toMatchObject({ attempt: 1, worker: a.workerId });
+    const [, claimedByA, expired, claimedByB] = await events(id);
+    const tokenA = claimedByA?.data.worker as string;
+    expect(tokenA.startsWith(`${a.workerId}~`)).toBe(true);
+    expect(expired?.data).toMatchObject({ attempt: 1, worker: tokenA });
+    expect(claimedByB?.data).toMatchObject({ attempt: 2, worker: row.lease_owner });
     expect(seenA).toEqual(["claimed", "stale"]);
     expect(a.stats()).toMatchObject({ claimed: 1, succeeded: 0, stale: 1 });
 
     // The same fence, straight at the SQL: attempt 1's outcomes match nothing now.
-    const late = await t.sql("select * from workhorse.complete_jobs($1, $2::uuid[], $3::int[], $4::jsonb[])", [
-      a.workerId,
+    const late = await t.sql("select * from workhorse.complete_jobs($1::uuid[], $2::int[], $3::text[], $4::jsonb[])", [
       [id],
       [1],
+      [tokenA],
       ['{"by":"A"}'],
     ]);
     expect(late).toEqual([]);
     const lateFail = await t.sql("select * from workhorse.fail_job($1, 1, $2, '{}'::jsonb, 'error', null)", [
       id,
-      a.workerId,
+      tokenA,
     ]);
     expect(lateFail).toEqual([]);
-    const wrongOwner = await t.sql("select * from workhorse.complete_jobs($1, $2::uuid[], $3::int[], $4::jsonb[])", [
-      a.workerId,
-      [id],
-      [2],
-      ['{"by":"A"}'],
-    ]);
+    // The right attempt number with another claim's token (a lost claim re-taken, or a reused worker id).
+    const wrongOwner = await t.sql(
+      "select * from workhorse.complete_jobs($1::uuid[], $2::int[], $3::text[], $4::jsonb[])",
+      [[id], [2], [tokenA], ['{"by":"A"}']],
+    );
     expect(wrongOwner).toEqual([]);
     expect((await jobRow(id)).result).toEqual({ by: "B" });
     expect(await kinds(id)).toEqual(["enqueued", "claimed", "lease_expired", "claimed", "succeeded"]);

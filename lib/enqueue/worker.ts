@@ -41,6 +41,8 @@ export interface ClaimedJob {
   createdAt: Date;
   /** When the lease lapses unless heartbeats extend it (PostgreSQL's clock). */
   leaseExpiresAt: Date;
+  /** The lease token stored as `lease_owner`: `<workerId>~<claim>`, new for every claim call. */
+  leaseOwner: string;
 }
 
 /** What a handler gets besides the payload. */
@@ -114,7 +116,7 @@ export interface WorkerOptions {
   handlers: Record<string, JobHandler<never>>;
   /** Attempts run at once, 1..1000. Default 1. */
   concurrency?: number;
-  /** Stored as `lease_owner`. Default `<host>/<pid>/<random>`; must be unique per running worker. */
+  /** Prefix of the lease tokens stored as `lease_owner` (`<workerId>~<claim>`). Default `<host>/<pid>/<random>`. */
   workerId?: string;
   /** Lease length in ms, 200..86,400,000. Default 30,000. */
   leaseMs?: number;
@@ -173,16 +175,17 @@ interface ClaimRow {
   tags: string[];
   created_at: Date;
   lease_expires_at: Date;
+  lease_owner: string;
 }
 
 const SQL = {
   claim: `select id, queue, type, payload, attempt, max_attempts, run_at, deadline, execution_timeout_ms,
-                 concurrency_key, tags, created_at, lease_expires_at
+                 concurrency_key, tags, created_at, lease_expires_at, $3::text as lease_owner
             from workhorse.claim_jobs($1::text[], $2::text[], $3::text, $4::integer, $5::integer, $6::boolean)`,
-  heartbeat: "select id, attempt from workhorse.heartbeat_jobs($1::text, $2::uuid[], $3::integer[], $4::integer)",
-  complete: "select id from workhorse.complete_jobs($1::text, $2::uuid[], $3::integer[], $4::jsonb[])",
+  heartbeat: "select id, attempt from workhorse.heartbeat_jobs($1::uuid[], $2::integer[], $3::text[], $4::integer)",
+  complete: "select id from workhorse.complete_jobs($1::uuid[], $2::integer[], $3::text[], $4::jsonb[])",
   fail: "select state, run_at, delay_ms from workhorse.fail_job($1::uuid, $2::integer, $3::text, $4::jsonb, $5::text, $6::jsonb)",
-  release: "select id from workhorse.release_jobs($1::text, $2::uuid[], $3::integer[], $4::text)",
+  release: "select id from workhorse.release_jobs($1::uuid[], $2::integer[], $3::text[], $4::text)",
   readCheckpoint: "select value from workhorse.job_checkpoint where job_id = $1::uuid and name = $2::text",
   saveCheckpoint:
     "select status, value from workhorse.save_checkpoint($1::uuid, $2::integer, $3::text, $4::text, $5::jsonb, $6::integer)",
@@ -213,6 +216,7 @@ function jobFromClaim(r: ClaimRow): ClaimedJob {
     tags: r.tags,
     createdAt: r.created_at,
     leaseExpiresAt: r.lease_expires_at,
+    leaseOwner: r.lease_owner,
   };
 }
 
@@ -285,6 +289,14 @@ export class Worker {
     released: 0,
   };
   private readonly onPoolError = (err: Error) => this.report(err);
+  /** Claim calls so far, from a random start: the `<claim>` part of lease tokens. */
+  private claimSeq = Math.floor(Math.random() * 2 ** 40);
+
+  /** A lease token for one claim call (see `ClaimedJob.leaseOwner`). */
+  private leaseToken(): string {
+    this.claimSeq++;
+    return `${this.workerId}~${this.claimSeq.toString(36)}`;
+  }
 
   /** @throws WorkerConfigError an option is missing or out of range */
   constructor(options: WorkerOptions) {
@@ -456,7 +468,7 @@ export class Worker {
         const res = await this.pool.query<ClaimRow>({
           name: "workhorse_claim_jobs",
           text: SQL.claim,
-          values: [this.queues, this.types, this.workerId, free, this.leaseMs, reap],
+          values: [this.queues, this.types, this.leaseToken(), free, this.leaseMs, reap],
         });
         rows = res.rows;
         if (reap) this.lastReap = Date.now();
@@ -488,7 +500,7 @@ export class Worker {
 
   private async releaseUnstarted(job: ClaimedJob): Promise<void> {
     await this.persist(() =>
-      this.pool.query({ text: SQL.release, values: [this.workerId, [job.id], [job.attempt], "shutdown"] }),
+      this.pool.query({ text: SQL.release, values: [[job.id], [job.attempt], [job.leaseOwner], "shutdown"] }),
     ).catch((err) => this.report(err));
   }
 
@@ -627,7 +639,7 @@ export class Worker {
         const { rows } = await this.pool.query<{ id: string }>({
           name: "workhorse_heartbeat_jobs",
           text: SQL.heartbeat,
-          values: [this.workerId, [job.id], [job.attempt], this.leaseMs],
+          values: [[job.id], [job.attempt], [job.leaseOwner], this.leaseMs],
         });
         if (rows.length === 0) {
           this.loseLease(r);
@@ -653,7 +665,7 @@ export class Worker {
           this.pool.query<{ status: "saved" | "exists" | "stale"; value: unknown }>({
             name: "workhorse_save_checkpoint",
             text: SQL.saveCheckpoint,
-            values: [job.id, job.attempt, this.workerId, name, text, this.leaseMs],
+            values: [job.id, job.attempt, job.leaseOwner, name, text, this.leaseMs],
           }),
         );
         const row = saved.rows[0];
@@ -721,9 +733,9 @@ export class Worker {
               name: "workhorse_complete_jobs",
               text: SQL.complete,
               values: [
-                this.workerId,
                 batch.map((b) => b.r.job.id),
                 batch.map((b) => b.r.job.attempt),
+                batch.map((b) => b.r.job.leaseOwner),
                 batch.map((b) => b.result),
               ],
             }),
@@ -749,7 +761,7 @@ export class Worker {
           this.pool.query<{ state: string; run_at: Date | null; delay_ms: string | null }>({
             name: "workhorse_fail_job",
             text: SQL.fail,
-            values: [job.id, job.attempt, this.workerId, JSON.stringify(error), cause, this.defaultPolicyJson],
+            values: [job.id, job.attempt, job.leaseOwner, JSON.stringify(error), cause, this.defaultPolicyJson],
           }),
         )
       ).rows;
@@ -781,7 +793,7 @@ export class Worker {
     const { job } = r;
     try {
       const { rows } = await this.persist(() =>
-        this.pool.query({ text: SQL.release, values: [this.workerId, [job.id], [job.attempt], "shutdown"] }),
+        this.pool.query({ text: SQL.release, values: [[job.id], [job.attempt], [job.leaseOwner], "shutdown"] }),
       );
       if (rows.length > 0) {
         this.counters.released++;
@@ -802,7 +814,12 @@ export class Worker {
       const { rows } = await this.pool.query<{ id: string; attempt: number }>({
         name: "workhorse_heartbeat_jobs",
         text: SQL.heartbeat,
-        values: [this.workerId, list.map((r) => r.job.id), list.map((r) => r.job.attempt), this.leaseMs],
+        values: [
+          list.map((r) => r.job.id),
+          list.map((r) => r.job.attempt),
+          list.map((r) => r.job.leaseOwner),
+          this.leaseMs,
+        ],
       });
       const held = new Set(rows.map((row) => `${row.id}:${row.attempt}`));
       for (const r of list) {

@@ -1,9 +1,12 @@
 -- Worker runtime: claiming with leases, fenced outcomes, retries, deadlines, checkpoints and
 -- concurrency keys (SPEC §9). Runs on PostgreSQL 14..18.
 --
--- Fencing: an attempt is identified by (job id, attempt, lease_owner). Every write a worker makes
--- about a running job (heartbeat, checkpoint, outcome) matches all three and state = 'active', so an
--- answer from a stale attempt (its lease lapsed and another worker claimed the job) changes nothing.
+-- Fencing: an attempt is identified by (job id, attempt, lease_owner). lease_owner is a lease token,
+-- '<worker id>~<claim>', new for every claim call, so it stays unique even if a claim is lost in a
+-- crash and the same worker claims the job again with the same attempt number, or two workers are
+-- misconfigured with one id. Every write a worker makes about a running job (heartbeat, checkpoint,
+-- outcome, release) matches all three and state = 'active', so an answer from a stale attempt (its
+-- lease lapsed and the job was claimed again) changes nothing.
 
 -- One row per concurrency key that has an active job. Claiming inserts it with ON CONFLICT DO NOTHING:
 -- the primary key is checked against committed *and* in-flight rows, so of two claimers racing for
@@ -132,7 +135,7 @@ end $$;
 -- crowd the limit); the slot insert then decides races between claimers (see workhorse.concurrency_slot).
 -- Keys are inserted in sorted order so two claimers never wait on each other in a cycle.
 -- With p_reap, lapsed leases of these queues are reaped first (workhorse.reap_expired_leases).
-create function workhorse.claim_jobs(p_queues text[], p_types text[], p_worker text, p_limit integer,
+create function workhorse.claim_jobs(p_queues text[], p_types text[], p_owner text, p_limit integer,
                                      p_lease_ms integer, p_reap boolean)
 returns table (id uuid, queue text, type text, payload jsonb, attempt integer, max_attempts integer,
                run_at timestamptz, deadline timestamptz, execution_timeout_ms bigint, concurrency_key text,
@@ -202,7 +205,7 @@ begin
     update workhorse.job j
        set state = 'active',
            attempt = j.attempt + 1,
-           lease_owner = p_worker,
+           lease_owner = p_owner,
            lease_expires_at = now() + p_lease_ms * interval '1 millisecond',
            started_at = now(),
            updated_at = now()
@@ -215,7 +218,7 @@ begin
   claimed_ev as (
     insert into workhorse.job_event (job_id, kind, data)
     select c.id, 'claimed',
-           jsonb_build_object('attempt', c.attempt, 'worker', p_worker, 'leaseExpiresAt', c.lease_expires_at)
+           jsonb_build_object('attempt', c.attempt, 'worker', p_owner, 'leaseExpiresAt', c.lease_expires_at)
       from claimed c
   )
   select c.id, c.queue, c.type, c.payload, c.attempt, c.max_attempts, c.run_at, c.deadline,
@@ -226,32 +229,32 @@ end $$;
 
 -- Extends the leases of running attempts. Returns the ids still held; an attempt missing from the
 -- answer has lost its lease (reaped, or finished by someone else) and should stop.
-create function workhorse.heartbeat_jobs(p_worker text, p_ids uuid[], p_attempts integer[], p_lease_ms integer)
+create function workhorse.heartbeat_jobs(p_ids uuid[], p_attempts integer[], p_owners text[], p_lease_ms integer)
 returns table (id uuid, attempt integer, lease_expires_at timestamptz)
 language sql as $$
   update workhorse.job j
      set lease_expires_at = now() + p_lease_ms * interval '1 millisecond'
-    from unnest(p_ids, p_attempts) as r(id, attempt)
-   where j.id = r.id and j.attempt = r.attempt and j.lease_owner = p_worker and j.state = 'active'
+    from unnest(p_ids, p_attempts, p_owners) as r(id, attempt, owner)
+   where j.id = r.id and j.attempt = r.attempt and j.lease_owner = r.owner and j.state = 'active'
   returning j.id, j.attempt, j.lease_expires_at
 $$;
 
 -- Records successful attempts: state 'succeeded', result stored, a 'succeeded' event. Fenced; returns
 -- the ids that were recorded (a stale attempt's id is simply absent).
-create function workhorse.complete_jobs(p_worker text, p_ids uuid[], p_attempts integer[], p_results jsonb[])
+create function workhorse.complete_jobs(p_ids uuid[], p_attempts integer[], p_owners text[], p_results jsonb[])
 returns table (id uuid)
 language sql as $$
   with done as (
     update workhorse.job j
        set state = 'succeeded', result = r.result, finished_at = now(), updated_at = now(), lease_expires_at = null
-      from unnest(p_ids, p_attempts, p_results) as r(id, attempt, result)
-     where j.id = r.id and j.attempt = r.attempt and j.lease_owner = p_worker and j.state = 'active'
-    returning j.id, j.attempt, j.started_at
+      from unnest(p_ids, p_attempts, p_owners, p_results) as r(id, attempt, owner, result)
+     where j.id = r.id and j.attempt = r.attempt and j.lease_owner = r.owner and j.state = 'active'
+    returning j.id, j.attempt, j.lease_owner, j.started_at
   ),
   ev as (
     insert into workhorse.job_event (job_id, kind, data)
     select d.id, 'succeeded',
-           jsonb_build_object('attempt', d.attempt, 'worker', p_worker,
+           jsonb_build_object('attempt', d.attempt, 'worker', d.lease_owner,
                               'durationMs', round(extract(epoch from now() - d.started_at) * 1000))
       from done d
   )
@@ -264,7 +267,7 @@ $$;
 -- deadline_exceeded event; attempts exhausted -> 'failed'; otherwise 'scheduled' (or 'ready' for a
 -- zero delay) at now() + the retry policy's delay, with a retry_scheduled event. The job's own
 -- retry_policy wins over p_default_policy. Fenced: returns no row for a stale attempt.
-create function workhorse.fail_job(p_id uuid, p_attempt integer, p_worker text, p_error jsonb, p_cause text,
+create function workhorse.fail_job(p_id uuid, p_attempt integer, p_owner text, p_error jsonb, p_cause text,
                                    p_default_policy jsonb)
 returns table (state text, run_at timestamptz, delay_ms bigint)
 language plpgsql as $$
@@ -279,7 +282,7 @@ begin
   select x.id, x.attempt, x.max_attempts, x.deadline, x.retry_policy
     into j
     from workhorse.job x
-   where x.id = p_id and x.attempt = p_attempt and x.lease_owner = p_worker and x.state = 'active'
+   where x.id = p_id and x.attempt = p_attempt and x.lease_owner = p_owner and x.state = 'active'
      for update;
   if not found then
     return;
@@ -308,7 +311,7 @@ begin
 
   if p_cause = 'execution_timed_out' then
     insert into workhorse.job_event (job_id, kind, data)
-    values (p_id, 'execution_timed_out', jsonb_build_object('attempt', j.attempt, 'worker', p_worker));
+    values (p_id, 'execution_timed_out', jsonb_build_object('attempt', j.attempt, 'worker', p_owner));
   end if;
   if v_reason = 'deadline_exceeded' then
     insert into workhorse.job_event (job_id, kind, data)
@@ -316,12 +319,12 @@ begin
   end if;
   if v_state = 'failed' then
     insert into workhorse.job_event (job_id, kind, data)
-    values (p_id, 'failed', jsonb_build_object('attempt', j.attempt, 'worker', p_worker, 'reason', v_reason,
+    values (p_id, 'failed', jsonb_build_object('attempt', j.attempt, 'worker', p_owner, 'reason', v_reason,
                                                'cause', p_cause, 'error', p_error));
     return query select v_state, null::timestamptz, null::bigint;
   else
     insert into workhorse.job_event (job_id, kind, data)
-    values (p_id, 'retry_scheduled', jsonb_build_object('attempt', j.attempt, 'worker', p_worker, 'cause', p_cause,
+    values (p_id, 'retry_scheduled', jsonb_build_object('attempt', j.attempt, 'worker', p_owner, 'cause', p_cause,
                                                         'runAt', v_next, 'delayMs', v_delay, 'error', p_error));
     return query select v_state, v_next, v_delay;
   end if;
@@ -330,19 +333,19 @@ end $$;
 -- Gives running attempts back without counting them (worker shutdown after its grace period): state
 -- 'ready', attempt - 1, a 'released' event. Fenced; returns the ids released. A later stale answer
 -- from the released attempt still cannot match: lease_owner names the next claimer.
-create function workhorse.release_jobs(p_worker text, p_ids uuid[], p_attempts integer[], p_reason text)
+create function workhorse.release_jobs(p_ids uuid[], p_attempts integer[], p_owners text[], p_reason text)
 returns table (id uuid)
 language sql as $$
   with rel as (
     update workhorse.job j
        set state = 'ready', attempt = j.attempt - 1, lease_owner = null, lease_expires_at = null, updated_at = now()
-      from unnest(p_ids, p_attempts) as r(id, attempt)
-     where j.id = r.id and j.attempt = r.attempt and j.lease_owner = p_worker and j.state = 'active'
-    returning j.id, r.attempt
+      from unnest(p_ids, p_attempts, p_owners) as r(id, attempt, owner)
+     where j.id = r.id and j.attempt = r.attempt and j.lease_owner = r.owner and j.state = 'active'
+    returning j.id, r.attempt, r.owner
   ),
   ev as (
     insert into workhorse.job_event (job_id, kind, data)
-    select r.id, 'released', jsonb_build_object('attempt', r.attempt, 'worker', p_worker, 'reason', p_reason)
+    select r.id, 'released', jsonb_build_object('attempt', r.attempt, 'worker', r.owner, 'reason', p_reason)
       from rel r
   )
   select r.id from rel r
@@ -351,7 +354,7 @@ $$;
 -- Stores a checkpoint of a running attempt with its checkpoint_saved event, and extends the lease
 -- (the attempt is evidently alive). status: 'saved'; 'exists' when this (job, name) was saved
 -- already (value: the stored one, which wins); 'stale' when the attempt no longer holds the job.
-create function workhorse.save_checkpoint(p_id uuid, p_attempt integer, p_worker text, p_name text, p_value jsonb,
+create function workhorse.save_checkpoint(p_id uuid, p_attempt integer, p_owner text, p_name text, p_value jsonb,
                                           p_lease_ms integer)
 returns table (status text, value jsonb)
 language plpgsql as $$
@@ -361,7 +364,7 @@ declare
 begin
   update workhorse.job j
      set lease_expires_at = now() + p_lease_ms * interval '1 millisecond'
-   where j.id = p_id and j.attempt = p_attempt and j.lease_owner = p_worker and j.state = 'active';
+   where j.id = p_id and j.attempt = p_attempt and j.lease_owner = p_owner and j.state = 'active';
   if not found then
     return query select 'stale'::text, null::jsonb;
     return;
@@ -375,6 +378,6 @@ begin
     return;
   end if;
   insert into workhorse.job_event (job_id, kind, data)
-  values (p_id, 'checkpoint_saved', jsonb_build_object('attempt', p_attempt, 'name', p_name, 'worker', p_worker));
+  values (p_id, 'checkpoint_saved', jsonb_build_object('attempt', p_attempt, 'name', p_name, 'worker', p_owner));
   return query select 'saved'::text, p_value;
 end $$;
