@@ -286,6 +286,26 @@ describe("leases and fencing", () => {
     expect(await kinds(id)).toEqual(["enqueued", "claimed", "lease_expired", "claimed", "succeeded"]);
   });
 
+  test("a lapsed lease on the last attempt fails the job; otherwise the job is ready again with run_at kept", async () => {
+    const q = t.queue();
+    const last = await q.enqueue("lapse", {}, { queue: "reap", maxAttempts: 1 });
+    const more = await q.enqueue("lapse", {}, { queue: "reap", maxAttempts: 2 });
+    const runAtBefore = (await jobRow(more)).run_at;
+    const claimed = await t.sql<{ id: string }>(
+      "select id from workhorse.claim_jobs(array['reap'], null, 'gone~1', 10, 60000, false)",
+    );
+    expect(claimed.map((r) => r.id).sort()).toEqual([last, more].sort());
+    await t.sql("update workhorse.job set lease_expires_at = now() - interval '1 second' where queue = 'reap'");
+    const [reaped] = await t.sql<{ n: number }>("select workhorse.reap_expired_leases(array['reap'], 100) as n");
+    expect(reaped?.n).toBe(2);
+    expect(await jobRow(last)).toMatchObject({ state: "failed", attempt: 1, lease_owner: null });
+    expect((await jobRow(last)).last_error).toMatchObject({ name: "LeaseExpired" });
+    expect(await kinds(last)).toEqual(["enqueued", "claimed", "lease_expired", "failed"]);
+    expect((await events(last)).at(-1)?.data).toMatchObject({ attempt: 1, reason: "max_attempts" });
+    expect(await jobRow(more)).toMatchObject({ state: "ready", attempt: 1, lease_owner: null, run_at: runAtBefore });
+    expect(await kinds(more)).toEqual(["enqueued", "claimed", "lease_expired"]);
+  });
+
   test("heartbeats keep a lease alive past its length; a lost lease fires the signal with LeaseLostError", async () => {
     const q = t.queue();
     const id = await q.enqueue("lease.long", {}, { queue: "heartbeat" });
@@ -363,11 +383,6 @@ describe("deadlines and execution timeouts", () => {
 
   test("a deadline passing mid-run fails the job with deadline_exceeded; an overdue job is never started", async () => {
     const q = t.queue();
-    const running = await q.enqueue(
-      "slow.forever",
-      {},
-      { queue: "deadlines", deadline: new Date(Date.now() + 400), maxAttempts: 5 },
-    );
     const overdue = await q.enqueue(
       "slow.forever",
       {},
@@ -380,7 +395,13 @@ describe("deadlines and execution timeouts", () => {
       ctx.signal.addEventListener("abort", () => reasons.push(ctx.signal.reason));
       return new Promise((_resolve, reject) => ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason)));
     };
+    // The worker is up (and woken by the enqueue) before the clock starts on a 1 s deadline.
     await startWorker({ queues: ["deadlines"], handlers: { "slow.forever": handler } });
+    const running = await q.enqueue(
+      "slow.forever",
+      {},
+      { queue: "deadlines", deadline: new Date(Date.now() + 1000), maxAttempts: 5 },
+    );
     await untilState(running, "failed");
     expect(await kinds(running)).toEqual(["enqueued", "claimed", "deadline_exceeded", "failed"]);
     expect((await events(running)).at(-1)?.data).toMatchObject({ reason: "deadline_exceeded", attempt: 1 });
