@@ -306,6 +306,42 @@ describe("leases and fencing", () => {
     expect(await kinds(more)).toEqual(["enqueued", "claimed", "lease_expired"]);
   });
 
+  test("a claim lost in a crash and re-taken by the same worker with the same attempt number is told apart", async () => {
+    const q = t.queue();
+    const id = await q.enqueue("lost.claim", {}, { queue: "lost-claim" });
+    const runs: Array<{ attempt: number; signal: AbortSignal }> = [];
+    const gates: Array<() => void> = [];
+    const w = await startWorker({
+      queues: ["lost-claim"],
+      concurrency: 2,
+      heartbeatIntervalMs: 50,
+      handlers: {
+        "lost.claim": async (_p: unknown, ctx: HandlerContext) => {
+          const run = runs.push({ attempt: ctx.attempt, signal: ctx.signal });
+          await new Promise<void>((r) => gates.push(r));
+          return { run };
+        },
+      },
+    });
+    await waitFor("the first run", async () => runs.length === 1);
+    // What a server crash that lost the (asynchronously committed) claim leaves behind.
+    await t.sql(
+      "update workhorse.job set state = 'ready', attempt = 0, lease_owner = null, lease_expires_at = null where id = $1",
+      [id],
+    );
+    await waitFor("the second run", async () => runs.length === 2);
+    expect(runs.map((r) => r.attempt)).toEqual([1, 1]);
+    await waitFor("the first run to lose its lease", async () => runs[0]?.signal.aborted === true);
+    expect(runs[0]?.signal.reason).toBeInstanceOf(LeaseLostError);
+    expect(runs[1]?.signal.aborted).toBe(false);
+    for (const open of gates) open();
+    await untilState(id, "succeeded");
+    expect((await jobRow(id)).result).toEqual({ run: 2 });
+    expect(await kinds(id)).toEqual(["enqueued", "claimed", "claimed", "succeeded"]);
+    await waitFor("both runs to be accounted for", async () => w.stats().succeeded + w.stats().stale === 2);
+    expect(w.stats()).toMatchObject({ claimed: 2, succeeded: 1, stale: 1 });
+  });
+
   test("heartbeats keep a lease alive past its length; a lost lease fires the signal with LeaseLostError", async () => {
     const q = t.queue();
     const id = await q.enqueue("lease.long", {}, { queue: "heartbeat" });

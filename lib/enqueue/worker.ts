@@ -182,7 +182,7 @@ const SQL = {
   claim: `select id, queue, type, payload, attempt, max_attempts, run_at, deadline, execution_timeout_ms,
                  concurrency_key, tags, created_at, lease_expires_at, $3::text as lease_owner
             from workhorse.claim_jobs($1::text[], $2::text[], $3::text, $4::integer, $5::integer, $6::boolean)`,
-  heartbeat: "select id, attempt from workhorse.heartbeat_jobs($1::uuid[], $2::integer[], $3::text[], $4::integer)",
+  heartbeat: "select id, lease_owner from workhorse.heartbeat_jobs($1::uuid[], $2::integer[], $3::text[], $4::integer)",
   complete: "select id from workhorse.complete_jobs($1::uuid[], $2::integer[], $3::text[], $4::jsonb[])",
   fail: "select state, run_at, delay_ms from workhorse.fail_job($1::uuid, $2::integer, $3::text, $4::jsonb, $5::text, $6::jsonb)",
   release: "select id from workhorse.release_jobs($1::uuid[], $2::integer[], $3::text[], $4::text)",
@@ -485,7 +485,7 @@ export class Worker {
         this.counters.claimed++;
         if (this.state !== "running") {
           // stop() began while the claim was in flight: give the job straight back.
-          const key = `${job.id}:${job.attempt}`;
+          const key = `${job.id}:${job.leaseOwner}`;
           this.done.set(
             key,
             this.releaseUnstarted(job).finally(() => this.done.delete(key)),
@@ -505,7 +505,9 @@ export class Worker {
   }
 
   private launch(job: ClaimedJob): void {
-    const key = `${job.id}:${job.attempt}`;
+    // Keyed by lease token, not attempt: after a claim lost in a server crash the same worker can
+    // claim the job again with the same attempt number while the first run is still winding down.
+    const key = `${job.id}:${job.leaseOwner}`;
     const r: Running = {
       key,
       job,
@@ -811,7 +813,7 @@ export class Worker {
     if (list.length === 0) return;
     this.heartbeating = true;
     try {
-      const { rows } = await this.pool.query<{ id: string; attempt: number }>({
+      const { rows } = await this.pool.query<{ id: string; lease_owner: string }>({
         name: "workhorse_heartbeat_jobs",
         text: SQL.heartbeat,
         values: [
@@ -821,7 +823,7 @@ export class Worker {
           this.leaseMs,
         ],
       });
-      const held = new Set(rows.map((row) => `${row.id}:${row.attempt}`));
+      const held = new Set(rows.map((row) => `${row.id}:${row.lease_owner}`));
       for (const r of list) {
         // A settled attempt may be missing because its own outcome just landed; its write is fenced anyway.
         if (!held.has(r.key) && !r.settled) this.loseLease(r);

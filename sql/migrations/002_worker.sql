@@ -230,13 +230,13 @@ end $$;
 -- Extends the leases of running attempts. Returns the ids still held; an attempt missing from the
 -- answer has lost its lease (reaped, or finished by someone else) and should stop.
 create function workhorse.heartbeat_jobs(p_ids uuid[], p_attempts integer[], p_owners text[], p_lease_ms integer)
-returns table (id uuid, attempt integer, lease_expires_at timestamptz)
+returns table (id uuid, attempt integer, lease_owner text, lease_expires_at timestamptz)
 language sql as $$
   update workhorse.job j
      set lease_expires_at = now() + p_lease_ms * interval '1 millisecond'
     from unnest(p_ids, p_attempts, p_owners) as r(id, attempt, owner)
    where j.id = r.id and j.attempt = r.attempt and j.lease_owner = r.owner and j.state = 'active'
-  returning j.id, j.attempt, j.lease_expires_at
+  returning j.id, j.attempt, j.lease_owner, j.lease_expires_at
 $$;
 
 -- Records successful attempts: state 'succeeded', result stored, a 'succeeded' event. Fenced; returns
