@@ -60,13 +60,13 @@ export function AuditTable({
         >
           {data.rows.map((a) => (
             <tr key={a.id} className="hover:bg-slate-50">
-              <Td className="whitespace-nowrap">{formatTime(a.at)}</Td>
-              <Td className="break-all">{a.actor}</Td>
+              <Td>{formatTime(a.at)}</Td>
+              <Td>{a.actor}</Td>
               <Td>{a.action}</Td>
               <Td>
                 <Target target={a.target} />
               </Td>
-              <Td className="break-words">{a.reason ?? "—"}</Td>
+              <Td wrap>{a.reason ?? "—"}</Td>
               <Td>
                 <Badge>{String(a.result.status ?? "ok")}</Badge>
                 <div className="mt-1 text-xs break-all text-slate-700">{summary(a.result)}</div>

@@ -44,7 +44,7 @@ export function BindingsTable({
         >
           {data.rows.map((b) => (
             <tr key={`${b.scope}:${b.keyDigest}:${b.jobId}`} className="hover:bg-slate-50">
-              <Td className="break-all">{b.scope}</Td>
+              <Td>{b.scope}</Td>
               <Td>
                 <Mono>{b.keyPreview}</Mono>
               </Td>
@@ -58,14 +58,12 @@ export function BindingsTable({
                   {shortId(b.jobId)}
                 </Link>
               </Td>
-              <Td className="whitespace-nowrap">{formatTime(b.createdAt)}</Td>
-              <Td className="whitespace-nowrap">
+              <Td>{formatTime(b.createdAt)}</Td>
+              <Td>
                 {formatTime(b.expiresAt)}
                 <div className="text-xs text-slate-600">TTL {formatDuration(b.ttlMs)}</div>
               </Td>
-              <Td className="whitespace-nowrap">
-                {b.expired ? <Badge>expired</Badge> : <Countdown expiresAt={b.expiresAt} serverNow={data.now} />}
-              </Td>
+              <Td>{b.expired ? <Badge>expired</Badge> : <Countdown expiresAt={b.expiresAt} serverNow={data.now} />}</Td>
             </tr>
           ))}
         </Table>

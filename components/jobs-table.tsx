@@ -50,7 +50,7 @@ export function JobsTable({
                   {shortId(j.id)}
                 </Link>
               </Td>
-              <Td className="break-all">{j.type}</Td>
+              <Td>{j.type}</Td>
               <Td>{j.queue}</Td>
               <Td>
                 <Badge>{j.state}</Badge>
@@ -67,8 +67,8 @@ export function JobsTable({
                   ))}
                 </span>
               </Td>
-              <Td className="whitespace-nowrap">{formatTime(j.runAt)}</Td>
-              <Td className="whitespace-nowrap">{formatTime(j.createdAt)}</Td>
+              <Td>{formatTime(j.runAt)}</Td>
+              <Td>{formatTime(j.createdAt)}</Td>
             </tr>
           ))}
         </Table>

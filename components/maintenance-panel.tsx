@@ -1,4 +1,5 @@
 "use client";
+import { useQueryClient } from "@tanstack/react-query";
 import { useRouter } from "next/navigation";
 import { useActionState, useEffect } from "react";
 import { runMaintenanceAction } from "@/app/(console)/maintenance/actions";
@@ -18,9 +19,14 @@ export function MaintenancePanel({ initial, readOnly }: { initial: MaintenanceDt
   const { data, error, dataUpdatedAt } = useLive("/api/maintenance", initial);
   const [state, action, pending] = useActionState<MaintenanceState, FormData>(runMaintenanceAction, { status: "idle" });
   const router = useRouter();
+  const queryClient = useQueryClient();
   useEffect(() => {
-    if (state.status === "done") router.refresh();
-  }, [state, router]);
+    if (state.status === "done") {
+      router.refresh();
+      // Live views keep their own cache: refetch now rather than at the next (possibly paused) poll.
+      void queryClient.invalidateQueries();
+    }
+  }, [state, router, queryClient]);
   const last = data.runs.find((r) => r.task === "prune_expired_bindings");
   return (
     <div className="space-y-4">
@@ -71,7 +77,7 @@ export function MaintenancePanel({ initial, readOnly }: { initial: MaintenanceDt
           <Table caption="Recent maintenance runs" head={["Finished", "Task", "Trigger", "Removed"]}>
             {data.runs.map((r) => (
               <tr key={r.id}>
-                <Td className="whitespace-nowrap">{formatTime(r.finishedAt)}</Td>
+                <Td>{formatTime(r.finishedAt)}</Td>
                 <Td>{TASK_LABEL[r.task] ?? r.task}</Td>
                 <Td>
                   <Badge tone={r.trigger === "manual" ? "replayed" : undefined}>{r.trigger}</Badge>

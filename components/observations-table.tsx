@@ -36,11 +36,9 @@ export function ObservationsTable({
           head={[
             "Time",
             "Outcome",
-            "Queue / type",
-            "Scope",
-            "Key",
-            "Conflicting fields",
-            "Payload paths",
+            "Queue · type",
+            "Scope · key",
+            "What differed",
             "Request digests",
             "Existing job",
             "Source",
@@ -48,37 +46,38 @@ export function ObservationsTable({
         >
           {data.rows.map((o) => (
             <tr key={o.id} className="hover:bg-slate-50">
-              <Td className="whitespace-nowrap">{formatTime(o.at)}</Td>
+              <Td>{formatTime(o.at)}</Td>
               <Td>
                 <Badge>{o.outcome}</Badge>
                 {o.reason ? <div className="text-xs text-slate-600">{o.reason}</div> : null}
               </Td>
-              <Td className="break-all">
+              <Td>
                 {o.queue}
                 <div className="text-xs text-slate-600">{o.type}</div>
               </Td>
-              <Td className="break-all">{o.scope}</Td>
               <Td>
-                <Mono>{o.keyPreview}</Mono>
+                {o.scope}
                 <div className="text-xs text-slate-600">
-                  <Mono>{o.keyDigest}</Mono> · {o.keyLength} ch
+                  <Mono>{o.keyPreview}</Mono> · <Mono>{o.keyDigest}</Mono> · {o.keyLength} ch
                 </div>
               </Td>
-              <Td>
+              <Td wrap className="min-w-40">
                 {o.conflictingFields?.length ? (
-                  <ul className="flex flex-wrap gap-1">
-                    {o.conflictingFields.map((f) => (
-                      <li key={f}>
-                        <Badge tone="conflict">{f}</Badge>
-                      </li>
-                    ))}
-                  </ul>
+                  <>
+                    <ul className="flex flex-wrap gap-1" aria-label="Conflicting fields">
+                      {o.conflictingFields.map((f) => (
+                        <li key={f}>
+                          <Badge tone="conflict">{f}</Badge>
+                        </li>
+                      ))}
+                    </ul>
+                    {o.payloadPaths?.length ? (
+                      <div className="mt-1 font-mono text-xs text-slate-700">{o.payloadPaths.join(", ")}</div>
+                    ) : null}
+                  </>
                 ) : (
-                  "—"
+                  <span className="text-slate-600">—</span>
                 )}
-              </Td>
-              <Td className="font-mono text-xs break-all">
-                {o.payloadPaths?.length ? o.payloadPaths.join(", ") : "—"}
               </Td>
               <Td className="text-xs">
                 {o.storedRequestDigest ? (
@@ -101,7 +100,7 @@ export function ObservationsTable({
                   "—"
                 )}
               </Td>
-              <Td className="text-xs break-all">{o.source ?? "—"}</Td>
+              <Td className="text-xs">{o.source ?? "—"}</Td>
             </tr>
           ))}
         </Table>

@@ -1,4 +1,5 @@
 "use client";
+import { useQueryClient } from "@tanstack/react-query";
 import { useRouter } from "next/navigation";
 import { useActionState, useEffect, useId, useRef } from "react";
 import type { PurgeState } from "@/lib/console/action-state";
@@ -27,10 +28,15 @@ export function PurgeDialog({
   const [state, formAction, pending] = useActionState<PurgeState, FormData>(action, { status: "idle" });
   const dialog = useRef<HTMLDialogElement>(null);
   const router = useRouter();
+  const queryClient = useQueryClient();
   const id = useId();
   useEffect(() => {
-    if (state.status === "done") router.refresh();
-  }, [state, router]);
+    if (state.status === "done") {
+      router.refresh();
+      // Live views keep their own cache: refetch now rather than at the next (possibly paused) poll.
+      void queryClient.invalidateQueries();
+    }
+  }, [state, router, queryClient]);
   return (
     <div>
       <button type="button" className={dangerButtonClass} onClick={() => dialog.current?.showModal()}>

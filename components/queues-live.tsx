@@ -29,7 +29,7 @@ export function QueuesLive({ initial, purge }: { initial: Data; purge: Record<st
                 </Link>
               </Td>
               <Td className="tabular-nums">{formatCount(q.pending)}</Td>
-              <Td className="whitespace-nowrap">{formatTime(q.nextRunAt)}</Td>
+              <Td>{formatTime(q.nextRunAt)}</Td>
               <Td>
                 {purge ? (
                   (purge[q.queue] ?? <span className="text-xs text-slate-600">new queue: reload to purge</span>)

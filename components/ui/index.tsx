@@ -99,8 +99,19 @@ export function Table({ caption, head, children }: { caption: string; head: stri
   );
 }
 
-export function Td({ children, className }: { children: ReactNode; className?: string }) {
-  return <td className={cx("px-3 py-2 align-top text-slate-800", className)}>{children}</td>;
+/** Cells do not wrap (narrow screens scroll the table sideways) unless `wrap` is set. */
+export function Td({ children, className, wrap }: { children: ReactNode; className?: string; wrap?: boolean }) {
+  return (
+    <td
+      className={cx(
+        "px-3 py-2 align-top text-slate-800",
+        wrap ? "max-w-md min-w-48 break-words whitespace-normal" : "whitespace-nowrap",
+        className,
+      )}
+    >
+      {children}
+    </td>
+  );
 }
 
 export function EmptyState({ title, children }: { title: string; children?: ReactNode }) {
@@ -208,7 +219,7 @@ export function Mono({ children }: { children: ReactNode }) {
 
 export function DefinitionList({ items }: { items: [string, ReactNode][] }) {
   return (
-    <dl className="grid grid-cols-1 gap-x-4 gap-y-2 text-sm sm:grid-cols-[max-content_1fr]">
+    <dl className="grid grid-cols-[minmax(6rem,max-content)_1fr] gap-x-4 gap-y-2 text-sm">
       {items.map(([k, v]) => (
         <div key={k} className="contents">
           <dt className="font-medium text-slate-600">{k}</dt>

@@ -20,7 +20,7 @@ export interface ConsoleConfig {
 
 const processSecret = randomBytes(32).toString("hex");
 
-export function consoleConfig(env: NodeJS.ProcessEnv = process.env): ConsoleConfig {
+export function consoleConfig(env: Record<string, string | undefined> = process.env): ConsoleConfig {
   let password: PasswordCheck | null = null;
   const hash = env.WORKHORSE_CONSOLE_PASSWORD_HASH?.trim();
   const plain = env.WORKHORSE_CONSOLE_PASSWORD;

@@ -42,6 +42,7 @@ export function ago(iso: string, nowIso: string): string {
   return ms < 1000 ? "just now" : `${formatDuration(ms)} ago`;
 }
 
+/** Job ids are UUIDv7: the head is the timestamp (shared by jobs of the same moment), so show the tail. */
 export function shortId(id: string): string {
-  return id.slice(0, 8);
+  return `…${id.slice(-8)}`;
 }

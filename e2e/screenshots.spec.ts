@@ -1,0 +1,103 @@
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import type { Page } from "@playwright/test";
+import { expect, test } from "./fixtures";
+import { EnqueuePage } from "./pages/enqueue-page";
+import { FindPage } from "./pages/find-page";
+
+/** `node scripts/e2e.mjs --screenshots`: every page at 1280 px and a few at 390 px, after demo traffic. */
+const dir = path.resolve("docs", "screenshots");
+mkdirSync(dir, { recursive: true });
+
+async function shot(page: Page, name: string) {
+  await page.waitForLoadState("networkidle");
+  await page.screenshot({ path: path.join(dir, `${name}.png`), fullPage: true });
+}
+
+test("screenshots of every page", async ({ page, queue }) => {
+  test.setTimeout(180_000);
+  const key = `screenshot-order-${Date.now()}-key`;
+  const { jobId } = await queue.enqueueWithResult(
+    "order.place",
+    { orderId: "ORD-7731", customerId: "c_2210", total: 149.9, currency: "EUR", items: [{ sku: "SKU-RED-M", qty: 2 }] },
+    { queue: "orders", tags: ["checkout", "web"], idempotency: { key, scope: "order-form", ttlMs: 3_600_000 } },
+  );
+
+  await page.setViewportSize({ width: 1280, height: 900 });
+  await page.goto("/sign-in");
+  await shot(page, "sign-in-1280");
+  await page.getByLabel("Your name").fill("alice (on-call)");
+  await page.getByLabel("Password").fill(process.env.E2E_PASSWORD ?? "");
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await expect(page.getByRole("heading", { name: "Overview" })).toBeVisible();
+
+  const pages: [string, string][] = [
+    ["/", "overview"],
+    ["/jobs", "jobs"],
+    [`/jobs/${jobId}`, "job-detail"],
+    ["/bindings", "bindings"],
+    ["/bindings?status=expired", "bindings-expired"],
+    ["/conflicts", "conflicts"],
+    ["/queues", "queues"],
+    ["/maintenance", "maintenance"],
+  ];
+  for (const [url, name] of pages) {
+    await page.goto(url);
+    await shot(page, `${name}-1280`);
+  }
+
+  const find = new FindPage(page);
+  await find.goto();
+  await find.find("order-form", key);
+  await shot(page, "find-by-key-1280");
+  await find.find("order-form", "a-key-nobody-used-0000");
+  await shot(page, "find-by-key-none-1280");
+
+  const form = new EnqueuePage(page);
+  await form.goto();
+  await form.fill({
+    type: "order.place",
+    queue: "orders",
+    payload: JSON.stringify({ orderId: "ORD-7731", customerId: "c_2210", total: 159.9, currency: "EUR" }),
+    key,
+    scope: "order-form",
+    ttlMs: "3600000",
+  });
+  await form.submit();
+  await shot(page, "enqueue-conflict-1280");
+  await page.getByLabel("Payload (JSON)", { exact: true }).fill('{"hello": "world"}');
+  await page.getByLabel("Idempotency key", { exact: true }).fill(`fresh-${key}`);
+  await form.submit();
+  await form.submit();
+  await shot(page, "enqueue-replayed-1280");
+  await page.getByLabel("Payload (JSON)", { exact: true }).fill("{oops");
+  await page.getByLabel("TTL (ms)", { exact: true }).fill("0");
+  await page.getByRole("button", { name: "Enqueue", exact: true }).click();
+  await expect(page.getByText("Payload is not valid JSON")).toBeVisible();
+  await shot(page, "enqueue-errors-1280");
+
+  await page.goto(`/jobs/${jobId}`);
+  await page.getByRole("button", { name: "Purge job…" }).click();
+  await page.getByRole("dialog").getByLabel("Reason").fill("duplicate order created by a support test");
+  await page.screenshot({ path: path.join(dir, "purge-dialog-1280.png") });
+  await page.getByRole("dialog").getByRole("button", { name: "Confirm purge" }).click();
+  await expect(page.getByRole("dialog").getByRole("status")).toBeVisible();
+  await page.screenshot({ path: path.join(dir, "purge-done-1280.png") });
+  await page.getByRole("button", { name: "Close" }).click();
+
+  await page.goto("/audit");
+  await shot(page, "audit-1280");
+
+  await page.setViewportSize({ width: 390, height: 844 });
+  for (const [url, name] of [
+    ["/", "overview"],
+    ["/jobs", "jobs"],
+    [`/jobs/${jobId}`, "job-detail"],
+    ["/conflicts", "conflicts"],
+    ["/enqueue", "enqueue"],
+    ["/find", "find-by-key"],
+  ] as const) {
+    await page.goto(url);
+    await shot(page, `${name}-390`);
+  }
+});
