@@ -221,8 +221,10 @@ begin
            jsonb_build_object('attempt', c.attempt, 'worker', p_owner, 'leaseExpiresAt', c.lease_expires_at)
       from claimed c
   )
-  select c.id, c.queue, c.type, c.payload, c.attempt, c.max_attempts, c.run_at, c.deadline,
-         c.execution_timeout_ms, c.concurrency_key, c.tags, c.created_at, c.lease_expires_at
+  -- Domain-typed columns (001's stored bounds) are returned as their base types.
+  select c.id, c.queue::text, c.type::text, c.payload, c.attempt::integer, c.max_attempts::integer, c.run_at,
+         c.deadline, c.execution_timeout_ms::bigint, c.concurrency_key, c.tags::text[], c.created_at,
+         c.lease_expires_at
     from claimed c
    order by c.run_at;
 end $$;
