@@ -41,6 +41,7 @@ export default defineConfig({
     : [
         { name: "flows", testMatch: /console-flows\.spec\.ts/ },
         { name: "readonly", testMatch: /readonly\.spec\.ts/, use: { baseURL: readonlyURL } },
+        { name: "contrast", testMatch: /contrast\.spec\.ts/, dependencies: ["flows"] },
         { name: "no-raw-keys", testMatch: /no-raw-keys\.spec\.ts/, dependencies: ["flows", "readonly"] },
       ],
 });

@@ -3,6 +3,7 @@ import { formatDuration, formatTime } from "@/lib/console/format";
 import type { JobDetailDto } from "@/lib/console/types";
 import { BindingDetails } from "./binding-card";
 import { LiveStatus } from "./live-status";
+import { PurgeAllowed } from "./purge-dialog";
 import { Badge, Card, DefinitionList, Mono } from "./ui";
 import { useLive } from "./use-live";
 
@@ -84,9 +85,8 @@ export function JobLive({ initial, purge }: { initial: JobDetailDto; purge: Reac
           )}
         </Card>
         <Card title="Purge">
-          {canPurge ? (
-            purge
-          ) : (
+          <PurgeAllowed.Provider value={canPurge}>{purge}</PurgeAllowed.Provider>
+          {canPurge ? null : (
             <p className="text-sm text-slate-600">
               Only ready and scheduled jobs can be purged; this one is <strong>{job.state}</strong>.
             </p>
