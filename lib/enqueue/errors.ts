@@ -76,8 +76,10 @@ export interface IdempotencyConflictDetails {
   rejectedRequestDigest: string;
   /** 1-based position of the rejected request in its batch (1 for a single enqueue). */
   ordinal: number;
-  /** JSON paths whose values differ, when the payload differs; never the values. */
+  /** JSON paths whose values differ, when the payload differs; never the values. At most 100, sorted. */
   payloadPaths?: string[];
+  /** True when more than 100 paths differ and `payloadPaths` holds the first 100. */
+  payloadPathsTruncated?: boolean;
 }
 
 /**
@@ -97,6 +99,7 @@ export class EnqueueIdempotencyConflictError extends WorkhorseError implements I
   readonly rejectedRequestDigest: string;
   readonly ordinal: number;
   readonly payloadPaths?: string[];
+  readonly payloadPathsTruncated?: boolean;
   constructor(d: IdempotencyConflictDetails, options?: { cause?: unknown }) {
     super(
       "ENQUEUE_IDEMPOTENCY_CONFLICT",
@@ -116,6 +119,7 @@ export class EnqueueIdempotencyConflictError extends WorkhorseError implements I
     this.rejectedRequestDigest = d.rejectedRequestDigest;
     this.ordinal = d.ordinal;
     if (d.payloadPaths) this.payloadPaths = d.payloadPaths;
+    if (d.payloadPathsTruncated) this.payloadPathsTruncated = true;
   }
   /** Plain, JSON-safe details (for server actions and APIs). */
   toJSON(): IdempotencyConflictDetails & { code: string; message: string } {
@@ -133,6 +137,7 @@ export class EnqueueIdempotencyConflictError extends WorkhorseError implements I
       rejectedRequestDigest: this.rejectedRequestDigest,
       ordinal: this.ordinal,
       ...(this.payloadPaths ? { payloadPaths: this.payloadPaths } : {}),
+      ...(this.payloadPathsTruncated ? { payloadPathsTruncated: true } : {}),
     };
   }
 }
@@ -162,6 +167,13 @@ export class JobNotFoundError extends WorkhorseError {
   }
 }
 
+/** The queue was closed: `close()` was called. Create a new `Queue` to go on. */
+export class QueueClosedError extends WorkhorseError {
+  constructor() {
+    super("QUEUE_CLOSED", "This Queue was closed; create a new Queue to enqueue again.");
+  }
+}
+
 /** A database failure the core does not translate. `cause` is the driver's error (with its SQLSTATE). */
 export class WorkhorseDatabaseError extends WorkhorseError {
   readonly sqlState: string | undefined;
@@ -175,7 +187,8 @@ export class WorkhorseDatabaseError extends WorkhorseError {
   }
 }
 
+/** The SQLSTATE of a driver error; undefined for anything else (a Node error code is not one). */
 export function sqlStateOf(err: unknown): string | undefined {
   const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === "string" ? code : undefined;
+  return typeof code === "string" && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
 }

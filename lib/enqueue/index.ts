@@ -19,6 +19,7 @@ export {
   type IdempotencyConflictDetails,
   JobNotFoundError,
   PurgeNotAllowedError,
+  QueueClosedError,
   SqlState,
   type ValidationIssue,
   WorkhorseDatabaseError,

@@ -19,12 +19,18 @@ export function keyLengthOf(key: string): number {
 
 /**
  * Bounded, redacted preview: the first min(8, floor(n / 3)) code points, then "…".
- * Keys under 3 code points preview as "…". The tail is never shown.
+ * Keys under 3 code points preview as "…". The tail is never shown. Control and format characters
+ * in the shown part are replaced by U+FFFD.
  */
 export function keyPreviewOf(key: string): string {
   const points = Array.from(key);
   const shown = Math.min(8, Math.floor(points.length / 3));
-  return `${points.slice(0, shown).join("")}…`;
+  // Control and format characters (NUL, escapes, bidi overrides) show as U+FFFD: a preview is for
+  // display, and PostgreSQL text cannot hold NUL.
+  return `${points
+    .slice(0, shown)
+    .join("")
+    .replace(/[\p{Cc}\p{Cf}]/gu, "\uFFFD")}…`;
 }
 
 export interface KeyIdentity {

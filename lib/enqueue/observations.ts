@@ -131,7 +131,15 @@ export class ObservationRecorder {
         await this.pool.query(INSERT, [JSON.stringify(rows)]);
         this.counts.written += batch.length;
       } catch {
-        this.counts.dropped += batch.length;
+        // One bad row must not cost the others: write them one by one, counting what still fails.
+        for (const row of rows) {
+          try {
+            await this.pool.query(INSERT, [JSON.stringify([row])]);
+            this.counts.written++;
+          } catch {
+            this.counts.dropped++;
+          }
+        }
       }
     }
   }

@@ -1,11 +1,13 @@
 import type pg from "pg";
 import { v7 as uuidv7 } from "uuid";
+import { z } from "zod";
 import {
   EnqueueIdempotencyConflictError,
   EnqueueValidationError,
   EXPECTED_SQLSTATES,
   JobNotFoundError,
   PurgeNotAllowedError,
+  QueueClosedError,
   SqlState,
   sqlStateOf,
   WorkhorseDatabaseError,
@@ -37,6 +39,7 @@ import {
   parseOperatorContext,
   parseQueueName,
   parseScopedKey,
+  sourceLabel,
 } from "./validate";
 
 /** Runs one statement. The pool flavour keeps the connection for expected SQLSTATEs (a conflict
@@ -83,6 +86,51 @@ export interface QueueOptions {
   notify?: boolean;
 }
 
+const count = (max: number) => z.number().int().min(1).max(max);
+const pruneBindingsSchema = z.strictObject({
+  limit: count(100_000).default(1000),
+  maxBatches: z
+    .union([count(Number.MAX_SAFE_INTEGER), z.literal(Number.POSITIVE_INFINITY)])
+    .default(Number.POSITIVE_INFINITY),
+});
+const pruneObservationsSchema = z.strictObject({
+  olderThanMs: z
+    .number()
+    .int()
+    .min(60_000)
+    .max(10 * 31_536_000_000)
+    .default(7 * 86_400_000),
+  limit: count(100_000).default(5000),
+});
+const maintenanceConfigSchema = z.strictObject({
+  intervalMs: z
+    .number()
+    .int()
+    .min(1000)
+    .max(86_400_000)
+    .default(5 * 60_000),
+  observationRetentionMs: z
+    .number()
+    .int()
+    .min(60_000)
+    .max(10 * 31_536_000_000)
+    .default(7 * 86_400_000),
+  batchSize: count(100_000).default(1000),
+});
+
+function parseMaintenanceOptions<T extends z.ZodType>(schema: T, input: unknown, option = "options"): z.output<T> {
+  const r = schema.safeParse(input ?? {});
+  if (!r.success) {
+    throw new EnqueueValidationError(
+      r.error.issues.map((i) => ({
+        option: [option, ...i.path.map(String), ...(i.code === "unrecognized_keys" ? i.keys : [])].join("."),
+        rule: i.code === "unrecognized_keys" ? "is not a known option" : i.message,
+      })),
+    );
+  }
+  return r.data;
+}
+
 /** Channel that workers LISTEN on; the payload is the queue name. */
 export const WAKE_CHANNEL = "workhorse_jobs";
 
@@ -107,6 +155,7 @@ interface ConflictDetail {
   existingMode: string;
   conflictingFields: string[];
   payloadPaths: string[] | null;
+  payloadPathsTruncated: boolean;
   storedRequestDigest: string;
   rejectedRequestDigest: string;
 }
@@ -118,6 +167,8 @@ class Shared {
   private pendingWake = new Set<string>();
   private waking: Promise<void> | null = null;
   private maintenanceTimer: NodeJS.Timeout | null = null;
+  private inflight = 0;
+  private drained: (() => void) | null = null;
   closed = false;
 
   constructor(
@@ -174,10 +225,28 @@ class Shared {
     tick();
   }
 
+  /** Runs one database call unless the queue is closed; close() waits for calls in flight. */
+  async guard<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.closed) throw new QueueClosedError();
+    this.inflight++;
+    try {
+      return await fn();
+    } finally {
+      this.inflight--;
+      if (this.inflight === 0 && this.drained) this.drained();
+    }
+  }
+
   async close(): Promise<void> {
+    if (this.closed) return;
     this.closed = true;
     if (this.maintenanceTimer) clearTimeout(this.maintenanceTimer);
     this.maintenanceTimer = null;
+    if (this.inflight > 0) {
+      await new Promise<void>((resolve) => {
+        this.drained = resolve;
+      });
+    }
     await this.waking;
     await this.recorder.close();
   }
@@ -341,12 +410,28 @@ export interface MaintenanceResult {
  * (`queue.withClient(client)`).
  */
 export class QueueOperations {
+  private readonly exec: Executor;
+
   /** @internal */
   constructor(
     protected readonly shared: Shared,
-    private readonly exec: Executor,
+    executor: Executor,
     private readonly inCallerTransaction: boolean,
-  ) {}
+  ) {
+    this.exec = {
+      query: <R extends pg.QueryResultRow>(config: pg.QueryConfig) => shared.guard(() => executor.query<R>(config)),
+    };
+  }
+
+  /** One statement for the non-enqueue operations: driver errors become WorkhorseDatabaseError. */
+  private async sql<R extends pg.QueryResultRow>(what: string, config: pg.QueryConfig): Promise<pg.QueryResult<R>> {
+    try {
+      return await this.exec.query<R>(config);
+    } catch (err) {
+      if (err instanceof QueueClosedError) throw err;
+      throw new WorkhorseDatabaseError(`${what} failed: ${(err as Error)?.message ?? String(err)}`, err);
+    }
+  }
 
   /**
    * Enqueues one job and returns its id (a UUID string). With `idempotency`, a repeated request
@@ -393,16 +478,42 @@ export class QueueOperations {
       ]);
     }
     if (requests.length === 0) return [];
-    const normalized = requests.map((r, i) => {
-      if (typeof r !== "object" || r === null) {
-        throw new EnqueueValidationError([{ option: `requests[${i}]`, rule: "must be { type, payload, options }" }]);
+    const normalized: NormalizedRequest[] = [];
+    let totalBytes = 0;
+    for (let i = 0; i < requests.length; i++) {
+      const option = `requests[${i}]`;
+      let r: EnqueueRequest | undefined;
+      let type: unknown;
+      let payload: unknown;
+      let options: unknown;
+      try {
+        r = requests[i];
+        if (typeof r !== "object" || r === null) {
+          throw new EnqueueValidationError([{ option, rule: "must be { type, payload, options }" }]);
+        }
+        const extra = Object.keys(r).filter((k) => k !== "type" && k !== "payload" && k !== "options");
+        if (extra.length > 0) {
+          throw new EnqueueValidationError([{ option: `${option}.${extra[0]}`, rule: "is not a known field" }]);
+        }
+        ({ type, payload, options } = r);
+      } catch (err) {
+        if (err instanceof EnqueueValidationError) throw err;
+        throw new EnqueueValidationError([
+          { option, rule: `could not be read: ${(err as Error)?.message ?? String(err)}` },
+        ]);
       }
-      const extra = Object.keys(r).filter((k) => k !== "type" && k !== "payload" && k !== "options");
-      if (extra.length > 0) {
-        throw new EnqueueValidationError([{ option: `requests[${i}].${extra[0]}`, rule: "is not a known field" }]);
+      const n = normalizeRequest(type, payload, options, this.shared.config, option);
+      totalBytes += n.payloadJson.length;
+      if (totalBytes > LIMITS.maxBatchPayloadBytes) {
+        throw new EnqueueValidationError([
+          {
+            option: "requests",
+            rule: `the payloads of one batch may total at most ${LIMITS.maxBatchPayloadBytes} bytes; split the batch`,
+          },
+        ]);
       }
-      return normalizeRequest(r.type, r.payload, r.options, this.shared.config, `requests[${i}]`);
-    });
+      normalized.push(n);
+    }
     return this.run(normalized);
   }
 
@@ -458,6 +569,7 @@ export class QueueOperations {
 
   /** Turns driver errors into typed ones; the one place SQLSTATEs are interpreted. */
   private translate(err: unknown, requests: NormalizedRequest[]): Error {
+    if (err instanceof QueueClosedError) return err;
     const state = sqlStateOf(err);
     if (state === SqlState.idempotencyConflict) {
       const detail = JSON.parse((err as { detail?: string }).detail ?? "{}") as ConflictDetail;
@@ -477,6 +589,7 @@ export class QueueOperations {
             rejectedRequestDigest: detail.rejectedRequestDigest,
             ordinal: detail.ordinal,
             ...(detail.payloadPaths ? { payloadPaths: detail.payloadPaths } : {}),
+            ...(detail.payloadPathsTruncated ? { payloadPathsTruncated: true } : {}),
           },
           { cause: err },
         );
@@ -489,9 +602,16 @@ export class QueueOperations {
       state === SqlState.untranslatableCharacter ||
       state === SqlState.invalidTextRepresentation
     ) {
-      // Client validation mirrors the CHECK constraints; reaching here means input slipped past it.
+      // Client validation mirrors the stored bounds; reaching here means input slipped past it
+      // (or the clocks of this process and PostgreSQL disagree about "now").
+      const e = err as { constraint?: string; dataType?: string; message?: string };
+      if (e.constraint === "job_deadline_after_run_at") {
+        return new EnqueueValidationError([
+          { option: "options.deadline", rule: "must be after runAt (which defaults to PostgreSQL's now())" },
+        ]);
+      }
       return new EnqueueValidationError([
-        { option: "request", rule: `rejected by PostgreSQL: ${(err as Error).message}` },
+        { option: e.dataType ? `request (${e.dataType})` : "request", rule: `rejected by PostgreSQL: ${e.message}` },
       ]);
     }
     return new WorkhorseDatabaseError(`enqueue failed: ${(err as Error).message}`, err);
@@ -520,7 +640,7 @@ export class QueueOperations {
   /** The job with this id, or null. SQL: `select * from workhorse.job where id = $1`. */
   async getJob(jobId: string): Promise<Job | null> {
     const id = parseJobId(jobId);
-    const { rows } = await this.exec.query<JobRow>({
+    const { rows } = await this.sql<JobRow>("getJob", {
       name: "workhorse_get_job",
       text: "select * from workhorse.job where id = $1::uuid",
       values: [id],
@@ -535,7 +655,7 @@ export class QueueOperations {
   async findBinding(input: { key: string; scope?: string }): Promise<BindingInfo | null> {
     const { key, scope } = parseScopedKey(input);
     const id = identify(scope, key);
-    const { rows } = await this.exec.query<BindingRow>({
+    const { rows } = await this.sql<BindingRow>("findBinding", {
       name: "workhorse_find_binding",
       text: `select b.scope, b.key_hash, b.job_id, b.mode, b.key_preview, b.key_length, b.request_digest, b.ttl_ms,
                     b.created_at, b.expires_at, b.expires_at <= now() as expired
@@ -606,26 +726,22 @@ export class QueueOperations {
     if (typeof entry.target !== "string" || entry.target.length < 1 || entry.target.length > 300) {
       throw new EnqueueValidationError([{ option: "target", rule: "must be 1..300 characters" }]);
     }
-    await this.exec.query({
+    await this.sql("recordOperatorAction", {
       text: "insert into workhorse.operator_audit (actor, action, target, reason, result) values ($1, $2, $3, $4, $5::jsonb)",
       values: [actor, entry.action, entry.target, entry.reason ?? null, JSON.stringify(entry.result ?? {})],
     });
   }
 
   /**
-   * Deletes expired bindings, oldest first, `limit` per statement (default 1,000) with `SKIP LOCKED`,
-   * until none are left or `maxBatches` ran. Each batch is its own short statement: no long locks.
+   * Deletes expired bindings, oldest first, `limit` per statement (1..100,000, default 1,000) with
+   * `SKIP LOCKED`, until none are left or `maxBatches` (default: no limit) ran. Each batch is its own short statement: no long locks.
    * Returns how many were deleted.
    */
   async pruneExpiredBindings(options: { limit?: number; maxBatches?: number } = {}): Promise<number> {
-    const limit = options.limit ?? 1000;
-    const maxBatches = options.maxBatches ?? Number.POSITIVE_INFINITY;
-    if (!Number.isInteger(limit) || limit < 1 || limit > 100_000) {
-      throw new EnqueueValidationError([{ option: "limit", rule: "must be an integer 1..100000" }]);
-    }
+    const { limit, maxBatches } = parseMaintenanceOptions(pruneBindingsSchema, options);
     let total = 0;
     for (let batch = 0; batch < maxBatches; batch++) {
-      const { rowCount } = await this.exec.query({
+      const { rowCount } = await this.sql("pruneExpiredBindings", {
         name: "workhorse_prune_bindings",
         text: `with doomed as (
                  select scope, key_hash from workhorse.idempotency_binding
@@ -640,13 +756,15 @@ export class QueueOperations {
     return total;
   }
 
-  /** Deletes observations older than `olderThanMs` (default 7 days), in batches of `limit`. */
+  /**
+   * Deletes observations older than `olderThanMs` (integer ms, at least 60,000; default 7 days), in
+   * batches of `limit` (1..100,000, default 5,000).
+   */
   async pruneObservations(options: { olderThanMs?: number; limit?: number } = {}): Promise<number> {
-    const olderThanMs = options.olderThanMs ?? 7 * 86_400_000;
-    const limit = options.limit ?? 5000;
+    const { olderThanMs, limit } = parseMaintenanceOptions(pruneObservationsSchema, options);
     let total = 0;
     for (;;) {
-      const { rowCount } = await this.exec.query({
+      const { rowCount } = await this.sql("pruneObservations", {
         name: "workhorse_prune_observations",
         text: `delete from workhorse.enqueue_observation where id in (
                  select id from workhorse.enqueue_observation
@@ -672,7 +790,7 @@ export class QueueOperations {
     const observationsDeleted = await this.pruneObservations({
       olderThanMs: options.observationRetentionMs ?? (m ? m.observationRetentionMs : undefined),
     });
-    await this.exec.query({
+    await this.sql("runMaintenance", {
       text: `insert into workhorse.maintenance_run (task, started_at, finished_at, removed, trigger)
              values ('prune_expired_bindings', $1, now(), $2, $4), ('prune_observations', $1, now(), $3, $4)`,
       values: [started, expiredBindingsDeleted, observationsDeleted, options.trigger ?? "manual"],
@@ -702,21 +820,21 @@ export class Queue extends QueueOperations {
     if (!Number.isInteger(maxPayloadBytes) || maxPayloadBytes < 2 || maxPayloadBytes > 256 * 1024 * 1024) {
       throw new EnqueueValidationError([{ option: "maxPayloadBytes", rule: "must be an integer 2..268435456" }]);
     }
-    const m = options.maintenance;
+    const maintenance =
+      options.maintenance === false
+        ? false
+        : parseMaintenanceOptions(maintenanceConfigSchema, options.maintenance, "maintenance");
+    const source = options.source === undefined ? null : sourceLabel.safeParse(options.source);
+    if (source && !source.success) {
+      throw new EnqueueValidationError([{ option: "source", rule: source.error.issues[0]?.message ?? "is invalid" }]);
+    }
     const shared = new Shared(
       options.pool,
       {
         maxPayloadBytes,
-        source: options.source ?? null,
+        source: source ? source.data : null,
         notify: options.notify ?? true,
-        maintenance:
-          m === false
-            ? false
-            : {
-                intervalMs: m?.intervalMs ?? 5 * 60_000,
-                observationRetentionMs: m?.observationRetentionMs ?? 7 * 86_400_000,
-                batchSize: m?.batchSize ?? 1000,
-              },
+        maintenance,
       },
       options.observations,
     );

@@ -16,6 +16,8 @@ export const LIMITS = {
   defaultMaxAttempts: 25,
   defaultPayloadBytes: 1024 * 1024,
   maxBatch: 1000,
+  /** Sum of the encoded payloads of one enqueueMany call (they travel as one parameter). */
+  maxBatchPayloadBytes: 64 * 1024 * 1024,
   concurrencyKeyChars: 256,
   sourceChars: 128,
 } as const;
@@ -69,9 +71,26 @@ const delayMs = z
   .min(0, { error: "must be at least 0 ms" })
   .max(LIMITS.maxWindowMs, { error: `must be at most ${LIMITS.maxWindowMs} ms (365 days)` });
 
+// Years 1..9999: the range that ISO 8601 timestamps (what PostgreSQL is sent) write with four digits.
+const MIN_TIME = new Date("0001-01-01T00:00:00.000Z").getTime();
+const MAX_TIME = new Date("9999-12-31T23:59:59.999Z").getTime();
+
+/** The observation label: 1..128 characters without control characters. */
+export const sourceLabel = z
+  .string({ error: `must be a string of 1..${LIMITS.sourceChars} characters` })
+  .refine((s) => chars(s) >= 1 && chars(s) <= LIMITS.sourceChars, {
+    error: `must be 1..${LIMITS.sourceChars} characters`,
+  })
+  .refine((s) => s.isWellFormed() && !CONTROL.test(s), {
+    error: "must be well-formed Unicode without control characters",
+  });
+
 const validDate = z
   .date({ error: "must be a Date" })
-  .refine((d) => !Number.isNaN(d.getTime()), { error: "must be a valid Date" });
+  .refine((d) => !Number.isNaN(d.getTime()), { error: "must be a valid Date" })
+  .refine((d) => d.getTime() >= MIN_TIME && d.getTime() <= MAX_TIME, {
+    error: "must be between the years 1 and 9999 (UTC)",
+  });
 
 const retryPolicy = z.discriminatedUnion(
   "type",
@@ -143,12 +162,7 @@ const optionsSchema = z
     idempotency: idempotency.optional(),
     debounce: windowed.optional(),
     throttle: windowed.optional(),
-    source: z
-      .string({ error: `must be a string of 1..${LIMITS.sourceChars} characters` })
-      .refine((s) => chars(s) >= 1 && chars(s) <= LIMITS.sourceChars, {
-        error: `must be 1..${LIMITS.sourceChars} characters`,
-      })
-      .optional(),
+    source: sourceLabel.optional(),
   })
   .superRefine((o, ctx) => {
     const modes = (["idempotency", "debounce", "throttle"] as const).filter((m) => o[m] !== undefined);
@@ -159,8 +173,12 @@ const optionsSchema = z
         message: `cannot be combined with ${modes[0]}: use one keyed mode per request`,
       });
     }
-    if (o.runAt && o.deadline && o.deadline.getTime() <= o.runAt.getTime()) {
-      ctx.addIssue({ code: "custom", path: ["deadline"], message: "must be after runAt" });
+    if (o.deadline && o.deadline.getTime() <= (o.runAt ?? new Date()).getTime()) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["deadline"],
+        message: o.runAt ? "must be after runAt" : "must be in the future (after runAt, which defaults to now)",
+      });
     }
     if (o.retryPolicy?.type === "exponential" && o.retryPolicy.maxDelayMs < o.retryPolicy.initialDelayMs) {
       ctx.addIssue({ code: "custom", path: ["retryPolicy", "maxDelayMs"], message: "must be at least initialDelayMs" });
@@ -207,6 +225,17 @@ function prefix(path: ReadonlyArray<PropertyKey>, base: string): string {
   return out || "options";
 }
 
+/** How many more characters PostgreSQL's numeric form of `v` has than JavaScript's (1e+21 -> 22 digits). */
+function numericExpansion(v: number): number {
+  const js = String(v);
+  const e = js.indexOf("e");
+  if (e < 0) return 0;
+  const mantissa = js.slice(0, e).replace("-", "").replace(".", "");
+  const exp = Number(js.slice(e + 1));
+  const plain = exp >= 0 ? Math.max(mantissa.length, exp + 1) : mantissa.length + -exp + 1;
+  return Math.max(0, plain - js.length);
+}
+
 /**
  * Serialises a payload and checks it can be stored as jsonb: no undefined at the top, no BigInt,
  * functions, symbols or cycles, only finite numbers, well-formed strings without NUL (PostgreSQL's
@@ -216,6 +245,9 @@ export function serializePayload(payload: unknown, maxBytes: number, option = "p
   const fail = (rule: string): never => {
     throw new EnqueueValidationError([{ option, rule }]);
   };
+  // PostgreSQL stores numbers as numeric and writes them without exponents (1e308 is 309 digits),
+  // so the limit counts what PostgreSQL will store and hash, not JavaScript's short form.
+  let expansion = 0;
   if (payload === undefined) fail("must be JSON-serialisable: undefined is not a JSON value (use null or {})");
   let text: string | undefined;
   try {
@@ -225,6 +257,7 @@ export function serializePayload(payload: unknown, maxBytes: number, option = "p
       switch (typeof v) {
         case "number":
           if (!Number.isFinite(v)) fail(`must contain only finite numbers (found ${String(v)})`);
+          expansion += numericExpansion(v);
           break;
         case "string":
           if (!v.isWellFormed() || v.includes("\u0000"))
@@ -245,7 +278,7 @@ export function serializePayload(payload: unknown, maxBytes: number, option = "p
     fail(`must be JSON-serialisable: ${(err as Error).message.split("\n")[0]}`);
   }
   if (text === undefined) return fail("must be JSON-serialisable");
-  const bytes = utf8Bytes(text);
+  const bytes = utf8Bytes(text) + expansion;
   if (bytes > maxBytes) fail(`must be at most ${maxBytes} bytes encoded as JSON (got ${bytes})`);
   return text;
 }
@@ -276,6 +309,34 @@ export function normalizeRetryPolicy(p: EnqueueOptions["retryPolicy"]): Normaliz
   return { initialDelayMs: p.initialDelayMs, multiplier: p.multiplier, maxDelayMs: p.maxDelayMs };
 }
 
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return false;
+  const proto = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === null;
+}
+
+/**
+ * Parses the options object. Only plain objects are read (no class instances, no inherited
+ * options), and anything that throws while being read (a getter, a proxy) is a validation error.
+ */
+function readOptions(options: unknown, optBase: string): ReturnType<typeof optionsSchema.safeParse> {
+  const refuse = (option: string, rule: string): never => {
+    throw new EnqueueValidationError([{ option, rule }]);
+  };
+  if (options === undefined || options === null) return optionsSchema.safeParse({});
+  if (!isPlainObject(options)) refuse(optBase, "must be a plain object of options");
+  try {
+    for (const nested of ["idempotency", "debounce", "throttle", "retryPolicy"]) {
+      const v = (options as Record<string, unknown>)[nested];
+      if (v !== undefined && !isPlainObject(v)) refuse(`${optBase}.${nested}`, "must be a plain object");
+    }
+    return optionsSchema.safeParse(options);
+  } catch (err) {
+    if (err instanceof EnqueueValidationError) throw err;
+    return refuse(optBase, `could not be read: ${(err as Error)?.message ?? String(err)}`);
+  }
+}
+
 /**
  * Checks one request against SPEC §2 and returns its canonical form.
  * Throws `EnqueueValidationError` naming every failing option; `base` prefixes the option paths
@@ -293,12 +354,13 @@ export function normalizeRequest(
   if (!typeResult.success) {
     for (const i of typeResult.error.issues) issues.push({ option: prefix(["type"], base), rule: i.message });
   }
-  const optResult = optionsSchema.safeParse(options ?? {});
+  const optBase = base ? `${base}.options` : "options";
+  const optResult = readOptions(options, optBase);
   if (!optResult.success) {
     for (const i of optResult.error.issues) {
       const path = i.code === "unrecognized_keys" ? [...i.path, ...i.keys] : i.path;
       const rule = i.code === "unrecognized_keys" ? "is not a known option" : i.message;
-      issues.push({ option: prefix(path, base ? `${base}.options` : "options"), rule });
+      issues.push({ option: prefix(path, optBase), rule });
     }
   }
   let payloadJson = "";

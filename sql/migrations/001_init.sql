@@ -45,7 +45,7 @@ create table workhorse.job (
   purged_at            timestamptz,
   purged_by            text,
   purge_reason         text,
-  check (deadline is null or deadline > run_at)
+  constraint job_deadline_after_run_at check (deadline is null or deadline > run_at)
 );
 
 -- Claiming and per-queue purge read only pending jobs; a partial index stays small.
@@ -139,40 +139,38 @@ create table workhorse.maintenance_run (
 );
 create index maintenance_run_task_idx on workhorse.maintenance_run (task, started_at);
 
--- Paths (never values) at which two JSON documents differ, e.g. {$.amount, $.items[2].sku}.
-create function workhorse.jsonb_diff_paths(a jsonb, b jsonb, path text default '$')
-returns text[] language plpgsql immutable as $$
-declare
-  out text[] := '{}';
-  k text;
-  i integer;
-  seg text;
-begin
-  if a is not distinct from b then
-    return out;
-  end if;
-  if jsonb_typeof(a) = 'object' and jsonb_typeof(b) = 'object' then
-    for k in select x from (select jsonb_object_keys(a) x union select jsonb_object_keys(b)) s order by 1 loop
-      seg := case when k ~ '^[A-Za-z_][A-Za-z0-9_]*$' then path || '.' || k else path || '[' || to_json(k)::text || ']' end;
-      if not (a ? k) or not (b ? k) then
-        out := out || seg;
-      else
-        out := out || workhorse.jsonb_diff_paths(a -> k, b -> k, seg);
-      end if;
-    end loop;
-    return out;
-  elsif jsonb_typeof(a) = 'array' and jsonb_typeof(b) = 'array' then
-    for i in 0 .. greatest(jsonb_array_length(a), jsonb_array_length(b)) - 1 loop
-      if i >= jsonb_array_length(a) or i >= jsonb_array_length(b) then
-        out := out || (path || '[' || i || ']');
-      else
-        out := out || workhorse.jsonb_diff_paths(a -> i, b -> i, path || '[' || i || ']');
-      end if;
-    end loop;
-    return out;
-  end if;
-  return array[path];
-end $$;
+-- Paths (never values) at which two JSON documents differ, e.g. {$.amount, $.items[2].sku}, sorted,
+-- at most p_limit of them. A breadth-first walk in one recursive query that descends only into
+-- subtrees that differ: linear in the size of the difference, no PL/pgSQL recursion (so no stack
+-- limit on deep documents). Object keys that are not identifiers are quoted: $["a b"].
+create function workhorse.jsonb_diff_paths(a jsonb, b jsonb, p_limit integer default 100)
+returns text[] language sql immutable as $$
+  with recursive walk(path, x, y, kinds) as (
+    select '$'::text, a, b, jsonb_typeof(a) || '/' || jsonb_typeof(b)
+     where a is distinct from b
+    union all
+    select c.path, c.x, c.y, jsonb_typeof(c.x) || '/' || jsonb_typeof(c.y)
+      from walk w
+     cross join lateral (
+       select case when k.key ~ '^[A-Za-z_][A-Za-z0-9_]*$' then w.path || '.' || k.key
+                   else w.path || '[' || to_json(k.key)::text || ']' end as path,
+              w.x -> k.key as x, w.y -> k.key as y
+         from (select jsonb_object_keys(case when w.kinds = 'object/object' then w.x else '{}' end) as key
+               union
+               select jsonb_object_keys(case when w.kinds = 'object/object' then w.y else '{}' end)) k
+       union all
+       select w.path || '[' || i || ']', w.x -> i, w.y -> i
+         from generate_series(0, case when w.kinds = 'array/array'
+                                      then greatest(jsonb_array_length(w.x), jsonb_array_length(w.y)) - 1
+                                      else -1 end) as i
+     ) c
+     where c.x is distinct from c.y
+  )
+  select coalesce(array_agg(d.path order by d.path), '{}')
+    from (select w.path from walk w
+           where coalesce(w.kinds, '') not in ('object/object', 'array/array')
+           limit p_limit + 1) d
+$$;
 
 create function workhorse.fingerprint_fields() returns text[] language sql immutable as $$
   select array['concurrencyKey', 'deadline', 'executionTimeoutMs', 'maxAttempts', 'payload', 'queue',
@@ -198,7 +196,7 @@ begin
     v_fields := array_append(v_fields, 'mode');
   end if;
   if 'payload' = any (v_fields) then
-    v_paths := workhorse.jsonb_diff_paths(p_stored_payload, p_rejected_payload);
+    v_paths := workhorse.jsonb_diff_paths(p_stored_payload, p_rejected_payload, 100);
   end if;
   raise exception using
     errcode = 'WH409',
@@ -208,7 +206,8 @@ begin
       'existingJobId', p_existing_job_id,
       'existingMode', p_existing_mode,
       'conflictingFields', to_jsonb(v_fields),
-      'payloadPaths', to_jsonb(v_paths),
+      'payloadPaths', to_jsonb(v_paths[1:100]),
+      'payloadPathsTruncated', coalesce(cardinality(v_paths) > 100, false),
       'storedRequestDigest', p_stored_request_digest,
       'rejectedRequestDigest', p_rejected_request_digest)::text;
 end $$;
