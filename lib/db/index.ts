@@ -43,7 +43,9 @@ function embeddedPort(): number {
 }
 
 export function dataDir(): string {
-  return path.resolve(process.env.WORKHORSE_PG_DIR ?? path.join(process.cwd(), ".workhorse", "pg"));
+  return path.resolve(
+    process.env.WORKHORSE_PG_DIR ?? path.join(/* turbopackIgnore: true */ process.cwd(), ".workhorse", "pg"),
+  );
 }
 
 function urlWithDatabase(url: string, database: string): string {
