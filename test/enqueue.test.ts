@@ -616,6 +616,25 @@ describe("observations", () => {
     ]);
   });
 
+  test("observations under steady load are written in full batches, not one INSERT per replay", async () => {
+    const q = t.queue({ observations: { batchSize: 100, flushIntervalMs: 50 } });
+    const opts = { idempotency: { key: fresh() } };
+    await q.enqueue("t", {}, opts);
+    const started = Date.now();
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        for (let i = 0; i < 250; i++) await q.enqueue("t", {}, opts);
+      }),
+    );
+    const during = q.observationStats();
+    expect(during.recorded).toBe(1000);
+    // At most one INSERT per full batch plus one per timer tick, however fast replays arrive.
+    const ticks = Math.ceil((Date.now() - started) / 50);
+    expect(during.batches).toBeLessThanOrEqual(1000 / 100 + ticks + 1);
+    await q.close();
+    expect(q.observationStats()).toMatchObject({ recorded: 1000, written: 1000, dropped: 0, buffered: 0 });
+  });
+
   test("a full buffer drops and counts instead of blocking the enqueue", async () => {
     const q = t.queue({ observations: { maxBuffered: 2, flushIntervalMs: 60_000 } });
     const opts = { idempotency: { key: fresh() } };

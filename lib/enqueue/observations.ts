@@ -28,6 +28,8 @@ export interface ObservationStats {
   dropped: number;
   /** Waiting in the buffer. */
   buffered: number;
+  /** INSERT statements issued (a batch of up to `batchSize` rows each). */
+  batches: number;
 }
 
 export interface ObservationRecorderOptions {
@@ -58,7 +60,7 @@ export class ObservationRecorder {
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> | null = null;
   private closed = false;
-  private counts = { recorded: 0, written: 0, dropped: 0 };
+  private counts = { recorded: 0, written: 0, dropped: 0, batches: 0 };
   private readonly maxBuffered: number;
   private readonly flushIntervalMs: number;
   private readonly batchSize: number;
@@ -79,37 +81,53 @@ export class ObservationRecorder {
       return;
     }
     this.buffer.push(o);
-    if (!this.timer && !this.flushing) {
-      this.timer = setTimeout(() => {
-        this.timer = null;
-        void this.flush();
-      }, this.flushIntervalMs);
-      this.timer.unref();
+    this.schedule();
+  }
+
+  /** A full batch is written at once; anything less waits for the timer, so writes stay batched. */
+  private schedule(): void {
+    if (this.closed || this.flushing || this.timer || this.buffer.length === 0) return;
+    if (this.buffer.length >= this.batchSize) {
+      void this.writeBuffered();
+      return;
     }
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      void this.writeBuffered();
+    }, this.flushIntervalMs);
+    this.timer.unref();
+  }
+
+  /** Writes what is buffered now (in batches); what arrives meanwhile waits for the next round. */
+  private writeBuffered(): Promise<void> {
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
+    if (!this.flushing) {
+      this.flushing = this.drain(this.buffer.length).finally(() => {
+        this.flushing = null;
+        this.schedule();
+      });
+    }
+    return this.flushing;
   }
 
   stats(): ObservationStats {
     return { ...this.counts, buffered: this.buffer.length };
   }
 
-  /** Writes everything buffered now. Never rejects. */
-  flush(): Promise<void> {
-    if (this.timer) {
-      clearTimeout(this.timer);
-      this.timer = null;
-    }
-    if (!this.flushing) {
-      this.flushing = this.drain().finally(() => {
-        this.flushing = null;
-        if (this.buffer.length > 0 && !this.closed) void this.flush();
-      });
-    }
-    return this.flushing;
+  /** Writes everything recorded before this call. Never rejects. */
+  async flush(): Promise<void> {
+    if (this.flushing) await this.flushing;
+    if (this.buffer.length > 0) await this.writeBuffered();
   }
 
-  private async drain(): Promise<void> {
-    while (this.buffer.length > 0) {
-      const batch = this.buffer.splice(0, this.batchSize);
+  private async drain(count: number): Promise<void> {
+    let left = count;
+    while (left > 0 && this.buffer.length > 0) {
+      const batch = this.buffer.splice(0, Math.min(this.batchSize, left));
+      left -= batch.length;
       const rows = batch.map((o) => ({
         at: o.at.toISOString(),
         outcome: o.outcome,
@@ -128,12 +146,14 @@ export class ObservationRecorder {
         source: o.source ?? null,
       }));
       try {
+        this.counts.batches++;
         await this.pool.query(INSERT, [JSON.stringify(rows)]);
         this.counts.written += batch.length;
       } catch {
         // One bad row must not cost the others: write them one by one, counting what still fails.
         for (const row of rows) {
           try {
+            this.counts.batches++;
             await this.pool.query(INSERT, [JSON.stringify([row])]);
             this.counts.written++;
           } catch {
@@ -146,7 +166,9 @@ export class ObservationRecorder {
 
   /** Flushes what is buffered, then refuses (and counts) further observations. */
   async close(): Promise<void> {
-    await this.flush();
     this.closed = true;
+    while (this.flushing || this.buffer.length > 0) {
+      await (this.flushing ?? this.writeBuffered());
+    }
   }
 }
