@@ -29,7 +29,14 @@ export function JobLive({ initial, purge }: { initial: JobDetailDto; purge: Reac
               ["Deadline", formatTime(job.deadline)],
               ["Execution timeout", job.executionTimeoutMs ? formatDuration(job.executionTimeoutMs) : "—"],
               ["Concurrency key", job.concurrencyKey ?? "—"],
-              ["Lease", job.leaseOwner ? `${job.leaseOwner} until ${formatTime(job.leaseExpiresAt)}` : "—"],
+              [
+                "Lease",
+                job.state === "active" && job.leaseOwner
+                  ? `${job.leaseOwner} until ${formatTime(job.leaseExpiresAt)}`
+                  : job.leaseOwner
+                    ? `last held by ${job.leaseOwner}`
+                    : "—",
+              ],
               ...(job.purgedAt
                 ? ([
                     ["Purged", `${formatTime(job.purgedAt)} by ${job.purgedBy ?? "?"}`],

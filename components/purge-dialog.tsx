@@ -47,7 +47,7 @@ export function PurgeDialog(props: {
       <dialog
         ref={dialog}
         aria-label={props.title}
-        className="m-auto w-[min(32rem,calc(100vw-2rem))] rounded-lg bg-white p-0 text-slate-900 shadow-xl"
+        className="m-auto w-[min(32rem,calc(100vw-2rem))] whitespace-normal rounded-lg bg-white p-0 text-slate-900 shadow-xl"
       >
         <PurgeForm key={round} {...props} onResult={setLast} close={() => dialog.current?.close()} />
       </dialog>

@@ -14,9 +14,9 @@ async function main() {
   };
   try {
     const first = await queue.enqueueWithResult("invoice.capture", { invoiceId, amountCents: 4200 }, options);
-    console.log(`1. enqueue capture of ${invoiceId}:          ${first.outcome} job ${first.jobId}`);
+    console.log(`${`1. enqueue the capture of ${invoiceId}:`.padEnd(48)}${first.outcome} job ${first.jobId}`);
     const again = await queue.enqueueWithResult("invoice.capture", { amountCents: 4200, invoiceId }, options);
-    console.log(`2. the same request again (client retry):  ${again.outcome} job ${again.jobId}`);
+    console.log(`${"2. the same request again (client retry):".padEnd(48)}${again.outcome} job ${again.jobId}`);
     try {
       await queue.enqueue("invoice.capture", { invoiceId, amountCents: 9900 }, options);
       console.log("3. unexpected: a different amount was accepted");
@@ -24,14 +24,14 @@ async function main() {
     } catch (err) {
       if (!(err instanceof EnqueueIdempotencyConflictError)) throw err;
       console.log(
-        `3. same key, different amount:             conflict with job ${err.existingJobId}: ` +
+        `${"3. same key, different amount:".padEnd(48)}conflict with job ${err.existingJobId}: ` +
           `fields [${err.conflictingFields.join(", ")}], payload paths [${(err.payloadPaths ?? []).join(", ")}], ` +
           `key ${err.keyPreview} (digest ${err.keyDigest})`,
       );
     }
     const binding = await queue.findBinding(options.idempotency);
     console.log(
-      `4. binding: scope ${binding?.scope}, key ${binding?.keyPreview} (${binding?.keyLength} chars, digest ${binding?.keyDigest}), ` +
+      `${"4. the binding:".padEnd(48)}scope ${binding?.scope}, key ${binding?.keyPreview} (${binding?.keyLength} chars, digest ${binding?.keyDigest}), ` +
         `expires ${binding?.expiresAt.toISOString()}`,
     );
   } finally {

@@ -98,6 +98,14 @@ async function main(): Promise<void> {
   if (!Number.isInteger(port) || port < 1 || port > 65535)
     throw new Error(`PORT must be 1-65535, got ${process.env.PORT}`);
   const cfg = consoleConfig();
+  const secret = process.env.WORKHORSE_SESSION_SECRET;
+  if (secret !== undefined && secret.length < 32) {
+    process.stderr.write(
+      `[workhorse] WORKHORSE_SESSION_SECRET is ${secret.length} characters; it must be at least 32 (e.g. \`openssl rand -hex 32\`), or unset for a random one per start.\n`,
+    );
+    process.exitCode = 2;
+    return;
+  }
   if (!cfg.password && !isLoopbackHost(host)) {
     process.stderr.write(
       `[workhorse] Refusing to listen on ${host} without a password: set WORKHORSE_CONSOLE_PASSWORD (or _HASH), or use HOST=127.0.0.1.\n`,

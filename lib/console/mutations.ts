@@ -45,11 +45,25 @@ function fieldOf(path: string): string {
   return "form";
 }
 
+/** The form's own words for each field, so messages read like the labels above them. */
+const FIELD_LABELS: Record<string, string> = {
+  key: "Idempotency key",
+  scope: "Scope",
+  ttlMs: "TTL",
+  tags: "Tags",
+  type: "Type",
+  queue: "Queue",
+  payload: "Payload",
+  runAt: "Run at",
+  maxAttempts: "Max attempts",
+};
+
 function validationState(err: EnqueueValidationError): EnqueueFormState & FindKeyState & PurgeState {
   const fieldErrors: FieldErrors = {};
   for (const i of err.issues) {
     const f = fieldOf(i.option);
-    fieldErrors[f] ??= `${i.option.replace(/^options\./, "")}: ${i.rule}`;
+    const label = FIELD_LABELS[f] ?? i.option.replace(/^options\./, "");
+    fieldErrors[f] ??= `${label} ${i.rule}`;
   }
   return { status: "error", message: "Check the highlighted fields.", fieldErrors };
 }

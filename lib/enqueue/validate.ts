@@ -29,19 +29,19 @@ const utf8Bytes = (s: string) => Buffer.byteLength(s, "utf8");
 const chars = (s: string) => Array.from(s).length;
 const CONTROL = /\p{Cc}/u;
 
-const name = (what: string) =>
+const name = () =>
   z
     .string({ error: `must be a string of 1..${LIMITS.nameChars} characters` })
     .refine((s) => chars(s) >= 1 && chars(s) <= LIMITS.nameChars, {
       error: `must be 1..${LIMITS.nameChars} characters`,
     })
-    .refine((s) => !CONTROL.test(s), { error: `${what} must not contain control characters` })
+    .refine((s) => !CONTROL.test(s), { error: "must not contain control characters" })
     .refine((s) => s.isWellFormed(), { error: "must be well-formed Unicode (no lone surrogates)" });
 
 // Schemas are built once: zod compiles each object schema on first use, so building them per call
 // would cost a compile per request.
-const typeName = name("type");
-const queueName = name("queue");
+const typeName = name();
+const queueName = name();
 
 const keyString = z
   .string({ error: `must be a string of 1..${LIMITS.keyBytes} UTF-8 bytes` })

@@ -1,8 +1,9 @@
 import type { Metadata } from "next";
 import Link from "next/link";
+import { notFound } from "next/navigation";
 import { JobLive } from "@/components/job-live";
 import { PurgeDialog } from "@/components/purge-dialog";
-import { EmptyState, linkClass, PageHeader } from "@/components/ui";
+import { linkClass, PageHeader } from "@/components/ui";
 import { consolePool } from "@/lib/console/db";
 import { UUID_RE } from "@/lib/console/filters";
 import { jobDetail } from "@/lib/console/jobs";
@@ -15,18 +16,7 @@ export default async function JobPage({ params }: { params: Promise<{ id: string
   const viewer = await requireViewer();
   const { id } = await params;
   const job = UUID_RE.test(id) ? await jobDetail(await consolePool(), id.toLowerCase()) : null;
-  if (!job) {
-    return (
-      <>
-        <PageHeader title="Job not found" />
-        <EmptyState title={UUID_RE.test(id) ? "No job has this id." : "That is not a job id (UUID)."}>
-          <Link className={linkClass} href="/jobs">
-            Back to jobs
-          </Link>
-        </EmptyState>
-      </>
-    );
-  }
+  if (!job) notFound(); // ./not-found.tsx, with HTTP status 404
   return (
     <>
       <PageHeader
