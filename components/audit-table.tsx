@@ -2,7 +2,7 @@
 import Link from "next/link";
 import { formatTime } from "@/lib/console/format";
 import type { AuditDto, Page } from "@/lib/console/types";
-import { LiveStatus } from "./live-status";
+import { TableFooter } from "./table-footer";
 import { Badge, EmptyState, linkClass, Table, Td } from "./ui";
 import { useLive } from "./use-live";
 
@@ -75,21 +75,14 @@ export function AuditTable({
           ))}
         </Table>
       )}
-      <div className="mt-3 flex items-center justify-between gap-2">
-        <LiveStatus error={error} updatedAt={dataUpdatedAt} />
-        <nav aria-label="Pagination" className="flex gap-3">
-          {params.get("after") ? (
-            <Link className={linkClass} href={page(null)}>
-              ← Newest
-            </Link>
-          ) : null}
-          {data.next ? (
-            <Link className={linkClass} href={page(data.next)}>
-              Older →
-            </Link>
-          ) : null}
-        </nav>
-      </div>
+      <TableFooter
+        error={error}
+        updatedAt={dataUpdatedAt}
+        links={[
+          { href: params.get("after") ? page(null) : null, label: "← Newest" },
+          { href: data.next ? page(data.next) : null, label: "Older →" },
+        ]}
+      />
     </div>
   );
 }

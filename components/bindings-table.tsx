@@ -3,7 +3,7 @@ import Link from "next/link";
 import { formatDuration, formatTime, shortId } from "@/lib/console/format";
 import type { BindingDto, Page } from "@/lib/console/types";
 import { Countdown } from "./countdown";
-import { LiveStatus } from "./live-status";
+import { TableFooter } from "./table-footer";
 import { Badge, DemoHint, EmptyState, linkClass, Mono, Table, Td } from "./ui";
 import { useLive } from "./use-live";
 
@@ -68,21 +68,14 @@ export function BindingsTable({
           ))}
         </Table>
       )}
-      <div className="mt-3 flex items-center justify-between gap-2">
-        <LiveStatus error={error} updatedAt={dataUpdatedAt} />
-        <nav aria-label="Pagination" className="flex gap-3">
-          {params.get("after") ? (
-            <Link className={linkClass} href={firstHref}>
-              ← First page
-            </Link>
-          ) : null}
-          {nextHref ? (
-            <Link className={linkClass} href={nextHref}>
-              Next →
-            </Link>
-          ) : null}
-        </nav>
-      </div>
+      <TableFooter
+        error={error}
+        updatedAt={dataUpdatedAt}
+        links={[
+          { href: params.get("after") ? firstHref : null, label: "← First page" },
+          { href: nextHref, label: "Next →" },
+        ]}
+      />
     </div>
   );
 }

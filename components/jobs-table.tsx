@@ -2,7 +2,7 @@
 import Link from "next/link";
 import { formatTime, shortId } from "@/lib/console/format";
 import type { JobRowDto, Page } from "@/lib/console/types";
-import { LiveStatus } from "./live-status";
+import { TableFooter } from "./table-footer";
 import { Badge, DemoHint, EmptyState, linkClass, Table, Td } from "./ui";
 import { useLive } from "./use-live";
 
@@ -73,21 +73,14 @@ export function JobsTable({
           ))}
         </Table>
       )}
-      <div className="mt-3 flex items-center justify-between gap-2">
-        <LiveStatus error={error} updatedAt={dataUpdatedAt} />
-        <nav aria-label="Pagination" className="flex gap-2">
-          {data.prev ? (
-            <Link className={linkClass} href={link("before", data.prev)}>
-              ← Newer
-            </Link>
-          ) : null}
-          {data.next ? (
-            <Link className={linkClass} href={link("after", data.next)}>
-              Older →
-            </Link>
-          ) : null}
-        </nav>
-      </div>
+      <TableFooter
+        error={error}
+        updatedAt={dataUpdatedAt}
+        links={[
+          { href: data.prev ? link("before", data.prev) : null, label: "← Newer" },
+          { href: data.next ? link("after", data.next) : null, label: "Older →" },
+        ]}
+      />
     </div>
   );
 }

@@ -1,7 +1,8 @@
 import type { Metadata } from "next";
 import Link from "next/link";
 import { BindingsTable } from "@/components/bindings-table";
-import { buttonClass, cx, inputClass, linkClass, PageHeader } from "@/components/ui";
+import { FilterForm, FilterSelect, FilterText } from "@/components/filter-form";
+import { cx, PageHeader } from "@/components/ui";
 import { listBindings } from "@/lib/console/bindings";
 import { consolePool } from "@/lib/console/db";
 import { parseBindingFilters, toQuery } from "@/lib/console/filters";
@@ -43,43 +44,17 @@ export default async function BindingsPage({ searchParams }: { searchParams: Sea
         {tab("live", "Live")}
         {tab("expired", "Expired, awaiting cleanup")}
       </nav>
-      <form
-        method="get"
+      <FilterForm
         action="/bindings"
-        className="mb-4 grid grid-cols-2 gap-2 sm:grid-cols-4 sm:items-end"
-        aria-label="Filter bindings"
+        label="Filter bindings"
+        columns={4}
+        filtered={!!(f.scope || f.mode)}
+        clearHref={`/bindings?status=${f.status}`}
       >
         <input type="hidden" name="status" value={f.status} />
-        <div>
-          <label htmlFor="b-scope" className="mb-1 block text-sm font-medium text-slate-900">
-            Scope
-          </label>
-          <input id="b-scope" name="scope" defaultValue={f.scope} className={inputClass} />
-        </div>
-        <div>
-          <label htmlFor="b-mode" className="mb-1 block text-sm font-medium text-slate-900">
-            Mode
-          </label>
-          <select id="b-mode" name="mode" defaultValue={f.mode ?? ""} className={inputClass}>
-            <option value="">Any</option>
-            {BINDING_MODES.map((m) => (
-              <option key={m} value={m}>
-                {m}
-              </option>
-            ))}
-          </select>
-        </div>
-        <div className="flex gap-2">
-          <button type="submit" className={buttonClass}>
-            Filter
-          </button>
-          {f.scope || f.mode ? (
-            <Link className={`${linkClass} self-center text-sm`} href={`/bindings?status=${f.status}`}>
-              Clear
-            </Link>
-          ) : null}
-        </div>
-      </form>
+        <FilterText id="b-scope" name="scope" label="Scope" value={f.scope} />
+        <FilterSelect id="b-mode" name="mode" label="Mode" value={f.mode} options={BINDING_MODES} />
+      </FilterForm>
       <BindingsTable initial={page} query={query} filtered={!!(f.scope || f.mode)} />
     </>
   );

@@ -1,7 +1,7 @@
 import type { Metadata } from "next";
-import Link from "next/link";
+import { FilterForm, FilterSelect, FilterText } from "@/components/filter-form";
 import { ObservationsTable } from "@/components/observations-table";
-import { buttonClass, inputClass, linkClass, PageHeader } from "@/components/ui";
+import { PageHeader } from "@/components/ui";
 import { consolePool } from "@/lib/console/db";
 import { parseObservationFilters, TIME_WINDOWS, toQuery } from "@/lib/console/filters";
 import { listObservations } from "@/lib/console/observations";
@@ -31,61 +31,19 @@ export default async function ConflictsPage({ searchParams }: { searchParams: Se
         title="Conflicts & replays"
         description="Every repeated request the queue answered with an existing job (replayed), and every key reused for different work (conflict), with the fields and payload paths that differed. Newest first."
       />
-      <form
-        method="get"
-        action="/conflicts"
-        className="mb-4 grid grid-cols-2 gap-2 sm:grid-cols-5 sm:items-end"
-        aria-label="Filter observations"
-      >
-        <div>
-          <label htmlFor="o-outcome" className="mb-1 block text-sm font-medium text-slate-900">
-            Outcome
-          </label>
-          <select id="o-outcome" name="outcome" defaultValue={f.outcome ?? ""} className={inputClass}>
-            <option value="">Any</option>
-            {OBSERVATION_OUTCOMES.map((o) => (
-              <option key={o} value={o}>
-                {o}
-              </option>
-            ))}
-          </select>
-        </div>
-        <div>
-          <label htmlFor="o-scope" className="mb-1 block text-sm font-medium text-slate-900">
-            Scope
-          </label>
-          <input id="o-scope" name="scope" defaultValue={f.scope} className={inputClass} />
-        </div>
-        <div>
-          <label htmlFor="o-queue" className="mb-1 block text-sm font-medium text-slate-900">
-            Queue
-          </label>
-          <input id="o-queue" name="queue" defaultValue={f.queue} className={inputClass} />
-        </div>
-        <div>
-          <label htmlFor="o-since" className="mb-1 block text-sm font-medium text-slate-900">
-            Time
-          </label>
-          <select id="o-since" name="since" defaultValue={f.since ?? ""} className={inputClass}>
-            <option value="">Any time</option>
-            {Object.keys(TIME_WINDOWS).map((w) => (
-              <option key={w} value={w}>
-                {WINDOW_LABELS[w]}
-              </option>
-            ))}
-          </select>
-        </div>
-        <div className="flex gap-2">
-          <button type="submit" className={buttonClass}>
-            Filter
-          </button>
-          {filtered ? (
-            <Link className={`${linkClass} self-center text-sm`} href="/conflicts">
-              Clear
-            </Link>
-          ) : null}
-        </div>
-      </form>
+      <FilterForm action="/conflicts" label="Filter observations" columns={5} filtered={filtered}>
+        <FilterSelect id="o-outcome" name="outcome" label="Outcome" value={f.outcome} options={OBSERVATION_OUTCOMES} />
+        <FilterText id="o-scope" name="scope" label="Scope" value={f.scope} />
+        <FilterText id="o-queue" name="queue" label="Queue" value={f.queue} />
+        <FilterSelect
+          id="o-since"
+          name="since"
+          label="Time"
+          value={f.since}
+          anyLabel="Any time"
+          options={Object.keys(TIME_WINDOWS).map((w) => [w, WINDOW_LABELS[w] ?? w] as const)}
+        />
+      </FilterForm>
       <ObservationsTable initial={page} query={query} filtered={filtered} />
     </>
   );

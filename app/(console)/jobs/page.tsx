@@ -1,8 +1,9 @@
 import type { Metadata } from "next";
 import Link from "next/link";
 import { redirect } from "next/navigation";
+import { FilterForm, FilterSelect, FilterText } from "@/components/filter-form";
 import { JobsTable } from "@/components/jobs-table";
-import { buttonClass, inputClass, linkClass, Notice, PageHeader, secondaryButtonClass } from "@/components/ui";
+import { buttonClass, inputClass, Notice, PageHeader, secondaryButtonClass } from "@/components/ui";
 import { consolePool } from "@/lib/console/db";
 import { parseJobFilters, toQuery, UUID_RE } from "@/lib/console/filters";
 import { listJobs } from "@/lib/console/jobs";
@@ -60,54 +61,12 @@ export default async function JobsPage({ searchParams }: { searchParams: Search 
           </Notice>
         </div>
       ) : null}
-      <form
-        method="get"
-        action="/jobs"
-        className="mb-4 grid grid-cols-2 gap-2 sm:grid-cols-5 sm:items-end"
-        aria-label="Filter jobs"
-      >
-        <div>
-          <label htmlFor="f-queue" className="mb-1 block text-sm font-medium text-slate-900">
-            Queue
-          </label>
-          <input id="f-queue" name="queue" defaultValue={f.queue} className={inputClass} />
-        </div>
-        <div>
-          <label htmlFor="f-type" className="mb-1 block text-sm font-medium text-slate-900">
-            Type
-          </label>
-          <input id="f-type" name="type" defaultValue={f.type} className={inputClass} />
-        </div>
-        <div>
-          <label htmlFor="f-state" className="mb-1 block text-sm font-medium text-slate-900">
-            State
-          </label>
-          <select id="f-state" name="state" defaultValue={f.state ?? ""} className={inputClass}>
-            <option value="">Any</option>
-            {JOB_STATES.map((s) => (
-              <option key={s} value={s}>
-                {s}
-              </option>
-            ))}
-          </select>
-        </div>
-        <div>
-          <label htmlFor="f-tag" className="mb-1 block text-sm font-medium text-slate-900">
-            Tag
-          </label>
-          <input id="f-tag" name="tag" defaultValue={f.tag} className={inputClass} />
-        </div>
-        <div className="flex gap-2">
-          <button type="submit" className={buttonClass}>
-            Filter
-          </button>
-          {filtered ? (
-            <Link href="/jobs" className={`${linkClass} self-center text-sm`}>
-              Clear
-            </Link>
-          ) : null}
-        </div>
-      </form>
+      <FilterForm action="/jobs" label="Filter jobs" columns={5} filtered={filtered}>
+        <FilterText id="f-queue" name="queue" label="Queue" value={f.queue} />
+        <FilterText id="f-type" name="type" label="Type" value={f.type} />
+        <FilterSelect id="f-state" name="state" label="State" value={f.state} options={JOB_STATES} />
+        <FilterText id="f-tag" name="tag" label="Tag" value={f.tag} />
+      </FilterForm>
       <JobsTable initial={page} query={query} filtered={filtered} />
     </>
   );

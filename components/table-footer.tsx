@@ -1,0 +1,30 @@
+import Link from "next/link";
+import { LiveStatus } from "./live-status";
+import { linkClass } from "./ui";
+
+/** Under every live table: when it was last refreshed (or why not), and the keyset page links. */
+export function TableFooter({
+  error,
+  updatedAt,
+  links,
+}: {
+  error: Error | null;
+  updatedAt: number;
+  /** Shown in order; a link without an href (no such page) is left out. */
+  links: { href: string | null | undefined; label: string }[];
+}) {
+  return (
+    <div className="mt-3 flex items-center justify-between gap-2">
+      <LiveStatus error={error} updatedAt={updatedAt} />
+      <nav aria-label="Pagination" className="flex gap-3">
+        {links.map((l) =>
+          l.href ? (
+            <Link key={l.label} className={linkClass} href={l.href}>
+              {l.label}
+            </Link>
+          ) : null,
+        )}
+      </nav>
+    </div>
+  );
+}
