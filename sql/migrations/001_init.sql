@@ -445,6 +445,12 @@ begin
       perform pg_notify('workhorse_jobs', q) from unnest(v_queues) q;
     end if;
 
+    -- The usual case: one pass decided everything (the arrays are already in ordinal order).
+    if v_pass = 1 and not ('retry' = any (p_out)) then
+      return query select * from unnest(p_ord, p_job, p_out, p_dig, p_exp);
+      return;
+    end if;
+
     -- Keep what this pass decided; run again only for requests that lost a race.
     select array_agg(u.o order by u.o) filter (where u.oc <> 'retry'),
            array_agg(u.j order by u.o) filter (where u.oc <> 'retry'),
