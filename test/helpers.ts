@@ -9,6 +9,22 @@ function urlFor(adminUrl: string, db: string): string {
   return u.toString();
 }
 
+/**
+ * Drops a test database once the connections this process closed have really gone (a forced drop
+ * would otherwise kill backends whose clients are still closing, and they would report 57P01), and
+ * forces it after 5 s for anything left behind by a crashed test.
+ */
+export async function dropDatabase(admin: pg.Client, name: string): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    const { rows } = await admin.query<{ n: string }>("select count(*) as n from pg_stat_activity where datname = $1", [
+      name,
+    ]);
+    if (Number(rows[0]?.n ?? 0) === 0) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  await admin.query(`drop database if exists ${pg.escapeIdentifier(name)} with (force)`);
+}
+
 /** Creates the database and returns a helper that builds queues closed after the file. */
 export function setupQueueTests(options: { max?: number } = {}) {
   const adminUrl = inject("adminUrl");
@@ -28,7 +44,7 @@ export function setupQueueTests(options: { max?: number } = {}) {
     await pool.end();
     const admin = new pg.Client({ connectionString: adminUrl });
     await admin.connect();
-    await admin.query(`drop database if exists ${pg.escapeIdentifier(name)} with (force)`);
+    await dropDatabase(admin, name);
     await admin.end();
   });
   return {

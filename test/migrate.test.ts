@@ -2,6 +2,7 @@ import pg from "pg";
 import { expect, inject, test } from "vitest";
 import { migrate } from "../lib/enqueue";
 import { migrations } from "../lib/enqueue/migrations.generated";
+import { dropDatabase } from "./helpers";
 
 test("migrate is idempotent and safe when several processes start at once", async () => {
   const adminUrl = inject("adminUrl");
@@ -26,7 +27,7 @@ test("migrate is idempotent and safe when several processes start at once", asyn
     await expect(migrate(pools[0]!)).rejects.toThrow(/newer than this code/);
   } finally {
     for (const p of pools) await p.end();
-    await admin.query(`drop database ${name} with (force)`);
+    await dropDatabase(admin, name);
     await admin.end();
   }
 });
