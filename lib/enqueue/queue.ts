@@ -1,6 +1,5 @@
 import type pg from "pg";
 import { v7 as uuidv7 } from "uuid";
-import { z } from "zod";
 import {
   EnqueueIdempotencyConflictError,
   EnqueueValidationError,
@@ -33,12 +32,16 @@ import type {
 } from "./types";
 import {
   LIMITS,
+  maintenanceConfigSchema,
   type NormalizedRequest,
   normalizeRequest,
   parseJobId,
+  parseMaintenanceOptions,
   parseOperatorContext,
   parseQueueName,
   parseScopedKey,
+  pruneBindingsSchema,
+  pruneObservationsSchema,
   sourceLabel,
 } from "./validate";
 
@@ -84,51 +87,6 @@ export interface QueueOptions {
   maintenance?: false | { intervalMs?: number; observationRetentionMs?: number; batchSize?: number };
   /** Send a wake-up NOTIFY after accepted jobs commit (coalesced, off the commit path). Default true. */
   notify?: boolean;
-}
-
-const count = (max: number) => z.number().int().min(1).max(max);
-const pruneBindingsSchema = z.strictObject({
-  limit: count(100_000).default(1000),
-  maxBatches: z
-    .union([count(Number.MAX_SAFE_INTEGER), z.literal(Number.POSITIVE_INFINITY)])
-    .default(Number.POSITIVE_INFINITY),
-});
-const pruneObservationsSchema = z.strictObject({
-  olderThanMs: z
-    .number()
-    .int()
-    .min(60_000)
-    .max(10 * 31_536_000_000)
-    .default(7 * 86_400_000),
-  limit: count(100_000).default(5000),
-});
-const maintenanceConfigSchema = z.strictObject({
-  intervalMs: z
-    .number()
-    .int()
-    .min(1000)
-    .max(86_400_000)
-    .default(5 * 60_000),
-  observationRetentionMs: z
-    .number()
-    .int()
-    .min(60_000)
-    .max(10 * 31_536_000_000)
-    .default(7 * 86_400_000),
-  batchSize: count(100_000).default(1000),
-});
-
-function parseMaintenanceOptions<T extends z.ZodType>(schema: T, input: unknown, option = "options"): z.output<T> {
-  const r = schema.safeParse(input ?? {});
-  if (!r.success) {
-    throw new EnqueueValidationError(
-      r.error.issues.map((i) => ({
-        option: [option, ...i.path.map(String), ...(i.code === "unrecognized_keys" ? i.keys : [])].join("."),
-        rule: i.code === "unrecognized_keys" ? "is not a known option" : i.message,
-      })),
-    );
-  }
-  return r.data;
 }
 
 /** Channel that workers LISTEN on; the payload is the queue name. */

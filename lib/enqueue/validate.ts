@@ -470,3 +470,53 @@ export function parseOperatorContext(input: unknown): { actor: string; reason: s
   }
   return r.data;
 }
+
+// Maintenance options (Queue({ maintenance }), pruneExpiredBindings, pruneObservations).
+const count = (max: number) => z.number().int().min(1).max(max);
+export const pruneBindingsSchema = z.strictObject({
+  limit: count(100_000).default(1000),
+  maxBatches: z
+    .union([count(Number.MAX_SAFE_INTEGER), z.literal(Number.POSITIVE_INFINITY)])
+    .default(Number.POSITIVE_INFINITY),
+});
+export const pruneObservationsSchema = z.strictObject({
+  olderThanMs: z
+    .number()
+    .int()
+    .min(60_000)
+    .max(10 * 31_536_000_000)
+    .default(7 * 86_400_000),
+  limit: count(100_000).default(5000),
+});
+export const maintenanceConfigSchema = z.strictObject({
+  intervalMs: z
+    .number()
+    .int()
+    .min(1000)
+    .max(86_400_000)
+    .default(5 * 60_000),
+  observationRetentionMs: z
+    .number()
+    .int()
+    .min(60_000)
+    .max(10 * 31_536_000_000)
+    .default(7 * 86_400_000),
+  batchSize: count(100_000).default(1000),
+});
+
+export function parseMaintenanceOptions<T extends z.ZodType>(
+  schema: T,
+  input: unknown,
+  option = "options",
+): z.output<T> {
+  const r = schema.safeParse(input ?? {});
+  if (!r.success) {
+    throw new EnqueueValidationError(
+      r.error.issues.map((i) => ({
+        option: [option, ...i.path.map(String), ...(i.code === "unrecognized_keys" ? i.keys : [])].join("."),
+        rule: i.code === "unrecognized_keys" ? "is not a known option" : i.message,
+      })),
+    );
+  }
+  return r.data;
+}
