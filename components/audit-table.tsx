@@ -2,7 +2,7 @@
 import Link from "next/link";
 import { formatTime } from "@/lib/console/format";
 import type { AuditDto, Page } from "@/lib/console/types";
-import { TableFooter } from "./table-footer";
+import { pageHref, TableFooter } from "./table-footer";
 import { Badge, EmptyState, linkClass, Table, Td } from "./ui";
 import { useLive } from "./use-live";
 
@@ -38,13 +38,7 @@ export function AuditTable({
 }) {
   const { data, error, dataUpdatedAt } = useLive(`/api/audit${query}`, initial);
   const params = new URLSearchParams(query);
-  const page = (after: string | null) => {
-    const p = new URLSearchParams(params);
-    if (after) p.set("after", after);
-    else p.delete("after");
-    const s = p.toString();
-    return s ? `/audit?${s}` : "/audit";
-  };
+  const page = (after: string | null) => pageHref("/audit", query, "after", after);
   return (
     <div>
       {data.rows.length === 0 ? (

@@ -3,7 +3,7 @@ import Link from "next/link";
 import { formatDuration, formatTime, shortId } from "@/lib/console/format";
 import type { BindingDto, Page } from "@/lib/console/types";
 import { Countdown } from "./countdown";
-import { TableFooter } from "./table-footer";
+import { pageHref, TableFooter } from "./table-footer";
 import { Badge, DemoHint, EmptyState, linkClass, Mono, Table, Td } from "./ui";
 import { useLive } from "./use-live";
 
@@ -18,19 +18,8 @@ export function BindingsTable({
 }) {
   const { data, error, dataUpdatedAt } = useLive(`/api/bindings${query}`, initial);
   const params = new URLSearchParams(query);
-  const nextHref = data.next
-    ? (() => {
-        const p = new URLSearchParams(params);
-        p.set("after", data.next);
-        return `/bindings?${p}`;
-      })()
-    : null;
-  const firstHref = (() => {
-    const p = new URLSearchParams(params);
-    p.delete("after");
-    const s = p.toString();
-    return s ? `/bindings?${s}` : "/bindings";
-  })();
+  const nextHref = data.next ? pageHref("/bindings", query, "after", data.next) : null;
+  const firstHref = pageHref("/bindings", query, "after", null);
   return (
     <div>
       {data.rows.length === 0 ? (

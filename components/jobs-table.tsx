@@ -2,7 +2,7 @@
 import Link from "next/link";
 import { formatTime, shortId } from "@/lib/console/format";
 import type { JobRowDto, Page } from "@/lib/console/types";
-import { TableFooter } from "./table-footer";
+import { pageHref, TableFooter } from "./table-footer";
 import { Badge, DemoHint, EmptyState, linkClass, Table, Td } from "./ui";
 import { useLive } from "./use-live";
 
@@ -16,14 +16,7 @@ export function JobsTable({
   filtered: boolean;
 }) {
   const { data, error, dataUpdatedAt } = useLive(`/api/jobs${query}`, initial);
-  const params = new URLSearchParams(query);
-  const link = (cursor: "after" | "before", id: string) => {
-    const p = new URLSearchParams(params);
-    p.delete("after");
-    p.delete("before");
-    p.set(cursor, id);
-    return `/jobs?${p}`;
-  };
+  const link = (cursor: "after" | "before", id: string) => pageHref("/jobs", query, cursor, id);
   return (
     <div>
       {data.rows.length === 0 ? (

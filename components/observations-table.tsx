@@ -2,7 +2,7 @@
 import Link from "next/link";
 import { formatTime, shortId } from "@/lib/console/format";
 import type { ObservationDto, Page } from "@/lib/console/types";
-import { TableFooter } from "./table-footer";
+import { pageHref, TableFooter } from "./table-footer";
 import { Badge, DemoHint, EmptyState, linkClass, Mono, Table, Td } from "./ui";
 import { useLive } from "./use-live";
 
@@ -17,13 +17,7 @@ export function ObservationsTable({
 }) {
   const { data, error, dataUpdatedAt } = useLive(`/api/conflicts${query}`, initial);
   const params = new URLSearchParams(query);
-  const page = (after: string | null) => {
-    const p = new URLSearchParams(params);
-    if (after) p.set("after", after);
-    else p.delete("after");
-    const s = p.toString();
-    return s ? `/conflicts?${s}` : "/conflicts";
-  };
+  const page = (after: string | null) => pageHref("/conflicts", query, "after", after);
   return (
     <div>
       {data.rows.length === 0 ? (

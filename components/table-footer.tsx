@@ -28,3 +28,16 @@ export function TableFooter({
     </div>
   );
 }
+
+/**
+ * The URL of another keyset page of a list: the current filters (`query`, as "?a=b"), with the
+ * cursor replaced by `cursor=id`, or with no cursor (the first page) when `id` is null.
+ */
+export function pageHref(path: string, query: string, cursor: "after" | "before", id: string | null): string {
+  const p = new URLSearchParams(query);
+  p.delete("after");
+  p.delete("before");
+  if (id) p.set(cursor, id);
+  const s = p.toString();
+  return s ? `${path}?${s}` : path;
+}

@@ -334,8 +334,12 @@ const reasonField = z
   .min(1, { error: "Give a reason: it is kept with the tombstone and in the audit log" })
   .max(1000, { error: "Reason must be at most 1000 characters" });
 
-export async function purgeJob(queue: Queue, actor: string, form: FormData): Promise<PurgeState> {
-  const jobId = text(form.get("jobId"));
+/** Both purge actions: a required reason, then the core call; refusals and bad input are returned. */
+async function purgeWith(
+  form: FormData,
+  target: string,
+  purge: (reason: string) => Promise<{ purged: number; releasedBindings: number }>,
+): Promise<PurgeState> {
   const reason = reasonField.safeParse(text(form.get("reason")));
   if (!reason.success) {
     return {
@@ -345,8 +349,8 @@ export async function purgeJob(queue: Queue, actor: string, form: FormData): Pro
     };
   }
   try {
-    const r = await queue.purge({ jobId }, { actor, reason: reason.data });
-    return { status: "done", purged: r.purged, releasedBindings: r.releasedBindings, target: `job ${jobId}` };
+    const r = await purge(reason.data);
+    return { status: "done", purged: r.purged, releasedBindings: r.releasedBindings, target };
   } catch (err) {
     if (err instanceof PurgeNotAllowedError || err instanceof JobNotFoundError) {
       return { status: "refused", message: err.message };
@@ -356,23 +360,14 @@ export async function purgeJob(queue: Queue, actor: string, form: FormData): Pro
   }
 }
 
+export async function purgeJob(queue: Queue, actor: string, form: FormData): Promise<PurgeState> {
+  const jobId = text(form.get("jobId"));
+  return purgeWith(form, `job ${jobId}`, (reason) => queue.purge({ jobId }, { actor, reason }));
+}
+
 export async function purgeQueue(queue: Queue, actor: string, form: FormData): Promise<PurgeState> {
   const name = text(form.get("queue"));
-  const reason = reasonField.safeParse(text(form.get("reason")));
-  if (!reason.success) {
-    return {
-      status: "error",
-      message: "A reason is required.",
-      fieldErrors: { reason: reason.error.issues[0]?.message },
-    };
-  }
-  try {
-    const r = await queue.purgeQueue(name, { actor, reason: reason.data });
-    return { status: "done", purged: r.purged, releasedBindings: r.releasedBindings, target: `queue ${name}` };
-  } catch (err) {
-    if (err instanceof EnqueueValidationError) return validationState(err);
-    throw err;
-  }
+  return purgeWith(form, `queue ${name}`, (reason) => queue.purgeQueue(name, { actor, reason }));
 }
 
 export async function runMaintenanceNow(queue: Queue, actor: string): Promise<MaintenanceState> {
