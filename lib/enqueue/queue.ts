@@ -93,8 +93,8 @@ export interface QueueOptions {
 export const WAKE_CHANNEL = "workhorse_jobs";
 
 const ENQUEUE_BATCH_SQL =
-  "select ordinal, job_id, outcome, request_digest, expires_at from workhorse.enqueue($1::jsonb, $2::boolean)";
-const ENQUEUE_ONE_SQL = `select 1 as ordinal, job_id, outcome, request_digest, expires_at
+  "select ordinal, job_id, outcome, request_digest from workhorse.enqueue($1::jsonb, $2::boolean)";
+const ENQUEUE_ONE_SQL = `select 1 as ordinal, job_id, outcome, request_digest
   from workhorse.enqueue_one($1::uuid, $2::text, $3::text, $4::jsonb, $5::timestamptz, $6::integer, $7::jsonb,
     $8::timestamptz, $9::bigint, $10::text, $11::text[], $12::text, $13::text, $14::bytea, $15::text, $16::integer,
     $17::bigint, $18::text[], $19::boolean)`;
@@ -104,7 +104,6 @@ interface EnqueueRow {
   job_id: string;
   outcome: "accepted" | "replayed";
   request_digest: string | null;
-  expires_at: Date | null;
 }
 
 interface ConflictDetail {
