@@ -6,6 +6,7 @@ import "server-only";
 import type pg from "pg";
 import { z } from "zod";
 import {
+  answeredByServer,
   EnqueueIdempotencyConflictError,
   type EnqueueOptions,
   EnqueueValidationError,
@@ -16,6 +17,7 @@ import {
   keyPreviewOf,
   PurgeNotAllowedError,
   type Queue,
+  withPoolClient,
 } from "@/lib/enqueue";
 import type {
   EnqueueFormState,
@@ -304,27 +306,38 @@ export const HISTORY_TIMEOUT_MS = 500;
  * job_event has no index on the digest, so the search is bounded by a statement timeout.
  */
 async function keyHistory(pool: pg.Pool, scope: string, digest: string): Promise<KeyHistory> {
-  const client = await pool.connect();
   try {
-    await client.query("begin read only");
-    await client.query(`set local statement_timeout = ${HISTORY_TIMEOUT_MS}`);
-    const { rows } = await client.query<{ job_id: string; purged_at: Date | null; expires_at: string | null }>(
-      `select e.job_id, j.purged_at, e.data->>'expiresAt' as expires_at
-         from workhorse.job_event e left join workhorse.job j on j.id = e.job_id
-        where e.kind = 'enqueued' and e.data->>'keyDigest' = $1 and e.data->>'scope' = $2
-        order by e.at desc limit 1`,
-      [digest, scope],
+    return await withPoolClient(
+      pool,
+      async (client) => {
+        try {
+          await client.query("begin read only");
+          await client.query(`set local statement_timeout = ${HISTORY_TIMEOUT_MS}`);
+          const { rows } = await client.query<{ job_id: string; purged_at: Date | null; expires_at: string | null }>(
+            `select e.job_id, j.purged_at, e.data->>'expiresAt' as expires_at
+             from workhorse.job_event e left join workhorse.job j on j.id = e.job_id
+            where e.kind = 'enqueued' and e.data->>'keyDigest' = $1 and e.data->>'scope' = $2
+            order by e.at desc limit 1`,
+            [digest, scope],
+          );
+          await client.query("commit");
+          const r = rows[0];
+          if (!r) return { kind: "never_seen" } as const;
+          if (r.purged_at) return { kind: "released", jobId: r.job_id, purgedAt: iso(r.purged_at) } as const;
+          return {
+            kind: "expired_cleaned",
+            jobId: r.job_id,
+            expiredAt: r.expires_at ? iso(r.expires_at) : null,
+          } as const;
+        } catch (err) {
+          await client.query("rollback").catch(() => {});
+          throw err;
+        }
+      },
+      answeredByServer,
     );
-    await client.query("commit");
-    const r = rows[0];
-    if (!r) return { kind: "never_seen" };
-    if (r.purged_at) return { kind: "released", jobId: r.job_id, purgedAt: iso(r.purged_at) };
-    return { kind: "expired_cleaned", jobId: r.job_id, expiredAt: r.expires_at ? iso(r.expires_at) : null };
   } catch {
-    await client.query("rollback").catch(() => {});
     return { kind: "unknown" };
-  } finally {
-    client.release();
   }
 }
 

@@ -31,6 +31,7 @@ interface EmbeddedHandle {
 }
 
 let embedded: EmbeddedHandle | null = null;
+let embeddedDir: string | null = null;
 let starting: Promise<ServerInfo> | null = null;
 
 function embeddedPort(): number {
@@ -173,18 +174,33 @@ async function startServer({
     throw new Error(`Could not start the embedded PostgreSQL in ${dir}: ${String(err)}`, { cause: err });
   }
   embedded = server;
+  embeddedDir = dir;
   if (!(await waitForServer(base, 30_000))) {
     throw new Error(`The embedded PostgreSQL in ${dir} started but does not accept connections on port ${port}`);
   }
   return info(true);
 }
 
-/** Stops the embedded server if this process started it. */
-export async function stopEmbeddedPostgres(): Promise<void> {
+/**
+ * Stops the embedded server if this process started it: a fast shutdown (SIGINT), or with
+ * `mode: "immediate"` PostgreSQL's immediate shutdown (SIGQUIT: no checkpoint, crash recovery at the
+ * next start), which fault tests use to stand in for a crash.
+ */
+export async function stopEmbeddedPostgres(options: { mode?: "fast" | "immediate" } = {}): Promise<void> {
   const server = embedded;
+  const dir = embeddedDir;
   embedded = null;
+  embeddedDir = null;
   starting = null;
-  if (server) await server.stop();
+  if (!server) return;
+  if (options.mode === "immediate" && dir) {
+    const { readFileSync } = await import("node:fs");
+    const pid = Number(readFileSync(path.join(dir, "postmaster.pid"), "utf8").split("\n")[0]);
+    // Same tick as stop(), which listens for the exit before Node can report it; its SIGINT then
+    // reaches a postmaster already quitting.
+    process.kill(pid, "SIGQUIT");
+  }
+  await server.stop();
 }
 
 /** Creates `database` on the server unless it exists. */

@@ -3,7 +3,7 @@
  * None of them ever carries a raw idempotency key: only its preview, digest and length.
  */
 
-/** SQLSTATEs the core knows by name. Translated into typed errors in one place (`translateDbError`). */
+/** SQLSTATEs the core knows by name. Translated into typed errors in one place (`QueueOperations.translate`). */
 export const SqlState = {
   /** Raised by workhorse.enqueue() when a live key is reused for different work. */
   idempotencyConflict: "WH409",
@@ -174,17 +174,63 @@ export class QueueClosedError extends WorkhorseError {
   }
 }
 
-/** A database failure the core does not translate. `cause` is the driver's error (with its SQLSTATE). */
+/**
+ * A database failure the core does not translate. `cause` is the driver's error (with its SQLSTATE,
+ * or a Node error code such as `ECONNRESET` for a broken connection).
+ */
 export class WorkhorseDatabaseError extends WorkhorseError {
   readonly sqlState: string | undefined;
-  /** True for 40001/40P01: the same call may simply be retried. */
+  /**
+   * True when the same call may simply be repeated: serialization failure (40001), deadlock (40P01),
+   * too many connections (53300), lock timeout (55P03), a server shutting down, crashing or starting
+   * (57P01-57P03), and connection loss (class 08, socket errors, "Connection terminated").
+   */
   readonly retryable: boolean;
   constructor(message: string, cause: unknown) {
     const sqlState = sqlStateOf(cause);
     super("DATABASE", message, { cause });
     this.sqlState = sqlState;
-    this.retryable = sqlState === SqlState.serializationFailure || sqlState === SqlState.deadlockDetected;
+    this.retryable = isRetryableDbError(cause);
   }
+}
+
+/** SQLSTATEs after which repeating the same statement may succeed. */
+export const RETRYABLE_SQLSTATES: ReadonlySet<string> = new Set([
+  SqlState.serializationFailure,
+  SqlState.deadlockDetected,
+  "53300", // too_many_connections
+  "55P03", // lock_not_available
+  "57P01", // admin_shutdown (pg_terminate_backend, pg_ctl stop -m fast)
+  "57P02", // crash_shutdown
+  "57P03", // cannot_connect_now (starting up or shutting down)
+]);
+
+// What node-postgres and pg-pool say when a connection breaks or cannot be had; they carry no code.
+const CONNECTION_LOST_MESSAGES = [
+  "Connection terminated",
+  "timeout exceeded when trying to connect",
+  "Client has encountered a connection error and is not queryable",
+  "Client was closed and is not queryable",
+];
+
+/** The connection broke or could not be opened (the statement may or may not have run). */
+export function isConnectionLoss(err: unknown): boolean {
+  if (err === null || typeof err !== "object") return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === "string") {
+    if (/^08[0-9A-Z]{3}$/.test(code)) return true;
+    if (/^E[A-Z]+$/.test(code)) return true; // ECONNREFUSED, ECONNRESET, EPIPE, ETIMEDOUT, ...
+    return false;
+  }
+  const message = (err as { message?: unknown }).message;
+  return typeof message === "string" && CONNECTION_LOST_MESSAGES.some((m) => message.startsWith(m));
+}
+
+/** A failure after which the same call may succeed: a retryable SQLSTATE or connection loss. */
+export function isRetryableDbError(err: unknown): boolean {
+  const state = sqlStateOf(err);
+  if (state) return RETRYABLE_SQLSTATES.has(state) || state.startsWith("08");
+  return isConnectionLoss(err);
 }
 
 /** The SQLSTATE of a driver error; undefined for anything else (a Node error code is not one). */

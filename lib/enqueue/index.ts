@@ -17,6 +17,7 @@ export {
   EnqueueIdempotencyConflictError,
   EnqueueValidationError,
   type IdempotencyConflictDetails,
+  isRetryableDbError,
   JobNotFoundError,
   PurgeNotAllowedError,
   QueueClosedError,
@@ -28,7 +29,15 @@ export {
 export { keyDigestOf, keyHash, keyLengthOf, keyPreviewOf } from "./keys";
 export { type MigrateResult, migrate } from "./migrate";
 export type { Observation, ObservationRecorderOptions, ObservationStats } from "./observations";
-export { type MaintenanceResult, Queue, QueueOperations, type QueueOptions, WAKE_CHANNEL } from "./queue";
+export { answeredByServer, withPoolClient } from "./pool-client";
+export {
+  type MaintenanceResult,
+  Queue,
+  QueueOperations,
+  type QueueOptions,
+  type RetryStats,
+  WAKE_CHANNEL,
+} from "./queue";
 export type {
   BindingInfo,
   DebounceOptions,

@@ -1,5 +1,6 @@
 import type pg from "pg";
 import { migrations } from "./migrations.generated";
+import { withPoolClient } from "./pool-client";
 
 /** Advisory lock key that serialises migrators across processes (any constant works; this one is ours). */
 const MIGRATION_LOCK = 7_294_301_118;
@@ -26,40 +27,38 @@ function isPool(db: pg.Pool | pg.ClientBase): db is pg.Pool {
  * @param db a `pg.Pool` or a connected client (not inside a transaction of the caller's).
  */
 export async function migrate(db: pg.Pool | pg.ClientBase): Promise<MigrateResult> {
-  const client = isPool(db) ? await db.connect() : null;
-  const c: pg.ClientBase = client ?? (db as pg.ClientBase);
+  return isPool(db) ? withPoolClient(db, (client) => migrateOn(client)) : migrateOn(db);
+}
+
+async function migrateOn(c: pg.ClientBase): Promise<MigrateResult> {
   const applied: number[] = [];
+  await c.query("begin");
   try {
-    await c.query("begin");
-    try {
-      await c.query("select pg_advisory_xact_lock($1::bigint)", [MIGRATION_LOCK]);
-      await c.query("create schema if not exists workhorse");
-      await c.query(
-        `create table if not exists workhorse.migration (
+    await c.query("select pg_advisory_xact_lock($1::bigint)", [MIGRATION_LOCK]);
+    await c.query("create schema if not exists workhorse");
+    await c.query(
+      `create table if not exists workhorse.migration (
            version integer primary key, name text not null, applied_at timestamptz not null default now())`,
+    );
+    const { rows } = await c.query<{ version: number }>("select version from workhorse.migration order by version");
+    const done = new Set(rows.map((r) => r.version));
+    const known = Math.max(0, ...migrations.map((m) => m.version));
+    const newest = Math.max(0, ...done);
+    if (newest > known) {
+      throw new Error(
+        `The database's workhorse schema is at version ${newest}, newer than this code knows (${known}). Deploy the newer code.`,
       );
-      const { rows } = await c.query<{ version: number }>("select version from workhorse.migration order by version");
-      const done = new Set(rows.map((r) => r.version));
-      const known = Math.max(0, ...migrations.map((m) => m.version));
-      const newest = Math.max(0, ...done);
-      if (newest > known) {
-        throw new Error(
-          `The database's workhorse schema is at version ${newest}, newer than this code knows (${known}). Deploy the newer code.`,
-        );
-      }
-      for (const m of migrations) {
-        if (done.has(m.version)) continue;
-        await c.query(m.sql);
-        await c.query("insert into workhorse.migration (version, name) values ($1, $2)", [m.version, m.name]);
-        applied.push(m.version);
-      }
-      await c.query("commit");
-      return { applied, version: Math.max(newest, ...applied) };
-    } catch (err) {
-      await c.query("rollback").catch(() => {});
-      throw err;
     }
-  } finally {
-    client?.release();
+    for (const m of migrations) {
+      if (done.has(m.version)) continue;
+      await c.query(m.sql);
+      await c.query("insert into workhorse.migration (version, name) values ($1, $2)", [m.version, m.name]);
+      applied.push(m.version);
+    }
+    await c.query("commit");
+    return { applied, version: Math.max(newest, ...applied) };
+  } catch (err) {
+    await c.query("rollback").catch(() => {});
+    throw err;
   }
 }

@@ -4,6 +4,7 @@ import {
   EnqueueIdempotencyConflictError,
   EnqueueValidationError,
   EXPECTED_SQLSTATES,
+  isRetryableDbError,
   JobNotFoundError,
   PurgeNotAllowedError,
   QueueClosedError,
@@ -18,6 +19,7 @@ import {
   type ObservationRecorderOptions,
   type ObservationStats,
 } from "./observations";
+import { withPoolClient } from "./pool-client";
 import type {
   BindingInfo,
   EnqueueOptions,
@@ -39,6 +41,7 @@ import {
   parseMaintenanceOptions,
   parseOperatorContext,
   parseQueueName,
+  parseRetryOption,
   parseScopedKey,
   pruneBindingsSchema,
   pruneObservationsSchema,
@@ -52,19 +55,13 @@ interface Executor {
 }
 
 function poolExecutor(pool: pg.Pool): Executor {
+  const keep = (err: unknown) => {
+    const state = sqlStateOf(err);
+    return state !== undefined && EXPECTED_SQLSTATES.has(state);
+  };
   return {
-    async query<R extends pg.QueryResultRow>(config: pg.QueryConfig) {
-      const client = await pool.connect();
-      try {
-        const result = await client.query<R>(config);
-        client.release();
-        return result;
-      } catch (err) {
-        const state = sqlStateOf(err);
-        client.release(state && EXPECTED_SQLSTATES.has(state) ? undefined : (err as Error));
-        throw err;
-      }
-    },
+    query: <R extends pg.QueryResultRow>(config: pg.QueryConfig) =>
+      withPoolClient(pool, (client) => client.query<R>(config), keep),
   };
 }
 
@@ -87,6 +84,27 @@ export interface QueueOptions {
   maintenance?: false | { intervalMs?: number; observationRetentionMs?: number; batchSize?: number };
   /** Send a wake-up NOTIFY after accepted jobs commit (coalesced, off the commit path). Default true. */
   notify?: boolean;
+  /**
+   * Keyed calls through the pool repeat themselves after connection loss or a retryable SQLSTATE
+   * (`WorkhorseDatabaseError.retryable`): a keyed request is safe to repeat, so the caller sees one
+   * answer. `attempts` is how many times a call is tried in all (1..20, default 10); the wait between
+   * tries doubles from 25 ms up to `maxDelayMs` (0..60,000, default 2,000), with jitter. Never for
+   * keyless requests (or a batch holding one), never inside `withClient` (the caller owns that
+   * transaction). `false` turns it off. See `retryStats()`.
+   */
+  retry?: false | { attempts?: number; maxDelayMs?: number };
+}
+
+/** What the keyed-call retry did since the `Queue` was made (`queue.retryStats()`). */
+export interface RetryStats {
+  /** Calls that needed more than one try. */
+  retriedCalls: number;
+  /** Extra tries in all. */
+  retries: number;
+  /** Calls that still failed after their last try (the error was thrown). */
+  exhausted: number;
+  /** Tries whose answer was our own earlier try's job, committed before the connection broke: reported as `accepted`. */
+  recoveredAccepts: number;
 }
 
 /** Channel that workers LISTEN on; the payload is the queue name. */
@@ -127,6 +145,7 @@ class Shared {
   private inflight = 0;
   private drained: (() => void) | null = null;
   closed = false;
+  readonly retryCounts: RetryStats = { retriedCalls: 0, retries: 0, exhausted: 0, recoveredAccepts: 0 };
 
   constructor(
     readonly pool: pg.Pool,
@@ -135,6 +154,7 @@ class Shared {
       source: string | null;
       notify: boolean;
       maintenance: false | { intervalMs: number; observationRetentionMs: number; batchSize: number };
+      retry: false | { attempts: number; maxDelayMs: number };
     },
     observations: ObservationRecorderOptions | undefined,
   ) {
@@ -210,10 +230,10 @@ class Shared {
 }
 
 /** Parameters of workhorse.enqueue_one() for one normalised request. */
-function oneRequestValues(r: NormalizedRequest, notify: boolean): unknown[] {
+function oneRequestValues(r: NormalizedRequest, id: string, notify: boolean): unknown[] {
   const k = r.keyed;
   return [
-    uuidv7(),
+    id,
     r.queue,
     r.type,
     r.payloadJson,
@@ -235,14 +255,14 @@ function oneRequestValues(r: NormalizedRequest, notify: boolean): unknown[] {
   ];
 }
 
-function buildRequestsJson(requests: readonly NormalizedRequest[]): string {
+function buildRequestsJson(requests: readonly NormalizedRequest[], ids: readonly string[]): string {
   const parts: string[] = [];
   for (let i = 0; i < requests.length; i++) {
     const r = requests[i] as NormalizedRequest;
     const k = r.keyed;
     const head = JSON.stringify({
       ordinal: i + 1,
-      id: uuidv7(),
+      id: ids[i],
       queue: r.queue,
       type: r.type,
       run_at: r.runAt?.toISOString() ?? null,
@@ -372,9 +392,10 @@ export class QueueOperations {
   /** @internal */
   constructor(
     protected readonly shared: Shared,
-    executor: Executor,
+    private readonly rawExec: Executor,
     private readonly inCallerTransaction: boolean,
   ) {
+    const executor = rawExec;
     this.exec = {
       query: <R extends pg.QueryResultRow>(config: pg.QueryConfig) => shared.guard(() => executor.query<R>(config)),
     };
@@ -475,33 +496,70 @@ export class QueueOperations {
   }
 
   private async run(requests: NormalizedRequest[]): Promise<EnqueueResult[]> {
+    const ids = requests.map(() => uuidv7());
+    const retry = this.shared.config.retry;
+    const retrying = retry && !this.inCallerTransaction && requests.every((r) => r.keyed !== null);
+    if (!retrying || retry.attempts === 1) return this.decide(requests, ids, await this.send(this.exec, requests, ids));
+    // Keyed requests are safe to repeat. The job ids proposed on the first try are proposed again,
+    // so a try whose commit reached PostgreSQL but whose answer was lost shows up as a replay of our
+    // own id: that request was accepted, and is reported so.
+    return this.shared.guard(async () => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const rows = await this.send(this.rawExec, requests, ids);
+          return this.decide(requests, ids, rows, attempt > 1);
+        } catch (err) {
+          const cause = err instanceof WorkhorseDatabaseError ? err.cause : err;
+          if (!isRetryableDbError(cause) || attempt >= retry.attempts) {
+            if (attempt > 1) this.shared.retryCounts.exhausted++;
+            throw err;
+          }
+          if (attempt === 1) this.shared.retryCounts.retriedCalls++;
+          this.shared.retryCounts.retries++;
+          const ceiling = Math.min(retry.maxDelayMs, 25 * 2 ** (attempt - 1));
+          await new Promise((r) => setTimeout(r, ceiling / 2 + Math.random() * (ceiling / 2)));
+        }
+      }
+    });
+  }
+
+  /** One round trip: the scalar function for one request, the set-based one for a batch. */
+  private async send(exec: Executor, requests: NormalizedRequest[], ids: string[]): Promise<EnqueueRow[]> {
     const notifyInside = this.inCallerTransaction && this.shared.config.notify;
-    let rows: EnqueueRow[];
     try {
       // One request: the scalar hot path (a named statement, so its plan is cached per connection).
       // A batch: one set-based statement; left unnamed so each batch is planned for its own size.
       const res =
         requests.length === 1
-          ? await this.exec.query<EnqueueRow>({
+          ? await exec.query<EnqueueRow>({
               name: "workhorse_enqueue_one",
               text: ENQUEUE_ONE_SQL,
-              values: oneRequestValues(requests[0] as NormalizedRequest, notifyInside),
+              values: oneRequestValues(requests[0] as NormalizedRequest, ids[0] as string, notifyInside),
             })
-          : await this.exec.query<EnqueueRow>({
+          : await exec.query<EnqueueRow>({
               text: ENQUEUE_BATCH_SQL,
-              values: [buildRequestsJson(requests), notifyInside],
+              values: [buildRequestsJson(requests, ids), notifyInside],
             });
-      rows = res.rows;
+      return res.rows;
     } catch (err) {
       throw this.translate(err, requests);
     }
+  }
+
+  /** Results in input order; replays are observed, accepted queues woken. */
+  private decide(requests: NormalizedRequest[], ids: string[], rows: EnqueueRow[], retried = false): EnqueueResult[] {
     const results: EnqueueResult[] = new Array(rows.length);
     const acceptedQueues = new Set<string>();
     const now = new Date();
     for (const row of rows) {
       const req = requests[row.ordinal - 1] as NormalizedRequest;
-      results[row.ordinal - 1] = { jobId: row.job_id, outcome: row.outcome as EnqueueOutcome };
-      if (row.outcome === "accepted") {
+      let outcome = row.outcome as EnqueueOutcome;
+      if (retried && outcome === "replayed" && row.job_id === ids[row.ordinal - 1]) {
+        outcome = "accepted"; // an earlier try of this very call committed it
+        this.shared.retryCounts.recoveredAccepts++;
+      }
+      results[row.ordinal - 1] = { jobId: row.job_id, outcome };
+      if (outcome === "accepted") {
         acceptedQueues.add(req.queue);
       } else if (req.keyed) {
         this.shared.recorder.record({
@@ -781,6 +839,7 @@ export class Queue extends QueueOperations {
       options.maintenance === false
         ? false
         : parseMaintenanceOptions(maintenanceConfigSchema, options.maintenance, "maintenance");
+    const retry = parseRetryOption(options.retry);
     const source = options.source === undefined ? null : sourceLabel.safeParse(options.source);
     if (source && !source.success) {
       throw new EnqueueValidationError([{ option: "source", rule: source.error.issues[0]?.message ?? "is invalid" }]);
@@ -792,6 +851,7 @@ export class Queue extends QueueOperations {
         source: source ? source.data : null,
         notify: options.notify ?? true,
         maintenance,
+        retry,
       },
       options.observations,
     );
@@ -811,6 +871,11 @@ export class Queue extends QueueOperations {
       throw new EnqueueValidationError([{ option: "client", rule: "must be a connected pg client" }]);
     }
     return new QueueOperations(this.shared, clientExecutor(client), true);
+  }
+
+  /** What the keyed-call retry did so far (see `QueueOptions.retry`). */
+  retryStats(): RetryStats {
+    return { ...this.shared.retryCounts };
   }
 
   /** Observation recorder counters: recorded, written, dropped, buffered. */

@@ -3,7 +3,7 @@
  * summary stored in `last_error`, JSON checks for values headed to `jsonb`, timers, and the
  * classification of database errors a worker may simply retry.
  */
-import { WorkhorseError } from "./errors";
+import { isRetryableDbError, WorkhorseError } from "./errors";
 import type { NormalizedRetryPolicy } from "./types";
 
 /** Why an attempt failed, as stored in `workhorse.job.last_error` and in the event data. */
@@ -134,23 +134,11 @@ export function retryDelayMs(policy: NormalizedRetryPolicy, attempt: number): nu
   return Math.min(policy.maxDelayMs, Math.round(policy.initialDelayMs * policy.multiplier ** exp));
 }
 
-const TRANSIENT_SQLSTATES = new Set([
-  "40001", // serialization_failure
-  "40P01", // deadlock_detected
-  "53300", // too_many_connections
-  "55P03", // lock_not_available
-  "57P01", // admin_shutdown
-  "57P02", // crash_shutdown
-  "57P03", // cannot_connect_now (starting up / shutting down)
-]);
-
 /** Connection loss, server restarts and contention: the same call may succeed later. */
 export function isTransientDbError(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code !== "string") return true; // socket errors, "Connection terminated", timeouts
-  if (code.startsWith("08")) return true; // connection exceptions
-  if (/^E[A-Z]+$/.test(code)) return true; // ECONNREFUSED, ECONNRESET, EPIPE, ...
-  return TRANSIENT_SQLSTATES.has(code);
+  return isRetryableDbError(err);
 }
 
 const MAX_TIMER = 2_147_483_647;
