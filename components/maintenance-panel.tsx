@@ -13,6 +13,7 @@ import { useLive } from "./use-live";
 const TASK_LABEL: Record<string, string> = {
   prune_expired_bindings: "Expired-binding cleanup",
   prune_observations: "Observation retention",
+  reap_expired_leases: "Lapsed leases given back",
 };
 
 export function MaintenancePanel({ initial, readOnly }: { initial: MaintenanceDto; readOnly: boolean }) {
@@ -60,7 +61,8 @@ export function MaintenancePanel({ initial, readOnly }: { initial: MaintenanceDt
         <Notice tone="ok" role="status">
           Cleanup finished: removed {formatCount(state.expiredBindingsDeleted)} expired binding
           {state.expiredBindingsDeleted === 1 ? "" : "s"} and {formatCount(state.observationsDeleted)} old observation
-          {state.observationsDeleted === 1 ? "" : "s"}.
+          {state.observationsDeleted === 1 ? "" : "s"}; gave back {formatCount(state.expiredLeasesReaped)} job
+          {state.expiredLeasesReaped === 1 ? "" : "s"} whose lease had lapsed.
         </Notice>
       ) : null}
       {state.status === "error" ? (

@@ -64,6 +64,12 @@ export type PurgeState =
 export type MaintenanceState =
   | Idle
   | FormError
-  | { status: "done"; expiredBindingsDeleted: number; observationsDeleted: number; at: string };
+  | {
+      status: "done";
+      expiredBindingsDeleted: number;
+      observationsDeleted: number;
+      expiredLeasesReaped: number;
+      at: string;
+    };
 
 export type SignInState = Idle | FormError;

@@ -3,7 +3,7 @@ import { COUNT_CAP } from "./overview";
 import { cappedCount, type Db, iso } from "./sql";
 import type { MaintenanceDto } from "./types";
 
-const TASKS = ["prune_expired_bindings", "prune_observations"] as const;
+const TASKS = ["prune_expired_bindings", "prune_observations", "reap_expired_leases"] as const;
 
 /** Recent maintenance runs per task (index on (task, started_at)) and the expired-binding backlog. */
 export async function maintenanceStatus(db: Db): Promise<MaintenanceDto> {

@@ -45,6 +45,7 @@ import {
   parseScopedKey,
   pruneBindingsSchema,
   pruneObservationsSchema,
+  reapLeasesSchema,
   sourceLabel,
 } from "./validate";
 
@@ -380,6 +381,8 @@ export function bindingFromRow(r: BindingRow): BindingInfo {
 export interface MaintenanceResult {
   expiredBindingsDeleted: number;
   observationsDeleted: number;
+  /** Active jobs whose lease had lapsed (their worker died or stalled), given back for a new attempt or failed. */
+  expiredLeasesReaped: number;
 }
 
 /**
@@ -793,8 +796,31 @@ export class QueueOperations {
   }
 
   /**
-   * One maintenance pass: expired bindings, then observation retention. Records the run in
-   * `workhorse.maintenance_run` (what the console's maintenance panel shows).
+   * Gives back active jobs whose lease lapsed (their worker crashed or stalled): each gets a
+   * `lease_expired` event and returns to `ready` for a new attempt, or becomes `failed` when that was
+   * its last attempt or its deadline passed. Running workers do this too; maintenance does it so a
+   * job is not stuck `active` while no worker runs its queue. `limit` rows per statement (1..100,000,
+   * default 1,000), `SKIP LOCKED`. SQL: `workhorse.reap_expired_leases(null, $1)`. Returns the count.
+   */
+  async reapExpiredLeases(options: { limit?: number } = {}): Promise<number> {
+    const { limit } = parseMaintenanceOptions(reapLeasesSchema, options);
+    let total = 0;
+    for (;;) {
+      const { rows } = await this.sql<{ n: number }>("reapExpiredLeases", {
+        name: "workhorse_reap_expired_leases",
+        text: "select workhorse.reap_expired_leases(null, $1::integer) as n",
+        values: [limit],
+      });
+      const n = rows[0]?.n ?? 0;
+      total += n;
+      if (n < limit) break;
+    }
+    return total;
+  }
+
+  /**
+   * One maintenance pass: expired bindings, observation retention, lapsed leases. Records each task
+   * in `workhorse.maintenance_run` (what the console's maintenance panel shows).
    */
   async runMaintenance(
     options: { trigger?: "schedule" | "manual"; observationRetentionMs?: number } = {},
@@ -805,12 +831,14 @@ export class QueueOperations {
     const observationsDeleted = await this.pruneObservations({
       olderThanMs: options.observationRetentionMs ?? (m ? m.observationRetentionMs : undefined),
     });
+    const expiredLeasesReaped = await this.reapExpiredLeases({ limit: m ? m.batchSize : 1000 });
     await this.sql("runMaintenance", {
       text: `insert into workhorse.maintenance_run (task, started_at, finished_at, removed, trigger)
-             values ('prune_expired_bindings', $1, now(), $2, $4), ('prune_observations', $1, now(), $3, $4)`,
-      values: [started, expiredBindingsDeleted, observationsDeleted, options.trigger ?? "manual"],
+             values ('prune_expired_bindings', $1, now(), $2, $4), ('prune_observations', $1, now(), $3, $4),
+                    ('reap_expired_leases', $1, now(), $5, $4)`,
+      values: [started, expiredBindingsDeleted, observationsDeleted, options.trigger ?? "manual", expiredLeasesReaped],
     });
-    return { expiredBindingsDeleted, observationsDeleted };
+    return { expiredBindingsDeleted, observationsDeleted, expiredLeasesReaped };
   }
 }
 

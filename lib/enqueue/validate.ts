@@ -237,9 +237,33 @@ function numericExpansion(v: number): number {
 }
 
 /**
+ * Why JSON.stringify would store something other than `v` without a word: a Map or Set becomes `{}`,
+ * a typed array an object of indices, an array hole `null`. Null when `v` serialises faithfully.
+ */
+function silentlyChanged(v: object): string | null {
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      if (!(i in v)) return `an array has a hole at index ${i} (JSON would store null there)`;
+      if (v[i] === undefined) return `an array holds undefined at index ${i} (JSON would store null there)`;
+    }
+    return null;
+  }
+  if (v instanceof Map || v instanceof WeakMap)
+    return "a Map would be stored as {} (convert it with Object.fromEntries)";
+  if (v instanceof Set || v instanceof WeakSet) return "a Set would be stored as {} (convert it to an array)";
+  if (ArrayBuffer.isView(v) || v instanceof ArrayBuffer)
+    return "a typed array or buffer would be stored as an object of indices (convert it to an array or a string)";
+  if (v instanceof RegExp || v instanceof Error || v instanceof Promise)
+    return `a ${v.constructor.name} would be stored as {} (send its fields as plain values)`;
+  return null;
+}
+
+/**
  * Serialises a payload and checks it can be stored as jsonb: no undefined at the top, no BigInt,
  * functions, symbols or cycles, only finite numbers, well-formed strings without NUL (PostgreSQL's
- * jsonb rejects \u0000 and lone surrogates), and at most `maxBytes` UTF-8 bytes encoded.
+ * jsonb rejects \u0000 and lone surrogates), nothing JSON would silently change (Map, Set, typed
+ * arrays, array holes; see `silentlyChanged`), and at most `maxBytes` UTF-8 bytes encoded. Object
+ * properties whose value is `undefined` are left out, as JSON does.
  */
 export function serializePayload(payload: unknown, maxBytes: number, option = "payload"): string {
   const fail = (rule: string): never => {
@@ -269,6 +293,12 @@ export function serializePayload(payload: unknown, maxBytes: number, option = "p
         case "function":
         case "symbol":
           fail(`must be JSON-serialisable: found a ${typeof v}`);
+          break;
+        case "object":
+          if (v !== null) {
+            const changed = silentlyChanged(v);
+            if (changed) fail(`must be plain JSON: ${changed}`);
+          }
           break;
       }
       return v;
@@ -479,6 +509,7 @@ export const pruneBindingsSchema = z.strictObject({
     .union([count(Number.MAX_SAFE_INTEGER), z.literal(Number.POSITIVE_INFINITY)])
     .default(Number.POSITIVE_INFINITY),
 });
+export const reapLeasesSchema = z.strictObject({ limit: count(100_000).default(1000) });
 export const pruneObservationsSchema = z.strictObject({
   olderThanMs: z
     .number()

@@ -3,8 +3,9 @@
  * summary stored in `last_error`, JSON checks for values headed to `jsonb`, timers, and the
  * classification of database errors a worker may simply retry.
  */
-import { isRetryableDbError, WorkhorseError } from "./errors";
+import { EnqueueValidationError, isRetryableDbError, WorkhorseError } from "./errors";
 import type { NormalizedRetryPolicy } from "./types";
+import { LIMITS, serializePayload } from "./validate";
 
 /** Why an attempt failed, as stored in `workhorse.job.last_error` and in the event data. */
 export interface ErrorSummary {
@@ -28,26 +29,68 @@ function clean(s: string, max: number): string {
   return t.length > max ? `${t.slice(0, max - 1)}…` : t;
 }
 
-/** A bounded, JSON-safe summary of anything thrown: name, message, truncated stack, code, cause. */
-export function summarizeError(err: unknown, depth = 0): ErrorSummary {
-  if (err instanceof Error) {
-    const out: ErrorSummary = {
-      name: clean(err.name || "Error", ERROR_LIMITS.name),
-      message: clean(err.message ?? "", ERROR_LIMITS.message),
-    };
-    if (typeof err.stack === "string") out.stack = clean(err.stack, ERROR_LIMITS.stack);
-    const code = (err as { code?: unknown }).code;
-    if (typeof code === "string" || typeof code === "number") out.code = clean(String(code), ERROR_LIMITS.name);
-    if (err.cause !== undefined && depth < ERROR_LIMITS.causeDepth) out.cause = summarizeError(err.cause, depth + 1);
-    return out;
-  }
-  let message: string;
+/** Reads one property of a thrown value; a throwing getter or proxy trap reads as undefined. */
+function readSafely(read: () => unknown): unknown {
   try {
-    message = typeof err === "string" ? err : (JSON.stringify(err) ?? String(err));
+    return read();
   } catch {
-    message = String(err);
+    return undefined;
   }
-  return { name: "NonError", message: clean(message, ERROR_LIMITS.message) };
+}
+
+/** Text for a value of unknown shape, never throwing: JSON, else String(), else its tag. */
+function describeValue(value: unknown): string {
+  if (typeof value === "string") return value;
+  try {
+    const json = JSON.stringify(value);
+    if (typeof json === "string") return json;
+  } catch {
+    // toJSON threw, a cycle, a BigInt: try String() next
+  }
+  try {
+    return String(value);
+  } catch {
+    return (readSafely(() => Object.prototype.toString.call(value)) as string | undefined) ?? "(unreadable value)";
+  }
+}
+
+function isErrorLike(err: unknown): err is Error {
+  try {
+    return err instanceof Error; // a Proxy's getPrototypeOf trap may throw
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A bounded, JSON-safe summary of anything thrown: name, message, truncated stack, code, cause.
+ * Never throws: a numeric `name`, a non-string `message`, throwing getters, proxies and values
+ * whose `toJSON` throws give what could be read, so the attempt still fails at once with a record.
+ */
+export function summarizeError(err: unknown, depth = 0): ErrorSummary {
+  try {
+    if (isErrorLike(err)) {
+      const name = readSafely(() => err.name);
+      const message = readSafely(() => err.message);
+      const out: ErrorSummary = {
+        name: clean(
+          typeof name === "string" && name ? name : name === undefined || name === "" ? "Error" : describeValue(name),
+          ERROR_LIMITS.name,
+        ),
+        message: clean(message === undefined ? "" : describeValue(message), ERROR_LIMITS.message),
+      };
+      const stack = readSafely(() => err.stack);
+      if (typeof stack === "string") out.stack = clean(stack, ERROR_LIMITS.stack);
+      const code = readSafely(() => (err as { code?: unknown }).code);
+      if (typeof code === "string" || typeof code === "number") out.code = clean(String(code), ERROR_LIMITS.name);
+      const cause = readSafely(() => err.cause);
+      if (cause !== undefined && depth < ERROR_LIMITS.causeDepth) out.cause = summarizeError(cause, depth + 1);
+      return out;
+    }
+    return { name: "NonError", message: clean(describeValue(err), ERROR_LIMITS.message) };
+  } catch {
+    return { name: "NonError", message: "(the thrown value could not be read)" };
+  }
 }
 
 /** A worker's option was out of range. Thrown by `new Worker(...)`. */
@@ -106,19 +149,19 @@ export class NotStorableError extends WorkhorseError {
   }
 }
 
-/** JSON text for a `jsonb` column; `undefined` becomes `null`. Throws `NotStorableError`. */
-export function toJsonText(value: unknown, what: string): string {
-  let text: string | undefined;
+/**
+ * JSON text for a `jsonb` column (a handler's result, a checkpoint value); `undefined` becomes `null`.
+ * The payload's rules apply (see `serializePayload`): JSON values only (no BigInt, Map, Set, typed
+ * arrays, array holes, cycles, non-finite numbers), strings PostgreSQL can store (no NUL, no lone
+ * surrogate such as half an emoji from slicing a string), at most `maxBytes` encoded.
+ * Throws `NotStorableError` naming the rule.
+ */
+export function toJsonText(value: unknown, what: string, maxBytes: number = LIMITS.defaultPayloadBytes): string {
   try {
-    text = JSON.stringify(value === undefined ? null : value);
+    return serializePayload(value === undefined ? null : value, maxBytes, what);
   } catch (err) {
-    throw new NotStorableError(what, (err as Error).message);
+    throw new NotStorableError(what, err instanceof EnqueueValidationError ? err.rule : describeValue(err));
   }
-  if (text === undefined) throw new NotStorableError(what, `a ${typeof value} is not JSON`);
-  // PostgreSQL's jsonb rejects U+0000 (SQLSTATE 22P05); catching it here keeps one bad value from
-  // failing a whole batch of completions.
-  if (text.includes("\\u0000")) throw new NotStorableError(what, "strings must not contain U+0000");
-  return text;
 }
 
 /** Default retry policy when a job has none: 1 s, doubling, capped at 1 h. */

@@ -8,7 +8,7 @@ import { hostname } from "node:os";
 import pg from "pg";
 import { WAKE_CHANNEL } from "./queue";
 import type { NormalizedRetryPolicy, RetryPolicy } from "./types";
-import { normalizeRetryPolicy } from "./validate";
+import { LIMITS, normalizeRetryPolicy } from "./validate";
 import {
   DEFAULT_RETRY_POLICY,
   DeadlineExceededError,
@@ -17,6 +17,7 @@ import {
   isTransientDbError,
   LeaseLostError,
   longTimeout,
+  NotStorableError,
   sleep,
   summarizeError,
   toJsonText,
@@ -128,6 +129,11 @@ export interface WorkerOptions {
   reapIntervalMs?: number;
   /** After a handler's signal fires, how long to wait for it to settle, in ms. Default 5,000. */
   abortGraceMs?: number;
+  /**
+   * Largest handler result (and checkpoint value) stored, in bytes of JSON, 2..268,435,456. Default
+   * 1 MiB, as for payloads. A larger or unstorable result fails the attempt with `NotStorableError`.
+   */
+  maxResultBytes?: number;
   /** Retry policy for jobs enqueued without one. Default exponential: 1 s, x2, capped at 1 h. */
   defaultRetryPolicy?: RetryPolicy;
   /** LISTEN for wake-ups (`WAKE_CHANNEL`). Default true; false means polling only. */
@@ -150,6 +156,9 @@ export interface WorkerStats {
 }
 
 type StopCause = "execution_timed_out" | "deadline_exceeded" | "lease_lost" | "shutdown";
+
+/** What became of one completion write: recorded, fenced out (stale), or refused for this job alone. */
+type CompleteOutcome = "recorded" | "stale" | { refused: unknown };
 
 interface Running {
   key: string;
@@ -199,6 +208,12 @@ function int(option: string, value: number | undefined, fallback: number, min: n
     throw new WorkerConfigError(option, `must be an integer ${min}..${max} (got ${String(value)})`);
   }
   return v;
+}
+
+/** A refused write's reason in words (the driver error's message, bounded by the error summary). */
+function describeRefusal(err: unknown): string {
+  const summary = summarizeError(err);
+  return summary.code ? `${summary.message} (SQLSTATE ${summary.code})` : summary.message;
 }
 
 function jobFromClaim(r: ClaimRow): ClaimedJob {
@@ -255,6 +270,7 @@ export class Worker {
   private readonly pollIntervalMs: number;
   private readonly reapIntervalMs: number;
   private readonly abortGraceMs: number;
+  private readonly maxResultBytes: number;
   private readonly defaultPolicyJson: string;
   private readonly listenEnabled: boolean;
   private readonly onEvent: (e: WorkerEvent) => void;
@@ -276,7 +292,7 @@ export class Worker {
   private heartbeatTimer: NodeJS.Timeout | null = null;
   private heartbeating = false;
   private giveUp = false;
-  private completeQueue: Array<{ r: Running; result: string; resolve: (recorded: boolean) => void }> = [];
+  private completeQueue: Array<{ r: Running; result: string; resolve: (outcome: CompleteOutcome) => void }> = [];
   private completing = false;
   private listener: Listener | null = null;
   private stopping: Promise<void> | null = null;
@@ -331,6 +347,13 @@ export class Worker {
     this.pollIntervalMs = int("pollIntervalMs", options.pollIntervalMs, 1000, 10, 3_600_000);
     this.reapIntervalMs = int("reapIntervalMs", options.reapIntervalMs, 1000, 0, 3_600_000);
     this.abortGraceMs = int("abortGraceMs", options.abortGraceMs, 5000, 0, 3_600_000);
+    this.maxResultBytes = int(
+      "maxResultBytes",
+      options.maxResultBytes,
+      LIMITS.defaultPayloadBytes,
+      2,
+      256 * 1024 * 1024,
+    );
     const policy: NormalizedRetryPolicy = options.defaultRetryPolicy
       ? (normalizeRetryPolicy(options.defaultRetryPolicy) as NormalizedRetryPolicy)
       : DEFAULT_RETRY_POLICY;
@@ -613,18 +636,26 @@ export class Worker {
     }
     let text: string;
     try {
-      text = toJsonText(outcome.value, `the result of job ${job.id}`);
+      text = toJsonText(outcome.value, `the result of job ${job.id}`, this.maxResultBytes);
     } catch (err) {
       await this.fail(r, summarizeError(err), "error");
       return;
     }
-    const recorded = await this.complete(r, text);
-    if (recorded) {
+    const written = await this.complete(r, text);
+    if (written === "recorded") {
       this.counters.succeeded++;
       this.onEvent({ kind: "succeeded", job, durationMs: Date.now() - r.startedAt });
-    } else {
+    } else if (written === "stale") {
       this.counters.stale++;
       this.onEvent({ kind: "stale", job });
+    } else {
+      // PostgreSQL refused this result (it passed our checks, so the rules disagree somewhere):
+      // the attempt fails with the reason instead of waiting for its lease to lapse.
+      await this.fail(
+        r,
+        summarizeError(new NotStorableError(`the result of job ${job.id}`, describeRefusal(written.refused))),
+        "error",
+      );
     }
   }
 
@@ -662,7 +693,7 @@ export class Worker {
           }),
         );
         if (stored.rows[0]) return stored.rows[0].value as T;
-        const text = toJsonText(await fn(), `checkpoint ${JSON.stringify(name)}`);
+        const text = toJsonText(await fn(), `checkpoint ${JSON.stringify(name)}`, this.maxResultBytes);
         const saved = await this.retrying(r, () =>
           this.pool.query<{ status: "saved" | "exists" | "stale"; value: unknown }>({
             name: "workhorse_save_checkpoint",
@@ -715,43 +746,64 @@ export class Worker {
     }
   }
 
-  private complete(r: Running, result: string): Promise<boolean> {
+  private complete(r: Running, result: string): Promise<CompleteOutcome> {
     return new Promise((resolve) => {
       this.completeQueue.push({ r, result, resolve });
       if (!this.completing) void this.drainCompletions();
     });
   }
 
-  /** One completion statement in flight at a time, carrying everything that finished meanwhile. */
+  /**
+   * One completion statement in flight at a time, carrying everything that finished meanwhile. If
+   * PostgreSQL refuses the batch (not a lost connection, which `persist` retries), each job is
+   * written alone, so one bad row costs no other job anything.
+   */
   private async drainCompletions(): Promise<void> {
     this.completing = true;
     try {
       while (this.completeQueue.length > 0) {
         const batch = this.completeQueue.splice(0, COMPLETE_BATCH);
-        let recorded: Set<string>;
         try {
-          const { rows } = await this.persist(() =>
-            this.pool.query<{ id: string }>({
-              name: "workhorse_complete_jobs",
-              text: SQL.complete,
-              values: [
-                batch.map((b) => b.r.job.id),
-                batch.map((b) => b.r.job.attempt),
-                batch.map((b) => b.r.job.leaseOwner),
-                batch.map((b) => b.result),
-              ],
-            }),
-          );
-          recorded = new Set(rows.map((row) => row.id));
+          const recorded = await this.writeCompletions(batch);
+          for (const b of batch) b.resolve(recorded.has(b.r.job.id) ? "recorded" : "stale");
         } catch (err) {
-          this.report(err);
-          recorded = new Set();
+          if (batch.length === 1 || isTransientDbError(err)) {
+            this.report(err);
+            for (const b of batch)
+              b.resolve(batch.length === 1 && !isTransientDbError(err) ? { refused: err } : "stale");
+            continue;
+          }
+          for (const b of batch) {
+            try {
+              const recorded = await this.writeCompletions([b]);
+              b.resolve(recorded.has(b.r.job.id) ? "recorded" : "stale");
+            } catch (one) {
+              this.report(one);
+              b.resolve(isTransientDbError(one) ? "stale" : { refused: one });
+            }
+          }
         }
-        for (const b of batch) b.resolve(recorded.has(b.r.job.id));
       }
     } finally {
       this.completing = false;
     }
+  }
+
+  /** `workhorse.complete_jobs` for these attempts; the ids whose outcome was recorded (fenced by lease). */
+  private async writeCompletions(batch: Array<{ r: Running; result: string }>): Promise<Set<string>> {
+    const { rows } = await this.persist(() =>
+      this.pool.query<{ id: string }>({
+        name: "workhorse_complete_jobs",
+        text: SQL.complete,
+        values: [
+          batch.map((b) => b.r.job.id),
+          batch.map((b) => b.r.job.attempt),
+          batch.map((b) => b.r.job.leaseOwner),
+          batch.map((b) => b.result),
+        ],
+      }),
+    );
+    return new Set(rows.map((row) => row.id));
   }
 
   private async fail(r: Running, error: ErrorSummary, cause: FailureCause): Promise<void> {
