@@ -11,7 +11,15 @@ import {
   sqlStateOf,
   WorkhorseDatabaseError,
 } from "./errors";
-import { identify } from "./keys";
+import {
+  type InstallationRow,
+  KeyRing,
+  keyDigestOf,
+  keyLengthOf,
+  keyPreviewOf,
+  legacyKeyHash,
+  parseKeySecret,
+} from "./keys";
 import {
   type Observation,
   ObservationRecorder,
@@ -87,6 +95,13 @@ export interface QueueOptions {
   maintenance?: false | { intervalMs?: number; observationRetentionMs?: number; batchSize?: number };
   /** Send a wake-up NOTIFY after accepted jobs commit (coalesced, off the commit path). Default true. */
   notify?: boolean;
+  /**
+   * The installation secret that keys the key hashes, kept outside the database: 64 hex characters
+   * or a 32-byte Buffer. Default: `process.env.WORKHORSE_KEY_SECRET`, else the secret that the first
+   * `migrate()` stored in `workhorse.installation`. Every process of one installation must use the
+   * same secret, or keys stop replaying across them.
+   */
+  keySecret?: string | Buffer;
 }
 
 /** Channel that workers LISTEN on; the payload is the queue name. */
@@ -98,6 +113,25 @@ const ENQUEUE_ONE_SQL = `select 1 as ordinal, job_id, outcome, request_digest
   from workhorse.enqueue_one($1::uuid, $2::text, $3::text, $4::jsonb, $5::timestamptz, $6::integer, $7::jsonb,
     $8::timestamptz, $9::bigint, $10::text, $11::text[], $12::text, $13::text, $14::bytea, $15::text, $16::integer,
     $17::bigint, $18::text[], $19::boolean)`;
+
+// While bindings made before the HMAC upgrade may be live: if the legacy SHA-256 hash ($20) has a
+// live binding, the decision runs on that binding instead (replay or conflict), so an old key never
+// gets a second job. FOR KEY SHARE keeps a purge or cleanup from removing it before the decision
+// reads it (same transaction, same now()). Only used inside the legacy window: no cost afterwards.
+const LEGACY_HASH_ONE = `coalesce((select b.key_hash from workhorse.idempotency_binding b
+    where b.scope = $13::text and b.key_hash = $20::bytea and b.expires_at > now() for key share), $14::bytea)`;
+const ENQUEUE_ONE_LEGACY_SQL = ENQUEUE_ONE_SQL.replace("$14::bytea", LEGACY_HASH_ONE);
+const ENQUEUE_BATCH_LEGACY_SQL = `select ordinal, job_id, outcome, request_digest from workhorse.enqueue(
+  (select jsonb_agg(case when l.key_hash is null then r.v - 'legacy_key_hash'
+                         else (r.v - 'legacy_key_hash') || jsonb_build_object('key_hash', encode(l.key_hash, 'hex')) end
+                    order by r.n)
+     from jsonb_array_elements($1::jsonb) with ordinality as r(v, n)
+     left join lateral (
+       select b.key_hash from workhorse.idempotency_binding b
+        where r.v ? 'legacy_key_hash' and b.scope = r.v->>'scope'
+          and b.key_hash = decode(r.v->>'legacy_key_hash', 'hex') and b.expires_at > now()
+        for key share) l on true),
+  $2::boolean)`;
 
 interface EnqueueRow {
   ordinal: number;
@@ -134,6 +168,7 @@ class Shared {
       maxPayloadBytes: number;
       source: string | null;
       notify: boolean;
+      keys: KeyRing;
       maintenance: false | { intervalMs: number; observationRetentionMs: number; batchSize: number };
     },
     observations: ObservationRecorderOptions | undefined,
@@ -212,7 +247,7 @@ class Shared {
 /** Parameters of workhorse.enqueue_one() for one normalised request. */
 function oneRequestValues(r: NormalizedRequest, notify: boolean): unknown[] {
   const k = r.keyed;
-  return [
+  const values = [
     uuidv7(),
     r.queue,
     r.type,
@@ -233,6 +268,8 @@ function oneRequestValues(r: NormalizedRequest, notify: boolean): unknown[] {
     k?.fieldDigests ?? null,
     notify,
   ];
+  if (k?.key.legacyKeyHash) values.push(k.key.legacyKeyHash);
+  return values;
 }
 
 function buildRequestsJson(requests: readonly NormalizedRequest[]): string {
@@ -259,6 +296,7 @@ function buildRequestsJson(requests: readonly NormalizedRequest[]): string {
       key_length: k?.key.keyLength ?? null,
       ttl_ms: k?.ttlMs ?? null,
       field_digests: k?.fieldDigests ?? null,
+      ...(k?.key.legacyKeyHash ? { legacy_key_hash: k.key.legacyKeyHash.toString("hex") } : {}),
     });
     parts.push(`${head.slice(0, -1)},"payload":${r.payloadJson}}`);
   }
@@ -405,6 +443,7 @@ export class QueueOperations {
 
   /** Like `enqueue`, and says what PostgreSQL decided: `{ jobId, outcome }` (`accepted` | `replayed`). */
   async enqueueWithResult(type: string, payload: unknown, options?: EnqueueOptions): Promise<EnqueueResult> {
+    if (!this.shared.config.keys.loaded) await this.loadKeys();
     const request = normalizeRequest(type, payload, options, this.shared.config);
     const [result] = await this.run([request]);
     return result as EnqueueResult;
@@ -435,6 +474,7 @@ export class QueueOperations {
       ]);
     }
     if (requests.length === 0) return [];
+    if (!this.shared.config.keys.loaded) await this.loadKeys();
     const normalized: NormalizedRequest[] = [];
     let totalBytes = 0;
     for (let i = 0; i < requests.length; i++) {
@@ -480,17 +520,18 @@ export class QueueOperations {
     try {
       // One request: the scalar hot path (a named statement, so its plan is cached per connection).
       // A batch: one set-based statement; left unnamed so each batch is planned for its own size.
-      const res =
-        requests.length === 1
-          ? await this.exec.query<EnqueueRow>({
-              name: "workhorse_enqueue_one",
-              text: ENQUEUE_ONE_SQL,
-              values: oneRequestValues(requests[0] as NormalizedRequest, notifyInside),
-            })
-          : await this.exec.query<EnqueueRow>({
-              text: ENQUEUE_BATCH_SQL,
-              values: [buildRequestsJson(requests), notifyInside],
-            });
+      const one = requests.length === 1 ? (requests[0] as NormalizedRequest) : null;
+      const legacy = one ? !!one.keyed?.key.legacyKeyHash : requests.some((r) => r.keyed?.key.legacyKeyHash);
+      const res = one
+        ? await this.exec.query<EnqueueRow>({
+            name: legacy ? "workhorse_enqueue_one_legacy" : "workhorse_enqueue_one",
+            text: legacy ? ENQUEUE_ONE_LEGACY_SQL : ENQUEUE_ONE_SQL,
+            values: oneRequestValues(one, notifyInside),
+          })
+        : await this.exec.query<EnqueueRow>({
+            text: legacy ? ENQUEUE_BATCH_LEGACY_SQL : ENQUEUE_BATCH_SQL,
+            values: [buildRequestsJson(requests), notifyInside],
+          });
       rows = res.rows;
     } catch (err) {
       throw this.translate(err, requests);
@@ -611,15 +652,54 @@ export class QueueOperations {
    */
   async findBinding(input: { key: string; scope?: string }): Promise<BindingInfo | null> {
     const { key, scope } = parseScopedKey(input);
-    const id = identify(scope, key);
+    if (!this.shared.config.keys.loaded) await this.loadKeys();
+    // Both hashes: a binding made before the HMAC upgrade is found too. The live one wins.
     const { rows } = await this.sql<BindingRow>("findBinding", {
       name: "workhorse_find_binding",
       text: `select b.scope, b.key_hash, b.job_id, b.mode, b.key_preview, b.key_length, b.request_digest, b.ttl_ms,
                     b.created_at, b.expires_at, b.expires_at <= now() as expired
-               from workhorse.idempotency_binding b where b.scope = $1 and b.key_hash = $2`,
-      values: [id.scope, id.keyHash],
+               from workhorse.idempotency_binding b where b.scope = $1 and b.key_hash = any($2::bytea[])
+              order by b.expires_at desc limit 1`,
+      values: [scope, [this.shared.config.keys.hash(scope, key), legacyKeyHash(scope, key)]],
     });
     return rows[0] ? bindingFromRow(rows[0]) : null;
+  }
+
+  /**
+   * What operators may see of a scoped key: scope, preview, digest (of this installation's keyed
+   * hash) and length, plus `legacyKeyDigest`, the digest the key had before the HMAC upgrade (bindings
+   * and events made before it carry that one). Never the key or the installation secret.
+   */
+  async describeKey(input: { key: string; scope?: string }): Promise<{
+    scope: string;
+    keyPreview: string;
+    keyDigest: string;
+    keyLength: number;
+    legacyKeyDigest: string;
+  }> {
+    const { key, scope } = parseScopedKey(input);
+    if (!this.shared.config.keys.loaded) await this.loadKeys();
+    return {
+      scope,
+      keyPreview: keyPreviewOf(key),
+      keyDigest: keyDigestOf(this.shared.config.keys.hash(scope, key)),
+      keyLength: keyLengthOf(key),
+      legacyKeyDigest: keyDigestOf(legacyKeyHash(scope, key)),
+    };
+  }
+
+  /** Reads the installation secret (unless one was supplied) and the legacy window, once per Queue. */
+  private loadKeys(): Promise<void> {
+    return this.shared.config.keys.load(async (external): Promise<InstallationRow> => {
+      const { rows } = await this.sql<InstallationRow>("reading the installation key", {
+        text: `select ${external ? "null::bytea" : "key_secret"} as key_secret,
+                      coalesce(greatest(0, extract(epoch from legacy_key_hashes_until - now()) * 1000), 0)::float8 as legacy_ms
+                 from workhorse.installation`,
+      });
+      const row = rows[0];
+      if (!row) throw new WorkhorseDatabaseError("workhorse.installation is empty: run migrate() first", null);
+      return row;
+    });
   }
 
   /**
@@ -782,6 +862,16 @@ export class Queue extends QueueOperations {
         ? false
         : parseMaintenanceOptions(maintenanceConfigSchema, options.maintenance, "maintenance");
     const source = options.source === undefined ? null : sourceLabel.safeParse(options.source);
+    const outside = options.keySecret ?? process.env.WORKHORSE_KEY_SECRET;
+    const keySecret = outside === undefined || outside === "" ? null : parseKeySecret(outside);
+    if (outside !== undefined && outside !== "" && !keySecret) {
+      throw new EnqueueValidationError([
+        {
+          option: options.keySecret === undefined ? "WORKHORSE_KEY_SECRET" : "keySecret",
+          rule: "must be 64 hexadecimal characters (32 bytes), e.g. from `openssl rand -hex 32`",
+        },
+      ]);
+    }
     if (source && !source.success) {
       throw new EnqueueValidationError([{ option: "source", rule: source.error.issues[0]?.message ?? "is invalid" }]);
     }
@@ -791,6 +881,7 @@ export class Queue extends QueueOperations {
         maxPayloadBytes,
         source: source ? source.data : null,
         notify: options.notify ?? true,
+        keys: new KeyRing(keySecret),
         maintenance,
       },
       options.observations,
