@@ -58,7 +58,7 @@ export function proxy(request: NextRequest): NextResponse {
   requestHeaders.set("content-security-policy", csp);
   const response = NextResponse.next({ request: { headers: requestHeaders } });
   response.headers.set("content-security-policy", csp);
-  if (https) response.headers.set("strict-transport-security", "max-age=31536000; includeSubDomains");
+  if (https) response.headers.set("strict-transport-security", "max-age=31536000");
   return response;
 }
 
