@@ -20,7 +20,8 @@ function contentSecurityPolicy(nonce: string, https: boolean, dev: boolean): str
   return [
     "default-src 'self'",
     `script-src 'self' 'nonce-${nonce}' 'strict-dynamic'${dev ? " 'unsafe-eval'" : ""}`,
-    `style-src 'self' 'nonce-${nonce}'`,
+    // Development mode injects <style> elements without a nonce (hot reload, error overlay).
+    dev ? "style-src 'self' 'unsafe-inline'" : `style-src 'self' 'nonce-${nonce}'`,
     // React writes style="" attributes (e.g. the route announcer); they cannot run script.
     "style-src-attr 'unsafe-inline'",
     "img-src 'self' data: blob:",
