@@ -7,6 +7,7 @@ import { inspect } from "node:util";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
 import { EnqueueIdempotencyConflictError, EnqueueValidationError, migrate, Queue } from "../lib/enqueue";
+import { KeyRing } from "../lib/enqueue/keys";
 import { migrations } from "../lib/enqueue/migrations.generated";
 import { dropDatabase, setupQueueTests } from "./helpers";
 
@@ -291,5 +292,22 @@ describe("upgrading from plain SHA-256 key hashes", () => {
     await migrate(db.pool);
     const { rows } = await db.pool.query("select legacy_key_hashes_until from workhorse.installation");
     expect(rows).toEqual([{ legacy_key_hashes_until: null }]);
+  });
+
+  test("the legacy hash is computed only while the window is open, then never again", async () => {
+    const secret = randomBytes(32);
+    const ring = new KeyRing(null);
+    expect(() => ring.identify("s", "k")).toThrow(/not loaded/);
+    await ring.load(async () => ({ key_secret: secret, legacy_ms: 300 }));
+    // Open window (300 ms + the 5 s margin).
+    expect(ring.identify("s", "k").legacyKeyHash?.equals(sha256("s", "k"))).toBe(true);
+    expect(ring.identify("s", "k").keyHash.equals(hmac(secret, "s", "k"))).toBe(true);
+    expect(ring.legacyWindowOpen(Date.now() + 5_200)).toBe(true);
+    expect(ring.legacyWindowOpen(Date.now() + 5_400)).toBe(false);
+    // No window: no legacy hash at all (the enqueue statements are the ones without the probe).
+    const fresh = new KeyRing(null);
+    await fresh.load(async () => ({ key_secret: secret, legacy_ms: 0 }));
+    expect(fresh.identify("s", "k").legacyKeyHash).toBeNull();
+    expect(fresh.legacyWindowOpen()).toBe(false);
   });
 });
