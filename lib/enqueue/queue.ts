@@ -11,6 +11,7 @@ import {
   sqlStateOf,
   WorkhorseDatabaseError,
 } from "./errors";
+import { ENQUEUE_BATCH_LEGACY_SQL, installationSql, withLegacyProbe } from "./key-upgrade";
 import {
   type InstallationRow,
   KeyRing,
@@ -114,24 +115,7 @@ const ENQUEUE_ONE_SQL = `select 1 as ordinal, job_id, outcome, request_digest
     $8::timestamptz, $9::bigint, $10::text, $11::text[], $12::text, $13::text, $14::bytea, $15::text, $16::integer,
     $17::bigint, $18::text[], $19::boolean)`;
 
-// While bindings made before the HMAC upgrade may be live: if the legacy SHA-256 hash ($20) has a
-// live binding, the decision runs on that binding instead (replay or conflict), so an old key never
-// gets a second job. FOR KEY SHARE keeps a purge or cleanup from removing it before the decision
-// reads it (same transaction, same now()). Only used inside the legacy window: no cost afterwards.
-const LEGACY_HASH_ONE = `coalesce((select b.key_hash from workhorse.idempotency_binding b
-    where b.scope = $13::text and b.key_hash = $20::bytea and b.expires_at > now() for key share), $14::bytea)`;
-const ENQUEUE_ONE_LEGACY_SQL = ENQUEUE_ONE_SQL.replace("$14::bytea", LEGACY_HASH_ONE);
-const ENQUEUE_BATCH_LEGACY_SQL = `select ordinal, job_id, outcome, request_digest from workhorse.enqueue(
-  (select jsonb_agg(case when l.key_hash is null then r.v - 'legacy_key_hash'
-                         else (r.v - 'legacy_key_hash') || jsonb_build_object('key_hash', encode(l.key_hash, 'hex')) end
-                    order by r.n)
-     from jsonb_array_elements($1::jsonb) with ordinality as r(v, n)
-     left join lateral (
-       select b.key_hash from workhorse.idempotency_binding b
-        where r.v ? 'legacy_key_hash' and b.scope = r.v->>'scope'
-          and b.key_hash = decode(r.v->>'legacy_key_hash', 'hex') and b.expires_at > now()
-        for key share) l on true),
-  $2::boolean)`;
+const ENQUEUE_ONE_LEGACY_SQL = withLegacyProbe(ENQUEUE_ONE_SQL);
 
 interface EnqueueRow {
   ordinal: number;
@@ -692,9 +676,7 @@ export class QueueOperations {
   private loadKeys(): Promise<void> {
     return this.shared.config.keys.load(async (external): Promise<InstallationRow> => {
       const { rows } = await this.sql<InstallationRow>("reading the installation key", {
-        text: `select ${external ? "null::bytea" : "key_secret"} as key_secret,
-                      coalesce(greatest(0, extract(epoch from legacy_key_hashes_until - now()) * 1000), 0)::float8 as legacy_ms
-                 from workhorse.installation`,
+        text: installationSql(external),
       });
       const row = rows[0];
       if (!row) throw new WorkhorseDatabaseError("workhorse.installation is empty: run migrate() first", null);
