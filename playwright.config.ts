@@ -42,6 +42,8 @@ export default defineConfig({
         { name: "flows", testMatch: /console-flows\.spec\.ts/ },
         { name: "readonly", testMatch: /readonly\.spec\.ts/, use: { baseURL: readonlyURL } },
         { name: "contrast", testMatch: /contrast\.spec\.ts/, dependencies: ["flows"] },
+        { name: "security", testMatch: /security\.spec\.ts/ },
+        { name: "own-console", testMatch: /own-console\.spec\.ts/ },
         { name: "no-raw-keys", testMatch: /no-raw-keys\.spec\.ts/, dependencies: ["flows", "readonly"] },
       ],
 });

@@ -13,14 +13,19 @@ export const NAV = [
   { href: "/queues", label: "Queues" },
   { href: "/audit", label: "Audit log" },
   { href: "/maintenance", label: "Maintenance" },
+  { href: "/sessions", label: "Sessions" },
 ] as const;
 
-export function Nav() {
+/** Links that lead only to mutations, hidden in read-only mode. */
+const MUTATION_ONLY = new Set<string>(["/enqueue"]);
+
+export function Nav({ readOnly, signIn }: { readOnly: boolean; signIn: boolean }) {
   const path = usePathname();
+  const items = NAV.filter((i) => !(readOnly && MUTATION_ONLY.has(i.href)) && (signIn || i.href !== "/sessions"));
   return (
     <nav aria-label="Console" className="-mx-1 overflow-x-auto">
       <ul className="flex gap-1 px-1 pb-1 text-sm whitespace-nowrap">
-        {NAV.map((item) => {
+        {items.map((item) => {
           const active = item.href === "/" ? path === "/" : path === item.href || path.startsWith(`${item.href}/`);
           return (
             <li key={item.href}>

@@ -67,3 +67,21 @@ test("read-only mode hides purge and refuses a purge request sent anyway", async
   expect(after?.state).toBe("ready");
   expect((await queue.findBinding({ key: KEYS.purgeSeed, scope: SCOPE }))?.jobId).toBe(jobId);
 });
+
+test("read-only mode hides what it refuses: no enqueue tab or button, no purge wording", async ({ page }) => {
+  await page.goto("/sign-in");
+  await page.getByLabel("Your name").fill("readonly-operator");
+  await page.getByLabel("Password").fill(PASSWORD);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await expect(page.getByText("Read-only mode")).toBeVisible();
+  const nav = page.getByRole("navigation", { name: "Console" });
+  await expect(nav.getByRole("link", { name: "Jobs" })).toBeVisible();
+  await expect(nav.getByRole("link", { name: "Enqueue test job" })).toHaveCount(0);
+  await page.goto("/jobs");
+  await expect(page.getByRole("heading", { name: "Jobs" })).toBeVisible();
+  await expect(page.getByRole("link", { name: /enqueue a test job/i })).toHaveCount(0);
+  await page.goto("/queues");
+  await expect(page.getByRole("heading", { name: "Queues" })).toBeVisible();
+  // The banner says purge is disabled; the page itself no longer describes purging.
+  await expect(page.getByRole("main").getByText(/purg/i)).toHaveCount(0);
+});

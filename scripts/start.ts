@@ -16,6 +16,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
+import { isIP } from "node:net";
 import path from "node:path";
 import pg from "pg";
 import { consoleConfig, hashPassword, isLoopbackHost } from "../lib/console/config";
@@ -49,6 +50,7 @@ function newestSource(): number {
     "lib",
     "public",
     "next.config.js",
+    "proxy.ts",
     "postcss.config.mjs",
     "tsconfig.json",
     "package.json",
@@ -114,6 +116,19 @@ async function main(): Promise<void> {
     return;
   }
 
+  const proxies = (process.env.WORKHORSE_TRUSTED_PROXY ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const badProxy = proxies.find((p) => isIP(p) === 0);
+  if (badProxy !== undefined) {
+    process.stderr.write(
+      `[workhorse] WORKHORSE_TRUSTED_PROXY must list the proxy's IP addresses, comma-separated; "${badProxy}" is not one.\n`,
+    );
+    process.exitCode = 2;
+    return;
+  }
+
   let databaseUrl = process.env.DATABASE_URL;
   let startedPg = false;
   if (!databaseUrl) {
@@ -174,9 +189,11 @@ async function main(): Promise<void> {
       return;
     }
   }
-  child = spawn(process.execPath, [nextBin, dev ? "dev" : "start", "-H", host, "-p", String(port)], {
+  // scripts/serve.ts rather than `next start`: it decides client address and origin from the socket
+  // (forwarded headers only from WORKHORSE_TRUSTED_PROXY) before Next.js sees the request.
+  child = spawn(process.execPath, ["--import", "tsx", "scripts/serve.ts", ...(dev ? ["--dev"] : [])], {
     cwd: root,
-    env: { ...env, NODE_ENV: dev ? "development" : "production" },
+    env: { ...env, HOST: host, PORT: String(port), NODE_ENV: dev ? "development" : "production" },
     stdio: "inherit",
   });
   child.on("exit", (code) => {

@@ -1,6 +1,7 @@
 import type { ReactNode } from "react";
 import { signOut } from "@/app/sign-in/actions";
 import { Nav } from "@/components/nav";
+import { ReadOnlyProvider } from "@/components/read-only";
 import { LiveIndicator } from "@/components/refresh-policy";
 import { requireViewer } from "@/lib/console/session";
 
@@ -31,7 +32,7 @@ export default async function ConsoleLayout({ children }: { children: ReactNode 
               )}
             </div>
           </div>
-          <Nav />
+          <Nav readOnly={viewer.readOnly} signIn={!viewer.passwordless} />
         </div>
       </header>
       {viewer.passwordless ? (
@@ -49,7 +50,9 @@ export default async function ConsoleLayout({ children }: { children: ReactNode 
           maintenance are disabled.
         </div>
       ) : null}
-      <main className="mx-auto max-w-7xl px-3 py-6 sm:px-6">{children}</main>
+      <main className="mx-auto max-w-7xl px-3 py-6 sm:px-6">
+        <ReadOnlyProvider readOnly={viewer.readOnly}>{children}</ReadOnlyProvider>
+      </main>
     </div>
   );
 }

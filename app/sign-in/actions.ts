@@ -1,11 +1,12 @@
 "use server";
-import { headers } from "next/headers";
 import { redirect } from "next/navigation";
 import { z } from "zod";
 import type { SignInState } from "@/lib/console/action-state";
 import { consoleConfig, passwordMatches } from "@/lib/console/config";
+import { consoleDb } from "@/lib/console/db";
 import { signInLimiter } from "@/lib/console/rate-limit";
-import { getSession, sameOrigin } from "@/lib/console/session";
+import { getSession, requestInfo, sameOriginRequest } from "@/lib/console/session";
+import { createSession, deleteSession, lookupSession, passwordFingerprint } from "@/lib/console/sessions";
 
 const form = z.object({
   actor: z
@@ -20,18 +21,8 @@ const form = z.object({
 export async function signIn(_prev: SignInState, data: FormData): Promise<SignInState> {
   const cfg = consoleConfig();
   if (!cfg.password) redirect("/");
-  const h = await headers();
-  if (!sameOrigin(h.get("origin"), h.get("x-forwarded-host") ?? h.get("host"))) {
+  if (!(await sameOriginRequest())) {
     return { status: "error", message: "Sign-in is accepted from this console's own page only.", fieldErrors: {} };
-  }
-  const client = h.get("x-forwarded-for")?.split(",")[0]?.trim() || h.get("x-real-ip") || "unknown";
-  const wait = signInLimiter.retryAfterMs(client);
-  if (wait > 0) {
-    return {
-      status: "error",
-      message: `Too many failed sign-ins. Try again in ${Math.ceil(wait / 1000)} seconds.`,
-      fieldErrors: {},
-    };
   }
   const parsed = form.safeParse({ actor: data.get("actor") ?? "", password: data.get("password") ?? "" });
   if (!parsed.success) {
@@ -39,21 +30,61 @@ export async function signIn(_prev: SignInState, data: FormData): Promise<SignIn
     for (const i of parsed.error.issues) fieldErrors[String(i.path[0])] ??= i.message;
     return { status: "error", message: "Check the highlighted fields.", fieldErrors };
   }
+  // Keyed on the address the server saw on the socket (or a trusted proxy's report), never on a
+  // header the client chose.
+  const { clientAddress } = await requestInfo();
+  const verdict = signInLimiter.check(clientAddress, parsed.data.actor);
+  if (verdict.refuseMs > 0) {
+    return {
+      status: "error",
+      message: `Too many failed sign-ins from your address. Try again in ${Math.ceil(verdict.refuseMs / 1000)} seconds.`,
+      fieldErrors: {},
+    };
+  }
+  if (verdict.delayMs > 0) await new Promise((r) => setTimeout(r, verdict.delayMs));
   if (!passwordMatches(cfg.password, parsed.data.password)) {
-    signInLimiter.fail(client);
+    signInLimiter.fail(clientAddress, parsed.data.actor);
     await new Promise((r) => setTimeout(r, 250));
     return { status: "error", message: "Wrong password.", fieldErrors: { password: "Wrong password" } };
   }
-  signInLimiter.succeed(client);
+  signInLimiter.succeed(clientAddress);
+  const { pool, queue } = await consoleDb();
+  const { id } = await createSession(pool, {
+    actor: parsed.data.actor,
+    fingerprint: passwordFingerprint(cfg.password, cfg.sessionSecret),
+    clientAddress,
+  });
+  await queue.recordOperatorAction({
+    actor: parsed.data.actor,
+    action: "sign_in",
+    target: "console",
+    result: { status: "ok", clientAddress },
+  });
   const session = await getSession();
-  session.actor = parsed.data.actor;
-  session.signedInAt = Date.now();
+  if (session.sid) await deleteSession(pool, session.sid);
+  session.sid = id;
   await session.save();
   redirect("/");
 }
 
+/** Ends this session on the server (its row is deleted, so a copy of the cookie stops working too). */
 export async function signOut(): Promise<void> {
   const session = await getSession();
+  if (session.sid && (await sameOriginRequest())) {
+    const { pool, queue } = await consoleDb();
+    const cfg = consoleConfig();
+    const row = cfg.password
+      ? await lookupSession(pool, session.sid, passwordFingerprint(cfg.password, cfg.sessionSecret))
+      : null;
+    if (await deleteSession(pool, session.sid)) {
+      await queue.recordOperatorAction({
+        actor: row?.actor ?? "unknown",
+        action: "sign_out",
+        target: "console",
+        result: { status: "ok" },
+      });
+    }
+  }
   session.destroy();
   redirect("/sign-in");
 }

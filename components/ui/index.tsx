@@ -1,5 +1,4 @@
 /** Presentational primitives (server- and client-safe). Colours chosen for WCAG AA on white. */
-import Link from "next/link";
 import type { ReactNode } from "react";
 
 export function cx(...parts: (string | false | null | undefined)[]): string {
@@ -123,18 +122,7 @@ export function EmptyState({ title, children }: { title: string; children?: Reac
   );
 }
 
-export function DemoHint() {
-  return (
-    <>
-      Run <code className="rounded bg-slate-100 px-1 py-0.5 text-slate-900">npm run demo</code> in another terminal to
-      fill the console with realistic traffic, or{" "}
-      <Link className="text-blue-700 underline" href="/enqueue">
-        enqueue a test job
-      </Link>
-      .
-    </>
-  );
-}
+export { DemoHint } from "../read-only";
 
 export function Notice({
   tone = "info",

@@ -6,15 +6,15 @@
  * 1. A private embedded PostgreSQL (lib/db startPrivateServer, temp dir, deleted after), migrated.
  * 2. Seeds with set-based SQL (insert … select generate_series): N jobs with time-ordered UUIDv7
  *    ids over the last ~14 hours, one `enqueued` event each, and N bindings (one per job; half live,
- *    half expired) whose key hashes are SHA-256(scope ‖ 0x1F ‖ key) as the core computes them.
+ *    half expired) whose key hashes are SHA-256(scope ‖ 0x1F ‖ key), as versions before the keyed
+ *    HMAC computed them (find-by-key looks up both the keyed and the legacy hash).
  *    Then VACUUM ANALYZE.
- * 3. Starts the built console (`next start`, loopback, no password) on that database and times,
+ * 3. Starts the built console (scripts/serve.ts, loopback, no password) on that database and times,
  *    server side (first byte to last byte over loopback, no browser), the median of `runs` requests:
  *    GET /jobs, GET /jobs?after=<cursor>, GET /jobs?state=scheduled, GET /api/jobs, and the
  *    find-by-key server action (POST, captured once from a real browser submit, then replayed).
  */
 import { spawn } from "node:child_process";
-import { createRequire } from "node:module";
 import net from "node:net";
 import path from "node:path";
 import { chromium } from "@playwright/test";
@@ -107,10 +107,16 @@ async function main() {
   );
 
   const port = await freePort();
-  const nextBin = createRequire(import.meta.url).resolve("next/dist/bin/next");
-  const server = spawn(process.execPath, [nextBin, "start", "-H", "127.0.0.1", "-p", String(port)], {
+  const server = spawn(process.execPath, ["--import", "tsx", "scripts/serve.ts"], {
     cwd: root,
-    env: { ...process.env, NODE_ENV: "production", DATABASE_URL: url, WORKHORSE_CONSOLE_PASSWORD: "" },
+    env: {
+      ...process.env,
+      NODE_ENV: "production",
+      DATABASE_URL: url,
+      WORKHORSE_CONSOLE_PASSWORD: "",
+      HOST: "127.0.0.1",
+      PORT: String(port),
+    },
     stdio: ["ignore", "ignore", "inherit"],
   });
   const base = `http://127.0.0.1:${port}`;

@@ -97,7 +97,15 @@ export function parseObservationFilters(params: RawParams): ObservationFilters {
   };
 }
 
-export const AUDIT_ACTIONS = ["enqueue_test", "purge_job", "purge_queue", "run_maintenance"] as const;
+export const AUDIT_ACTIONS = [
+  "enqueue_test",
+  "purge_job",
+  "purge_queue",
+  "run_maintenance",
+  "sign_in",
+  "sign_out",
+  "sign_out_everywhere",
+] as const;
 
 export interface AuditFilters {
   action?: (typeof AUDIT_ACTIONS)[number];

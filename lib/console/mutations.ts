@@ -11,10 +11,6 @@ import {
   type EnqueueOptions,
   EnqueueValidationError,
   JobNotFoundError,
-  keyDigestOf,
-  keyHash,
-  keyLengthOf,
-  keyPreviewOf,
   PurgeNotAllowedError,
   type Queue,
   withPoolClient,
@@ -173,12 +169,13 @@ export async function enqueueTestJob(queue: Queue, actor: string, form: FormData
   try {
     const result = await queue.enqueueWithResult(f.type, payload, options);
     const scope = f.scope ?? "default";
-    const keyed = f.key
+    const described = f.key ? await queue.describeKey({ key: f.key, scope }) : null;
+    const keyed = described
       ? {
           scope,
-          keyPreview: keyPreviewOf(f.key),
-          keyDigest: keyDigestOf(keyHash(scope, f.key)),
-          keyLength: keyLengthOf(f.key),
+          keyPreview: described.keyPreview,
+          keyDigest: described.keyDigest,
+          keyLength: described.keyLength,
         }
       : null;
     await queue.recordOperatorAction({
@@ -253,7 +250,7 @@ export async function findByKey(queue: Queue, pool: pg.Pool, form: FormData): Pr
     }
     throw err;
   }
-  const digest = keyDigestOf(keyHash(scope, key));
+  const described = await queue.describeKey({ key, scope });
   if (binding) {
     const { rows } = await pool.query<{
       id: string;
@@ -292,9 +289,9 @@ export async function findByKey(queue: Queue, pool: pg.Pool, form: FormData): Pr
   return {
     status: "none",
     scope,
-    keyDigest: digest,
-    keyLength: keyLengthOf(key),
-    history: await keyHistory(pool, scope, digest),
+    keyDigest: described.keyDigest,
+    keyLength: described.keyLength,
+    history: await keyHistory(pool, scope, [described.keyDigest, described.legacyKeyDigest]),
   };
 }
 
@@ -305,7 +302,7 @@ export const HISTORY_TIMEOUT_MS = 500;
  * What became of a key with no binding: the newest `enqueued` event carrying its digest and scope.
  * job_event has no index on the digest, so the search is bounded by a statement timeout.
  */
-async function keyHistory(pool: pg.Pool, scope: string, digest: string): Promise<KeyHistory> {
+async function keyHistory(pool: pg.Pool, scope: string, digests: string[]): Promise<KeyHistory> {
   try {
     return await withPoolClient(
       pool,
@@ -316,9 +313,9 @@ async function keyHistory(pool: pg.Pool, scope: string, digest: string): Promise
           const { rows } = await client.query<{ job_id: string; purged_at: Date | null; expires_at: string | null }>(
             `select e.job_id, j.purged_at, e.data->>'expiresAt' as expires_at
              from workhorse.job_event e left join workhorse.job j on j.id = e.job_id
-            where e.kind = 'enqueued' and e.data->>'keyDigest' = $1 and e.data->>'scope' = $2
+            where e.kind = 'enqueued' and e.data->>'keyDigest' = any($1::text[]) and e.data->>'scope' = $2
             order by e.at desc limit 1`,
-            [digest, scope],
+            [digests, scope],
           );
           await client.query("commit");
           const r = rows[0];

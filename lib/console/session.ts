@@ -2,12 +2,19 @@ import "server-only";
 import { getIronSession, type SessionOptions } from "iron-session";
 import { cookies, headers } from "next/headers";
 import { redirect } from "next/navigation";
+import { cache } from "react";
 import { consoleConfig, isLoopbackHost } from "./config";
+import { consolePool } from "./db";
+import { CLIENT_ADDRESS_HEADER, HOST_HEADER, isSameOrigin, PROTO_HEADER } from "./request-info";
+import { lookupSession, passwordFingerprint, SESSION_MAX_MS, sessionRef } from "./sessions";
 
-/** What the sealed, HttpOnly, SameSite=Strict cookie holds. The actor is what the audit log records. */
+/**
+ * What the sealed, HttpOnly, SameSite=Strict cookie holds: only the id of a row in
+ * `workhorse.console_session` (lib/console/sessions.ts). Who is signed in comes from that row, so
+ * deleting it ends the session even for a copied cookie.
+ */
 export interface SessionData {
-  actor?: string;
-  signedInAt?: number;
+  sid?: string;
 }
 
 export interface Viewer {
@@ -15,6 +22,8 @@ export interface Viewer {
   readOnly: boolean;
   /** No password configured: loopback-only console without sign-in. */
   passwordless: boolean;
+  /** The Sessions page's name for this viewer's session; null without sign-in. */
+  sessionRef: string | null;
 }
 
 export type ViewerResult =
@@ -22,26 +31,42 @@ export type ViewerResult =
   | { status: "signed-out" }
   | { status: "forbidden"; message: string };
 
+/** Over https the cookie is `__Host-` prefixed (Secure, Path=/, no Domain); over plain http it cannot be. */
 export const SESSION_COOKIE = "workhorse_console";
-const SESSION_TTL_S = 12 * 60 * 60;
+export const SECURE_SESSION_COOKIE = "__Host-workhorse_console";
 export const PASSWORDLESS_ACTOR = "local-operator";
+
+/** How the browser reached the console, as scripts/serve.ts determined it. */
+export async function requestInfo(): Promise<{ https: boolean; host: string | null; clientAddress: string }> {
+  const h = await headers();
+  return {
+    https: h.get(PROTO_HEADER) === "https",
+    host: h.get(HOST_HEADER) ?? h.get("host"),
+    clientAddress: h.get(CLIENT_ADDRESS_HEADER) ?? "unknown",
+  };
+}
 
 function sessionOptions(secure: boolean): SessionOptions {
   return {
     password: consoleConfig().sessionSecret,
-    cookieName: SESSION_COOKIE,
-    ttl: SESSION_TTL_S,
+    cookieName: secure ? SECURE_SESSION_COOKIE : SESSION_COOKIE,
+    ttl: SESSION_MAX_MS / 1000,
     cookieOptions: { httpOnly: true, sameSite: "strict", secure, path: "/" },
   };
 }
 
 export async function getSession() {
-  const h = await headers();
-  const secure = h.get("x-forwarded-proto") === "https";
-  return getIronSession<SessionData>(await cookies(), sessionOptions(secure));
+  const { https } = await requestInfo();
+  return getIronSession<SessionData>(await cookies(), sessionOptions(https));
 }
 
-export async function currentViewer(): Promise<ViewerResult> {
+/** The configured password's fingerprint (null without a password). */
+export function currentFingerprint(): string | null {
+  const cfg = consoleConfig();
+  return cfg.password ? passwordFingerprint(cfg.password, cfg.sessionSecret) : null;
+}
+
+async function resolveViewer(): Promise<ViewerResult> {
   const cfg = consoleConfig();
   const h = await headers();
   if (!cfg.password) {
@@ -51,12 +76,27 @@ export async function currentViewer(): Promise<ViewerResult> {
         message: "This console has no password set and serves loopback clients only. Set WORKHORSE_CONSOLE_PASSWORD.",
       };
     }
-    return { status: "ok", viewer: { actor: PASSWORDLESS_ACTOR, readOnly: cfg.readOnly, passwordless: true } };
+    return {
+      status: "ok",
+      viewer: { actor: PASSWORDLESS_ACTOR, readOnly: cfg.readOnly, passwordless: true, sessionRef: null },
+    };
   }
   const session = await getSession();
-  if (!session.actor) return { status: "signed-out" };
-  return { status: "ok", viewer: { actor: session.actor, readOnly: cfg.readOnly, passwordless: false } };
+  if (!session.sid) return { status: "signed-out" };
+  const row = await lookupSession(
+    await consolePool(),
+    session.sid,
+    passwordFingerprint(cfg.password, cfg.sessionSecret),
+  );
+  if (!row) return { status: "signed-out" };
+  return {
+    status: "ok",
+    viewer: { actor: row.actor, readOnly: cfg.readOnly, passwordless: false, sessionRef: sessionRef(session.sid) },
+  };
 }
+
+/** The signed-in viewer, looked up once per request. */
+export const currentViewer: () => Promise<ViewerResult> = cache(resolveViewer);
 
 /** For pages: the viewer, or a redirect to the sign-in page. */
 export async function requireViewer(): Promise<Viewer> {
@@ -65,33 +105,29 @@ export async function requireViewer(): Promise<Viewer> {
   return r.viewer;
 }
 
-export type MutatorResult = { ok: true; actor: string } | { ok: false; message: string };
+export type MutatorResult = { ok: true; actor: string; viewer: Viewer } | { ok: false; message: string };
+
+/** A request whose Origin is exactly this console (scheme, host, port). proxy.ts refuses the rest with 403 first. */
+export async function sameOriginRequest(): Promise<boolean> {
+  const h = await headers();
+  return isSameOrigin(h.get("origin"), h.get(PROTO_HEADER), h.get(HOST_HEADER));
+}
 
 /**
- * For server actions that change something: a signed-in viewer, not read-only, and a same-origin
- * request (Origin must match Host; Next.js checks this too, this is the console's own guard).
+ * For server actions: a signed-in viewer and a same-origin request; unless `allowReadOnly`, also
+ * not read-only (signing out everywhere is allowed in read-only mode: it changes no job).
  */
-export async function requireMutator(): Promise<MutatorResult> {
+export async function requireMutator(options: { allowReadOnly?: boolean } = {}): Promise<MutatorResult> {
   const r = await currentViewer();
   if (r.status === "signed-out") return { ok: false, message: "Your session has ended. Sign in again." };
   if (r.status === "forbidden") return { ok: false, message: r.message };
-  if (r.viewer.readOnly) {
+  if (r.viewer.readOnly && !options.allowReadOnly) {
     return { ok: false, message: "The console is read-only (WORKHORSE_CONSOLE_READONLY=1): nothing was changed." };
   }
-  const h = await headers();
-  if (!sameOrigin(h.get("origin"), h.get("x-forwarded-host") ?? h.get("host"))) {
+  if (!(await sameOriginRequest())) {
     return { ok: false, message: "Refused: changes are accepted from this console's own pages only." };
   }
-  return { ok: true, actor: r.viewer.actor };
-}
-
-export function sameOrigin(origin: string | null, host: string | null): boolean {
-  if (!origin || !host) return false;
-  try {
-    return new URL(origin).host === host;
-  } catch {
-    return false;
-  }
+  return { ok: true, actor: r.viewer.actor, viewer: r.viewer };
 }
 
 /** For route handlers: null when allowed, else the status to answer with. */

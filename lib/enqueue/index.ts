@@ -26,7 +26,7 @@ export {
   WorkhorseDatabaseError,
   WorkhorseError,
 } from "./errors";
-export { keyDigestOf, keyHash, keyLengthOf, keyPreviewOf } from "./keys";
+export { keyDigestOf, keyLengthOf, keyPreviewOf } from "./keys";
 export { type MigrateResult, migrate } from "./migrate";
 export type { Observation, ObservationRecorderOptions, ObservationStats } from "./observations";
 export { answeredByServer, withPoolClient } from "./pool-client";

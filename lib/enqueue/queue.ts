@@ -12,7 +12,16 @@ import {
   sqlStateOf,
   WorkhorseDatabaseError,
 } from "./errors";
-import { identify } from "./keys";
+import { ENQUEUE_BATCH_LEGACY_SQL, installationSql, withLegacyProbe } from "./key-upgrade";
+import {
+  type InstallationRow,
+  KeyRing,
+  keyDigestOf,
+  keyLengthOf,
+  keyPreviewOf,
+  legacyKeyHash,
+  parseKeySecret,
+} from "./keys";
 import {
   type Observation,
   ObservationRecorder,
@@ -94,6 +103,13 @@ export interface QueueOptions {
    * transaction). `false` turns it off. See `retryStats()`.
    */
   retry?: false | { attempts?: number; maxDelayMs?: number };
+  /**
+   * The installation secret that keys the key hashes, kept outside the database: 64 hex characters
+   * or a 32-byte Buffer. Default: `process.env.WORKHORSE_KEY_SECRET`, else the secret that the first
+   * `migrate()` stored in `workhorse.installation`. Every process of one installation must use the
+   * same secret, or keys stop replaying across them.
+   */
+  keySecret?: string | Buffer;
 }
 
 /** What the keyed-call retry did since the `Queue` was made (`queue.retryStats()`). */
@@ -117,6 +133,8 @@ const ENQUEUE_ONE_SQL = `select 1 as ordinal, job_id, outcome, request_digest
   from workhorse.enqueue_one($1::uuid, $2::text, $3::text, $4::jsonb, $5::timestamptz, $6::integer, $7::jsonb,
     $8::timestamptz, $9::bigint, $10::text, $11::text[], $12::text, $13::text, $14::bytea, $15::text, $16::integer,
     $17::bigint, $18::text[], $19::boolean)`;
+
+const ENQUEUE_ONE_LEGACY_SQL = withLegacyProbe(ENQUEUE_ONE_SQL);
 
 interface EnqueueRow {
   ordinal: number;
@@ -154,6 +172,7 @@ class Shared {
       maxPayloadBytes: number;
       source: string | null;
       notify: boolean;
+      keys: KeyRing;
       maintenance: false | { intervalMs: number; observationRetentionMs: number; batchSize: number };
       retry: false | { attempts: number; maxDelayMs: number };
     },
@@ -233,7 +252,7 @@ class Shared {
 /** Parameters of workhorse.enqueue_one() for one normalised request. */
 function oneRequestValues(r: NormalizedRequest, id: string, notify: boolean): unknown[] {
   const k = r.keyed;
-  return [
+  const values = [
     id,
     r.queue,
     r.type,
@@ -254,6 +273,8 @@ function oneRequestValues(r: NormalizedRequest, id: string, notify: boolean): un
     k?.fieldDigests ?? null,
     notify,
   ];
+  if (k?.key.legacyKeyHash) values.push(k.key.legacyKeyHash);
+  return values;
 }
 
 function buildRequestsJson(requests: readonly NormalizedRequest[], ids: readonly string[]): string {
@@ -280,6 +301,7 @@ function buildRequestsJson(requests: readonly NormalizedRequest[], ids: readonly
       key_length: k?.key.keyLength ?? null,
       ttl_ms: k?.ttlMs ?? null,
       field_digests: k?.fieldDigests ?? null,
+      ...(k?.key.legacyKeyHash ? { legacy_key_hash: k.key.legacyKeyHash.toString("hex") } : {}),
     });
     parts.push(`${head.slice(0, -1)},"payload":${r.payloadJson}}`);
   }
@@ -429,6 +451,7 @@ export class QueueOperations {
 
   /** Like `enqueue`, and says what PostgreSQL decided: `{ jobId, outcome }` (`accepted` | `replayed`). */
   async enqueueWithResult(type: string, payload: unknown, options?: EnqueueOptions): Promise<EnqueueResult> {
+    if (!this.shared.config.keys.loaded) await this.loadKeys();
     const request = normalizeRequest(type, payload, options, this.shared.config);
     const [result] = await this.run([request]);
     return result as EnqueueResult;
@@ -459,6 +482,7 @@ export class QueueOperations {
       ]);
     }
     if (requests.length === 0) return [];
+    if (!this.shared.config.keys.loaded) await this.loadKeys();
     const normalized: NormalizedRequest[] = [];
     let totalBytes = 0;
     for (let i = 0; i < requests.length; i++) {
@@ -532,17 +556,18 @@ export class QueueOperations {
     try {
       // One request: the scalar hot path (a named statement, so its plan is cached per connection).
       // A batch: one set-based statement; left unnamed so each batch is planned for its own size.
-      const res =
-        requests.length === 1
-          ? await exec.query<EnqueueRow>({
-              name: "workhorse_enqueue_one",
-              text: ENQUEUE_ONE_SQL,
-              values: oneRequestValues(requests[0] as NormalizedRequest, ids[0] as string, notifyInside),
-            })
-          : await exec.query<EnqueueRow>({
-              text: ENQUEUE_BATCH_SQL,
-              values: [buildRequestsJson(requests, ids), notifyInside],
-            });
+      const one = requests.length === 1 ? (requests[0] as NormalizedRequest) : null;
+      const legacy = one ? !!one.keyed?.key.legacyKeyHash : requests.some((r) => r.keyed?.key.legacyKeyHash);
+      const res = one
+        ? await exec.query<EnqueueRow>({
+            name: legacy ? "workhorse_enqueue_one_legacy" : "workhorse_enqueue_one",
+            text: legacy ? ENQUEUE_ONE_LEGACY_SQL : ENQUEUE_ONE_SQL,
+            values: oneRequestValues(one, ids[0] as string, notifyInside),
+          })
+        : await exec.query<EnqueueRow>({
+            text: legacy ? ENQUEUE_BATCH_LEGACY_SQL : ENQUEUE_BATCH_SQL,
+            values: [buildRequestsJson(requests, ids), notifyInside],
+          });
       return res.rows;
     } catch (err) {
       throw this.translate(err, requests);
@@ -672,15 +697,52 @@ export class QueueOperations {
    */
   async findBinding(input: { key: string; scope?: string }): Promise<BindingInfo | null> {
     const { key, scope } = parseScopedKey(input);
-    const id = identify(scope, key);
+    if (!this.shared.config.keys.loaded) await this.loadKeys();
+    // Both hashes: a binding made before the HMAC upgrade is found too. The live one wins.
     const { rows } = await this.sql<BindingRow>("findBinding", {
       name: "workhorse_find_binding",
       text: `select b.scope, b.key_hash, b.job_id, b.mode, b.key_preview, b.key_length, b.request_digest, b.ttl_ms,
                     b.created_at, b.expires_at, b.expires_at <= now() as expired
-               from workhorse.idempotency_binding b where b.scope = $1 and b.key_hash = $2`,
-      values: [id.scope, id.keyHash],
+               from workhorse.idempotency_binding b where b.scope = $1 and b.key_hash = any($2::bytea[])
+              order by b.expires_at desc limit 1`,
+      values: [scope, [this.shared.config.keys.hash(scope, key), legacyKeyHash(scope, key)]],
     });
     return rows[0] ? bindingFromRow(rows[0]) : null;
+  }
+
+  /**
+   * What operators may see of a scoped key: scope, preview, digest (of this installation's keyed
+   * hash) and length, plus `legacyKeyDigest`, the digest the key had before the HMAC upgrade (bindings
+   * and events made before it carry that one). Never the key or the installation secret.
+   */
+  async describeKey(input: { key: string; scope?: string }): Promise<{
+    scope: string;
+    keyPreview: string;
+    keyDigest: string;
+    keyLength: number;
+    legacyKeyDigest: string;
+  }> {
+    const { key, scope } = parseScopedKey(input);
+    if (!this.shared.config.keys.loaded) await this.loadKeys();
+    return {
+      scope,
+      keyPreview: keyPreviewOf(key),
+      keyDigest: keyDigestOf(this.shared.config.keys.hash(scope, key)),
+      keyLength: keyLengthOf(key),
+      legacyKeyDigest: keyDigestOf(legacyKeyHash(scope, key)),
+    };
+  }
+
+  /** Reads the installation secret (unless one was supplied) and the legacy window, once per Queue. */
+  private loadKeys(): Promise<void> {
+    return this.shared.config.keys.load(async (external): Promise<InstallationRow> => {
+      const { rows } = await this.sql<InstallationRow>("reading the installation key", {
+        text: installationSql(external),
+      });
+      const row = rows[0];
+      if (!row) throw new WorkhorseDatabaseError("workhorse.installation is empty: run migrate() first", null);
+      return row;
+    });
   }
 
   /**
@@ -869,6 +931,16 @@ export class Queue extends QueueOperations {
         : parseMaintenanceOptions(maintenanceConfigSchema, options.maintenance, "maintenance");
     const retry = parseRetryOption(options.retry);
     const source = options.source === undefined ? null : sourceLabel.safeParse(options.source);
+    const outside = options.keySecret ?? process.env.WORKHORSE_KEY_SECRET;
+    const keySecret = outside === undefined || outside === "" ? null : parseKeySecret(outside);
+    if (outside !== undefined && outside !== "" && !keySecret) {
+      throw new EnqueueValidationError([
+        {
+          option: options.keySecret === undefined ? "WORKHORSE_KEY_SECRET" : "keySecret",
+          rule: "must be 64 hexadecimal characters (32 bytes), e.g. from `openssl rand -hex 32`",
+        },
+      ]);
+    }
     if (source && !source.success) {
       throw new EnqueueValidationError([{ option: "source", rule: source.error.issues[0]?.message ?? "is invalid" }]);
     }
@@ -878,6 +950,7 @@ export class Queue extends QueueOperations {
         maxPayloadBytes,
         source: source ? source.data : null,
         notify: options.notify ?? true,
+        keys: new KeyRing(keySecret),
         maintenance,
         retry,
       },

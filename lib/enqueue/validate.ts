@@ -1,7 +1,7 @@
 import { hash } from "node:crypto";
 import { z } from "zod";
 import { EnqueueValidationError, type ValidationIssue } from "./errors";
-import { identify, type KeyIdentity } from "./keys";
+import type { KeyIdentity, KeyRing } from "./keys";
 import type { EnqueueOptions, NormalizedRetryPolicy } from "./types";
 
 export const LIMITS = {
@@ -376,7 +376,7 @@ export function normalizeRequest(
   type: unknown,
   payload: unknown,
   options: unknown,
-  config: { maxPayloadBytes: number; source: string | null },
+  config: { maxPayloadBytes: number; source: string | null; keys: KeyRing },
   base = "",
 ): NormalizedRequest {
   const issues: ValidationIssue[] = [];
@@ -435,7 +435,7 @@ export function normalizeRequest(
     ];
     n.keyed = {
       mode: "idempotency",
-      key: identify(o.idempotency.scope ?? DEFAULT_SCOPE, o.idempotency.key),
+      key: config.keys.identify(o.idempotency.scope ?? DEFAULT_SCOPE, o.idempotency.key),
       ttlMs,
       fieldDigests,
     };

@@ -1,16 +1,14 @@
 "use server";
-import { headers } from "next/headers";
 import type { FindKeyState } from "@/lib/console/action-state";
 import { consoleDb } from "@/lib/console/db";
 import { findByKey } from "@/lib/console/mutations";
-import { currentViewer, sameOrigin } from "@/lib/console/session";
+import { currentViewer, sameOriginRequest } from "@/lib/console/session";
 
 /** POST only: the raw key travels in the request body, is hashed by lib/enqueue, and is never returned. */
 export async function findByKeyAction(_prev: FindKeyState, data: FormData): Promise<FindKeyState> {
   const v = await currentViewer();
   if (v.status !== "ok") return { status: "error", message: "Sign in again to look keys up.", fieldErrors: {} };
-  const h = await headers();
-  if (!sameOrigin(h.get("origin"), h.get("x-forwarded-host") ?? h.get("host"))) {
+  if (!(await sameOriginRequest())) {
     return { status: "error", message: "Lookups are accepted from this console's own page only.", fieldErrors: {} };
   }
   const { queue, pool } = await consoleDb();

@@ -15,7 +15,7 @@ export const metadata: Metadata = { title: "Jobs" };
 type Search = Promise<Record<string, string | string[] | undefined>>;
 
 export default async function JobsPage({ searchParams }: { searchParams: Search }) {
-  await requireViewer();
+  const viewer = await requireViewer();
   const sp = await searchParams;
   const pool = await consolePool();
   const rawId = typeof sp.id === "string" ? sp.id.trim() : "";
@@ -38,9 +38,11 @@ export default async function JobsPage({ searchParams }: { searchParams: Search 
         title="Jobs"
         description="Newest first. Filter by queue, type, state or tag, or open a job by its id."
         actions={
-          <Link className={secondaryButtonClass} href="/enqueue">
-            Enqueue a test job
-          </Link>
+          viewer.readOnly ? undefined : (
+            <Link className={secondaryButtonClass} href="/enqueue">
+              Enqueue a test job
+            </Link>
+          )
         }
       />
       <form method="get" action="/jobs" className="mb-3 flex flex-wrap items-end gap-2" aria-label="Open a job by id">

@@ -31,7 +31,11 @@ export default async function QueuesPage() {
     <>
       <PageHeader
         title="Queues"
-        description="Pending work per queue. Purging a queue removes its ready and scheduled jobs and releases the keys they own."
+        description={
+          viewer.readOnly
+            ? "Pending work per queue."
+            : "Pending work per queue. Purging a queue removes its ready and scheduled jobs and releases the keys they own."
+        }
       />
       <QueuesLive initial={data} purge={purge} />
     </>

@@ -1,0 +1,153 @@
+/**
+ * Console sessions kept in PostgreSQL (`workhorse.console_session`), so they can be revoked: the
+ * cookie only carries a random id (sealed by iron-session); the row, found by the id's SHA-256, says
+ * who is signed in. A session ends when its row is deleted (sign-out, "sign out everywhere"), after
+ * `SESSION_IDLE_MS` without a request, after `SESSION_MAX_MS` in any case, or when the password it
+ * was made with is no longer the configured one.
+ *
+ * No next/* imports, so the vitest suites exercise it against a real database.
+ */
+import { createHash, createHmac, randomBytes } from "node:crypto";
+import type { PasswordCheck } from "./config";
+import type { Db } from "./sql";
+
+/** A session ends after this long without a request. */
+export const SESSION_IDLE_MS = 2 * 60 * 60_000;
+/** A session ends this long after sign-in, however active. */
+export const SESSION_MAX_MS = 12 * 60 * 60_000;
+/** last_seen_at is written at most this often per session (a page poll every 5 s need not write). */
+const TOUCH_EVERY_MS = 60_000;
+
+/**
+ * Identifies the configured password without revealing it: HMAC-SHA256 under the session secret of
+ * what the configuration holds (the plain password's SHA-256, or the scrypt salt and hash). A new
+ * password gives a new fingerprint, which ends every session made with the old one.
+ */
+export function passwordFingerprint(check: PasswordCheck, sessionSecret: string): string {
+  const h = createHmac("sha256", sessionSecret).update("workhorse console password\u001f");
+  if (check.kind === "plain") h.update("plain\u001f").update(check.digest);
+  else h.update("scrypt\u001f").update(check.salt).update(Buffer.of(0x1f)).update(check.hash);
+  return h.digest("hex").slice(0, 32);
+}
+
+const idHash = (id: string) => createHash("sha256").update(id, "utf8").digest();
+
+export interface SessionRow {
+  /** First 12 hex characters of the id's hash: names a session on the Sessions page, reveals nothing. */
+  ref: string;
+  actor: string;
+  clientAddress: string | null;
+  createdAt: Date;
+  lastSeenAt: Date;
+  idleExpiresAt: Date;
+  expiresAt: Date;
+}
+
+interface Row {
+  id_hash: Buffer;
+  actor: string;
+  client_address: string | null;
+  created_at: Date;
+  last_seen_at: Date;
+  idle_expires_at: Date;
+  expires_at: Date;
+}
+
+const toSession = (r: Row): SessionRow => ({
+  ref: r.id_hash.toString("hex", 0, 6),
+  actor: r.actor,
+  clientAddress: r.client_address,
+  createdAt: r.created_at,
+  lastSeenAt: r.last_seen_at,
+  idleExpiresAt: r.idle_expires_at,
+  expiresAt: r.expires_at,
+});
+
+/** Creates a session and returns its id (for the cookie) and row. Also clears out ended sessions. */
+export async function createSession(
+  db: Db,
+  input: { actor: string; fingerprint: string; clientAddress: string | null },
+): Promise<{ id: string; session: SessionRow }> {
+  await db.query("delete from workhorse.console_session where expires_at <= now() or idle_expires_at <= now()");
+  const id = randomBytes(32).toString("base64url");
+  const { rows } = await db.query<Row>(
+    `insert into workhorse.console_session
+       (id_hash, actor, password_fingerprint, client_address, idle_expires_at, expires_at)
+     values ($1, $2, $3, $4, now() + $5::bigint * interval '1 millisecond', now() + $6::bigint * interval '1 millisecond')
+     returning id_hash, actor, client_address, created_at, last_seen_at, idle_expires_at, expires_at`,
+    [
+      idHash(id),
+      input.actor,
+      input.fingerprint,
+      input.clientAddress?.slice(0, 64) ?? null,
+      SESSION_IDLE_MS,
+      SESSION_MAX_MS,
+    ],
+  );
+  return { id, session: toSession(rows[0] as Row) };
+}
+
+/**
+ * The live session with this id, or null. A session made under another password is deleted on
+ * sight. Extends the idle expiry (never past the absolute one), writing at most once a minute.
+ */
+export async function lookupSession(db: Db, id: string, fingerprint: string): Promise<SessionRow | null> {
+  const hash = idHash(id);
+  const { rows } = await db.query<Row & { fingerprint_ok: boolean; touch: boolean }>(
+    `select id_hash, actor, client_address, created_at, last_seen_at, idle_expires_at, expires_at,
+            password_fingerprint = $2 as fingerprint_ok,
+            last_seen_at <= now() - $3::bigint * interval '1 millisecond' as touch
+       from workhorse.console_session
+      where id_hash = $1 and idle_expires_at > now() and expires_at > now()`,
+    [hash, fingerprint, TOUCH_EVERY_MS],
+  );
+  const r = rows[0];
+  if (!r) return null;
+  if (!r.fingerprint_ok) {
+    await db.query("delete from workhorse.console_session where id_hash = $1", [hash]);
+    return null;
+  }
+  if (r.touch) {
+    const { rows: touched } = await db.query<Row>(
+      `update workhorse.console_session
+          set last_seen_at = now(), idle_expires_at = least(expires_at, now() + $2::bigint * interval '1 millisecond')
+        where id_hash = $1
+        returning id_hash, actor, client_address, created_at, last_seen_at, idle_expires_at, expires_at`,
+      [hash, SESSION_IDLE_MS],
+    );
+    return touched[0] ? toSession(touched[0]) : null;
+  }
+  return toSession(r);
+}
+
+/** Ends one session (sign-out). Returns whether a row was deleted. */
+export async function deleteSession(db: Db, id: string): Promise<boolean> {
+  const { rowCount } = await db.query("delete from workhorse.console_session where id_hash = $1", [idHash(id)]);
+  return (rowCount ?? 0) > 0;
+}
+
+/** Ends every session ("sign out everywhere"). Returns how many were live. */
+export async function deleteAllSessions(db: Db): Promise<number> {
+  const { rows } = await db.query<{ n: string }>(
+    `with gone as (delete from workhorse.console_session returning idle_expires_at, expires_at)
+     select count(*) filter (where idle_expires_at > now() and expires_at > now()) as n from gone`,
+  );
+  return Number(rows[0]?.n ?? 0);
+}
+
+/** Live sessions made with the current password, newest first. */
+export async function listSessions(db: Db, fingerprint: string): Promise<SessionRow[]> {
+  const { rows } = await db.query<Row>(
+    `select id_hash, actor, client_address, created_at, last_seen_at, idle_expires_at, expires_at
+       from workhorse.console_session
+      where idle_expires_at > now() and expires_at > now() and password_fingerprint = $1
+      order by created_at desc limit 500`,
+    [fingerprint],
+  );
+  return rows.map(toSession);
+}
+
+/** The Sessions page's name for the session with this cookie id. */
+export function sessionRef(id: string): string {
+  return idHash(id).toString("hex", 0, 6);
+}

@@ -1,0 +1,170 @@
+// Console access: the sign-in limiter, how the server reads a request's address and origin, and
+// revocable sessions in PostgreSQL.
+import { beforeAll, describe, expect, test, vi } from "vitest";
+import { setupQueueTests } from "./helpers";
+
+vi.mock("server-only", () => ({}));
+
+const { FailureLimiter } = await import("@/lib/console/rate-limit");
+const { consoleConfig } = await import("@/lib/console/config");
+const { isSameOrigin, sanitizeRequestHeaders, trustedProxies, CLIENT_ADDRESS_HEADER, HOST_HEADER, PROTO_HEADER } =
+  await import("@/lib/console/request-info");
+const { createSession, deleteAllSessions, deleteSession, listSessions, lookupSession, passwordFingerprint } =
+  await import("@/lib/console/sessions");
+
+const t = setupQueueTests();
+beforeAll(() => t.ready());
+
+const limits = { perAddress: 3, perName: 5, global: 8, windowMs: 1000, slowdownMs: 700 };
+
+describe("sign-in limiter", () => {
+  test("failures refuse only the address they came from, for the window", () => {
+    const l = new FailureLimiter(limits);
+    for (let i = 0; i < 3; i++) l.fail("127.0.0.2", `guess${i}`, 100 + i);
+    expect(l.check("127.0.0.2", "alice", 200)).toEqual({ refuseMs: 900, delayMs: 0 });
+    expect(l.check("127.0.0.3", "alice", 200)).toEqual({ refuseMs: 0, delayMs: 0 });
+    expect(l.check("127.0.0.2", "alice", 1101)).toEqual({ refuseMs: 0, delayMs: 0 });
+  });
+
+  test("many failures for one name, or overall, slow sign-ins down but never refuse another address", () => {
+    const l = new FailureLimiter(limits);
+    // Five addresses, one failure each, all typing "Alice": the name is slowed, not refused.
+    for (let i = 0; i < 5; i++) l.fail(`10.0.0.${i}`, i % 2 ? "alice" : "ALICE", 100);
+    expect(l.check("127.0.0.9", "alice", 200)).toEqual({ refuseMs: 0, delayMs: 700 });
+    expect(l.check("127.0.0.9", "bob", 200)).toEqual({ refuseMs: 0, delayMs: 0 });
+    for (let i = 0; i < 3; i++) l.fail(`10.0.1.${i}`, `n${i}`, 100);
+    expect(l.check("127.0.0.9", "bob", 200)).toEqual({ refuseMs: 0, delayMs: 700 });
+  });
+
+  test("a correct password clears the address's failures", () => {
+    const l = new FailureLimiter(limits);
+    for (let i = 0; i < 2; i++) l.fail("a", "x", 100);
+    l.succeed("a");
+    l.fail("a", "x", 150);
+    expect(l.check("a", "x", 200).refuseMs).toBe(0);
+  });
+});
+
+describe("request address and origin", () => {
+  const sanitize = (h: Record<string, string | string[] | undefined>, peer: string, trusted = "") => {
+    const r = sanitizeRequestHeaders(h, peer, false, trustedProxies({ WORKHORSE_TRUSTED_PROXY: trusted }));
+    return { ...r, headers: h };
+  };
+
+  test("without a trusted proxy, forwarded headers are dropped and the socket decides", () => {
+    const { clientAddress, proto, host, headers } = sanitize(
+      {
+        host: "127.0.0.1:3000",
+        "x-forwarded-for": "203.0.113.9",
+        "x-forwarded-host": "evil.example",
+        "x-forwarded-proto": "https",
+        "x-real-ip": "203.0.113.9",
+        [CLIENT_ADDRESS_HEADER]: "198.51.100.1",
+        [PROTO_HEADER]: "https",
+        [HOST_HEADER]: "evil.example",
+      },
+      "::ffff:127.0.0.2",
+    );
+    expect({ clientAddress, proto, host }).toEqual({
+      clientAddress: "127.0.0.2",
+      proto: "http",
+      host: "127.0.0.1:3000",
+    });
+    expect(headers).toMatchObject({
+      [CLIENT_ADDRESS_HEADER]: "127.0.0.2",
+      [PROTO_HEADER]: "http",
+      [HOST_HEADER]: "127.0.0.1:3000",
+      "x-forwarded-host": "127.0.0.1:3000",
+      "x-forwarded-for": "127.0.0.2",
+      "x-forwarded-proto": "http",
+    });
+    expect(headers["x-real-ip"]).toBeUndefined();
+  });
+
+  test("behind the trusted proxy, its report is used (rightmost untrusted hop)", () => {
+    const r = sanitize(
+      {
+        host: "internal:3000",
+        "x-forwarded-for": "198.51.100.7, 203.0.113.9, 10.0.0.5",
+        "x-forwarded-host": "console.example.com",
+        "x-forwarded-proto": "https",
+      },
+      "10.0.0.5",
+      "10.0.0.5, 10.0.0.6",
+    );
+    expect([r.clientAddress, r.proto, r.host]).toEqual(["203.0.113.9", "https", "console.example.com"]);
+    // The same headers from anyone else are ignored.
+    const other = sanitize(
+      { host: "internal:3000", "x-forwarded-for": "1.2.3.4", "x-forwarded-host": "x", "x-forwarded-proto": "https" },
+      "10.0.0.7",
+      "10.0.0.5",
+    );
+    expect([other.clientAddress, other.proto, other.host]).toEqual(["10.0.0.7", "http", "internal:3000"]);
+  });
+
+  test("same origin means the same scheme, host and port", () => {
+    expect(isSameOrigin("http://127.0.0.1:3000", "http", "127.0.0.1:3000")).toBe(true);
+    expect(isSameOrigin("https://console.example.com", "https", "console.example.com:443")).toBe(true);
+    expect(isSameOrigin("https://127.0.0.1:3000", "http", "127.0.0.1:3000")).toBe(false);
+    expect(isSameOrigin("http://127.0.0.1:3001", "http", "127.0.0.1:3000")).toBe(false);
+    expect(isSameOrigin("http://evil.example", "http", "127.0.0.1:3000")).toBe(false);
+    expect(isSameOrigin("null", "http", "127.0.0.1:3000")).toBe(false);
+    expect(isSameOrigin(null, "http", "127.0.0.1:3000")).toBe(false);
+  });
+});
+
+describe("sessions in PostgreSQL", () => {
+  const cfg = consoleConfig({ WORKHORSE_CONSOLE_PASSWORD: "first password", WORKHORSE_SESSION_SECRET: "s".repeat(40) });
+  const fp = passwordFingerprint(cfg.password!, cfg.sessionSecret);
+
+  test("only the hash of the session id is stored, and deleting the row ends the session", async () => {
+    const { id, session } = await createSession(t.pool, { actor: "ana", fingerprint: fp, clientAddress: "127.0.0.2" });
+    expect(session.actor).toBe("ana");
+    const dump = JSON.stringify(await t.sql("select * from workhorse.console_session"));
+    expect(dump).not.toContain(id);
+    expect((await lookupSession(t.pool, id, fp))?.actor).toBe("ana");
+    expect(await deleteSession(t.pool, id)).toBe(true);
+    expect(await lookupSession(t.pool, id, fp)).toBeNull();
+  });
+
+  test("a password change ends every session made with the old one", async () => {
+    const { id } = await createSession(t.pool, { actor: "ben", fingerprint: fp, clientAddress: null });
+    const changed = consoleConfig({
+      WORKHORSE_CONSOLE_PASSWORD: "second password",
+      WORKHORSE_SESSION_SECRET: "s".repeat(40),
+    });
+    const fp2 = passwordFingerprint(changed.password!, changed.sessionSecret);
+    expect(fp2).not.toBe(fp);
+    expect(await lookupSession(t.pool, id, fp2)).toBeNull();
+    // ... and it is gone, not merely hidden: the old password does not bring it back.
+    expect(await lookupSession(t.pool, id, fp)).toBeNull();
+  });
+
+  test("idle and absolute expiry", async () => {
+    const idle = await createSession(t.pool, { actor: "cy", fingerprint: fp, clientAddress: null });
+    const old = await createSession(t.pool, { actor: "di", fingerprint: fp, clientAddress: null });
+    await t.sql(
+      "update workhorse.console_session set idle_expires_at = now() - interval '1 second' where actor = 'cy'",
+    );
+    await t.sql(
+      `update workhorse.console_session set created_at = now() - interval '13 hours', last_seen_at = now() - interval '2 minutes',
+              expires_at = now() + interval '30 seconds', idle_expires_at = now() + interval '30 seconds' where actor = 'di'`,
+    );
+    expect(await lookupSession(t.pool, idle.id, fp)).toBeNull();
+    // Activity extends the idle expiry, never past the absolute one.
+    const touched = await lookupSession(t.pool, old.id, fp);
+    expect(touched?.idleExpiresAt.getTime()).toBe(touched?.expiresAt.getTime());
+    await t.sql("update workhorse.console_session set expires_at = now(), idle_expires_at = now() where actor = 'di'");
+    expect(await lookupSession(t.pool, old.id, fp)).toBeNull();
+  });
+
+  test("sign out everywhere ends them all; the list shows live sessions of the current password", async () => {
+    await deleteAllSessions(t.pool);
+    await createSession(t.pool, { actor: "eve", fingerprint: fp, clientAddress: "127.0.0.3" });
+    await createSession(t.pool, { actor: "fay", fingerprint: fp, clientAddress: "127.0.0.4" });
+    await createSession(t.pool, { actor: "gus", fingerprint: "another-password", clientAddress: null });
+    expect((await listSessions(t.pool, fp)).map((s) => s.actor).sort()).toEqual(["eve", "fay"]);
+    expect(await deleteAllSessions(t.pool)).toBe(3);
+    expect(await listSessions(t.pool, fp)).toEqual([]);
+  });
+});
