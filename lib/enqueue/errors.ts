@@ -7,6 +7,8 @@
 export const SqlState = {
   /** Raised by workhorse.enqueue() when a live key is reused for different work. */
   idempotencyConflict: "WH409",
+  /** Raised by workhorse.redrive_jobs() when a redrive request id is reused for a different request. */
+  redriveConflict: "WH412",
   serializationFailure: "40001",
   deadlockDetected: "40P01",
   uniqueViolation: "23505",
@@ -18,6 +20,7 @@ export const SqlState = {
 /** SQLSTATEs that are an expected answer, not a broken connection: the client is kept. */
 export const EXPECTED_SQLSTATES: ReadonlySet<string> = new Set([
   SqlState.idempotencyConflict,
+  SqlState.redriveConflict,
   SqlState.serializationFailure,
   SqlState.deadlockDetected,
   SqlState.checkViolation,
@@ -155,6 +158,44 @@ export class PurgeNotAllowedError extends WorkhorseError {
     );
     this.jobId = jobId;
     this.state = state;
+  }
+}
+
+/**
+ * A redrive `requestId` was used before for the same source job by a different requester or with a
+ * different reason. Nothing was written: the whole call rolled back. Use a new request id for a new
+ * redrive, or repeat the original request exactly to get its answer again.
+ */
+export class RedriveIdempotencyConflictError extends WorkhorseError {
+  readonly sourceJobId: string;
+  /** The job the first request with this id redrove `sourceJobId` to. */
+  readonly existingJobId: string;
+  /** Sorted names of what differs: `reason`, `requestedBy`. */
+  readonly conflictingFields: string[];
+  constructor(
+    d: { sourceJobId: string; existingJobId: string; conflictingFields: string[] },
+    options?: { cause?: unknown },
+  ) {
+    super(
+      "REDRIVE_IDEMPOTENCY_CONFLICT",
+      `This redrive request id already redrove job ${d.sourceJobId} to job ${d.existingJobId} with a different ${d.conflictingFields.join(" and ")}. Use a new request id for a new redrive.`,
+      options,
+    );
+    this.sourceJobId = d.sourceJobId;
+    this.existingJobId = d.existingJobId;
+    this.conflictingFields = [...d.conflictingFields].sort();
+  }
+}
+
+/**
+ * `signal.reason` of a handler whose job an operator canceled (`queue.cancel`) while it ran. The
+ * worker saw the request at a heartbeat; the attempt is recorded `canceled` and never retried.
+ */
+export class JobCanceledError extends WorkhorseError {
+  readonly jobId: string;
+  constructor(jobId: string) {
+    super("JOB_CANCELED", `Job ${jobId} was canceled by an operator.`);
+    this.jobId = jobId;
   }
 }
 

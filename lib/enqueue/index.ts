@@ -18,9 +18,11 @@ export {
   EnqueueValidationError,
   type IdempotencyConflictDetails,
   isRetryableDbError,
+  JobCanceledError,
   JobNotFoundError,
   PurgeNotAllowedError,
   QueueClosedError,
+  RedriveIdempotencyConflictError,
   SqlState,
   type ValidationIssue,
   WorkhorseDatabaseError,
@@ -40,6 +42,9 @@ export {
 } from "./queue";
 export type {
   BindingInfo,
+  CancelResult,
+  DeadLetterPage,
+  DeadLetterQuery,
   DebounceOptions,
   EnqueueOptions,
   EnqueueOutcome,
@@ -47,14 +52,21 @@ export type {
   EnqueueResult,
   IdempotencyOptions,
   Job,
+  JobSelection,
   JobState,
   NormalizedRetryPolicy,
   OperatorContext,
+  PruneFinishedJobsResult,
   PurgeResult,
+  RedriveRequest,
+  RedriveResult,
+  RedriveStatus,
   RetryPolicy,
+  RunNowResult,
   ThrottleOptions,
+  Unchanged,
 } from "./types";
-export { DEFAULT_QUEUE, DEFAULT_SCOPE, LIMITS } from "./validate";
+export { DEFAULT_QUEUE, DEFAULT_SCOPE, LIMITS, MAX_JOB_IDS } from "./validate";
 export {
   type ClaimedJob,
   type FailureCause,

@@ -8,6 +8,7 @@ import {
   JobNotFoundError,
   PurgeNotAllowedError,
   QueueClosedError,
+  RedriveIdempotencyConflictError,
   SqlState,
   sqlStateOf,
   WorkhorseDatabaseError,
@@ -31,28 +32,43 @@ import {
 import { withPoolClient } from "./pool-client";
 import type {
   BindingInfo,
+  CancelResult,
+  DeadLetterPage,
+  DeadLetterQuery,
   EnqueueOptions,
   EnqueueOutcome,
   EnqueueRequest,
   EnqueueResult,
   Job,
+  JobSelection,
   JobState,
   NormalizedRetryPolicy,
   OperatorContext,
+  PruneFinishedJobsResult,
   PurgeResult,
+  RedriveRequest,
+  RedriveResult,
+  RedriveStatus,
+  RunNowResult,
+  Unchanged,
 } from "./types";
 import {
+  encodeDeadLetterCursor,
   LIMITS,
   maintenanceConfigSchema,
   type NormalizedRequest,
   normalizeRequest,
+  parseDeadLetterQuery,
   parseJobId,
+  parseJobSelection,
   parseMaintenanceOptions,
   parseOperatorContext,
   parseQueueName,
+  parseRedriveRequest,
   parseRetryOption,
   parseScopedKey,
   pruneBindingsSchema,
+  pruneFinishedJobsSchema,
   pruneObservationsSchema,
   reapLeasesSchema,
   sourceLabel,
@@ -91,7 +107,9 @@ export interface QueueOptions {
    * Expired-binding cleanup and observation retention on a timer. Default every 5 minutes with 7 days
    * of observations; `false` turns the timer off (call `runMaintenance()` yourself).
    */
-  maintenance?: false | { intervalMs?: number; observationRetentionMs?: number; batchSize?: number };
+  maintenance?:
+    | false
+    | { intervalMs?: number; observationRetentionMs?: number; jobRetentionMs?: number; batchSize?: number };
   /** Send a wake-up NOTIFY after accepted jobs commit (coalesced, off the commit path). Default true. */
   notify?: boolean;
   /**
@@ -123,6 +141,9 @@ export interface RetryStats {
   /** Tries whose answer was our own earlier try's job, committed before the connection broke: reported as `accepted`. */
   recoveredAccepts: number;
 }
+
+/** The scope a redrive request id is hashed under (kept apart from every caller's key scope by the 0x1F separator and name). */
+const REDRIVE_SCOPE = "workhorse.redrive";
 
 /** Channel that workers LISTEN on; the payload is the queue name. */
 export const WAKE_CHANNEL = "workhorse_jobs";
@@ -173,7 +194,9 @@ class Shared {
       source: string | null;
       notify: boolean;
       keys: KeyRing;
-      maintenance: false | { intervalMs: number; observationRetentionMs: number; batchSize: number };
+      maintenance:
+        | false
+        | { intervalMs: number; observationRetentionMs: number; jobRetentionMs: number; batchSize: number };
       retry: false | { attempts: number; maxDelayMs: number };
     },
     observations: ObservationRecorderOptions | undefined,
@@ -338,6 +361,12 @@ interface JobRow {
   purged_at: Date | null;
   purged_by: string | null;
   purge_reason: string | null;
+  cancel_requested_at?: Date | null;
+  cancel_requested_by?: string | null;
+  cancel_reason?: string | null;
+  redriven_from?: string | null;
+  /** Only from getJob. */
+  redrive_job_ids?: string[];
 }
 
 /** Maps a `workhorse.job` row to the domain type. The one place wire rows become `Job`s. */
@@ -367,6 +396,11 @@ export function jobFromRow(r: JobRow): Job {
     purgedAt: toDate(r.purged_at),
     purgedBy: r.purged_by,
     purgeReason: r.purge_reason,
+    cancelRequestedAt: toDate(r.cancel_requested_at ?? null),
+    cancelRequestedBy: r.cancel_requested_by ?? null,
+    cancelReason: r.cancel_reason ?? null,
+    redrivenFrom: r.redriven_from ?? null,
+    redriveJobIds: r.redrive_job_ids ?? [],
   };
 }
 
@@ -405,6 +439,8 @@ export interface MaintenanceResult {
   observationsDeleted: number;
   /** Active jobs whose lease had lapsed (their worker died or stalled), given back for a new attempt or failed. */
   expiredLeasesReaped: number;
+  /** Terminal jobs past retention deleted (with their events); never one owning a live key. */
+  finishedJobsDeleted: number;
 }
 
 /**
@@ -685,7 +721,8 @@ export class QueueOperations {
     const id = parseJobId(jobId);
     const { rows } = await this.sql<JobRow>("getJob", {
       name: "workhorse_get_job",
-      text: "select * from workhorse.job where id = $1::uuid",
+      text: `select j.*, array(select r.id from workhorse.job r where r.redriven_from = j.id order by r.id) as redrive_job_ids
+               from workhorse.job j where j.id = $1::uuid`,
       values: [id],
     });
     return rows[0] ? jobFromRow(rows[0]) : null;
@@ -766,6 +803,211 @@ export class QueueOperations {
     const ctx = parseOperatorContext(context);
     const row = await this.purgeCall(null, name, ctx);
     return { purged: row.purged, releasedBindings: row.released_bindings };
+  }
+
+  /**
+   * Cancels jobs (SPEC §9a), one round trip: `scheduled`/`ready` jobs become `canceled` at once (a
+   * `canceled` event); `active` jobs are flagged (a `cancel_requested` event) and their worker aborts
+   * the handler at its next heartbeat (`signal.reason` is a `JobCanceledError`), recording the
+   * attempt `canceled` with no retry; terminal jobs are left alone. Key bindings are kept (a replay
+   * still finds the canceled job; `purge` releases them). One `operator_audit` row (`cancel`).
+   * `selection.jobIds`: 1..1,000 ids. SQL: `workhorse.cancel_jobs($1::uuid[], $2, $3)`.
+   * @returns `{ canceled, cancelRequested, unchanged }` (`unchanged`: count per state, or `missing`)
+   * @throws EnqueueValidationError bad ids or context (nothing written)
+   * @throws JobNotFoundError a single id was given and no job has it
+   */
+  async cancel(selection: JobSelection, context: OperatorContext): Promise<CancelResult> {
+    const ids = parseJobSelection(selection);
+    const ctx = parseOperatorContext(context);
+    const { rows } = await this.sql<{ canceled: number; cancel_requested: number; unchanged: Unchanged }>("cancel", {
+      text: "select canceled, cancel_requested, unchanged from workhorse.cancel_jobs($1::uuid[], $2::text, $3::text)",
+      values: [ids, ctx.actor, ctx.reason],
+    });
+    const row = rows[0] as { canceled: number; cancel_requested: number; unchanged: Unchanged };
+    if (ids.length === 1 && row.unchanged.missing === 1) throw new JobNotFoundError(ids[0] as string);
+    return { canceled: row.canceled, cancelRequested: row.cancel_requested, unchanged: row.unchanged };
+  }
+
+  /**
+   * Makes `scheduled` jobs `ready` now (`run_at = now()`, a `run_now` event, a wake-up NOTIFY); other
+   * states are left alone. One audit row (`run_now`). `selection.jobIds`: 1..1,000 ids.
+   * SQL: `workhorse.run_jobs_now($1::uuid[], $2, $3)`.
+   * @returns `{ updated, unchanged }`
+   * @throws EnqueueValidationError bad ids or context
+   * @throws JobNotFoundError a single id was given and no job has it
+   */
+  async runNow(selection: JobSelection, context: OperatorContext): Promise<RunNowResult> {
+    const ids = parseJobSelection(selection);
+    const ctx = parseOperatorContext(context);
+    const { rows } = await this.sql<{ updated: number; unchanged: Unchanged }>("runNow", {
+      text: "select updated, unchanged from workhorse.run_jobs_now($1::uuid[], $2::text, $3::text)",
+      values: [ids, ctx.actor, ctx.reason],
+    });
+    const row = rows[0] as { updated: number; unchanged: Unchanged };
+    if (ids.length === 1 && row.unchanged.missing === 1) throw new JobNotFoundError(ids[0] as string);
+    return { updated: row.updated, unchanged: row.unchanged };
+  }
+
+  /**
+   * Redrives failed jobs (SPEC §9a), one round trip. Each `failed` source gets a new `ready` job at
+   * attempt 0 copying queue, type, payload, tags, concurrency key, retry policy, max attempts and
+   * execution timeout (not the deadline, not checkpoints), linked both ways (`redrivenFrom`,
+   * `redriveJobIds`); a live key binding of the source moves to the new job, so a replay of the
+   * original keyed request returns the job that will run. Idempotent on (source job,
+   * HMAC-SHA256 of `requestId` under the installation secret): the same request replays (`replayed`,
+   * same `jobId`); the raw request id is never sent to PostgreSQL. `dryRun` answers `eligible` and
+   * writes nothing. One audit row (`redrive`) unless `dryRun`.
+   * SQL: `workhorse.redrive_jobs($1::uuid[], $2::uuid[], $3::bytea, $4, $5, $6)`.
+   * @returns `{ results: [{ sourceJobId, status, jobId? }] }` in input order (duplicates once);
+   *   status `redriven` | `replayed` | `eligible` | `not_found` | `not_failed`
+   * @throws EnqueueValidationError bad input (1..1,000 ids; `requestId` 1..512 UTF-8 bytes;
+   *   `requestedBy` 1..200 and `reason` 1..1,000 characters)
+   * @throws RedriveIdempotencyConflictError `requestId` was used for a source with another requester
+   *   or reason (nothing written)
+   */
+  async redrive(request: RedriveRequest): Promise<RedriveResult> {
+    const r = parseRedriveRequest(request);
+    if (!this.shared.config.keys.loaded) await this.loadKeys();
+    const requestHash = this.shared.config.keys.hash(REDRIVE_SCOPE, r.requestId);
+    const newIds = r.jobIds.map(() => uuidv7());
+    type Row = { source_job_id: string; status: RedriveStatus; job_id: string | null };
+    let rows: Row[];
+    try {
+      ({ rows } = await this.exec.query<Row>({
+        text: `select source_job_id, status, job_id
+                 from workhorse.redrive_jobs($1::uuid[], $2::uuid[], $3::bytea, $4::text, $5::text, $6::boolean)`,
+        values: [r.jobIds, newIds, requestHash, r.requestedBy, r.reason, r.dryRun],
+      }));
+    } catch (err) {
+      if (err instanceof QueueClosedError) throw err;
+      if (sqlStateOf(err) === SqlState.redriveConflict) {
+        const d = JSON.parse((err as { detail?: string }).detail ?? "{}") as {
+          sourceJobId: string;
+          existingJobId: string;
+          conflictingFields: string[];
+        };
+        throw new RedriveIdempotencyConflictError(d, { cause: err });
+      }
+      throw new WorkhorseDatabaseError(`redrive failed: ${(err as Error)?.message ?? String(err)}`, err);
+    }
+    const results = rows.map((row) => ({
+      sourceJobId: row.source_job_id,
+      status: row.status,
+      ...(row.job_id ? { jobId: row.job_id } : {}),
+    }));
+    return { results };
+  }
+
+  /**
+   * Failed jobs (dead letters), newest `finishedAt` first, keyset-paged on (finished_at, id).
+   * Filters: `queue`, `type`, `errorName` (`lastError.name`), `finishedAfter` (exclusive),
+   * `finishedBefore` (exclusive); `limit` 1..500 (default 50). Pass `nextCursor` back as `cursor` for
+   * the next page; it is null on the last one. SQL: one select on the `job_dead_letter_idx` index.
+   * @throws EnqueueValidationError bad filters or a cursor that is not a `nextCursor`
+   */
+  async listDeadLetters(query: DeadLetterQuery = {}): Promise<DeadLetterPage> {
+    const q = parseDeadLetterQuery(query);
+    const { rows } = await this.sql<JobRow & { finished_at_text: string }>("listDeadLetters", {
+      name: "workhorse_list_dead_letters",
+      text: `select j.*, to_char(j.finished_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as finished_at_text
+               from workhorse.job j
+              where j.state = 'failed'
+                and ($1::text is null or j.queue = $1::text)
+                and ($2::text is null or j.type = $2::text)
+                and ($3::text is null or j.last_error ->> 'name' = $3::text)
+                and ($4::timestamptz is null or j.finished_at > $4::timestamptz)
+                and ($5::timestamptz is null or j.finished_at < $5::timestamptz)
+                and ($6::timestamptz is null or (j.finished_at, j.id) < ($6::timestamptz, $7::uuid))
+              order by j.finished_at desc, j.id desc
+              limit $8::integer`,
+      values: [
+        q.queue ?? null,
+        q.type ?? null,
+        q.errorName ?? null,
+        q.finishedAfter?.toISOString() ?? null,
+        q.finishedBefore?.toISOString() ?? null,
+        q.cursor?.finishedAt ?? null,
+        q.cursor?.id ?? null,
+        q.limit + 1,
+      ],
+    });
+    const page = rows.slice(0, q.limit);
+    const last = page[page.length - 1];
+    return {
+      jobs: page.map(jobFromRow),
+      nextCursor:
+        rows.length > q.limit && last
+          ? encodeDeadLetterCursor({ finishedAt: last.finished_at_text, id: last.id })
+          : null,
+    };
+  }
+
+  /**
+   * Pauses a queue: workers claim nothing from it (claim_jobs skips it from the next claim on; every
+   * worker sees it within one poll interval). Jobs already running finish. One audit row
+   * (`pause_queue`). SQL: `workhorse.pause_queue($1, $2, $3)`.
+   * @returns `{ paused }`: true when it was running, false when it was already paused
+   * @throws EnqueueValidationError bad queue name or context
+   */
+  async pauseQueue(queue: string, context: OperatorContext): Promise<{ paused: boolean }> {
+    const name = parseQueueName(queue);
+    const ctx = parseOperatorContext(context);
+    const { rows } = await this.sql<{ changed: boolean }>("pauseQueue", {
+      text: "select workhorse.pause_queue($1::text, $2::text, $3::text) as changed",
+      values: [name, ctx.actor, ctx.reason],
+    });
+    return { paused: rows[0]?.changed === true };
+  }
+
+  /**
+   * Resumes a paused queue (and wakes its workers). One audit row (`resume_queue`).
+   * SQL: `workhorse.resume_queue($1, $2, $3)`.
+   * @returns `{ resumed }`: true when it was paused
+   */
+  async resumeQueue(queue: string, context: OperatorContext): Promise<{ resumed: boolean }> {
+    const name = parseQueueName(queue);
+    const ctx = parseOperatorContext(context);
+    const { rows } = await this.sql<{ changed: boolean }>("resumeQueue", {
+      text: "select workhorse.resume_queue($1::text, $2::text, $3::text) as changed",
+      values: [name, ctx.actor, ctx.reason],
+    });
+    return { resumed: rows[0]?.changed === true };
+  }
+
+  /** Paused queues with who paused them, when and why (name order). */
+  async listPausedQueues(): Promise<Array<{ queue: string; pausedAt: Date; pausedBy: string; reason: string }>> {
+    const { rows } = await this.sql<{ queue: string; paused_at: Date; paused_by: string; reason: string }>(
+      "listPausedQueues",
+      { text: "select queue, paused_at, paused_by, reason from workhorse.queue_pause order by queue" },
+    );
+    return rows.map((r) => ({ queue: r.queue, pausedAt: r.paused_at, pausedBy: r.paused_by, reason: r.reason }));
+  }
+
+  /**
+   * Retention: deletes terminal jobs (`succeeded`, `failed`, `canceled`, `purged`) that became
+   * terminal more than `olderThanMs` ago (integer ms, at least 60,000; default 7 days), with their
+   * events, `limit` per statement (1..100,000, default 1,000; oldest first, `SKIP LOCKED`), until
+   * none are left or `maxBatches` ran. A job that still owns a live key binding is never deleted
+   * (a replay must find it). SQL: `workhorse.prune_finished_jobs($1, $2)` per batch.
+   */
+  async pruneFinishedJobs(
+    options: { olderThanMs?: number; limit?: number; maxBatches?: number } = {},
+  ): Promise<PruneFinishedJobsResult> {
+    const { olderThanMs, limit, maxBatches } = parseMaintenanceOptions(pruneFinishedJobsSchema, options);
+    let jobsDeleted = 0;
+    let eventsDeleted = 0;
+    for (let batch = 0; batch < maxBatches; batch++) {
+      const { rows } = await this.sql<{ jobs_deleted: number; events_deleted: number }>("pruneFinishedJobs", {
+        name: "workhorse_prune_finished_jobs",
+        text: "select jobs_deleted, events_deleted from workhorse.prune_finished_jobs($1::bigint, $2::integer)",
+        values: [olderThanMs, limit],
+      });
+      const n = rows[0]?.jobs_deleted ?? 0;
+      jobsDeleted += n;
+      eventsDeleted += rows[0]?.events_deleted ?? 0;
+      if (n < limit) break;
+    }
+    return { jobsDeleted, eventsDeleted };
   }
 
   private async purgeCall(ids: string[] | null, queue: string | null, ctx: OperatorContext) {
@@ -885,7 +1127,7 @@ export class QueueOperations {
    * in `workhorse.maintenance_run` (what the console's maintenance panel shows).
    */
   async runMaintenance(
-    options: { trigger?: "schedule" | "manual"; observationRetentionMs?: number } = {},
+    options: { trigger?: "schedule" | "manual"; observationRetentionMs?: number; jobRetentionMs?: number } = {},
   ): Promise<MaintenanceResult> {
     const started = new Date();
     const m = this.shared.config.maintenance;
@@ -894,13 +1136,29 @@ export class QueueOperations {
       olderThanMs: options.observationRetentionMs ?? (m ? m.observationRetentionMs : undefined),
     });
     const expiredLeasesReaped = await this.reapExpiredLeases({ limit: m ? m.batchSize : 1000 });
+    const pruned = await this.pruneFinishedJobs({
+      olderThanMs: options.jobRetentionMs ?? (m ? m.jobRetentionMs : undefined),
+      limit: m ? m.batchSize : 1000,
+    });
     await this.sql("runMaintenance", {
       text: `insert into workhorse.maintenance_run (task, started_at, finished_at, removed, trigger)
              values ('prune_expired_bindings', $1, now(), $2, $4), ('prune_observations', $1, now(), $3, $4),
-                    ('reap_expired_leases', $1, now(), $5, $4)`,
-      values: [started, expiredBindingsDeleted, observationsDeleted, options.trigger ?? "manual", expiredLeasesReaped],
+                    ('reap_expired_leases', $1, now(), $5, $4), ('prune_finished_jobs', $1, now(), $6, $4)`,
+      values: [
+        started,
+        expiredBindingsDeleted,
+        observationsDeleted,
+        options.trigger ?? "manual",
+        expiredLeasesReaped,
+        pruned.jobsDeleted,
+      ],
     });
-    return { expiredBindingsDeleted, observationsDeleted, expiredLeasesReaped };
+    return {
+      expiredBindingsDeleted,
+      observationsDeleted,
+      expiredLeasesReaped,
+      finishedJobsDeleted: pruned.jobsDeleted,
+    };
   }
 }
 

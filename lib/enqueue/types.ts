@@ -103,6 +103,14 @@ export interface Job {
   purgedAt: Date | null;
   purgedBy: string | null;
   purgeReason: string | null;
+  /** When an operator asked to cancel this job (at once for pending jobs; at the next heartbeat for active ones). */
+  cancelRequestedAt: Date | null;
+  cancelRequestedBy: string | null;
+  cancelReason: string | null;
+  /** The failed job this one was redriven from, or null. */
+  redrivenFrom: string | null;
+  /** Jobs redriven from this one, oldest first (filled by `getJob`; empty elsewhere). */
+  redriveJobIds: string[];
 }
 
 /** A binding as operators may see it: never the raw key. */
@@ -130,4 +138,74 @@ export interface PurgeResult {
 export interface OperatorContext {
   actor: string;
   reason: string;
+}
+
+/** Jobs an operator acts on: 1..1,000 job ids (duplicates count once). */
+export interface JobSelection {
+  jobIds: string[];
+}
+
+/**
+ * What a bulk action did not change, by reason: the job's state (`succeeded`, `active`, ...) or
+ * `missing` (no such job), each with a count.
+ */
+export type Unchanged = Partial<Record<JobState | "missing", number>>;
+
+export interface CancelResult {
+  /** `scheduled`/`ready` jobs now `canceled`. */
+  canceled: number;
+  /** `active` jobs flagged; their worker stops them at its next heartbeat. */
+  cancelRequested: number;
+  unchanged: Unchanged;
+}
+
+export interface RunNowResult {
+  /** `scheduled` jobs now `ready`, due now. */
+  updated: number;
+  unchanged: Unchanged;
+}
+
+export interface RedriveRequest {
+  /** Failed jobs to redrive: 1..1,000 ids. */
+  jobIds: string[];
+  /** The caller's id for this redrive, 1..512 UTF-8 bytes; only its keyed hash is stored. */
+  requestId: string;
+  /** Who asks (the audit actor), 1..200 characters. */
+  requestedBy: string;
+  /** Why, 1..1,000 characters. */
+  reason: string;
+  /** Say what would be redriven, write nothing. */
+  dryRun?: boolean;
+}
+
+export type RedriveStatus = "redriven" | "replayed" | "eligible" | "not_found" | "not_failed";
+
+export interface RedriveResult {
+  /** One entry per distinct source job, in input order. `jobId`: the redriven job (for `redriven`, `replayed`). */
+  results: Array<{ sourceJobId: string; status: RedriveStatus; jobId?: string }>;
+}
+
+export interface DeadLetterQuery {
+  queue?: string;
+  type?: string;
+  /** `lastError.name` of the failed job, e.g. `TypeError`, `LeaseExpired`, `DeadlineExceeded`. */
+  errorName?: string;
+  finishedAfter?: Date;
+  finishedBefore?: Date;
+  /** `nextCursor` of the previous page. */
+  cursor?: string;
+  /** 1..500, default 50. */
+  limit?: number;
+}
+
+export interface DeadLetterPage {
+  /** Failed jobs, newest `finishedAt` first (then id, descending). */
+  jobs: Job[];
+  /** Null on the last page. */
+  nextCursor: string | null;
+}
+
+export interface PruneFinishedJobsResult {
+  jobsDeleted: number;
+  eventsDeleted: number;
 }

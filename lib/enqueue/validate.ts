@@ -532,6 +532,12 @@ export const maintenanceConfigSchema = z.strictObject({
     .min(60_000)
     .max(10 * 31_536_000_000)
     .default(7 * 86_400_000),
+  jobRetentionMs: z
+    .number()
+    .int()
+    .min(60_000)
+    .max(10 * 31_536_000_000)
+    .default(7 * 86_400_000),
   batchSize: count(100_000).default(1000),
 });
 
@@ -562,3 +568,107 @@ export function parseRetryOption(input: unknown): false | { attempts: number; ma
   if (input === false) return false;
   return parseMaintenanceOptions(retryConfigSchema, input, "retry");
 }
+
+function issuesOf(error: z.ZodError, root: string) {
+  return error.issues.map((i) => ({
+    option: [root, ...i.path.map(String), ...(i.code === "unrecognized_keys" ? i.keys : [])].filter(Boolean).join("."),
+    rule: i.code === "unrecognized_keys" ? "is not a known option" : i.message,
+  }));
+}
+
+/** At most this many job ids per operator call. */
+export const MAX_JOB_IDS = 1000;
+
+const jobIdList = z
+  .array(z.uuid({ error: "must be a job id (UUID)" }), { error: "must be an array of job ids" })
+  .min(1, { error: "must hold at least one job id" })
+  .max(MAX_JOB_IDS, { error: `must hold at most ${MAX_JOB_IDS} job ids; split the selection` });
+
+const jobSelectionSchema = z.strictObject({ jobIds: jobIdList });
+
+/** `{ jobIds }`: 1..1,000 UUIDs, lower-cased, duplicates removed (first occurrence kept). */
+export function parseJobSelection(input: unknown): string[] {
+  const r = jobSelectionSchema.safeParse(input);
+  if (!r.success) throw new EnqueueValidationError(issuesOf(r.error, ""));
+  return [...new Set(r.data.jobIds.map((id) => id.toLowerCase()))];
+}
+
+const redriveSchema = z.strictObject({
+  jobIds: jobIdList,
+  requestId: keyString,
+  requestedBy: operatorContextSchema.shape.actor,
+  reason: operatorContextSchema.shape.reason,
+  dryRun: z.boolean({ error: "must be true or false" }).optional(),
+});
+
+export function parseRedriveRequest(input: unknown): {
+  jobIds: string[];
+  requestId: string;
+  requestedBy: string;
+  reason: string;
+  dryRun: boolean;
+} {
+  const r = redriveSchema.safeParse(input);
+  if (!r.success) throw new EnqueueValidationError(issuesOf(r.error, ""));
+  return {
+    jobIds: [...new Set(r.data.jobIds.map((id) => id.toLowerCase()))],
+    requestId: r.data.requestId,
+    requestedBy: r.data.requestedBy,
+    reason: r.data.reason,
+    dryRun: r.data.dryRun ?? false,
+  };
+}
+
+const deadLetterSchema = z.strictObject({
+  queue: queueName.optional(),
+  type: typeName.optional(),
+  errorName: z.string().min(1).max(200).optional(),
+  finishedAfter: validDate.optional(),
+  finishedBefore: validDate.optional(),
+  cursor: z
+    .string()
+    .max(200)
+    .regex(/^[A-Za-z0-9_-]+$/, { error: "must be a nextCursor from an earlier page" })
+    .optional(),
+  limit: z.number().int().min(1).max(500).default(50),
+});
+
+export interface DeadLetterCursor {
+  finishedAt: string;
+  id: string;
+}
+
+export function encodeDeadLetterCursor(c: DeadLetterCursor): string {
+  return Buffer.from(JSON.stringify([c.finishedAt, c.id])).toString("base64url");
+}
+
+export function parseDeadLetterQuery(input: unknown) {
+  const r = deadLetterSchema.safeParse(input ?? {});
+  if (!r.success) throw new EnqueueValidationError(issuesOf(r.error, ""));
+  let cursor: DeadLetterCursor | null = null;
+  if (r.data.cursor) {
+    try {
+      const [finishedAt, id] = JSON.parse(Buffer.from(r.data.cursor, "base64url").toString("utf8")) as unknown[];
+      if (typeof finishedAt !== "string" || Number.isNaN(Date.parse(finishedAt)) || !z.uuid().safeParse(id).success) {
+        throw new Error("bad cursor");
+      }
+      cursor = { finishedAt, id: id as string };
+    } catch {
+      throw new EnqueueValidationError([{ option: "cursor", rule: "must be a nextCursor from an earlier page" }]);
+    }
+  }
+  return { ...r.data, cursor };
+}
+
+export const pruneFinishedJobsSchema = z.strictObject({
+  olderThanMs: z
+    .number()
+    .int()
+    .min(60_000)
+    .max(10 * 31_536_000_000)
+    .default(7 * 86_400_000),
+  limit: count(100_000).default(1000),
+  maxBatches: z
+    .union([count(Number.MAX_SAFE_INTEGER), z.literal(Number.POSITIVE_INFINITY)])
+    .default(Number.POSITIVE_INFINITY),
+});

@@ -6,6 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import pg from "pg";
+import { JobCanceledError } from "./errors";
 import { WAKE_CHANNEL } from "./queue";
 import type { NormalizedRetryPolicy, RetryPolicy } from "./types";
 import { LIMITS, normalizeRetryPolicy } from "./validate";
@@ -54,7 +55,8 @@ export interface HandlerContext {
   /**
    * Fires when the attempt should stop: `ExecutionTimeoutError` (executionTimeoutMs elapsed),
    * `DeadlineExceededError` (the job's deadline passed), `LeaseLostError` (another attempt owns the
-   * job now) or `WorkerStoppingError` (shutdown grace ran out). `signal.reason` says which.
+   * job now), `WorkerStoppingError` (shutdown grace ran out) or `JobCanceledError` (an operator
+   * canceled the job; seen at the next heartbeat). `signal.reason` says which.
    */
   readonly signal: AbortSignal;
   readonly job: ClaimedJob;
@@ -106,7 +108,9 @@ export type WorkerEvent =
   /** Shutdown grace ran out: the attempt was given back uncounted. */
   | { kind: "released"; job: ClaimedJob }
   /** After its signal fired the handler did not settle within `abortGraceMs`; its slot was freed anyway. */
-  | { kind: "abandoned"; job: ClaimedJob };
+  | { kind: "abandoned"; job: ClaimedJob }
+  /** An operator canceled the job while it ran; the attempt was recorded `canceled` (no retry). */
+  | { kind: "canceled"; job: ClaimedJob };
 
 export interface WorkerOptions {
   /** Caller-owned pool; `stop()` never ends it. The worker adds one dedicated LISTEN connection. */
@@ -152,10 +156,11 @@ export interface WorkerStats {
   failed: number;
   stale: number;
   released: number;
+  canceled: number;
   running: number;
 }
 
-type StopCause = "execution_timed_out" | "deadline_exceeded" | "lease_lost" | "shutdown";
+type StopCause = "execution_timed_out" | "deadline_exceeded" | "lease_lost" | "shutdown" | "canceled";
 
 /** What became of one completion write: recorded, fenced out (stale), or refused for this job alone. */
 type CompleteOutcome = "recorded" | "stale" | { refused: unknown };
@@ -191,7 +196,9 @@ const SQL = {
   claim: `select id, queue, type, payload, attempt, max_attempts, run_at, deadline, execution_timeout_ms,
                  concurrency_key, tags, created_at, lease_expires_at, $3::text as lease_owner
             from workhorse.claim_jobs($1::text[], $2::text[], $3::text, $4::integer, $5::integer, $6::boolean)`,
-  heartbeat: "select id, lease_owner from workhorse.heartbeat_jobs($1::uuid[], $2::integer[], $3::text[], $4::integer)",
+  heartbeat:
+    "select id, lease_owner, cancel_requested from workhorse.heartbeat_jobs($1::uuid[], $2::integer[], $3::text[], $4::integer)",
+  cancelAttempt: "select id from workhorse.cancel_attempt($1::uuid, $2::integer, $3::text)",
   complete: "select id from workhorse.complete_jobs($1::uuid[], $2::integer[], $3::text[], $4::jsonb[])",
   fail: "select state, run_at, delay_ms from workhorse.fail_job($1::uuid, $2::integer, $3::text, $4::jsonb, $5::text, $6::jsonb)",
   release: "select id from workhorse.release_jobs($1::uuid[], $2::integer[], $3::text[], $4::text)",
@@ -303,6 +310,7 @@ export class Worker {
     failed: 0,
     stale: 0,
     released: 0,
+    canceled: 0,
   };
   private readonly onPoolError = (err: Error) => this.report(err);
   /** Claim calls so far, from a random start: the `<claim>` part of lease tokens. */
@@ -629,6 +637,10 @@ export class Worker {
       await this.fail(r, summarizeError(reason), cause);
       return;
     }
+    if (cause === "canceled" && (outcome === "abandoned" || !outcome.ok)) {
+      await this.recordCanceled(r);
+      return;
+    }
     if (outcome === "abandoned") return; // unreachable: only an aborted attempt can be abandoned
     if (!outcome.ok) {
       await this.fail(r, summarizeError(outcome.error), "error");
@@ -669,7 +681,7 @@ export class Worker {
       workerId: this.workerId,
       heartbeat: async () => {
         if (r.cause === "lease_lost") throw new LeaseLostError(job.id, job.attempt);
-        const { rows } = await this.pool.query<{ id: string }>({
+        const { rows } = await this.pool.query<{ id: string; cancel_requested: boolean }>({
           name: "workhorse_heartbeat_jobs",
           text: SQL.heartbeat,
           values: [[job.id], [job.attempt], [job.leaseOwner], this.leaseMs],
@@ -678,6 +690,7 @@ export class Worker {
           this.loseLease(r);
           throw new LeaseLostError(job.id, job.attempt);
         }
+        if (rows[0]?.cancel_requested) this.interrupt(r, "canceled", new JobCanceledError(job.id));
       },
       checkpoint: async <T>(name: string, fn: () => T | Promise<T>): Promise<T> => {
         if (typeof name !== "string" || name.length < 1 || name.length > 128 || /\p{Cc}/u.test(name)) {
@@ -806,6 +819,29 @@ export class Worker {
     return new Set(rows.map((row) => row.id));
   }
 
+  /** Records an operator-canceled attempt as `canceled` (fenced: a stale attempt changes nothing). */
+  private async recordCanceled(r: Running): Promise<void> {
+    const { job } = r;
+    try {
+      const { rows } = await this.persist(() =>
+        this.pool.query({
+          name: "workhorse_cancel_attempt",
+          text: SQL.cancelAttempt,
+          values: [job.id, job.attempt, job.leaseOwner],
+        }),
+      );
+      if (rows.length > 0) {
+        this.counters.canceled++;
+        this.onEvent({ kind: "canceled", job });
+      } else {
+        this.counters.stale++;
+        this.onEvent({ kind: "stale", job });
+      }
+    } catch (err) {
+      this.report(err);
+    }
+  }
+
   private async fail(r: Running, error: ErrorSummary, cause: FailureCause): Promise<void> {
     const { job } = r;
     let rows: Array<{ state: string; run_at: Date | null; delay_ms: string | null }>;
@@ -865,7 +901,7 @@ export class Worker {
     if (list.length === 0) return;
     this.heartbeating = true;
     try {
-      const { rows } = await this.pool.query<{ id: string; lease_owner: string }>({
+      const { rows } = await this.pool.query<{ id: string; lease_owner: string; cancel_requested: boolean }>({
         name: "workhorse_heartbeat_jobs",
         text: SQL.heartbeat,
         values: [
@@ -876,9 +912,11 @@ export class Worker {
         ],
       });
       const held = new Set(rows.map((row) => `${row.id}:${row.lease_owner}`));
+      const canceled = new Set(rows.filter((row) => row.cancel_requested).map((row) => `${row.id}:${row.lease_owner}`));
       for (const r of list) {
         // A settled attempt may be missing because its own outcome just landed; its write is fenced anyway.
         if (!held.has(r.key) && !r.settled) this.loseLease(r);
+        else if (canceled.has(r.key) && !r.settled) this.interrupt(r, "canceled", new JobCanceledError(r.job.id));
       }
     } catch (err) {
       this.report(err);
