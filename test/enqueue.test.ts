@@ -301,7 +301,7 @@ describe("expiry", () => {
     const runs = await t.sql<{ task: string; removed: string }>(
       "select task, removed from workhorse.maintenance_run order by task",
     );
-    expect(runs.map((x) => x.task)).toEqual(["prune_expired_bindings", "prune_observations"]);
+    expect(runs.map((x) => x.task)).toEqual(["prune_expired_bindings", "prune_observations", "reap_expired_leases"]);
   });
 });
 
