@@ -174,6 +174,29 @@ describe("cancel", () => {
     expect(await eventKinds(id)).toEqual(["enqueued", "claimed", "cancel_requested", "canceled"]);
   });
 
+  test("a cancel-requested attempt that fails or loses its lease before its worker saw the request is canceled, not retried", async () => {
+    const q = t.queue();
+    const a = await q.enqueue("x", {}, { queue: "c3", maxAttempts: 5 });
+    const b = await q.enqueue("x", {}, { queue: "c3", maxAttempts: 5 });
+    const claimed = await t.sql<{ id: string; attempt: number }>(
+      "select id, attempt from workhorse.claim_jobs(array['c3'], null, 'w~1', 10, 60000, false)",
+    );
+    expect(claimed).toHaveLength(2);
+    expect(await q.cancel({ jobIds: [a, b] }, ctx)).toEqual({ canceled: 0, cancelRequested: 2, unchanged: {} });
+    // a: the handler threw (attempts left, so it would have been retried).
+    const [failed] = await t.sql<{ state: string }>(
+      `select state from workhorse.fail_job($1, 1, 'w~1', '{"name":"Error","message":"boom"}', 'error', '{"initialDelayMs":1000,"multiplier":1,"maxDelayMs":1000}')`,
+      [a],
+    );
+    expect(failed).toBeDefined();
+    expect(await stateOf(a)).toBe("canceled");
+    // b: the worker died; its lease lapses and is reaped.
+    await t.sql("update workhorse.job set lease_expires_at = now() - interval '1 second' where id = $1", [b]);
+    expect(await q.reapExpiredLeases()).toBe(1);
+    expect(await stateOf(b)).toBe("canceled");
+    expect(await eventKinds(b)).toEqual(["enqueued", "claimed", "cancel_requested", "canceled", "lease_expired"]);
+  });
+
   test("bad input is refused before anything is written; a single missing id is JobNotFoundError", async () => {
     const q = t.queue();
     const before = await t.count("operator_audit");

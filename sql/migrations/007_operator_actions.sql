@@ -137,6 +137,24 @@ language sql as $$
   select d.id from done d
 $$;
 
+-- An active job an operator asked to cancel never goes back to the queue: if its attempt ends by any
+-- path that would make it pending again (a thrown error with attempts left, a lapsed lease, a
+-- shutdown release) before its worker saw the request, it becomes canceled instead.
+create function workhorse.job_cancel_instead_of_retry() returns trigger language plpgsql as $$
+begin
+  new.state := 'canceled';
+  new.finished_at := now();
+  new.lease_owner := null;
+  new.lease_expires_at := null;
+  insert into workhorse.job_event (job_id, kind, data)
+  values (new.id, 'canceled', jsonb_build_object('attempt', old.attempt, 'actor', old.cancel_requested_by,
+                                                 'reason', old.cancel_reason));
+  return new;
+end $$;
+create trigger job_cancel_instead_of_retry before update of state on workhorse.job
+  for each row when (old.state = 'active' and new.state in ('ready', 'scheduled') and old.cancel_requested_at is not null)
+  execute function workhorse.job_cancel_instead_of_retry();
+
 -- Heartbeat, now also telling the worker which attempts an operator asked to cancel.
 drop function workhorse.heartbeat_jobs(uuid[], integer[], text[], integer);
 create function workhorse.heartbeat_jobs(p_ids uuid[], p_attempts integer[], p_owners text[], p_lease_ms integer)
