@@ -1,10 +1,12 @@
 "use client";
+import Link from "next/link";
 import { formatDuration, formatTime } from "@/lib/console/format";
 import type { JobDetailDto } from "@/lib/console/types";
 import { BindingDetails } from "./binding-card";
+import { LiveJobState } from "./job-actions";
 import { LiveStatus } from "./live-status";
 import { PurgeAllowed } from "./purge-dialog";
-import { Badge, Card, DefinitionList, Mono } from "./ui";
+import { Badge, Card, DefinitionList, linkClass, Mono } from "./ui";
 import { useLive } from "./use-live";
 
 export function JobLive({ initial, purge }: { initial: JobDetailDto; purge: React.ReactNode }) {
@@ -37,6 +39,35 @@ export function JobLive({ initial, purge }: { initial: JobDetailDto; purge: Reac
                     ? `last held by ${job.leaseOwner}`
                     : "—",
               ],
+              ...(job.cancelRequestedAt
+                ? ([
+                    ["Cancel requested", `${formatTime(job.cancelRequestedAt)} by ${job.cancelRequestedBy ?? "?"}`],
+                  ] as [string, React.ReactNode][])
+                : []),
+              ...(job.redrivenFrom
+                ? ([
+                    [
+                      "Redriven from",
+                      <Link key="rf" className={linkClass} href={`/jobs/${job.redrivenFrom}`}>
+                        <Mono>{job.redrivenFrom}</Mono>
+                      </Link>,
+                    ],
+                  ] as [string, React.ReactNode][])
+                : []),
+              ...(job.redriveJobIds.length
+                ? ([
+                    [
+                      "Redriven as",
+                      <span key="ra" className="flex flex-col">
+                        {job.redriveJobIds.map((r) => (
+                          <Link key={r} className={linkClass} href={`/jobs/${r}`}>
+                            <Mono>{r}</Mono>
+                          </Link>
+                        ))}
+                      </span>,
+                    ],
+                  ] as [string, React.ReactNode][])
+                : []),
               ...(job.purgedAt
                 ? ([
                     ["Purged", `${formatTime(job.purgedAt)} by ${job.purgedBy ?? "?"}`],
@@ -91,13 +122,10 @@ export function JobLive({ initial, purge }: { initial: JobDetailDto; purge: Reac
             </p>
           )}
         </Card>
-        <Card title="Purge">
-          <PurgeAllowed.Provider value={canPurge}>{purge}</PurgeAllowed.Provider>
-          {canPurge ? null : (
-            <p className="text-sm text-slate-600">
-              Only ready and scheduled jobs can be purged; this one is <strong>{job.state}</strong>.
-            </p>
-          )}
+        <Card title="Actions">
+          <LiveJobState.Provider value={{ state: job.state, cancelRequested: job.cancelRequestedAt !== null }}>
+            <PurgeAllowed.Provider value={canPurge}>{purge}</PurgeAllowed.Provider>
+          </LiveJobState.Provider>
         </Card>
         <p className="text-xs text-slate-600">
           Job id <Mono>{job.id}</Mono>

@@ -21,7 +21,7 @@ test("read-only mode hides purge and refuses a purge request sent anyway", async
   const job = new JobPage(page);
   await job.goto(jobId);
   await expect(job.purgeButton()).toHaveCount(0);
-  await expect(page.getByText("Read-only mode: purge is disabled.")).toBeVisible();
+  await expect(page.getByText("Read-only mode: cancel, run now, redrive and purge are disabled.")).toBeVisible();
   await page.goto("/enqueue");
   await expect(page.getByText("The console is read-only: enqueueing is disabled.")).toBeVisible();
 

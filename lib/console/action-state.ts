@@ -73,3 +73,34 @@ export type MaintenanceState =
     };
 
 export type SignInState = Idle | FormError;
+
+/**
+ * Result of an operator action on jobs or a queue (cancel, run now, redrive, pause, resume).
+ * `summary` says how many changed and why the rest did not, in words; `counts` the same as numbers.
+ */
+export type OperatorActionState =
+  | Idle
+  | FormError
+  | { status: "refused"; message: string }
+  | { status: "done"; summary: string; counts: Record<string, number>; seq: number };
+
+/** One source job of a redrive (dry run or real). */
+export interface RedriveResultView {
+  sourceJobId: string;
+  status: "redriven" | "replayed" | "eligible" | "not_found" | "not_failed";
+  jobId: string | null;
+}
+
+/** A redrive form: after a dry run (`dryRun: true`) the same request id confirms it. */
+export type RedriveState =
+  | Idle
+  | FormError
+  | { status: "refused"; message: string }
+  | {
+      status: "done";
+      dryRun: boolean;
+      summary: string;
+      counts: Record<string, number>;
+      results: RedriveResultView[];
+      seq: number;
+    };

@@ -104,7 +104,9 @@ const json = (v: unknown): string | null => (v === null || v === undefined ? nul
 /** One job with its binding (by the binding's job index) and its event timeline. Null when unknown. */
 export async function jobDetail(db: Db, id: string): Promise<JobDetailDto | null> {
   const { rows } = await db.query<Record<string, unknown>>(
-    "select j.*, now() as now from workhorse.job j where j.id = $1::uuid",
+    `select j.*, now() as now,
+            array(select r.id::text from workhorse.job r where r.redriven_from = j.id order by r.id) as redrive_job_ids
+       from workhorse.job j where j.id = $1::uuid`,
     [id],
   );
   const j = rows[0];
@@ -142,6 +144,10 @@ export async function jobDetail(db: Db, id: string): Promise<JobDetailDto | null
     purgedAt: d("purged_at"),
     purgedBy: (j.purged_by as string | null) ?? null,
     purgeReason: (j.purge_reason as string | null) ?? null,
+    cancelRequestedAt: d("cancel_requested_at"),
+    cancelRequestedBy: (j.cancel_requested_by as string | null) ?? null,
+    redrivenFrom: (j.redriven_from as string | null) ?? null,
+    redriveJobIds: (j.redrive_job_ids as string[] | null) ?? [],
     binding: binding.rows[0] ? bindingDto(binding.rows[0]) : null,
     events: events.rows.map((e) => ({ seq: Number(e.seq), at: iso(e.at), kind: e.kind, data: e.data })),
     now: iso(j.now as Date),

@@ -81,6 +81,11 @@ export interface JobDetailDto {
   purgedAt: string | null;
   purgedBy: string | null;
   purgeReason: string | null;
+  /** An operator asked to cancel this job (for an active job: its worker stops it at the next heartbeat). */
+  cancelRequestedAt: string | null;
+  cancelRequestedBy: string | null;
+  redrivenFrom: string | null;
+  redriveJobIds: string[];
   binding: BindingDto | null;
   events: JobEventDto[];
   now: string;

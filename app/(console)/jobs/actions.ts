@@ -1,8 +1,9 @@
 "use server";
 import { revalidatePath } from "next/cache";
-import type { PurgeState } from "@/lib/console/action-state";
+import type { OperatorActionState, PurgeState, RedriveState } from "@/lib/console/action-state";
 import { consoleDb } from "@/lib/console/db";
 import { purgeJob, purgeQueue } from "@/lib/console/mutations";
+import { cancelJobs, redriveJobs, runJobsNow } from "@/lib/console/operator-actions";
 import { invalidateCounts } from "@/lib/console/overview";
 import { requireMutator } from "@/lib/console/session";
 
@@ -26,6 +27,43 @@ export async function purgeQueueAction(_prev: PurgeState, data: FormData): Promi
   if (result.status === "done") {
     invalidateCounts(pool);
     revalidatePath("/queues");
+  }
+  return result;
+}
+
+export async function cancelJobsAction(_prev: OperatorActionState, data: FormData): Promise<OperatorActionState> {
+  const m = await requireMutator();
+  if (!m.ok) return { status: "refused", message: m.message };
+  const { queue, pool } = await consoleDb();
+  const result = await cancelJobs(queue, m.actor, data);
+  if (result.status === "done") {
+    invalidateCounts(pool);
+    revalidatePath("/jobs", "layout");
+  }
+  return result;
+}
+
+export async function runNowAction(_prev: OperatorActionState, data: FormData): Promise<OperatorActionState> {
+  const m = await requireMutator();
+  if (!m.ok) return { status: "refused", message: m.message };
+  const { queue, pool } = await consoleDb();
+  const result = await runJobsNow(queue, m.actor, data);
+  if (result.status === "done") {
+    invalidateCounts(pool);
+    revalidatePath("/jobs", "layout");
+  }
+  return result;
+}
+
+export async function redriveAction(_prev: RedriveState, data: FormData): Promise<RedriveState> {
+  const m = await requireMutator();
+  if (!m.ok) return { status: "refused", message: m.message };
+  const { queue, pool } = await consoleDb();
+  const result = await redriveJobs(queue, m.actor, data);
+  if (result.status === "done" && !result.dryRun) {
+    invalidateCounts(pool);
+    revalidatePath("/jobs", "layout");
+    revalidatePath("/dead-letters", "layout");
   }
   return result;
 }

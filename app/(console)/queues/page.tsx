@@ -1,17 +1,21 @@
 import type { Metadata } from "next";
 import { PurgeDialog } from "@/components/purge-dialog";
+import { QueuePausePanel } from "@/components/queue-pause-panel";
 import { QueuesLive } from "@/components/queues-live";
 import { PageHeader } from "@/components/ui";
 import { consolePool } from "@/lib/console/db";
+import { pausedQueues } from "@/lib/console/operator-reads";
 import { queueSummaries } from "@/lib/console/overview";
 import { requireViewer } from "@/lib/console/session";
 import { purgeQueueAction } from "../jobs/actions";
+import { queuePauseAction } from "./actions";
 
 export const metadata: Metadata = { title: "Queues" };
 
 export default async function QueuesPage() {
   const viewer = await requireViewer();
-  const data = await queueSummaries(await consolePool());
+  const pool = await consolePool();
+  const [data, paused] = await Promise.all([queueSummaries(pool), pausedQueues(pool)]);
   const purge = viewer.readOnly
     ? null
     : Object.fromEntries(
@@ -38,6 +42,13 @@ export default async function QueuesPage() {
         }
       />
       <QueuesLive initial={data} purge={purge} />
+      <div className="mt-4">
+        <QueuePausePanel
+          queues={data.queues.map((q) => q.queue)}
+          paused={paused}
+          action={viewer.readOnly ? null : queuePauseAction}
+        />
+      </div>
     </>
   );
 }

@@ -1,6 +1,7 @@
 import type { Metadata } from "next";
 import Link from "next/link";
 import { notFound } from "next/navigation";
+import { JobActions } from "@/components/job-actions";
 import { JobLive } from "@/components/job-live";
 import { PurgeDialog } from "@/components/purge-dialog";
 import { linkClass, PageHeader } from "@/components/ui";
@@ -8,7 +9,7 @@ import { consolePool } from "@/lib/console/db";
 import { UUID_RE } from "@/lib/console/filters";
 import { jobDetail } from "@/lib/console/jobs";
 import { requireViewer } from "@/lib/console/session";
-import { purgeJobAction } from "../actions";
+import { cancelJobsAction, purgeJobAction, redriveAction, runNowAction } from "../actions";
 
 export const metadata: Metadata = { title: "Job" };
 
@@ -36,14 +37,22 @@ export default async function JobPage({ params }: { params: Promise<{ id: string
         initial={job}
         purge={
           viewer.readOnly ? (
-            <p className="text-sm text-slate-600">Read-only mode: purge is disabled.</p>
+            <p className="text-sm text-slate-600">Read-only mode: cancel, run now, redrive and purge are disabled.</p>
           ) : (
-            <PurgeDialog
-              action={purgeJobAction}
-              hidden={{ jobId: job.id }}
-              label="Purge job…"
-              title="Purge this job?"
-              description="The job becomes a tombstone (state purged) and its idempotency binding is released, so the same key can enqueue new work. This cannot be undone."
+            <JobActions
+              jobId={job.id}
+              cancel={cancelJobsAction}
+              runNow={runNowAction}
+              redrive={redriveAction}
+              purge={
+                <PurgeDialog
+                  action={purgeJobAction}
+                  hidden={{ jobId: job.id }}
+                  label="Purge job…"
+                  title="Purge this job?"
+                  description="The job becomes a tombstone (state purged) and its idempotency binding is released, so the same key can enqueue new work. This cannot be undone."
+                />
+              }
             />
           )
         }

@@ -1,0 +1,16 @@
+"use server";
+import { revalidatePath } from "next/cache";
+import type { OperatorActionState } from "@/lib/console/action-state";
+import { consoleDb } from "@/lib/console/db";
+import { setQueuePaused } from "@/lib/console/operator-actions";
+import { requireMutator } from "@/lib/console/session";
+
+/** Pause or resume a queue (`action` = `pause` | `resume`); the actor comes from the session. */
+export async function queuePauseAction(_prev: OperatorActionState, data: FormData): Promise<OperatorActionState> {
+  const m = await requireMutator();
+  if (!m.ok) return { status: "refused", message: m.message };
+  const { queue } = await consoleDb();
+  const result = await setQueuePaused(queue, m.actor, data);
+  if (result.status === "done") revalidatePath("/queues");
+  return result;
+}

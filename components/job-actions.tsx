@@ -1,0 +1,72 @@
+"use client";
+import { createContext, type ReactNode, useContext } from "react";
+import type { OperatorActionState, RedriveState } from "@/lib/console/action-state";
+import type { JobStateName } from "@/lib/console/types";
+import { ActionDialog, RedriveDialog } from "./action-dialog";
+
+/** The job's live state, provided by the job page's live view to the actions below it. */
+export const LiveJobState = createContext<{ state: JobStateName; cancelRequested: boolean } | null>(null);
+
+type Act<S> = (prev: S, data: FormData) => Promise<S>;
+
+/**
+ * Cancel / Run now / Redrive / Purge for one job, each shown only when the job's live state allows
+ * it. Rendered only when the console is not read-only.
+ */
+export function JobActions(props: {
+  jobId: string;
+  cancel: Act<OperatorActionState>;
+  runNow: Act<OperatorActionState>;
+  redrive: Act<RedriveState>;
+  purge: ReactNode;
+}) {
+  const live = useContext(LiveJobState);
+  if (!live) return null;
+  const { state, cancelRequested } = live;
+  const hidden = { jobIds: props.jobId };
+  const pending = state === "ready" || state === "scheduled";
+  const any = pending || state === "active" || state === "failed";
+  return (
+    <div className="space-y-3">
+      {state === "active" && cancelRequested ? (
+        <p className="text-sm text-slate-700">Cancel requested: the worker stops this job at its next heartbeat.</p>
+      ) : null}
+      {pending || (state === "active" && !cancelRequested) ? (
+        <ActionDialog
+          action={props.cancel}
+          hidden={hidden}
+          label="Cancel job…"
+          title="Cancel this job?"
+          statement={
+            state === "active"
+              ? "A worker is running this job. It will be asked to stop at its next heartbeat; the attempt is then recorded as canceled and never retried. Its idempotency key stays bound to it."
+              : `This ${state} job becomes canceled now and will never run. Its idempotency key stays bound to it (purge releases keys).`
+          }
+          confirmLabel="Confirm cancel"
+          danger
+        />
+      ) : null}
+      {state === "scheduled" ? (
+        <ActionDialog
+          action={props.runNow}
+          hidden={hidden}
+          label="Run now…"
+          title="Run this job now?"
+          statement="This scheduled job becomes ready now, ahead of its run time; the next free worker of its queue takes it."
+          confirmLabel="Confirm run now"
+        />
+      ) : null}
+      {state === "failed" ? (
+        <RedriveDialog
+          action={props.redrive}
+          hidden={hidden}
+          label="Redrive…"
+          title="Redrive this failed job?"
+          statement="A new ready job with this job's definition (not its deadline or checkpoints) is created at attempt 0 and linked to this one. A live idempotency key of this job moves to the new job."
+        />
+      ) : null}
+      {pending ? props.purge : null}
+      {any ? null : <p className="text-sm text-slate-600">No actions apply to a {state} job.</p>}
+    </div>
+  );
+}

@@ -1,0 +1,64 @@
+"use client";
+import type { OperatorActionState } from "@/lib/console/action-state";
+import { formatTime } from "@/lib/console/format";
+import type { QueuePauseDto } from "@/lib/console/operator-reads";
+import { ActionDialog } from "./action-dialog";
+import { Badge, Card, Table, Td } from "./ui";
+
+/**
+ * Pause / resume per queue, with who paused a queue, when and why. Workers claim nothing from a
+ * paused queue; running jobs finish. Read-only viewers see the states without the buttons.
+ */
+export function QueuePausePanel(props: {
+  queues: string[];
+  paused: QueuePauseDto[];
+  action: ((prev: OperatorActionState, data: FormData) => Promise<OperatorActionState>) | null;
+}) {
+  const byQueue = new Map(props.paused.map((p) => [p.queue, p]));
+  const names = [...new Set([...props.queues, ...byQueue.keys()])].sort();
+  return (
+    <Card title="Pause and resume">
+      {names.length === 0 ? (
+        <p className="text-sm text-slate-600">No queues yet.</p>
+      ) : (
+        <Table
+          caption="Queues, paused or running"
+          head={
+            props.action
+              ? ["Queue", "Status", "Paused by", "Since", "Reason", "Action"]
+              : ["Queue", "Status", "Paused by", "Since", "Reason"]
+          }
+        >
+          {names.map((q) => {
+            const p = byQueue.get(q);
+            return (
+              <tr key={q}>
+                <Td>{q}</Td>
+                <Td>{p ? <Badge tone="purged">paused</Badge> : <Badge>running</Badge>}</Td>
+                <Td>{p?.pausedBy ?? "—"}</Td>
+                <Td>{p ? formatTime(p.pausedAt) : "—"}</Td>
+                <Td wrap>{p?.reason ?? "—"}</Td>
+                {props.action ? (
+                  <Td>
+                    <ActionDialog
+                      action={props.action}
+                      hidden={{ queue: q, action: p ? "resume" : "pause" }}
+                      label={p ? `Resume ${q}…` : `Pause ${q}…`}
+                      title={p ? `Resume queue “${q}”?` : `Pause queue “${q}”?`}
+                      statement={
+                        p
+                          ? "Workers start claiming this queue's jobs again right away."
+                          : "Workers claim no new jobs from this queue until it is resumed (every worker sees this by its next poll). Jobs already running finish."
+                      }
+                      confirmLabel={p ? "Confirm resume" : "Confirm pause"}
+                    />
+                  </Td>
+                ) : null}
+              </tr>
+            );
+          })}
+        </Table>
+      )}
+    </Card>
+  );
+}

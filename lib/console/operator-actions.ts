@@ -1,0 +1,214 @@
+import "server-only";
+/**
+ * Operator actions of the console (cancel, run now, redrive, pause, resume): parse the form with zod,
+ * call lib/enqueue with the session's actor, and return a typed state. The actor never comes from
+ * the form. Every expected failure is a returned value.
+ */
+import { z } from "zod";
+import {
+  EnqueueValidationError,
+  JobNotFoundError,
+  MAX_JOB_IDS,
+  type Queue,
+  RedriveIdempotencyConflictError,
+  type Unchanged,
+} from "@/lib/enqueue";
+import type { FieldErrors, OperatorActionState, RedriveState } from "./action-state";
+
+const reason = z
+  .string({ error: "Give a reason: it is kept in the job's timeline and in the audit log" })
+  .trim()
+  .min(1, { error: "Give a reason: it is kept in the job's timeline and in the audit log" })
+  .max(1000, { error: "Reason must be at most 1000 characters" });
+
+const jobIds = z
+  .array(z.uuid({ error: "Not a job id" }))
+  .min(1, { error: "Select at least one job" })
+  .max(MAX_JOB_IDS, { error: `At most ${MAX_JOB_IDS} jobs at once` });
+
+const jobsForm = z.object({ jobIds, reason });
+const queueForm = z.object({ queue: z.string().trim().min(1, { error: "Queue is required" }).max(128), reason });
+const redriveForm = z.object({
+  jobIds,
+  reason,
+  requestId: z.string().regex(/^[A-Za-z0-9-]{8,64}$/, { error: "The form is stale: open it again" }),
+  mode: z.enum(["dry-run", "redrive"]),
+});
+
+let seqCounter = 0;
+
+function errorsOf(error: z.ZodError): FormError {
+  const fieldErrors: FieldErrors = {};
+  for (const i of error.issues) fieldErrors[String(i.path[0] ?? "form")] ??= i.message;
+  return { status: "error", message: fieldErrors.jobIds ?? "Check the highlighted fields.", fieldErrors };
+}
+type FormError = { status: "error"; message: string; fieldErrors: FieldErrors };
+
+/** `jobIds` may come as repeated fields or one comma/space separated field (a selection). */
+function idsOf(form: FormData): string[] {
+  return form
+    .getAll("jobIds")
+    .flatMap((v) => (typeof v === "string" ? v.split(/[\s,]+/) : []))
+    .filter(Boolean)
+    .map((s) => s.toLowerCase());
+}
+
+const text = (v: FormDataEntryValue | null) => (typeof v === "string" ? v : "");
+
+const STATE_WORDS: Record<string, string> = {
+  missing: "no longer exist",
+  scheduled: "scheduled",
+  ready: "ready",
+  active: "active",
+  succeeded: "already succeeded",
+  failed: "already failed",
+  canceled: "already canceled",
+  purged: "purged",
+};
+
+const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+/** "2 already succeeded, 1 no longer exist" or "" */
+export function describeUnchanged(unchanged: Unchanged): string {
+  return Object.entries(unchanged)
+    .filter(([, n]) => (n ?? 0) > 0)
+    .map(([state, n]) => `${n} ${STATE_WORDS[state] ?? state}`)
+    .join(", ");
+}
+
+function unchangedCounts(u: Unchanged): Record<string, number> {
+  return Object.fromEntries(Object.entries(u).map(([k, v]) => [`unchanged.${k}`, v ?? 0]));
+}
+
+function refusalOf(err: unknown): { status: "refused"; message: string } | FormError | null {
+  if (err instanceof JobNotFoundError) return { status: "refused", message: err.message };
+  if (err instanceof RedriveIdempotencyConflictError) return { status: "refused", message: err.message };
+  if (err instanceof EnqueueValidationError) {
+    return { status: "error", message: `${err.option}: ${err.rule}`, fieldErrors: {} };
+  }
+  return null;
+}
+
+/** Cancel the jobs in `jobIds` (pending ones at once, active ones at their worker's next heartbeat). */
+export async function cancelJobs(queue: Queue, actor: string, form: FormData): Promise<OperatorActionState> {
+  const parsed = jobsForm.safeParse({ jobIds: idsOf(form), reason: text(form.get("reason")) });
+  if (!parsed.success) return errorsOf(parsed.error);
+  try {
+    const r = await queue.cancel({ jobIds: parsed.data.jobIds }, { actor, reason: parsed.data.reason });
+    const parts = [`Canceled ${plural(r.canceled, "job")}`];
+    if (r.cancelRequested > 0) {
+      parts.push(`asked the workers of ${plural(r.cancelRequested, "active job")} to stop at their next heartbeat`);
+    }
+    const rest = describeUnchanged(r.unchanged);
+    return {
+      status: "done",
+      summary: `${parts.join("; ")}.${rest ? ` Not changed: ${rest}.` : ""}`,
+      counts: { canceled: r.canceled, cancelRequested: r.cancelRequested, ...unchangedCounts(r.unchanged) },
+      seq: ++seqCounter,
+    };
+  } catch (err) {
+    const r = refusalOf(err);
+    if (r) return r;
+    throw err;
+  }
+}
+
+/** Make the scheduled jobs in `jobIds` ready now. */
+export async function runJobsNow(queue: Queue, actor: string, form: FormData): Promise<OperatorActionState> {
+  const parsed = jobsForm.safeParse({ jobIds: idsOf(form), reason: text(form.get("reason")) });
+  if (!parsed.success) return errorsOf(parsed.error);
+  try {
+    const r = await queue.runNow({ jobIds: parsed.data.jobIds }, { actor, reason: parsed.data.reason });
+    const rest = describeUnchanged(r.unchanged);
+    return {
+      status: "done",
+      summary: `${plural(r.updated, "scheduled job")} now ready to run.${rest ? ` Not changed (only scheduled jobs can run now): ${rest}.` : ""}`,
+      counts: { updated: r.updated, ...unchangedCounts(r.unchanged) },
+      seq: ++seqCounter,
+    };
+  } catch (err) {
+    const r = refusalOf(err);
+    if (r) return r;
+    throw err;
+  }
+}
+
+const REDRIVE_WORDS: Record<string, string> = {
+  redriven: "redriven",
+  replayed: "already redriven by this request",
+  eligible: "would be redriven",
+  not_found: "no longer exist",
+  not_failed: "are not failed",
+};
+
+/** Redrive failed jobs; `mode=dry-run` only says what would happen. The request id comes from the form, so a double submit replays. */
+export async function redriveJobs(queue: Queue, actor: string, form: FormData): Promise<RedriveState> {
+  const parsed = redriveForm.safeParse({
+    jobIds: idsOf(form),
+    reason: text(form.get("reason")),
+    requestId: text(form.get("requestId")),
+    mode: text(form.get("mode")) || "redrive",
+  });
+  if (!parsed.success) return errorsOf(parsed.error);
+  const dryRun = parsed.data.mode === "dry-run";
+  try {
+    const r = await queue.redrive({
+      jobIds: parsed.data.jobIds,
+      requestId: parsed.data.requestId,
+      requestedBy: actor,
+      reason: parsed.data.reason,
+      dryRun,
+    });
+    const counts: Record<string, number> = {};
+    for (const x of r.results) counts[x.status] = (counts[x.status] ?? 0) + 1;
+    const words = Object.entries(counts)
+      .map(([s, n]) => `${n} ${REDRIVE_WORDS[s] ?? s}`)
+      .join(", ");
+    return {
+      status: "done",
+      dryRun,
+      summary: dryRun
+        ? `Dry run, nothing changed: ${words}.`
+        : `${plural((counts.redriven ?? 0) + (counts.replayed ?? 0), "job")} redriven: ${words}.`,
+      counts,
+      results: r.results.map((x) => ({ sourceJobId: x.sourceJobId, status: x.status, jobId: x.jobId ?? null })),
+      seq: ++seqCounter,
+    };
+  } catch (err) {
+    const r = refusalOf(err);
+    if (r) return r;
+    throw err;
+  }
+}
+
+/** Pause (`action=pause`) or resume (`action=resume`) one queue. */
+export async function setQueuePaused(queue: Queue, actor: string, form: FormData): Promise<OperatorActionState> {
+  const parsed = queueForm.safeParse({ queue: text(form.get("queue")), reason: text(form.get("reason")) });
+  if (!parsed.success) return errorsOf(parsed.error);
+  const pause = text(form.get("action")) !== "resume";
+  const { queue: name, reason: why } = parsed.data;
+  try {
+    if (pause) {
+      const r = await queue.pauseQueue(name, { actor, reason: why });
+      return {
+        status: "done",
+        summary: r.paused
+          ? `Paused queue ${name}: workers claim nothing from it until it is resumed.`
+          : `Queue ${name} was already paused; nothing changed.`,
+        counts: { paused: r.paused ? 1 : 0 },
+        seq: ++seqCounter,
+      };
+    }
+    const r = await queue.resumeQueue(name, { actor, reason: why });
+    return {
+      status: "done",
+      summary: r.resumed ? `Resumed queue ${name}.` : `Queue ${name} was not paused; nothing changed.`,
+      counts: { resumed: r.resumed ? 1 : 0 },
+      seq: ++seqCounter,
+    };
+  } catch (err) {
+    const r = refusalOf(err);
+    if (r) return r;
+    throw err;
+  }
+}

@@ -1,0 +1,70 @@
+import "server-only";
+/**
+ * Read models for the operator-action pages: queue pauses and dead-letter groups. Reads only; every
+ * write goes through lib/enqueue.
+ */
+import { type Db, iso } from "./sql";
+
+export interface QueuePauseDto {
+  queue: string;
+  pausedAt: string;
+  pausedBy: string;
+  reason: string;
+}
+
+/** Paused queues with who paused them, when and why. */
+export async function pausedQueues(db: Db): Promise<QueuePauseDto[]> {
+  const { rows } = await db.query<{ queue: string; paused_at: Date; paused_by: string; reason: string }>(
+    "select queue, paused_at, paused_by, reason from workhorse.queue_pause order by queue",
+  );
+  return rows.map((r) => ({ queue: r.queue, pausedAt: iso(r.paused_at), pausedBy: r.paused_by, reason: r.reason }));
+}
+
+export interface DeadLetterGroupDto {
+  queue: string;
+  type: string;
+  errorName: string;
+  count: number;
+  newestFinishedAt: string;
+  newestMessage: string | null;
+  newestJobId: string;
+}
+
+/**
+ * Failed jobs grouped by queue, type and error name, with counts and the newest error message, the
+ * largest groups first (at most 200 groups). Walks the failed-jobs index only.
+ */
+export async function deadLetterGroups(db: Db): Promise<DeadLetterGroupDto[]> {
+  const { rows } = await db.query<{
+    queue: string;
+    type: string;
+    error_name: string;
+    n: string;
+    newest_at: Date;
+    newest_message: string | null;
+    newest_id: string;
+  }>(
+    `select g.queue, g.type, g.error_name, g.n, g.newest_at, n.message as newest_message, n.id as newest_id
+       from (select j.queue, j.type, coalesce(j.last_error ->> 'name', 'Error') as error_name, count(*) as n,
+                    max(j.finished_at) as newest_at
+               from workhorse.job j where j.state = 'failed'
+              group by 1, 2, 3) g
+      cross join lateral (
+        select j.id, left(j.last_error ->> 'message', 300) as message
+          from workhorse.job j
+         where j.state = 'failed' and j.queue = g.queue and j.type = g.type
+           and coalesce(j.last_error ->> 'name', 'Error') = g.error_name
+         order by j.finished_at desc, j.id desc limit 1) n
+      order by g.n desc, g.newest_at desc
+      limit 200`,
+  );
+  return rows.map((r) => ({
+    queue: r.queue,
+    type: r.type,
+    errorName: r.error_name,
+    count: Number(r.n),
+    newestFinishedAt: iso(r.newest_at),
+    newestMessage: r.newest_message,
+    newestJobId: r.newest_id,
+  }));
+}
