@@ -6,6 +6,7 @@ import { cx } from "./ui";
 export const NAV = [
   { href: "/", label: "Overview" },
   { href: "/jobs", label: "Jobs" },
+  { href: "/dead-letters", label: "Dead letters" },
   { href: "/find", label: "Find by key" },
   { href: "/bindings", label: "Bindings" },
   { href: "/conflicts", label: "Conflicts & replays" },

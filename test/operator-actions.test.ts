@@ -275,6 +275,9 @@ describe("redrive", () => {
       redriveJobIds: [],
     });
     expect(await eventKinds(failed)).toEqual(["enqueued", "claimed", "failed", "redriven"]);
+    expect((await q.listDeadLetters({ queue: "rd1" })).jobs.map((j) => [j.id, j.redriveJobIds])).toEqual([
+      [failed, [jobId]],
+    ]);
     expect(await eventKinds(jobId)).toEqual(["enqueued"]);
     expect(await lastAudit("redrive")).toEqual({
       actor: "bob",

@@ -98,10 +98,15 @@ export function parseObservationFilters(params: RawParams): ObservationFilters {
 }
 
 export const AUDIT_ACTIONS = [
+  "cancel",
   "enqueue_test",
+  "pause_queue",
   "purge_job",
   "purge_queue",
+  "redrive",
+  "resume_queue",
   "run_maintenance",
+  "run_now",
   "sign_in",
   "sign_out",
   "sign_out_everywhere",

@@ -141,24 +141,66 @@ const REDRIVE_WORDS: Record<string, string> = {
   not_failed: "are not failed",
 };
 
-/** Redrive failed jobs; `mode=dry-run` only says what would happen. The request id comes from the form, so a double submit replays. */
+/** Most jobs one group redrive takes (newest first); the dialog says so when a group is larger. */
+export const MAX_GROUP_REDRIVE = 10_000;
+
+/** The failed jobs of one dead-letter group (queue, type, error name), newest first, at most MAX_GROUP_REDRIVE. */
+async function groupJobIds(queue: Queue, form: FormData): Promise<string[]> {
+  const filter = {
+    queue: text(form.get("groupQueue")),
+    type: text(form.get("groupType")),
+    errorName: text(form.get("groupErrorName")),
+  };
+  const ids: string[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await queue.listDeadLetters({ ...filter, limit: 500, ...(cursor ? { cursor } : {}) });
+    for (const j of page.jobs) ids.push(j.id);
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor && ids.length < MAX_GROUP_REDRIVE);
+  return ids.slice(0, MAX_GROUP_REDRIVE);
+}
+
+/**
+ * Redrive failed jobs: the `jobIds` given, or (with `group=1`) every failed job of one dead-letter
+ * group, in calls of at most 1,000 ids sharing one request id. `mode=dry-run` only says what would
+ * happen. The request id comes from the form, so a double submit replays instead of redriving twice.
+ */
 export async function redriveJobs(queue: Queue, actor: string, form: FormData): Promise<RedriveState> {
+  const group = text(form.get("group")) === "1";
+  let selected: string[];
+  try {
+    selected = group ? await groupJobIds(queue, form) : idsOf(form);
+  } catch (err) {
+    const r = refusalOf(err);
+    if (r) return r;
+    throw err;
+  }
+  if (group && selected.length === 0) {
+    return { status: "refused", message: "This group has no failed jobs any more: nothing to redrive." };
+  }
   const parsed = redriveForm.safeParse({
-    jobIds: idsOf(form),
+    jobIds: group ? selected.slice(0, MAX_JOB_IDS) : selected,
     reason: text(form.get("reason")),
     requestId: text(form.get("requestId")),
     mode: text(form.get("mode")) || "redrive",
   });
   if (!parsed.success) return errorsOf(parsed.error);
   const dryRun = parsed.data.mode === "dry-run";
+  const all = group ? selected : parsed.data.jobIds;
   try {
-    const r = await queue.redrive({
-      jobIds: parsed.data.jobIds,
-      requestId: parsed.data.requestId,
-      requestedBy: actor,
-      reason: parsed.data.reason,
-      dryRun,
-    });
+    const results: Awaited<ReturnType<Queue["redrive"]>>["results"] = [];
+    for (let i = 0; i < all.length; i += MAX_JOB_IDS) {
+      const r = await queue.redrive({
+        jobIds: all.slice(i, i + MAX_JOB_IDS),
+        requestId: parsed.data.requestId,
+        requestedBy: actor,
+        reason: parsed.data.reason,
+        dryRun,
+      });
+      results.push(...r.results);
+    }
+    const r = { results };
     const counts: Record<string, number> = {};
     for (const x of r.results) counts[x.status] = (counts[x.status] ?? 0) + 1;
     const words = Object.entries(counts)

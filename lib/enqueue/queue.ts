@@ -949,7 +949,8 @@ export class QueueOperations {
     const q = parseDeadLetterQuery(query);
     const { rows } = await this.sql<JobRow & { finished_at_text: string }>("listDeadLetters", {
       name: "workhorse_list_dead_letters",
-      text: `select j.*, to_char(j.finished_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as finished_at_text
+      text: `select j.*, to_char(j.finished_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as finished_at_text,
+                    array(select r.id from workhorse.job r where r.redriven_from = j.id order by r.id) as redrive_job_ids
                from workhorse.job j
               where j.state = 'failed'
                 and ($1::text is null or j.queue = $1::text)

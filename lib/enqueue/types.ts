@@ -109,7 +109,7 @@ export interface Job {
   cancelReason: string | null;
   /** The failed job this one was redriven from, or null. */
   redrivenFrom: string | null;
-  /** Jobs redriven from this one, oldest first (filled by `getJob`; empty elsewhere). */
+  /** Jobs redriven from this one, oldest first (filled by `getJob` and `listDeadLetters`). */
   redriveJobIds: string[];
 }
 

@@ -1,0 +1,145 @@
+import type { Metadata } from "next";
+import Link from "next/link";
+import { RedriveDialog } from "@/components/action-dialog";
+import { DeadLetterJobs } from "@/components/dead-letter-jobs";
+import { Card, EmptyState, linkClass, PageHeader, Table, Td } from "@/components/ui";
+import { consoleDb, consolePool } from "@/lib/console/db";
+import { formatTime } from "@/lib/console/format";
+import { deadLetterGroups } from "@/lib/console/operator-reads";
+import { requireViewer } from "@/lib/console/session";
+import { EnqueueValidationError } from "@/lib/enqueue";
+import { redriveAction } from "../jobs/actions";
+
+export const metadata: Metadata = { title: "Dead letters" };
+
+type Search = Promise<Record<string, string | string[] | undefined>>;
+
+const one = (v: string | string[] | undefined): string | undefined =>
+  typeof v === "string" && v.trim() !== "" ? v.trim() : undefined;
+
+export default async function DeadLettersPage({ searchParams }: { searchParams: Search }) {
+  const viewer = await requireViewer();
+  const sp = await searchParams;
+  const queue = one(sp.queue);
+  const type = one(sp.type);
+  const errorName = one(sp.errorName);
+  const cursor = one(sp.cursor);
+  if (queue && type && errorName) {
+    const { queue: core } = await consoleDb();
+    let page: Awaited<ReturnType<typeof core.listDeadLetters>>;
+    try {
+      page = await core.listDeadLetters({ queue, type, errorName, limit: 50, ...(cursor ? { cursor } : {}) });
+    } catch (err) {
+      if (!(err instanceof EnqueueValidationError)) throw err;
+      page = { jobs: [], nextCursor: null };
+    }
+    const base = `/dead-letters?${new URLSearchParams({ queue, type, errorName }).toString()}`;
+    return (
+      <>
+        <PageHeader
+          title="Dead letters"
+          description={
+            <>
+              Failed jobs of queue <strong>{queue}</strong>, type <strong>{type}</strong>, error{" "}
+              <strong>{errorName}</strong>, newest first.
+            </>
+          }
+          actions={
+            <Link className={linkClass} href="/dead-letters">
+              ← All groups
+            </Link>
+          }
+        />
+        <DeadLetterJobs
+          jobs={page.jobs.map((j) => ({
+            id: j.id,
+            finishedAt: j.finishedAt ? j.finishedAt.toISOString() : null,
+            attempt: j.attempt,
+            message: errorMessage(j.lastError),
+            redriven: j.redriveJobIds.length > 0,
+          }))}
+          redrive={viewer.readOnly ? null : redriveAction}
+        />
+        <div className="mt-3 flex gap-4 text-sm">
+          {cursor ? (
+            <Link className={linkClass} href={base}>
+              First page
+            </Link>
+          ) : null}
+          {page.nextCursor ? (
+            <Link className={linkClass} href={`${base}&cursor=${encodeURIComponent(page.nextCursor)}`}>
+              Older failures →
+            </Link>
+          ) : null}
+        </div>
+      </>
+    );
+  }
+
+  const groups = await deadLetterGroups(await consolePool());
+  return (
+    <>
+      <PageHeader
+        title="Dead letters"
+        description="Failed jobs (attempts exhausted or deadline passed), grouped by queue, type and error. Open a group to see its jobs; redrive a group or a selection after a dry run."
+      />
+      {groups.length === 0 ? (
+        <EmptyState title="No failed jobs">
+          Jobs that run out of attempts or pass their deadline show up here.
+        </EmptyState>
+      ) : (
+        <Card>
+          <Table
+            caption="Failed jobs by queue, type and error"
+            head={[
+              "Queue",
+              "Type",
+              "Error",
+              "Failed jobs",
+              "Newest",
+              "Newest message",
+              ...(viewer.readOnly ? [] : ["Action"]),
+            ]}
+          >
+            {groups.map((g) => {
+              const href = `/dead-letters?${new URLSearchParams({ queue: g.queue, type: g.type, errorName: g.errorName }).toString()}`;
+              return (
+                <tr key={`${g.queue}\u001f${g.type}\u001f${g.errorName}`}>
+                  <Td>{g.queue}</Td>
+                  <Td>{g.type}</Td>
+                  <Td>{g.errorName}</Td>
+                  <Td>
+                    <Link className={linkClass} href={href}>
+                      {g.count.toLocaleString("en-US")} job{g.count === 1 ? "" : "s"}
+                    </Link>
+                  </Td>
+                  <Td>{formatTime(g.newestFinishedAt)}</Td>
+                  <Td wrap>{g.newestMessage ?? "—"}</Td>
+                  {viewer.readOnly ? null : (
+                    <Td>
+                      <RedriveDialog
+                        action={redriveAction}
+                        hidden={{ group: "1", groupQueue: g.queue, groupType: g.type, groupErrorName: g.errorName }}
+                        label="Redrive group…"
+                        title={`Redrive ${g.count} failed job${g.count === 1 ? "" : "s"}?`}
+                        statement={`Every failed job of queue ${g.queue}, type ${g.type} with error ${g.errorName} (${g.count} now) gets a new ready job with its definition, linked to it; live idempotency keys move to the new jobs. Run the dry run first: it says exactly what would be redriven.`}
+                      />
+                    </Td>
+                  )}
+                </tr>
+              );
+            })}
+          </Table>
+        </Card>
+      )}
+    </>
+  );
+}
+
+function errorMessage(lastError: unknown): string | null {
+  if (lastError && typeof lastError === "object" && "message" in lastError) {
+    const m = (lastError as { message?: unknown }).message;
+    return typeof m === "string" ? m.slice(0, 300) : null;
+  }
+  return null;
+}

@@ -1,0 +1,91 @@
+"use client";
+import Link from "next/link";
+import { useState } from "react";
+import type { RedriveState } from "@/lib/console/action-state";
+import { formatTime } from "@/lib/console/format";
+import { RedriveDialog } from "./action-dialog";
+import { Badge, EmptyState, linkClass, Mono, Table, Td } from "./ui";
+
+export interface DeadLetterRow {
+  id: string;
+  finishedAt: string | null;
+  attempt: number;
+  message: string | null;
+  redriven: boolean;
+}
+
+/** One dead-letter group's jobs with checkboxes; the selection can be redriven (dry run first). */
+export function DeadLetterJobs(props: {
+  jobs: DeadLetterRow[];
+  redrive: ((prev: RedriveState, data: FormData) => Promise<RedriveState>) | null;
+}) {
+  const [selected, setSelected] = useState<Set<string>>(new Set());
+  if (props.jobs.length === 0)
+    return <EmptyState title="No failed jobs in this group">They may have been cleaned up by retention.</EmptyState>;
+  const allOnPage = props.jobs.every((j) => selected.has(j.id));
+  const toggle = (id: string) =>
+    setSelected((s) => {
+      const n = new Set(s);
+      if (n.has(id)) n.delete(id);
+      else n.add(id);
+      return n;
+    });
+  return (
+    <div className="space-y-3">
+      {props.redrive ? (
+        <div className="flex flex-wrap items-start gap-3">
+          <p className="py-1.5 text-sm text-slate-700" aria-live="polite">
+            {selected.size} selected
+          </p>
+          <RedriveDialog
+            key={[...selected].join(",")}
+            action={props.redrive}
+            hidden={{ jobIds: [...selected].join(",") }}
+            label={`Redrive ${selected.size} selected…`}
+            disabled={selected.size === 0}
+            title={`Redrive ${selected.size} selected job${selected.size === 1 ? "" : "s"}?`}
+            statement="Each selected failed job gets a new ready job with its definition, linked to it; live idempotency keys move to the new jobs. Run the dry run first: it says exactly what would be redriven."
+          />
+        </div>
+      ) : null}
+      <Table
+        caption="Failed jobs of this group"
+        head={[...(props.redrive ? ["Select"] : []), "Job", "Failed", "Attempts", "Message", "Redriven"]}
+      >
+        {props.jobs.map((j) => (
+          <tr key={j.id}>
+            {props.redrive ? (
+              <Td>
+                <input
+                  type="checkbox"
+                  aria-label={`Select job ${j.id}`}
+                  checked={selected.has(j.id)}
+                  onChange={() => toggle(j.id)}
+                />
+              </Td>
+            ) : null}
+            <Td>
+              <Link className={linkClass} href={`/jobs/${j.id}`}>
+                <Mono>{j.id}</Mono>
+              </Link>
+            </Td>
+            <Td>{formatTime(j.finishedAt)}</Td>
+            <Td>{j.attempt}</Td>
+            <Td wrap>{j.message ?? "—"}</Td>
+            <Td>{j.redriven ? <Badge tone="ok">redriven</Badge> : "—"}</Td>
+          </tr>
+        ))}
+      </Table>
+      {props.redrive ? (
+        <label className="flex items-center gap-2 text-sm">
+          <input
+            type="checkbox"
+            checked={allOnPage}
+            onChange={() => setSelected(allOnPage ? new Set() : new Set(props.jobs.map((j) => j.id)))}
+          />
+          Select all {props.jobs.length} on this page
+        </label>
+      ) : null}
+    </div>
+  );
+}
