@@ -44,6 +44,11 @@ export default defineConfig({
         { name: "contrast", testMatch: /contrast\.spec\.ts/, dependencies: ["flows"] },
         { name: "security", testMatch: /security\.spec\.ts/ },
         { name: "own-console", testMatch: /own-console\.spec\.ts/ },
-        { name: "no-raw-keys", testMatch: /no-raw-keys\.spec\.ts/, dependencies: ["flows", "readonly"] },
+        { name: "operator-actions", testMatch: /operator-actions\.spec\.ts/ },
+        {
+          name: "no-raw-keys",
+          testMatch: /no-raw-keys\.spec\.ts/,
+          dependencies: ["flows", "readonly", "operator-actions"],
+        },
       ],
 });

@@ -69,13 +69,16 @@ export function ActionDialog(props: {
   confirmLabel: string;
   danger?: boolean;
   disabled?: boolean;
+  /** False hides the button (the state no longer allows it) but keeps an open dialog and its result. */
+  allowed?: boolean;
 }) {
   const [round, setRound] = useState(0);
   const [last, setLast] = useState<OperatorActionState>({ status: "idle" });
   const dialog = useRef<HTMLDialogElement>(null);
   return (
-    <div>
+    <div hidden={props.allowed === false && last.status === "idle"}>
       <button
+        hidden={props.allowed === false}
         type="button"
         disabled={props.disabled}
         className={props.danger ? dangerButtonClass : secondaryButtonClass}
@@ -160,13 +163,16 @@ export function RedriveDialog(props: {
   title: string;
   statement: string;
   disabled?: boolean;
+  /** False hides the button but keeps an open dialog and its result. */
+  allowed?: boolean;
 }) {
   const [round, setRound] = useState(0);
   const [last, setLast] = useState<RedriveState>({ status: "idle" });
   const dialog = useRef<HTMLDialogElement>(null);
   return (
-    <div>
+    <div hidden={props.allowed === false && last.status === "idle"}>
       <button
+        hidden={props.allowed === false}
         type="button"
         disabled={props.disabled}
         className={secondaryButtonClass}

@@ -31,41 +31,38 @@ export function JobActions(props: {
       {state === "active" && cancelRequested ? (
         <p className="text-sm text-slate-700">Cancel requested: the worker stops this job at its next heartbeat.</p>
       ) : null}
-      {pending || (state === "active" && !cancelRequested) ? (
-        <ActionDialog
-          action={props.cancel}
-          hidden={hidden}
-          label="Cancel job…"
-          title="Cancel this job?"
-          statement={
-            state === "active"
-              ? "A worker is running this job. It will be asked to stop at its next heartbeat; the attempt is then recorded as canceled and never retried. Its idempotency key stays bound to it."
-              : `This ${state} job becomes canceled now and will never run. Its idempotency key stays bound to it (purge releases keys).`
-          }
-          confirmLabel="Confirm cancel"
-          danger
-        />
-      ) : null}
-      {state === "scheduled" ? (
-        <ActionDialog
-          action={props.runNow}
-          hidden={hidden}
-          label="Run now…"
-          title="Run this job now?"
-          statement="This scheduled job becomes ready now, ahead of its run time; the next free worker of its queue takes it."
-          confirmLabel="Confirm run now"
-        />
-      ) : null}
-      {state === "failed" ? (
-        <RedriveDialog
-          action={props.redrive}
-          hidden={hidden}
-          label="Redrive…"
-          title="Redrive this failed job?"
-          statement="A new ready job with this job's definition (not its deadline or checkpoints) is created at attempt 0 and linked to this one. A live idempotency key of this job moves to the new job."
-        />
-      ) : null}
-      {pending ? props.purge : null}
+      <ActionDialog
+        allowed={pending || (state === "active" && !cancelRequested)}
+        action={props.cancel}
+        hidden={hidden}
+        label="Cancel job…"
+        title="Cancel this job?"
+        statement={
+          state === "active"
+            ? "A worker is running this job. It will be asked to stop at its next heartbeat; the attempt is then recorded as canceled and never retried. Its idempotency key stays bound to it."
+            : `This ${state} job becomes canceled now and will never run. Its idempotency key stays bound to it (purge releases keys).`
+        }
+        confirmLabel="Confirm cancel"
+        danger
+      />
+      <ActionDialog
+        allowed={state === "scheduled"}
+        action={props.runNow}
+        hidden={hidden}
+        label="Run now…"
+        title="Run this job now?"
+        statement="This scheduled job becomes ready now, ahead of its run time; the next free worker of its queue takes it."
+        confirmLabel="Confirm run now"
+      />
+      <RedriveDialog
+        allowed={state === "failed"}
+        action={props.redrive}
+        hidden={hidden}
+        label="Redrive…"
+        title="Redrive this failed job?"
+        statement="A new ready job with this job's definition (not its deadline or checkpoints) is created at attempt 0 and linked to this one. A live idempotency key of this job moves to the new job."
+      />
+      {props.purge}
       {any ? null : <p className="text-sm text-slate-600">No actions apply to a {state} job.</p>}
     </div>
   );

@@ -1,4 +1,5 @@
 "use client";
+import { useRef } from "react";
 import type { OperatorActionState } from "@/lib/console/action-state";
 import { formatTime } from "@/lib/console/format";
 import type { QueuePauseDto } from "@/lib/console/operator-reads";
@@ -15,7 +16,11 @@ export function QueuePausePanel(props: {
   action: ((prev: OperatorActionState, data: FormData) => Promise<OperatorActionState>) | null;
 }) {
   const byQueue = new Map(props.paused.map((p) => [p.queue, p]));
-  const names = [...new Set([...props.queues, ...byQueue.keys()])].sort();
+  // Rows never vanish while the page is open (a queue whose last job just ran would otherwise drop
+  // out on refresh, taking an open dialog and its result with it).
+  const seen = useRef(new Set<string>());
+  for (const q of [...props.queues, ...byQueue.keys()]) seen.current.add(q);
+  const names = [...seen.current].sort();
   return (
     <Card title="Pause and resume">
       {names.length === 0 ? (

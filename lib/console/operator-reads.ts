@@ -68,3 +68,20 @@ export async function deadLetterGroups(db: Db): Promise<DeadLetterGroupDto[]> {
     newestJobId: r.newest_id,
   }));
 }
+
+/**
+ * Queues that have pending work now, read fresh (the queue summaries may be a few seconds old): a
+ * loose index scan over the pending-jobs index, one probe per queue, however many jobs there are.
+ */
+export async function pendingQueueNames(db: Db): Promise<string[]> {
+  const { rows } = await db.query<{ queue: string }>(
+    `with recursive q(queue) as (
+       (select j.queue from workhorse.job j where j.state in ('scheduled', 'ready') order by j.queue limit 1)
+       union all
+       select (select j.queue from workhorse.job j
+                where j.state in ('scheduled', 'ready') and j.queue > q.queue order by j.queue limit 1)
+         from q where q.queue is not null)
+     select queue::text from q where queue is not null limit 1000`,
+  );
+  return rows.map((r) => r.queue);
+}

@@ -4,7 +4,7 @@ import { QueuePausePanel } from "@/components/queue-pause-panel";
 import { QueuesLive } from "@/components/queues-live";
 import { PageHeader } from "@/components/ui";
 import { consolePool } from "@/lib/console/db";
-import { pausedQueues } from "@/lib/console/operator-reads";
+import { pausedQueues, pendingQueueNames } from "@/lib/console/operator-reads";
 import { queueSummaries } from "@/lib/console/overview";
 import { requireViewer } from "@/lib/console/session";
 import { purgeQueueAction } from "../jobs/actions";
@@ -15,7 +15,11 @@ export const metadata: Metadata = { title: "Queues" };
 export default async function QueuesPage() {
   const viewer = await requireViewer();
   const pool = await consolePool();
-  const [data, paused] = await Promise.all([queueSummaries(pool), pausedQueues(pool)]);
+  const [data, paused, pendingNames] = await Promise.all([
+    queueSummaries(pool),
+    pausedQueues(pool),
+    pendingQueueNames(pool),
+  ]);
   const purge = viewer.readOnly
     ? null
     : Object.fromEntries(
@@ -44,7 +48,7 @@ export default async function QueuesPage() {
       <QueuesLive initial={data} purge={purge} />
       <div className="mt-4">
         <QueuePausePanel
-          queues={data.queues.map((q) => q.queue)}
+          queues={[...data.queues.map((q) => q.queue), ...pendingNames]}
           paused={paused}
           action={viewer.readOnly ? null : queuePauseAction}
         />
