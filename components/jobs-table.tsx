@@ -2,6 +2,7 @@
 import Link from "next/link";
 import { formatTime, shortId } from "@/lib/console/format";
 import type { JobRowDto, Page } from "@/lib/console/types";
+import { useJobsSelection, useVisibleJobs } from "./jobs-bulk";
 import { pageHref, TableFooter } from "./table-footer";
 import { Badge, DemoHint, EmptyState, linkClass, Table, Td } from "./ui";
 import { useLive } from "./use-live";
@@ -17,6 +18,8 @@ export function JobsTable({
 }) {
   const { data, error, dataUpdatedAt } = useLive(`/api/jobs${query}`, initial);
   const link = (cursor: "after" | "before", id: string) => pageHref("/jobs", query, cursor, id);
+  const selection = useJobsSelection();
+  useVisibleJobs(data.rows.map((j) => j.id));
   return (
     <div>
       {data.rows.length === 0 ? (
@@ -34,10 +37,31 @@ export function JobsTable({
       ) : (
         <Table
           caption="Jobs, newest first"
-          head={["Job", "Type", "Queue", "State", "Attempts", "Tags", "Run at", "Created"]}
+          head={[
+            ...(selection ? ["Select"] : []),
+            "Job",
+            "Type",
+            "Queue",
+            "State",
+            "Attempts",
+            "Tags",
+            "Run at",
+            "Created",
+          ]}
         >
           {data.rows.map((j) => (
             <tr key={j.id} className="hover:bg-slate-50">
+              {selection ? (
+                <Td>
+                  <input
+                    type="checkbox"
+                    aria-label={`Select job ${j.id}`}
+                    checked={selection.all || selection.selected.has(j.id)}
+                    disabled={selection.all}
+                    onChange={() => selection.toggle(j.id)}
+                  />
+                </Td>
+              ) : null}
               <Td>
                 <Link className={`${linkClass} font-mono text-xs`} href={`/jobs/${j.id}`} title={j.id}>
                   {shortId(j.id)}

@@ -32,16 +32,22 @@ function toRow(r: JobListRow): JobRowDto {
   };
 }
 
-/**
- * Newest first, keyset-paginated on the primary key (job ids are UUIDv7, so id order is creation
- * order): `after` = older than that id, `before` = newer. No OFFSET, no count.
- */
-export async function listJobs(db: Db, f: JobFilters, limit = JOBS_PAGE_SIZE): Promise<Page<JobRowDto>> {
+/** The jobs list's filters (queue, type, state, tag) as a where clause: one definition of "matching this filter". */
+export function jobFilterWhere(f: Pick<JobFilters, "queue" | "type" | "state" | "tag">): Where {
   const w = new Where();
   if (f.queue) w.add((p) => `queue = ${p}`, f.queue);
   if (f.type) w.add((p) => `type = ${p}`, f.type);
   if (f.state) w.add((p) => `state = ${p}`, f.state);
   if (f.tag) w.add((p) => `tags @> array[${p}::text]`, f.tag);
+  return w;
+}
+
+/**
+ * Newest first, keyset-paginated on the primary key (job ids are UUIDv7, so id order is creation
+ * order): `after` = older than that id, `before` = newer. No OFFSET, no count.
+ */
+export async function listJobs(db: Db, f: JobFilters, limit = JOBS_PAGE_SIZE): Promise<Page<JobRowDto>> {
+  const w = jobFilterWhere(f);
   const backwards = !f.after && !!f.before;
   if (f.after) w.add((p) => `id < ${p}::uuid`, f.after);
   else if (f.before) w.add((p) => `id > ${p}::uuid`, f.before);

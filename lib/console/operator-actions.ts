@@ -14,6 +14,9 @@ import {
   type Unchanged,
 } from "@/lib/enqueue";
 import type { FieldErrors, OperatorActionState, RedriveState } from "./action-state";
+import { parseJobFilters } from "./filters";
+import { MAX_BULK_JOBS, matchingJobIds } from "./operator-reads";
+import type { Db } from "./sql";
 
 const reason = z
   .string({ error: "Give a reason: it is kept in the job's timeline and in the audit log" })
@@ -26,7 +29,6 @@ const jobIds = z
   .min(1, { error: "Select at least one job" })
   .max(MAX_JOB_IDS, { error: `At most ${MAX_JOB_IDS} jobs at once` });
 
-const jobsForm = z.object({ jobIds, reason });
 const queueForm = z.object({ queue: z.string().trim().min(1, { error: "Queue is required" }).max(128), reason });
 const redriveForm = z.object({
   jobIds,
@@ -89,21 +91,75 @@ function refusalOf(err: unknown): { status: "refused"; message: string } | FormE
   return null;
 }
 
-/** Cancel the jobs in `jobIds` (pending ones at once, active ones at their worker's next heartbeat). */
-export async function cancelJobs(queue: Queue, actor: string, form: FormData): Promise<OperatorActionState> {
-  const parsed = jobsForm.safeParse({ jobIds: idsOf(form), reason: text(form.get("reason")) });
+const bulkIds = z
+  .array(z.uuid({ error: "Not a job id" }))
+  .min(1, { error: "Select at least one job" })
+  .max(MAX_BULK_JOBS, { error: `At most ${MAX_BULK_JOBS} jobs at once` });
+
+/**
+ * The jobs an action applies to: the `jobIds` fields (a selection), or with `all=1` every job
+ * matching the jobs list's filter fields (`queue`, `type`, `state`, `tag`, through the same
+ * allowlist as the page), newest first, at most MAX_BULK_JOBS.
+ */
+async function selectionOf(form: FormData, db: Db | null): Promise<string[]> {
+  if (text(form.get("all")) === "1" && db) {
+    const f = parseJobFilters({
+      queue: text(form.get("queue")),
+      type: text(form.get("type")),
+      state: text(form.get("state")),
+      tag: text(form.get("tag")),
+    });
+    return matchingJobIds(db, { queue: f.queue, type: f.type, state: f.state, tag: f.tag });
+  }
+  return idsOf(form);
+}
+
+function chunks<T>(xs: T[], n = MAX_JOB_IDS): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < xs.length; i += n) out.push(xs.slice(i, i + n));
+  return out;
+}
+
+function addUnchanged(into: Unchanged, more: Unchanged) {
+  for (const [k, v] of Object.entries(more)) {
+    const key = k as keyof Unchanged;
+    into[key] = (into[key] ?? 0) + (v ?? 0);
+  }
+}
+
+/**
+ * Cancel the selected jobs (pending ones at once, active ones at their worker's next heartbeat), in
+ * calls of at most 1,000 ids. `db` resolves "all matching this filter" selections.
+ */
+export async function cancelJobs(
+  queue: Queue,
+  actor: string,
+  form: FormData,
+  db: Db | null = null,
+): Promise<OperatorActionState> {
+  const parsed = z
+    .object({ jobIds: bulkIds, reason })
+    .safeParse({ jobIds: await selectionOf(form, db), reason: text(form.get("reason")) });
   if (!parsed.success) return errorsOf(parsed.error);
   try {
-    const r = await queue.cancel({ jobIds: parsed.data.jobIds }, { actor, reason: parsed.data.reason });
-    const parts = [`Canceled ${plural(r.canceled, "job")}`];
-    if (r.cancelRequested > 0) {
-      parts.push(`asked the workers of ${plural(r.cancelRequested, "active job")} to stop at their next heartbeat`);
+    let canceled = 0;
+    let cancelRequested = 0;
+    const unchanged: Unchanged = {};
+    for (const ids of chunks(parsed.data.jobIds)) {
+      const r = await queue.cancel({ jobIds: ids }, { actor, reason: parsed.data.reason });
+      canceled += r.canceled;
+      cancelRequested += r.cancelRequested;
+      addUnchanged(unchanged, r.unchanged);
     }
-    const rest = describeUnchanged(r.unchanged);
+    const parts = [`Canceled ${plural(canceled, "job")}`];
+    if (cancelRequested > 0) {
+      parts.push(`asked the workers of ${plural(cancelRequested, "active job")} to stop at their next heartbeat`);
+    }
+    const rest = describeUnchanged(unchanged);
     return {
       status: "done",
       summary: `${parts.join("; ")}.${rest ? ` Not changed: ${rest}.` : ""}`,
-      counts: { canceled: r.canceled, cancelRequested: r.cancelRequested, ...unchangedCounts(r.unchanged) },
+      counts: { canceled, cancelRequested, ...unchangedCounts(unchanged) },
       seq: ++seqCounter,
     };
   } catch (err) {
@@ -113,17 +169,30 @@ export async function cancelJobs(queue: Queue, actor: string, form: FormData): P
   }
 }
 
-/** Make the scheduled jobs in `jobIds` ready now. */
-export async function runJobsNow(queue: Queue, actor: string, form: FormData): Promise<OperatorActionState> {
-  const parsed = jobsForm.safeParse({ jobIds: idsOf(form), reason: text(form.get("reason")) });
+/** Make the selected scheduled jobs ready now, in calls of at most 1,000 ids. */
+export async function runJobsNow(
+  queue: Queue,
+  actor: string,
+  form: FormData,
+  db: Db | null = null,
+): Promise<OperatorActionState> {
+  const parsed = z
+    .object({ jobIds: bulkIds, reason })
+    .safeParse({ jobIds: await selectionOf(form, db), reason: text(form.get("reason")) });
   if (!parsed.success) return errorsOf(parsed.error);
   try {
-    const r = await queue.runNow({ jobIds: parsed.data.jobIds }, { actor, reason: parsed.data.reason });
-    const rest = describeUnchanged(r.unchanged);
+    let updated = 0;
+    const unchanged: Unchanged = {};
+    for (const ids of chunks(parsed.data.jobIds)) {
+      const r = await queue.runNow({ jobIds: ids }, { actor, reason: parsed.data.reason });
+      updated += r.updated;
+      addUnchanged(unchanged, r.unchanged);
+    }
+    const rest = describeUnchanged(unchanged);
     return {
       status: "done",
-      summary: `${plural(r.updated, "scheduled job")} now ready to run.${rest ? ` Not changed (only scheduled jobs can run now): ${rest}.` : ""}`,
-      counts: { updated: r.updated, ...unchangedCounts(r.unchanged) },
+      summary: `${plural(updated, "scheduled job")} now ready to run.${rest ? ` Not changed (only scheduled jobs can run now): ${rest}.` : ""}`,
+      counts: { updated, ...unchangedCounts(unchanged) },
       seq: ++seqCounter,
     };
   } catch (err) {
@@ -166,11 +235,17 @@ async function groupJobIds(queue: Queue, form: FormData): Promise<string[]> {
  * group, in calls of at most 1,000 ids sharing one request id. `mode=dry-run` only says what would
  * happen. The request id comes from the form, so a double submit replays instead of redriving twice.
  */
-export async function redriveJobs(queue: Queue, actor: string, form: FormData): Promise<RedriveState> {
+export async function redriveJobs(
+  queue: Queue,
+  actor: string,
+  form: FormData,
+  db: Db | null = null,
+): Promise<RedriveState> {
   const group = text(form.get("group")) === "1";
+  const all = text(form.get("all")) === "1";
   let selected: string[];
   try {
-    selected = group ? await groupJobIds(queue, form) : idsOf(form);
+    selected = group ? await groupJobIds(queue, form) : await selectionOf(form, db);
   } catch (err) {
     const r = refusalOf(err);
     if (r) return r;
@@ -179,20 +254,24 @@ export async function redriveJobs(queue: Queue, actor: string, form: FormData): 
   if (group && selected.length === 0) {
     return { status: "refused", message: "This group has no failed jobs any more: nothing to redrive." };
   }
+  if (all && selected.length === 0) {
+    return { status: "refused", message: "No jobs match this filter any more: nothing to redrive." };
+  }
+  const many = group || all;
   const parsed = redriveForm.safeParse({
-    jobIds: group ? selected.slice(0, MAX_JOB_IDS) : selected,
+    jobIds: many ? selected.slice(0, MAX_JOB_IDS) : selected,
     reason: text(form.get("reason")),
     requestId: text(form.get("requestId")),
     mode: text(form.get("mode")) || "redrive",
   });
   if (!parsed.success) return errorsOf(parsed.error);
   const dryRun = parsed.data.mode === "dry-run";
-  const all = group ? selected : parsed.data.jobIds;
+  const everyId = many ? selected : parsed.data.jobIds;
   try {
     const results: Awaited<ReturnType<Queue["redrive"]>>["results"] = [];
-    for (let i = 0; i < all.length; i += MAX_JOB_IDS) {
+    for (const ids of chunks(everyId)) {
       const r = await queue.redrive({
-        jobIds: all.slice(i, i + MAX_JOB_IDS),
+        jobIds: ids,
         requestId: parsed.data.requestId,
         requestedBy: actor,
         reason: parsed.data.reason,

@@ -3,7 +3,10 @@ import "server-only";
  * Read models for the operator-action pages: queue pauses and dead-letter groups. Reads only; every
  * write goes through lib/enqueue.
  */
-import { type Db, iso } from "./sql";
+import type { JobFilters } from "./filters";
+import { jobFilterWhere } from "./jobs";
+import { cappedCount, type Db, iso } from "./sql";
+import type { CappedCount } from "./types";
 
 export interface QueuePauseDto {
   queue: string;
@@ -84,4 +87,23 @@ export async function pendingQueueNames(db: Db): Promise<string[]> {
      select queue::text from q where queue is not null limit 1000`,
   );
   return rows.map((r) => r.queue);
+}
+
+/** Most jobs one "all matching this filter" action takes (newest first); the dialog says so when more match. */
+export const MAX_BULK_JOBS = 10_000;
+
+/** How many jobs match the jobs list's filter, counted up to MAX_BULK_JOBS (then `capped`). */
+export async function countMatchingJobs(db: Db, f: JobFilters): Promise<CappedCount> {
+  const w = jobFilterWhere(f);
+  return cappedCount(db, `workhorse.job ${w}`, w.values, MAX_BULK_JOBS);
+}
+
+/** The ids of the jobs matching the filter, newest first, at most MAX_BULK_JOBS. */
+export async function matchingJobIds(db: Db, f: JobFilters): Promise<string[]> {
+  const w = jobFilterWhere(f);
+  const { rows } = await db.query<{ id: string }>(
+    `select id from workhorse.job ${w} order by id desc limit ${MAX_BULK_JOBS}`,
+    w.values,
+  );
+  return rows.map((r) => r.id);
 }

@@ -2,8 +2,10 @@
 import { revalidatePath } from "next/cache";
 import type { OperatorActionState, PurgeState, RedriveState } from "@/lib/console/action-state";
 import { consoleDb } from "@/lib/console/db";
+import { parseJobFilters } from "@/lib/console/filters";
 import { purgeJob, purgeQueue } from "@/lib/console/mutations";
 import { cancelJobs, redriveJobs, runJobsNow } from "@/lib/console/operator-actions";
+import { countMatchingJobs } from "@/lib/console/operator-reads";
 import { invalidateCounts } from "@/lib/console/overview";
 import { requireMutator } from "@/lib/console/session";
 
@@ -35,7 +37,7 @@ export async function cancelJobsAction(_prev: OperatorActionState, data: FormDat
   const m = await requireMutator();
   if (!m.ok) return { status: "refused", message: m.message };
   const { queue, pool } = await consoleDb();
-  const result = await cancelJobs(queue, m.actor, data);
+  const result = await cancelJobs(queue, m.actor, data, pool);
   if (result.status === "done") {
     invalidateCounts(pool);
     revalidatePath("/jobs", "layout");
@@ -47,7 +49,7 @@ export async function runNowAction(_prev: OperatorActionState, data: FormData): 
   const m = await requireMutator();
   if (!m.ok) return { status: "refused", message: m.message };
   const { queue, pool } = await consoleDb();
-  const result = await runJobsNow(queue, m.actor, data);
+  const result = await runJobsNow(queue, m.actor, data, pool);
   if (result.status === "done") {
     invalidateCounts(pool);
     revalidatePath("/jobs", "layout");
@@ -59,11 +61,30 @@ export async function redriveAction(_prev: RedriveState, data: FormData): Promis
   const m = await requireMutator();
   if (!m.ok) return { status: "refused", message: m.message };
   const { queue, pool } = await consoleDb();
-  const result = await redriveJobs(queue, m.actor, data);
+  const result = await redriveJobs(queue, m.actor, data, pool);
   if (result.status === "done" && !result.dryRun) {
     invalidateCounts(pool);
     revalidatePath("/jobs", "layout");
     revalidatePath("/dead-letters", "layout");
   }
   return result;
+}
+
+/** How many jobs match the jobs list's filter (counted up to the bulk cap), for "select all matching". */
+export async function countMatchingAction(filter: {
+  queue?: string;
+  type?: string;
+  state?: string;
+  tag?: string;
+}): Promise<{ value: number; capped: boolean } | { error: string }> {
+  const m = await requireMutator();
+  if (!m.ok) return { error: m.message };
+  const { pool } = await consoleDb();
+  const f = parseJobFilters({
+    queue: filter?.queue ?? "",
+    type: filter?.type ?? "",
+    state: filter?.state ?? "",
+    tag: filter?.tag ?? "",
+  });
+  return countMatchingJobs(pool, { queue: f.queue, type: f.type, state: f.state, tag: f.tag });
 }

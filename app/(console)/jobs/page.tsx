@@ -2,13 +2,16 @@ import type { Metadata } from "next";
 import Link from "next/link";
 import { redirect } from "next/navigation";
 import { FilterForm, FilterSelect, FilterText } from "@/components/filter-form";
+import { JobsBulk } from "@/components/jobs-bulk";
 import { JobsTable } from "@/components/jobs-table";
 import { buttonClass, inputClass, Notice, PageHeader, secondaryButtonClass } from "@/components/ui";
 import { consolePool } from "@/lib/console/db";
 import { parseJobFilters, toQuery, UUID_RE } from "@/lib/console/filters";
 import { listJobs } from "@/lib/console/jobs";
+import { MAX_BULK_JOBS } from "@/lib/console/operator-reads";
 import { requireViewer } from "@/lib/console/session";
 import { JOB_STATES } from "@/lib/console/types";
+import { cancelJobsAction, countMatchingAction, redriveAction, runNowAction } from "./actions";
 
 export const metadata: Metadata = { title: "Jobs" };
 
@@ -69,7 +72,21 @@ export default async function JobsPage({ searchParams }: { searchParams: Search 
         <FilterSelect id="f-state" name="state" label="State" value={f.state} options={JOB_STATES} />
         <FilterText id="f-tag" name="tag" label="Tag" value={f.tag} />
       </FilterForm>
-      <JobsTable initial={page} query={query} filtered={filtered} />
+      {viewer.readOnly ? (
+        <JobsTable initial={page} query={query} filtered={filtered} />
+      ) : (
+        <JobsBulk
+          key={[f.queue, f.type, f.state, f.tag].join("\u001f")}
+          filter={{ queue: f.queue, type: f.type, state: f.state, tag: f.tag }}
+          countMatching={countMatchingAction}
+          cap={MAX_BULK_JOBS}
+          cancel={cancelJobsAction}
+          runNow={runNowAction}
+          redrive={redriveAction}
+        >
+          <JobsTable initial={page} query={query} filtered={filtered} />
+        </JobsBulk>
+      )}
     </>
   );
 }
