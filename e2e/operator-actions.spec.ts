@@ -179,3 +179,40 @@ test("pause and resume a queue: a paused queue's job waits, then runs", async ({
   await signedIn.goto("/audit?action=pause_queue");
   await expect(signedIn.getByRole("row").filter({ hasText: `queue:${q}` })).toContainText("downstream maintenance");
 });
+
+test("jobs list: select all N jobs matching the filter, the count stated before confirming", async ({
+  signedIn,
+  queue,
+}) => {
+  const q = `e2e-bulk-${tag()}`;
+  const later = new Date(Date.now() + 3_600_000);
+  const ids: string[] = [];
+  for (let i = 0; i < 3; i++) ids.push(await queue.enqueue("e2e.bulk", { i }, { queue: q, runAt: later }));
+  await signedIn.goto(`/jobs?queue=${q}`);
+  await signedIn.getByRole("button", { name: "Select all jobs matching this filter" }).click();
+  await expect(signedIn.getByText("All 3 jobs matching this filter selected")).toBeVisible();
+  await signedIn.getByRole("button", { name: "Run now…", exact: true }).click();
+  await expect(signedIn.getByRole("dialog")).toContainText("This applies to all 3 jobs matching this filter.");
+  await signedIn.getByRole("dialog").getByRole("button", { name: "Cancel", exact: true }).click();
+
+  // One row only: its checkbox, then cancel it.
+  await signedIn.getByRole("button", { name: "Clear selection" }).click();
+  await signedIn.getByLabel(`Select job ${ids[0]}`).check();
+  await expect(signedIn.getByText("1 selected", { exact: true })).toBeVisible();
+  const one = await new OperatorDialog(signedIn).run(
+    signedIn.getByRole("button", { name: "Cancel…", exact: true }),
+    "duplicate",
+    "Cancel 1 job",
+  );
+  expect(one).toBe("Canceled 1 job.");
+
+  await signedIn.getByRole("button", { name: "Select all jobs matching this filter" }).click();
+  await expect(signedIn.getByText("All 3 jobs matching this filter selected")).toBeVisible();
+  const all = await new OperatorDialog(signedIn).run(
+    signedIn.getByRole("button", { name: "Cancel…", exact: true }),
+    "bad batch",
+    "Cancel 3 jobs",
+  );
+  expect(all).toBe("Canceled 2 jobs. Not changed: 1 already canceled.");
+  for (const id of ids) expect((await queue.getJob(id))?.state).toBe("canceled");
+});
