@@ -36,7 +36,7 @@ const plural = (n: number, one: string, many = `${one}s`) => `${n.toLocaleString
 
 /**
  * Bulk actions on the jobs list: select rows (or this page), or every job matching the current
- * filter ("all N"), then cancel, run now or redrive them. Each dialog states the count before the
+ * filter ("all N"), then cancel, run now, redrive or purge them. Each dialog states the count before the
  * operator confirms; results say how many changed and why the rest did not.
  */
 export function JobsBulk(props: {
@@ -52,6 +52,7 @@ export function JobsBulk(props: {
   cancel: Act<OperatorActionState>;
   runNow: Act<OperatorActionState>;
   redrive: Act<RedriveState>;
+  purge: Act<OperatorActionState>;
   children: ReactNode;
 }) {
   const [selected, setSelected] = useState<Set<string>>(new Set());
@@ -168,6 +169,17 @@ export function JobsBulk(props: {
           disabled={n === 0}
           title={`Redrive ${plural(n, "job")}?`}
           statement={`This applies to ${target}. Failed jobs get a new ready job with their definition, linked to them; other states are left alone. Run the dry run first: it says exactly what would be redriven.`}
+        />
+        <ActionDialog
+          key={`p-${dialogKey}`}
+          action={props.purge}
+          hidden={hidden}
+          label="Purge…"
+          disabled={n === 0}
+          title={`Purge ${plural(n, "job")}?`}
+          statement={`This applies to ${target}. Ready and scheduled jobs become tombstones (state purged) and release their idempotency keys; other states are left alone and counted. This cannot be undone.`}
+          confirmLabel={`Purge ${plural(n, "job")}`}
+          danger
         />
       </section>
       {props.children}

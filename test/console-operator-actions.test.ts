@@ -5,7 +5,9 @@ import { setupQueueTests } from "./helpers";
 
 vi.mock("server-only", () => ({}));
 
-const { cancelJobs, runJobsNow, redriveJobs, setQueuePaused } = await import("@/lib/console/operator-actions");
+const { cancelJobs, purgeSelected, runJobsNow, redriveJobs, setQueuePaused } = await import(
+  "@/lib/console/operator-actions"
+);
 const { countMatchingJobs, deadLetterGroups, pausedQueues, pendingQueueNames } = await import(
   "@/lib/console/operator-reads"
 );
@@ -51,8 +53,12 @@ describe("bulk cancel and run now", () => {
       counts: { canceled: 3, cancelRequested: 0, "unchanged.succeeded": 1 },
     });
     expect(await t.count("job", "queue = 'bulk-b' and state = 'scheduled'")).toBe(1);
+    expect(await purgeSelected(q, "alice", form({ all: "1", queue: "bulk-b", reason: "drop" }), t.pool)).toMatchObject({
+      status: "done",
+      summary: "Purged 1 job; released 0 bindings.",
+    });
     const [audit] = await t.sql<{ actor: string; result: Record<string, unknown> }>(
-      "select actor, result from workhorse.operator_audit where action = 'cancel' order by at desc limit 1",
+      "select actor, result from workhorse.operator_audit where action = 'cancel' and target = 'jobs:4' order by at desc limit 1",
     );
     expect(audit).toEqual({
       actor: "alice",

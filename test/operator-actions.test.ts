@@ -214,6 +214,32 @@ describe("cancel", () => {
   });
 });
 
+describe("purgeJobs", () => {
+  test("pending jobs become tombstones and release their keys; the rest are counted, one audit row", async () => {
+    const q = t.queue();
+    const keyed = await q.enqueue("a", {}, { queue: "pg1", idempotency: { key: "purge-bulk", scope: "s" } });
+    const later = await q.enqueue("a", {}, { queue: "pg1", runAt: new Date(Date.now() + 3_600_000) });
+    const done = await q.enqueue("a", {}, { queue: "pg1" });
+    await t.sql("update workhorse.job set state = 'succeeded', finished_at = now() where id = $1", [done]);
+    expect(await q.purgeJobs({ jobIds: [keyed, later, done, MISSING] }, ctx)).toEqual({
+      purged: 2,
+      releasedBindings: 1,
+      unchanged: { succeeded: 1, missing: 1 },
+    });
+    expect(await stateOf(keyed)).toBe("purged");
+    expect(await stateOf(later)).toBe("purged");
+    expect(await stateOf(done)).toBe("succeeded");
+    expect(await q.findBinding({ key: "purge-bulk", scope: "s" })).toBeNull();
+    expect(await eventKinds(later)).toEqual(["enqueued", "purged"]);
+    expect(await lastAudit("purge_job")).toEqual({
+      actor: "alice@ops",
+      target: "jobs:4",
+      reason: "incident 7",
+      result: { status: "ok", requested: 4, purged: 2, releasedBindings: 1, unchanged: { succeeded: 1, missing: 1 } },
+    });
+  });
+});
+
 describe("runNow", () => {
   test("scheduled jobs become ready and due now; others are counted as unchanged", async () => {
     const q = t.queue();

@@ -202,6 +202,41 @@ export async function runJobsNow(
   }
 }
 
+/** Purge the selected pending jobs (tombstones; their keys are released), in calls of at most 1,000 ids. */
+export async function purgeSelected(
+  queue: Queue,
+  actor: string,
+  form: FormData,
+  db: Db | null = null,
+): Promise<OperatorActionState> {
+  const parsed = z
+    .object({ jobIds: bulkIds, reason })
+    .safeParse({ jobIds: await selectionOf(form, db), reason: text(form.get("reason")) });
+  if (!parsed.success) return errorsOf(parsed.error);
+  try {
+    let purged = 0;
+    let releasedBindings = 0;
+    const unchanged: Unchanged = {};
+    for (const ids of chunks(parsed.data.jobIds)) {
+      const r = await queue.purgeJobs({ jobIds: ids }, { actor, reason: parsed.data.reason });
+      purged += r.purged;
+      releasedBindings += r.releasedBindings;
+      addUnchanged(unchanged, r.unchanged);
+    }
+    const rest = describeUnchanged(unchanged);
+    return {
+      status: "done",
+      summary: `Purged ${plural(purged, "job")}; released ${plural(releasedBindings, "binding")}.${rest ? ` Not changed (only ready and scheduled jobs can be purged): ${rest}.` : ""}`,
+      counts: { purged, releasedBindings, ...unchangedCounts(unchanged) },
+      seq: ++seqCounter,
+    };
+  } catch (err) {
+    const r = refusalOf(err);
+    if (r) return r;
+    throw err;
+  }
+}
+
 const REDRIVE_WORDS: Record<string, string> = {
   redriven: "redriven",
   replayed: "already redriven by this request",

@@ -57,6 +57,7 @@ export type {
   NormalizedRetryPolicy,
   OperatorContext,
   PruneFinishedJobsResult,
+  PurgeJobsResult,
   PurgeResult,
   RedriveRequest,
   RedriveResult,

@@ -47,6 +47,7 @@ import type {
   NormalizedRetryPolicy,
   OperatorContext,
   PruneFinishedJobsResult,
+  PurgeJobsResult,
   PurgeResult,
   RedriveRequest,
   RedriveResult,
@@ -871,6 +872,25 @@ export class QueueOperations {
     const row = rows[0] as { canceled: number; cancel_requested: number; unchanged: Unchanged };
     if (ids.length === 1 && row.unchanged.missing === 1) throw new JobNotFoundError(ids[0] as string);
     return { canceled: row.canceled, cancelRequested: row.cancel_requested, unchanged: row.unchanged };
+  }
+
+  /**
+   * Purges many jobs at once (the console's selection): each `ready`/`scheduled` job becomes a
+   * tombstone with a `purged` event and releases the bindings it owns, as `purge` does; other jobs
+   * are left alone and counted in `unchanged` (no error). One audit row (`purge_job`).
+   * `selection.jobIds`: 1..1,000 ids. SQL: `workhorse.purge_job_list($1::uuid[], $2, $3)`.
+   * @returns `{ purged, releasedBindings, unchanged }`
+   * @throws EnqueueValidationError bad ids or context
+   */
+  async purgeJobs(selection: JobSelection, context: OperatorContext): Promise<PurgeJobsResult> {
+    const ids = parseJobSelection(selection);
+    const ctx = parseOperatorContext(context);
+    const { rows } = await this.sql<{ purged: number; released_bindings: number; unchanged: Unchanged }>("purgeJobs", {
+      text: "select purged, released_bindings, unchanged from workhorse.purge_job_list($1::uuid[], $2::text, $3::text)",
+      values: [ids, ctx.actor, ctx.reason],
+    });
+    const row = rows[0] as { purged: number; released_bindings: number; unchanged: Unchanged };
+    return { purged: row.purged, releasedBindings: row.released_bindings, unchanged: row.unchanged };
   }
 
   /**

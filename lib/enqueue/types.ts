@@ -159,6 +159,14 @@ export interface CancelResult {
   unchanged: Unchanged;
 }
 
+export interface PurgeJobsResult {
+  /** `ready`/`scheduled` jobs now tombstones (state `purged`). */
+  purged: number;
+  /** Bindings those jobs owned, released. */
+  releasedBindings: number;
+  unchanged: Unchanged;
+}
+
 export interface RunNowResult {
   /** `scheduled` jobs now `ready`, due now. */
   updated: number;

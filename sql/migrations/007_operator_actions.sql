@@ -1,9 +1,9 @@
 -- Operator actions (issue 12): cancel, run now, redrive with its own idempotency, dead letters,
 -- queue pause, and retention of finished jobs. Runs on PostgreSQL 14..18.
 --
--- Every statement below that reads or writes key bindings goes through two small functions,
--- workhorse.move_live_keys() and workhorse.job_owns_live_key(), so a change to how bindings are
--- stored only has to touch those two.
+-- Every statement below that reads or writes key bindings goes through three small functions,
+-- workhorse.move_live_keys(), workhorse.job_owns_live_key() and workhorse.release_keys(), so a
+-- change to how bindings are stored only has to touch those.
 
 -- Cancel of an active job is a request: the worker sees it at its next heartbeat.
 -- redriven_from: the failed job this one was redriven from (SPEC §9a); the reverse link is the index.
@@ -40,7 +40,7 @@ create table workhorse.queue_pause (
 );
 
 -- ---------------------------------------------------------------------------------------------
--- The only two functions here that know how key bindings are stored.
+-- The only functions here that know how key bindings are stored.
 
 -- Moves every live binding owned by p_from to p_to (redrive: the caller's replay then finds the job
 -- that will run). Expired bindings stay where they are: they own nothing. Returns how many moved.
@@ -53,6 +53,17 @@ begin
    where b.job_id = p_from and b.expires_at > now();
   get diagnostics v_moved = row_count;
   return v_moved;
+end $$;
+
+-- Releases every binding the given jobs own, and only those (bulk purge). Returns how many.
+create function workhorse.release_keys(p_jobs uuid[]) returns integer
+language plpgsql as $$
+declare
+  v_released integer;
+begin
+  delete from workhorse.idempotency_binding b where b.job_id = any (p_jobs);
+  get diagnostics v_released = row_count;
+  return v_released;
 end $$;
 
 -- True while some live binding names this job (retention must keep such a job: a replay returns it).
@@ -298,6 +309,46 @@ begin
                             from (select u.st as status, count(*) as n from unnest(v_status) u(st) group by 1) s), '{}');
   end if;
   return query select * from unnest(v_src_ids, v_status, v_job_ids);
+end $$;
+
+-- Bulk purge (the console's selection): as workhorse.purge_jobs for each ready/scheduled job, with
+-- the rest counted by state ('missing' for unknown ids) and one audit row for the whole call.
+create function workhorse.purge_job_list(p_ids uuid[], p_actor text, p_reason text)
+returns table (purged integer, released_bindings integer, unchanged jsonb)
+language plpgsql as $$
+#variable_conflict use_column
+declare
+  v_purged uuid[];
+  v_released integer;
+  v_unchanged jsonb;
+begin
+  with ids as (select distinct u.id from unnest(p_ids) u(id)),
+  p as (
+    update workhorse.job j
+       set state = 'purged', purged_at = now(), purged_by = p_actor, purge_reason = p_reason, updated_at = now()
+      from ids
+     where j.id = ids.id and j.state in ('ready', 'scheduled')
+    returning j.id
+  ),
+  ev as (
+    insert into workhorse.job_event (job_id, kind, data)
+    select p.id, 'purged', jsonb_build_object('actor', p_actor, 'reason', p_reason) from p
+  )
+  select coalesce((select array_agg(p.id) from p), '{}'),
+         (select coalesce(jsonb_object_agg(s.state, s.n), '{}')
+            from (select coalesce(j.state, 'missing') as state, count(*) as n
+                    from ids left join workhorse.job j on j.id = ids.id
+                   where ids.id not in (select p.id from p)
+                   group by 1) s)
+    into v_purged, v_unchanged;
+  v_released := workhorse.release_keys(v_purged);
+  insert into workhorse.operator_audit (actor, action, target, reason, result)
+  values (p_actor, 'purge_job',
+          case when cardinality(p_ids) = 1 then 'job:' || p_ids[1] else 'jobs:' || cardinality(p_ids) end,
+          p_reason,
+          jsonb_build_object('status', 'ok', 'requested', cardinality(p_ids), 'purged', cardinality(v_purged),
+                             'releasedBindings', v_released, 'unchanged', v_unchanged));
+  return query select cardinality(v_purged), v_released, v_unchanged;
 end $$;
 
 -- Pause / resume one queue; one audit row each. Returns whether anything changed.

@@ -4,7 +4,7 @@ import type { OperatorActionState, PurgeState, RedriveState } from "@/lib/consol
 import { consoleDb } from "@/lib/console/db";
 import { parseJobFilters } from "@/lib/console/filters";
 import { purgeJob, purgeQueue } from "@/lib/console/mutations";
-import { cancelJobs, redriveJobs, runJobsNow } from "@/lib/console/operator-actions";
+import { cancelJobs, purgeSelected, redriveJobs, runJobsNow } from "@/lib/console/operator-actions";
 import { countMatchingJobs } from "@/lib/console/operator-reads";
 import { invalidateCounts } from "@/lib/console/overview";
 import { requireMutator } from "@/lib/console/session";
@@ -87,4 +87,16 @@ export async function countMatchingAction(filter: {
     tag: filter?.tag ?? "",
   });
   return countMatchingJobs(pool, { queue: f.queue, type: f.type, state: f.state, tag: f.tag });
+}
+
+export async function purgeSelectedAction(_prev: OperatorActionState, data: FormData): Promise<OperatorActionState> {
+  const m = await requireMutator();
+  if (!m.ok) return { status: "refused", message: m.message };
+  const { queue, pool } = await consoleDb();
+  const result = await purgeSelected(queue, m.actor, data, pool);
+  if (result.status === "done") {
+    invalidateCounts(pool);
+    revalidatePath("/jobs", "layout");
+  }
+  return result;
 }

@@ -11,7 +11,7 @@ import { listJobs } from "@/lib/console/jobs";
 import { MAX_BULK_JOBS } from "@/lib/console/operator-reads";
 import { requireViewer } from "@/lib/console/session";
 import { JOB_STATES } from "@/lib/console/types";
-import { cancelJobsAction, countMatchingAction, redriveAction, runNowAction } from "./actions";
+import { cancelJobsAction, countMatchingAction, purgeSelectedAction, redriveAction, runNowAction } from "./actions";
 
 export const metadata: Metadata = { title: "Jobs" };
 
@@ -83,6 +83,7 @@ export default async function JobsPage({ searchParams }: { searchParams: Search 
           cancel={cancelJobsAction}
           runNow={runNowAction}
           redrive={redriveAction}
+          purge={purgeSelectedAction}
         >
           <JobsTable initial={page} query={query} filtered={filtered} />
         </JobsBulk>
