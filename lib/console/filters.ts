@@ -4,7 +4,7 @@
  * direction comes from an allowlist, every value is a bound parameter.
  */
 import { z } from "zod";
-import { BINDING_MODES, JOB_STATES, OBSERVATION_OUTCOMES } from "./types";
+import { BINDING_MODES, JOB_STATES, OBSERVATION_OUTCOMES, SERIES_WINDOWS, type SeriesWindow } from "./types";
 
 export type RawParams = Record<string, string | string[] | undefined> | URLSearchParams;
 
@@ -20,8 +20,18 @@ const uuid = z
   .string()
   .regex(UUID_RE)
   .transform((s) => s.toLowerCase());
-const name = z.string().min(1).max(128);
-const scope = z.string().min(1).max(256);
+// Names have no control characters (the core's rule); no filter value may hold NUL, which
+// PostgreSQL's text cannot store (the query would fail instead of finding nothing).
+const name = z
+  .string()
+  .min(1)
+  .max(128)
+  .refine((s) => !/\p{Cc}/u.test(s));
+const scope = z
+  .string()
+  .min(1)
+  .max(256)
+  .refine((s) => !s.includes("\0"));
 
 function pick<T>(schema: z.ZodType<T>, value: string | undefined): T | undefined {
   if (value === undefined) return undefined;
@@ -117,8 +127,27 @@ export function parseAuditFilters(params: RawParams): AuditFilters {
   }
   return {
     action: pick(z.enum(AUDIT_ACTIONS), get(params, "action")),
-    actor: pick(z.string().min(1).max(200), get(params, "actor")),
+    actor: pick(
+      z
+        .string()
+        .min(1)
+        .max(200)
+        .refine((s) => !s.includes("\0")),
+      get(params, "actor"),
+    ),
     after,
+  };
+}
+
+export interface SeriesParams {
+  window: SeriesWindow;
+  queue: string | null;
+}
+
+export function parseSeriesParams(params: RawParams): SeriesParams {
+  return {
+    window: pick(z.enum(SERIES_WINDOWS), get(params, "window")) ?? "1h",
+    queue: pick(name, get(params, "queue")) ?? null,
   };
 }
 

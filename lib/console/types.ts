@@ -154,3 +154,26 @@ export interface MaintenanceDto {
   expiredAwaitingCleanup: CappedCount;
   oldestExpiredAt: string | null;
 }
+
+export const SERIES_WINDOWS = ["1h", "24h"] as const;
+export type SeriesWindow = (typeof SERIES_WINDOWS)[number];
+
+/** One minute of the health chart. `t` is the minute's start (ISO, UTC). */
+export interface SeriesPoint {
+  t: string;
+  accepted: number;
+  replayed: number;
+  conflicts: number;
+  succeeded: number;
+  failed: number;
+}
+
+export type SeriesName = Exclude<keyof SeriesPoint, "t">;
+
+export interface SeriesDto {
+  window: SeriesWindow;
+  queue: string | null;
+  now: string;
+  points: SeriesPoint[];
+  totals: Record<SeriesName, number>;
+}
