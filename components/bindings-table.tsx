@@ -4,7 +4,7 @@ import { formatDuration, formatTime, shortId } from "@/lib/console/format";
 import type { BindingDto, Page } from "@/lib/console/types";
 import { Countdown } from "./countdown";
 import { pageHref, TableFooter } from "./table-footer";
-import { Badge, DemoHint, EmptyState, linkClass, Mono, Table, Td } from "./ui";
+import { Badge, DemoHint, DigestLink, EmptyState, linkClass, Mono, Table, Td } from "./ui";
 import { useLive } from "./use-live";
 
 export function BindingsTable({
@@ -38,7 +38,7 @@ export function BindingsTable({
                 <Mono>{b.keyPreview}</Mono>
               </Td>
               <Td>
-                <Mono>{b.keyDigest}</Mono>
+                <DigestLink digest={b.keyDigest} />
               </Td>
               <Td className="tabular-nums">{b.keyLength}</Td>
               <Td>{b.mode}</Td>

@@ -3,7 +3,7 @@ import Link from "next/link";
 import { formatTime, shortId } from "@/lib/console/format";
 import type { ObservationDto, Page } from "@/lib/console/types";
 import { pageHref, TableFooter } from "./table-footer";
-import { Badge, DemoHint, EmptyState, linkClass, Mono, Table, Td } from "./ui";
+import { Badge, DemoHint, DigestLink, EmptyState, linkClass, Mono, Table, Td } from "./ui";
 import { useLive } from "./use-live";
 
 export function ObservationsTable({
@@ -52,7 +52,7 @@ export function ObservationsTable({
               <Td>
                 {o.scope}
                 <div className="text-xs text-slate-600">
-                  <Mono>{o.keyPreview}</Mono> · <Mono>{o.keyDigest}</Mono> · {o.keyLength} ch
+                  <Mono>{o.keyPreview}</Mono> · <DigestLink digest={o.keyDigest} /> · {o.keyLength} ch
                 </div>
               </Td>
               <Td wrap className="min-w-40">

@@ -108,3 +108,37 @@ describe("per-minute series", () => {
     expect(parseSeriesParams(new URLSearchParams("window=7d&queue=a%00b"))).toEqual({ window: "1h", queue: null });
   });
 });
+
+describe("find by key digest", () => {
+  test("finds the binding in every scope, its job and its observations; unknown digests find nothing", async () => {
+    const { lookupDigest } = await import("@/lib/console/digest");
+    const { keyDigestOf, keyHash } = await import("../lib/enqueue");
+    const q = t.queue();
+    const key = { key: "digest-order-77", scope: "digest-shop" };
+    const id = await q.enqueue("d.capture", { amount: 1 }, { queue: "digest-q", idempotency: key });
+    await q.enqueue("d.capture", { amount: 1 }, { queue: "digest-q", idempotency: key });
+    await expect(q.enqueue("d.capture", { amount: 2 }, { queue: "digest-q", idempotency: key })).rejects.toThrow();
+    await q.enqueue("d.other", {}, { queue: "digest-q", idempotency: { key: "another-key", scope: "digest-shop" } });
+    await q.close();
+    const digest = keyDigestOf(keyHash(key.scope, key.key));
+
+    const found = await lookupDigest(t.pool, digest);
+    expect(found.digest).toBe(digest);
+    expect(found.bindings).toHaveLength(1);
+    expect(found.bindings[0]?.binding).toMatchObject({
+      scope: "digest-shop",
+      keyDigest: digest,
+      jobId: id,
+      expired: false,
+    });
+    expect(found.bindings[0]?.job).toEqual({ state: "ready", queue: "digest-q", type: "d.capture" });
+    expect(found.observationsComplete).toBe(true);
+    expect(found.observations.map((o) => o.outcome)).toEqual(["conflict", "replayed"]);
+    expect(found.observations.every((o) => o.keyDigest === digest && o.jobId === id)).toBe(true);
+    expect(found.scopesSearchedAll).toBe(true);
+
+    const none = await lookupDigest(t.pool, "000000000000");
+    expect(none.bindings).toEqual([]);
+    expect(none.observations).toEqual([]);
+  });
+});

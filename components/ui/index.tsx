@@ -229,3 +229,16 @@ export function DefinitionList({ items }: { items: [string, ReactNode][] }) {
     </dl>
   );
 }
+
+/** A key digest that opens Find by key on everything known under it. */
+export function DigestLink({ digest }: { digest: string }) {
+  return (
+    <Link
+      href={`/find?digest=${encodeURIComponent(digest)}`}
+      className="font-mono text-xs text-blue-700 underline-offset-2 hover:underline"
+      title="Everything under this key digest"
+    >
+      {digest}
+    </Link>
+  );
+}

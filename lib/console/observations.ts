@@ -5,7 +5,7 @@ import type { ObservationDto, ObservationOutcome, Page } from "./types";
 
 export const OBSERVATIONS_PAGE_SIZE = 50;
 
-interface Row {
+export interface ObservationRow {
   id: string;
   at: Date;
   outcome: ObservationOutcome;
@@ -24,7 +24,7 @@ interface Row {
   source: string | null;
 }
 
-function dto(r: Row): ObservationDto {
+export function observationDto(r: ObservationRow): ObservationDto {
   return {
     id: String(r.id),
     at: iso(r.at),
@@ -57,12 +57,12 @@ export async function listObservations(
   if (f.queue) w.add((p) => `queue = ${p}`, f.queue);
   if (f.since) w.add((p) => `at >= now() - ${p}::bigint * interval '1 millisecond'`, TIME_WINDOWS[f.since]);
   if (f.after) w.add((p) => `id < ${p}::bigint`, f.after);
-  const { rows } = await db.query<Row & { now: Date }>(
+  const { rows } = await db.query<ObservationRow & { now: Date }>(
     `select *, now() as now from workhorse.enqueue_observation ${w} order by id desc limit ${limit + 1}`,
     w.values,
   );
   const more = rows.length > limit;
-  const dtos = rows.slice(0, limit).map(dto);
+  const dtos = rows.slice(0, limit).map(observationDto);
   return {
     rows: dtos,
     next: more ? (dtos.at(-1)?.id ?? null) : null,

@@ -177,3 +177,14 @@ export interface SeriesDto {
   points: SeriesPoint[];
   totals: Record<SeriesName, number>;
 }
+
+export interface DigestLookupDto {
+  digest: string;
+  bindings: { binding: BindingDto; job: { state: JobStateName; queue: string; type: string } | null }[];
+  /** False when there were more scopes than the walk visits (see lib/console/digest.ts). */
+  scopesSearchedAll: boolean;
+  observations: ObservationDto[];
+  /** False when the observation search hit its time limit. */
+  observationsComplete: boolean;
+  now: string;
+}
