@@ -1,7 +1,7 @@
 "use client";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useState } from "react";
-import { CartesianGrid, Legend, Line, LineChart, Tooltip, XAxis, YAxis } from "recharts";
+import { CartesianGrid, Line, LineChart, Tooltip, XAxis, YAxis } from "recharts";
 import { formatCount } from "@/lib/console/format";
 import type { SeriesDto, SeriesName, SeriesWindow } from "@/lib/console/types";
 import { LiveStatus } from "./live-status";
@@ -160,13 +160,12 @@ export function HealthChart({ initial, queue }: { initial: SeriesDto; queue?: st
                 color: "var(--chart-tooltip-fg)",
               }}
             />
-            <Legend wrapperStyle={{ fontSize: 12 }} />
             {SERIES.map((s) => (
               <Line
                 key={s.key}
                 dataKey={s.key}
                 name={s.label}
-                type="monotone"
+                type="linear"
                 stroke={s.color}
                 strokeWidth={2}
                 dot={false}

@@ -10,21 +10,24 @@ export default async function ConsoleLayout({ children }: { children: ReactNode 
   const viewer = await requireViewer();
   return (
     <div className="min-h-screen">
-      <header className="bg-slate-900 text-white">
+      <header className="bg-chrome text-chrome-fg">
         <div className="mx-auto max-w-7xl px-3 pt-3 sm:px-6">
           <div className="mb-2 flex flex-wrap items-center justify-between gap-2">
             <div className="flex items-center gap-2">
               <span className="text-lg font-semibold">Workhorse</span>
-              <span className="text-sm text-slate-300">operations console</span>
+              <span className="text-sm text-chrome-muted">operations console</span>
             </div>
-            <div className="flex flex-wrap items-center gap-3 text-xs text-slate-200">
+            <div className="flex flex-wrap items-center gap-3 text-xs text-chrome-muted">
               <LiveIndicator />
               <span>
-                Signed in as <strong className="text-white">{viewer.actor}</strong>
+                Signed in as <strong className="text-chrome-fg">{viewer.actor}</strong>
               </span>
               {viewer.passwordless ? null : (
                 <form action={signOut}>
-                  <button type="submit" className="rounded border border-slate-500 px-1.5 py-0.5 hover:bg-slate-700">
+                  <button
+                    type="submit"
+                    className="rounded border border-chrome-muted px-1.5 py-0.5 hover:bg-chrome-hover"
+                  >
                     Sign out
                   </button>
                 </form>

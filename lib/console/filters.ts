@@ -144,6 +144,11 @@ export interface SeriesParams {
   queue: string | null;
 }
 
+/** A queue name from a URL (path segment or parameter), or null when it is not one. */
+export function parseQueueName(value: string | undefined): string | null {
+  return pick(name, value?.trim() || undefined) ?? null;
+}
+
 export function parseSeriesParams(params: RawParams): SeriesParams {
   return {
     window: pick(z.enum(SERIES_WINDOWS), get(params, "window")) ?? "1h",

@@ -133,12 +133,6 @@ export interface OverviewDto {
   expiredAwaitingCleanup: CappedCount;
 }
 
-export interface QueueSummaryDto {
-  queue: string;
-  pending: CappedCount;
-  nextRunAt: string | null;
-}
-
 export interface MaintenanceRunDto {
   id: string;
   task: string;
@@ -187,4 +181,26 @@ export interface DigestLookupDto {
   /** False when the observation search hit its time limit. */
   observationsComplete: boolean;
   now: string;
+}
+
+export interface QueueHealthDto {
+  queue: string;
+  /** Jobs by state (as of the shared state counts, at most 15 s old). */
+  counts: Partial<Record<JobStateName, number>>;
+  /** Scheduled jobs with an error: a failed attempt waiting for its retry. Part of counts.scheduled. */
+  retrying: number;
+  total: number;
+  /** Ready plus scheduled, counted now. */
+  pending: CappedCount;
+  /** Run time of the oldest job that is due and not started: its age is the queue's latency. */
+  oldestDueAt: string | null;
+  /** The soonest run time still in the future. */
+  nextRunAt: string | null;
+  /** Due for longer than OVERDUE_AFTER_MS and not started. */
+  overdue: CappedCount;
+  /** Active jobs whose lease has lapsed (their worker stopped renewing; another will run them). */
+  lapsedLeases: number;
+  lastHour: { succeeded: number; failed: number };
+  /** failed / (succeeded + failed) over the last hour, or null when nothing finished. */
+  failureRate: number | null;
 }
