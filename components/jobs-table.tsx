@@ -46,7 +46,10 @@ export function JobsTable({
               <Td>{j.type}</Td>
               <Td>{j.queue}</Td>
               <Td>
-                <Badge>{j.state}</Badge>
+                {j.state === "scheduled" && j.hasError ? <Badge>retrying</Badge> : <Badge>{j.state}</Badge>}
+                {j.hasError && j.state !== "scheduled" && j.state !== "failed" ? (
+                  <span className="ml-1 text-xs text-red-800">had an error</span>
+                ) : null}
               </Td>
               <Td className="tabular-nums">
                 {j.attempt}/{j.maxAttempts}

@@ -25,7 +25,7 @@ export function QueueFlags({ q, now }: { q: QueueHealthDto; now: string }) {
       )}
       {q.overdue.value > 0 ? (
         <div role="note" className="text-xs">
-          <Badge tone="failed">overdue</Badge>{" "}
+          <Badge>overdue</Badge>{" "}
           <Link className={linkClass} href={jobsHref(q.queue, "&state=ready")}>
             {formatCount(q.overdue)} due over a minute ago and not started
           </Link>
@@ -34,7 +34,7 @@ export function QueueFlags({ q, now }: { q: QueueHealthDto; now: string }) {
       ) : null}
       {q.lapsedLeases > 0 ? (
         <div className="text-xs">
-          <Badge tone="active">lease expired</Badge>{" "}
+          <Badge>lease expired</Badge>{" "}
           <Link className={linkClass} href={jobsHref(q.queue, "&state=active")}>
             {q.lapsedLeases} running job{q.lapsedLeases === 1 ? "" : "s"}
           </Link>{" "}

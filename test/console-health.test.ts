@@ -142,3 +142,86 @@ describe("find by key digest", () => {
     expect(none.observations).toEqual([]);
   });
 });
+
+describe("jobs: state tabs, retrying, prefixes; queue health", () => {
+  test("tab counts, retrying jobs and the has-error filter; queue, type and tag match by prefix", async () => {
+    const { listJobs, stateTabCounts } = await import("@/lib/console/jobs");
+    const { invalidateCounts } = await import("@/lib/console/overview");
+    const q = t.queue();
+    const a = await q.enqueue("invoice.capture", {}, { queue: "tabs-invoice-eu", tags: ["vip-gold"] });
+    const b = await q.enqueue("invoice.refund", {}, { queue: "tabs-invoice-us" });
+    const c = await q.enqueue("email.send", {}, { queue: "tabs-invoice-us", runAt: new Date(Date.now() + 3_600_000) });
+    // b failed an attempt and waits for its retry.
+    await t.sql(
+      `update workhorse.job set state = 'scheduled', attempt = 1, run_at = now() + interval '1 minute',
+              last_error = '{"name":"Error","message":"boom"}' where id = $1`,
+      [b],
+    );
+    invalidateCounts(t.pool);
+    const ids = async (f: Parameters<typeof listJobs>[1]) => (await listJobs(t.pool, f)).rows.map((r) => r.id);
+    expect(await ids({ queue: "tabs-invoice" })).toEqual([c, b, a]);
+    expect(await ids({ queue: "tabs-invoice-eu" })).toEqual([a]);
+    expect(await ids({ queue: "tabs", type: "invoice" })).toEqual([b, a]);
+    expect(await ids({ queue: "tabs", tag: "vip" })).toEqual([a]);
+    expect(await ids({ queue: "tabs_invoice" })).toEqual([]); // "_" is literal, not a wildcard
+    expect(await ids({ queue: "tabs", state: "retrying" })).toEqual([b]);
+    expect(await ids({ queue: "tabs", error: true })).toEqual([b]);
+    const rows = (await listJobs(t.pool, { queue: "tabs" })).rows;
+    expect(rows.map((r) => [r.state, r.hasError])).toEqual([
+      ["scheduled", false],
+      ["scheduled", true],
+      ["ready", false],
+    ]);
+
+    // Queue filter only: from the shared state counts, summed over queues with the prefix.
+    const byQueue = await stateTabCounts(t.pool, { queue: "tabs-invoice" });
+    expect(byQueue.counts.all).toEqual({ value: 3, estimated: false });
+    expect(byQueue.counts.scheduled).toEqual({ value: 2, estimated: false });
+    expect(byQueue.counts.ready).toEqual({ value: 1, estimated: false });
+    expect(byQueue.counts.retrying).toEqual({ value: 1, estimated: false });
+    expect(byQueue.counts.failed).toEqual({ value: 0, estimated: false });
+    // Other filters: one exact grouped count (few rows match).
+    const byType = await stateTabCounts(t.pool, { queue: "tabs", type: "invoice." });
+    expect(byType.counts.all).toEqual({ value: 2, estimated: false });
+    expect(byType.counts.scheduled.value).toBe(1);
+    expect(byType.counts.retrying.value).toBe(1);
+    expect(byType.counts.ready.value).toBe(1);
+  });
+
+  test("queue health: depth by state, latency, overdue jobs, lapsed leases, last hour's failure rate", async () => {
+    const { queueHealth } = await import("@/lib/console/queues");
+    const { invalidateCounts } = await import("@/lib/console/overview");
+    const q = t.queue();
+    const late = await q.enqueue("qh.job", {}, { queue: "qh" });
+    await q.enqueue("qh.job", {}, { queue: "qh" });
+    const running = await q.enqueue("qh.job", {}, { queue: "qh" });
+    const ok = await q.enqueue("qh.job", {}, { queue: "qh" });
+    const bad = await q.enqueue("qh.job", {}, { queue: "qh" });
+    await q.enqueue("qh.job", {}, { queue: "qh", runAt: new Date(Date.now() + 600_000) });
+    await t.sql("update workhorse.job set run_at = now() - interval '5 minutes' where id = $1", [late]);
+    await t.sql(
+      `update workhorse.job set state = 'active', attempt = 1, lease_owner = 'w1~1',
+              lease_expires_at = now() - interval '40 seconds', started_at = now() - interval '1 minute' where id = $1`,
+      [running],
+    );
+    await t.sql("update workhorse.job set state = 'succeeded', finished_at = now() where id = $1", [ok]);
+    await t.sql(
+      `update workhorse.job set state = 'failed', finished_at = now(), last_error = '{"name":"Error"}' where id = $1`,
+      [bad],
+    );
+    invalidateCounts(t.pool);
+    const { now, queues } = await queueHealth(t.pool, "qh");
+    expect(queues).toHaveLength(1);
+    const h = queues[0];
+    expect(h?.counts).toEqual({ ready: 2, scheduled: 1, active: 1, succeeded: 1, failed: 1 });
+    expect(h?.total).toBe(6);
+    expect(h?.pending).toEqual({ value: 3, capped: false });
+    expect(h?.overdue).toEqual({ value: 1, capped: false });
+    expect(Date.parse(now) - Date.parse(h?.oldestDueAt ?? "")).toBeGreaterThanOrEqual(300_000);
+    expect(Date.parse(h?.nextRunAt ?? "") - Date.parse(now)).toBeGreaterThan(500_000);
+    expect(h?.lapsedLeases).toBe(1);
+    expect(h?.lastHour).toEqual({ succeeded: 1, failed: 1 });
+    expect(h?.failureRate).toBe(0.5);
+    expect(h?.retrying).toBe(0);
+  });
+});

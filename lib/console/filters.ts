@@ -39,11 +39,18 @@ function pick<T>(schema: z.ZodType<T>, value: string | undefined): T | undefined
   return r.success ? r.data : undefined;
 }
 
+/** The jobs page's state tabs: every state, plus "retrying" (scheduled again after a failed attempt). */
+export const STATE_TABS = [...JOB_STATES, "retrying"] as const;
+export type StateTab = (typeof STATE_TABS)[number];
+
 export interface JobFilters {
+  /** Queue, type and tag match by prefix: `invoice` finds `invoice-capture`. */
   queue?: string;
   type?: string;
-  state?: (typeof JOB_STATES)[number];
+  state?: StateTab;
   tag?: string;
+  /** Only jobs with an error recorded (a failed attempt, retried or not). */
+  error?: boolean;
   after?: string;
   before?: string;
 }
@@ -52,8 +59,9 @@ export function parseJobFilters(params: RawParams): JobFilters {
   return {
     queue: pick(name, get(params, "queue")),
     type: pick(name, get(params, "type")),
-    state: pick(z.enum(JOB_STATES), get(params, "state")),
+    state: pick(z.enum(STATE_TABS), get(params, "state")),
     tag: pick(name, get(params, "tag")),
+    error: get(params, "error") === "1" ? true : undefined,
     after: pick(uuid, get(params, "after")),
     before: pick(uuid, get(params, "before")),
   };

@@ -23,6 +23,14 @@ export interface JobRowDto {
   tags: string[];
   runAt: string;
   createdAt: string;
+  /** An error is recorded (last_error): with state scheduled, the job is retrying. */
+  hasError: boolean;
+}
+
+/** A count for a tab: exact, or the planner's estimate. */
+export interface TabCount {
+  value: number;
+  estimated: boolean;
 }
 
 export interface Page<T> {
