@@ -42,6 +42,8 @@ export default defineConfig({
         { name: "flows", testMatch: /console-flows\.spec\.ts/ },
         { name: "readonly", testMatch: /readonly\.spec\.ts/, use: { baseURL: readonlyURL } },
         { name: "contrast", testMatch: /contrast\.spec\.ts/, dependencies: ["flows"] },
+        { name: "health", testMatch: /console-health\.spec\.ts/ },
+        { name: "layout", testMatch: /layout-a11y\.spec\.ts/, dependencies: ["flows", "health"] },
         { name: "no-raw-keys", testMatch: /no-raw-keys\.spec\.ts/, dependencies: ["flows", "readonly"] },
       ],
 });

@@ -225,3 +225,33 @@ describe("jobs: state tabs, retrying, prefixes; queue health", () => {
     expect(h?.retrying).toBe(0);
   });
 });
+
+describe("sign-in return path", () => {
+  test("only same-site paths come back; everything else is refused", async () => {
+    const { safeReturnPath, signInHref } = await import("@/lib/console/return-to");
+    expect(safeReturnPath("/jobs/0193a1b2-0000-7000-8000-000000000001")).toBe(
+      "/jobs/0193a1b2-0000-7000-8000-000000000001",
+    );
+    expect(safeReturnPath("/jobs?queue=billing&state=ready")).toBe("/jobs?queue=billing&state=ready");
+    for (const bad of [
+      "//evil.example/x",
+      "/\\evil.example",
+      "https://evil.example/",
+      "javascript:alert(1)",
+      "jobs",
+      "/sign-in?next=/",
+      "/api/jobs",
+      "/a\u0000b",
+      "/a\tb",
+      "",
+      null,
+      42,
+    ]) {
+      expect(safeReturnPath(bad)).toBeNull();
+    }
+    expect(safeReturnPath("/%2F%2Fevil.example")).toBe("/%2F%2Fevil.example"); // a path on this site
+    expect(signInHref("/jobs?state=ready")).toBe("/sign-in?next=%2Fjobs%3Fstate%3Dready");
+    expect(signInHref("/")).toBe("/sign-in");
+    expect(signInHref("//evil.example")).toBe("/sign-in");
+  });
+});

@@ -1,13 +1,18 @@
+import { redirect } from "next/navigation";
 import type { ReactNode } from "react";
 import { signOut } from "@/app/sign-in/actions";
 import { Nav } from "@/components/nav";
 import { LiveIndicator } from "@/components/refresh-policy";
-import { requireViewer } from "@/lib/console/session";
+import { SignInRedirect } from "@/components/sign-in-redirect";
+import { currentViewer } from "@/lib/console/session";
 
 export const dynamic = "force-dynamic";
 
 export default async function ConsoleLayout({ children }: { children: ReactNode }) {
-  const viewer = await requireViewer();
+  const r = await currentViewer();
+  if (r.status === "signed-out") return <SignInRedirect />;
+  if (r.status !== "ok") redirect("/sign-in");
+  const viewer = r.viewer;
   return (
     <div className="min-h-screen">
       <header className="bg-chrome text-chrome-fg">

@@ -66,4 +66,5 @@ export type MaintenanceState =
   | FormError
   | { status: "done"; expiredBindingsDeleted: number; observationsDeleted: number; at: string };
 
-export type SignInState = Idle | FormError;
+/** A failed sign-in gives back the name typed (never the password). */
+export type SignInState = Idle | (FormError & { actor?: string });

@@ -52,7 +52,7 @@ export default async function FindPage({ searchParams }: { searchParams: Promise
                   </Field>
                 </div>
                 <button type="submit" className={buttonClass}>
-                  Find digest
+                  Look up digest
                 </button>
               </div>
             </Card>
