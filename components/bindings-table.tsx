@@ -20,6 +20,8 @@ export function BindingsTable({
   const params = new URLSearchParams(query);
   const nextHref = data.next ? pageHref("/bindings", query, "after", data.next) : null;
   const firstHref = pageHref("/bindings", query, "after", null);
+  // Every key is an idempotency key until debounce and throttle land: show the mode only when it says something.
+  const showMode = data.rows.some((b) => b.mode !== "idempotency") || params.has("mode");
   return (
     <div>
       {data.rows.length === 0 ? (
@@ -29,7 +31,17 @@ export function BindingsTable({
       ) : (
         <Table
           caption="Idempotency bindings"
-          head={["Scope", "Key preview", "Digest", "Length", "Mode", "Job", "Created", "Expires", "TTL remaining"]}
+          head={[
+            "Scope",
+            "Key preview",
+            "Digest",
+            "Length",
+            ...(showMode ? ["Mode"] : []),
+            "Job",
+            "Created",
+            "Expires",
+            "TTL remaining",
+          ]}
         >
           {data.rows.map((b) => (
             <tr key={`${b.scope}:${b.keyDigest}:${b.jobId}`} className="hover:bg-slate-50">
@@ -41,7 +53,7 @@ export function BindingsTable({
                 <DigestLink digest={b.keyDigest} />
               </Td>
               <Td className="tabular-nums">{b.keyLength}</Td>
-              <Td>{b.mode}</Td>
+              {showMode ? <Td>{b.mode}</Td> : null}
               <Td>
                 <Link className={`${linkClass} font-mono text-xs`} href={`/jobs/${b.jobId}`} title={b.jobId}>
                   {shortId(b.jobId)}

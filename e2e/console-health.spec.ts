@@ -123,7 +123,6 @@ test("bad input in the new filters and paths is never a server error", async ({ 
     "/jobs?queue=%00&type=%00&tag=%00&state=%00&error=%00",
     "/jobs?state=retrying&queue=%25_%5C",
     "/queues/%00",
-    "/queues/%E0%A4%A",
     "/conflicts?scope=%00&queue=%00",
     "/bindings?scope=%00",
     "/audit?actor=%00",

@@ -99,18 +99,43 @@ export type TimeWindow = keyof typeof TIME_WINDOWS;
 
 export interface ObservationFilters {
   outcome?: (typeof OBSERVATION_OUTCOMES)[number];
+  /** Scope, queue and type match by prefix. */
   scope?: string;
   queue?: string;
+  type?: string;
+  /** A 12-hex key digest (exact). */
+  digest?: string;
   since?: TimeWindow;
+  /** A custom range, UTC (`2026-12-01T02:30` from a datetime-local field, or full ISO). */
+  from?: Date;
+  to?: Date;
   after?: string;
 }
+
+/** `YYYY-MM-DDTHH:MM[:SS]` read as UTC (the console shows UTC everywhere), or a full ISO string. */
+const utcTime = z
+  .string()
+  .max(40)
+  .regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})?$/)
+  .transform((s) => new Date(/(Z|[+-]\d{2}:\d{2})$/.test(s) ? s : `${s}Z`))
+  .refine((d) => !Number.isNaN(d.getTime()));
 
 export function parseObservationFilters(params: RawParams): ObservationFilters {
   return {
     outcome: pick(z.enum(OBSERVATION_OUTCOMES), get(params, "outcome")),
     scope: pick(scope, get(params, "scope")),
     queue: pick(name, get(params, "queue")),
+    type: pick(name, get(params, "type")),
+    digest: pick(
+      z
+        .string()
+        .regex(/^[0-9a-fA-F]{12}$/)
+        .transform((s) => s.toLowerCase()),
+      get(params, "digest"),
+    ),
     since: pick(z.enum(Object.keys(TIME_WINDOWS) as [TimeWindow, ...TimeWindow[]]), get(params, "since")),
+    from: pick(utcTime, get(params, "from")),
+    to: pick(utcTime, get(params, "to")),
     after: pick(z.string().regex(/^\d{1,18}$/), get(params, "after")),
   };
 }

@@ -1,5 +1,6 @@
 import "server-only";
 import { type ObservationFilters, TIME_WINDOWS } from "./filters";
+import { prefixPattern } from "./jobs";
 import { type Db, iso, Where } from "./sql";
 import type { ObservationDto, ObservationOutcome, Page } from "./types";
 
@@ -53,8 +54,12 @@ export async function listObservations(
 ): Promise<Page<ObservationDto>> {
   const w = new Where();
   if (f.outcome) w.add((p) => `outcome = ${p}`, f.outcome);
-  if (f.scope) w.add((p) => `scope = ${p}`, f.scope);
-  if (f.queue) w.add((p) => `queue = ${p}`, f.queue);
+  if (f.scope) w.add((p) => `scope like ${p}`, prefixPattern(f.scope));
+  if (f.queue) w.add((p) => `queue like ${p}`, prefixPattern(f.queue));
+  if (f.type) w.add((p) => `type like ${p}`, prefixPattern(f.type));
+  if (f.digest) w.add((p) => `key_digest = ${p}`, f.digest);
+  if (f.from) w.add((p) => `at >= ${p}::timestamptz`, f.from);
+  if (f.to) w.add((p) => `at < ${p}::timestamptz`, f.to);
   if (f.since) w.add((p) => `at >= now() - ${p}::bigint * interval '1 millisecond'`, TIME_WINDOWS[f.since]);
   if (f.after) w.add((p) => `id < ${p}::bigint`, f.after);
   const { rows } = await db.query<ObservationRow & { now: Date }>(
