@@ -12,6 +12,7 @@ export const NAV = [
   { href: "/conflicts", label: "Conflicts & replays" },
   { href: "/enqueue", label: "Enqueue test job" },
   { href: "/queues", label: "Queues" },
+  { href: "/workers", label: "Workers" },
   { href: "/audit", label: "Audit log" },
   { href: "/maintenance", label: "Maintenance" },
 ] as const;

@@ -26,6 +26,7 @@ async function pages(page: Page): Promise<string[]> {
     "/enqueue",
     "/queues",
     `/queues/${encodeURIComponent(job?.queue ?? "default")}`,
+    "/workers",
     "/audit",
     "/maintenance",
   ];

@@ -212,3 +212,23 @@ export interface QueueHealthDto {
   /** failed / (succeeded + failed) over the last hour, or null when nothing finished. */
   failureRate: number | null;
 }
+
+export interface WorkerDto {
+  /** The worker id (the part of the lease owner before `~`). */
+  worker: string;
+  /** Active jobs it holds a lease on. */
+  jobs: number;
+  queues: string[];
+  /** Up to five of those jobs, longest running first. */
+  jobIds: string[];
+  /** The latest lease expiry: the worker renewed a lease until then (its last heartbeat). */
+  leaseUntil: string;
+  oldestStart: string | null;
+  /** How many of its leases have lapsed (the worker stopped renewing them). */
+  lapsed: number;
+}
+
+export interface WorkersDto {
+  now: string;
+  workers: WorkerDto[];
+}
