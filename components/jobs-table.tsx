@@ -5,6 +5,7 @@ import type { JobRowDto, Page } from "@/lib/console/types";
 import { pageHref, TableFooter } from "./table-footer";
 import { Badge, DemoHint, EmptyState, linkClass, Table, Td } from "./ui";
 import { useLive } from "./use-live";
+import { NewRowsBar, useNewRows } from "./use-new-rows";
 
 export function JobsTable({
   initial,
@@ -16,10 +17,12 @@ export function JobsTable({
   filtered: boolean;
 }) {
   const { data, error, dataUpdatedAt } = useLive(`/api/jobs${query}`, initial);
+  const view = useNewRows(data.rows, (j) => j.id);
   const link = (cursor: "after" | "before", id: string) => pageHref("/jobs", query, cursor, id);
   return (
     <div>
-      {data.rows.length === 0 ? (
+      <NewRowsBar count={view.newCount} onShow={view.showNew} />
+      {view.rows.length === 0 ? (
         filtered ? (
           <EmptyState title="No jobs match these filters.">
             <Link className={linkClass} href="/jobs">
@@ -36,7 +39,7 @@ export function JobsTable({
           caption="Jobs, newest first"
           head={["Job", "Type", "Queue", "State", "Attempts", "Tags", "Run at", "Created"]}
         >
-          {data.rows.map((j) => (
+          {view.rows.map((j) => (
             <tr key={j.id} className="hover:bg-slate-50">
               <Td>
                 <Link className={`${linkClass} font-mono text-xs`} href={`/jobs/${j.id}`} title={j.id}>

@@ -5,6 +5,7 @@ import type { ObservationDto, Page } from "@/lib/console/types";
 import { pageHref, TableFooter } from "./table-footer";
 import { Badge, DemoHint, DigestLink, EmptyState, linkClass, Mono, Table, Td } from "./ui";
 import { useLive } from "./use-live";
+import { NewRowsBar, useNewRows } from "./use-new-rows";
 
 export function ObservationsTable({
   initial,
@@ -16,11 +17,13 @@ export function ObservationsTable({
   filtered: boolean;
 }) {
   const { data, error, dataUpdatedAt } = useLive(`/api/conflicts${query}`, initial);
+  const view = useNewRows(data.rows, (o) => o.id);
   const params = new URLSearchParams(query);
   const page = (after: string | null) => pageHref("/conflicts", query, "after", after);
   return (
     <div>
-      {data.rows.length === 0 ? (
+      <NewRowsBar count={view.newCount} onShow={view.showNew} />
+      {view.rows.length === 0 ? (
         <EmptyState title={filtered ? "Nothing matches these filters." : "No replays or conflicts recorded yet."}>
           {filtered ? null : <DemoHint />}
         </EmptyState>
@@ -38,7 +41,7 @@ export function ObservationsTable({
             "Source",
           ]}
         >
-          {data.rows.map((o) => (
+          {view.rows.map((o) => (
             <tr key={o.id} className="hover:bg-slate-50">
               <Td>{formatTime(o.at)}</Td>
               <Td>

@@ -113,7 +113,7 @@ test("find by key digest: the binding, its job and its replays; digests in table
   await expect(answer).toContainText(jobId);
 
   await signedIn.goto("/find?digest=not-a-digest");
-  await expect(signedIn.getByRole("alert")).toContainText("That is not a key digest");
+  await expect(signedIn.getByRole("alert").filter({ hasText: "That is not a key digest" })).toBeVisible();
 });
 
 test("bad input in the new filters and paths is never a server error", async ({ signedIn }) => {
@@ -135,4 +135,38 @@ test("bad input in the new filters and paths is never a server error", async ({ 
     const res = await signedIn.request.get(url);
     expect(res.status(), url).toBeLessThan(500);
   }
+});
+
+test("keyboard: / focuses the search, j and k move through rows, Enter opens", async ({ signedIn, queue }) => {
+  const name = `e2e-keys-${run}`;
+  const older = await queue.enqueue("keys.job", { n: 1 }, { queue: name });
+  const newer = await queue.enqueue("keys.job", { n: 2 }, { queue: name });
+  await signedIn.goto(`/jobs?queue=${name}`);
+  await signedIn.keyboard.press("/");
+  await expect(signedIn.getByRole("textbox", { name: "Job id" })).toBeFocused();
+  await signedIn.keyboard.press("Escape");
+  await signedIn.locator("h1").click();
+  await signedIn.keyboard.press("j");
+  await expect(signedIn.getByRole("link", { name: `…${newer.slice(-8)}` })).toBeFocused();
+  await signedIn.keyboard.press("j");
+  await expect(signedIn.getByRole("link", { name: `…${older.slice(-8)}` })).toBeFocused();
+  await signedIn.keyboard.press("k");
+  await expect(signedIn.getByRole("link", { name: `…${newer.slice(-8)}` })).toBeFocused();
+  await signedIn.keyboard.press("Enter");
+  await expect(signedIn).toHaveURL(new RegExp(`/jobs/${newer}$`));
+});
+
+test("rows arriving while you read wait behind an 'N new, show' button", async ({ signedIn, queue }) => {
+  const name = `e2e-new-${run}`;
+  await queue.enqueue("new.job", { n: 1 }, { queue: name });
+  await signedIn.goto(`/jobs?queue=${name}`);
+  const rows = signedIn.getByRole("table", { name: "Jobs, newest first" }).locator("tbody tr");
+  await expect(rows).toHaveCount(1);
+  await queue.enqueue("new.job", { n: 2 }, { queue: name });
+  await queue.enqueue("new.job", { n: 3 }, { queue: name });
+  await expect(signedIn.getByRole("button", { name: "2 new, show" })).toBeVisible({ timeout: 15_000 });
+  await expect(rows).toHaveCount(1);
+  await signedIn.getByRole("button", { name: "2 new, show" }).click();
+  await expect(rows).toHaveCount(3);
+  await expect(signedIn.getByRole("button", { name: /new, show/ })).toHaveCount(0);
 });

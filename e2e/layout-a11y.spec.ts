@@ -1,5 +1,6 @@
 import AxeBuilder from "@axe-core/playwright";
 import type { Page } from "@playwright/test";
+import type { Queue } from "../lib/enqueue";
 import { expect, test } from "./fixtures";
 
 /**
@@ -7,8 +8,13 @@ import { expect, test } from "./fixtures";
  * table wider than its container at 1280 px, and no serious or critical axe violation in light and
  * dark colour schemes.
  */
-async function pages(page: Page): Promise<string[]> {
-  // A real job, queue and digest to visit.
+async function pages(page: Page, queue: Queue): Promise<string[]> {
+  // A real job, queue and digest to visit (seeded here too, so the spec also runs on its own).
+  await queue.enqueue(
+    "layout.check",
+    { orderId: "ORD-390" },
+    { queue: "e2e-layout", tags: ["web"], idempotency: { key: `layout-${Date.now()}-order`, scope: "e2e-layout" } },
+  );
   const jobs = (await (await page.request.get("/api/jobs")).json()) as { rows: { id: string; queue: string }[] };
   const job = jobs.rows[0];
   const bindings = (await (await page.request.get("/api/bindings")).json()) as { rows: { keyDigest: string }[] };
@@ -36,8 +42,8 @@ async function settle(page: Page) {
   await page.waitForLoadState("networkidle");
 }
 
-test("at 390 px nothing overflows sideways and the navigation is a menu", async ({ signedIn }) => {
-  const urls = await pages(signedIn);
+test("at 390 px nothing overflows sideways and the navigation is a menu", async ({ signedIn, queue }) => {
+  const urls = await pages(signedIn, queue);
   await signedIn.setViewportSize({ width: 390, height: 844 });
   const overflowing: string[] = [];
   for (const url of [...urls, "/sign-in"]) {
@@ -58,8 +64,8 @@ test("at 390 px nothing overflows sideways and the navigation is a menu", async 
   await expect(nav.getByRole("link", { name: "Overview" })).toBeHidden();
 });
 
-test("at 1280 px every table fits its container", async ({ signedIn }) => {
-  const urls = await pages(signedIn);
+test("at 1280 px every table fits its container", async ({ signedIn, queue }) => {
+  const urls = await pages(signedIn, queue);
   const wide: string[] = [];
   for (const url of urls) {
     await signedIn.goto(url);
@@ -78,9 +84,9 @@ test("at 1280 px every table fits its container", async ({ signedIn }) => {
 });
 
 for (const scheme of ["light", "dark"] as const) {
-  test(`axe finds no serious or critical violation on any page (${scheme})`, async ({ signedIn }) => {
+  test(`axe finds no serious or critical violation on any page (${scheme})`, async ({ signedIn, queue }) => {
     test.setTimeout(120_000);
-    const urls = await pages(signedIn);
+    const urls = await pages(signedIn, queue);
     await signedIn.emulateMedia({ colorScheme: scheme });
     const found: string[] = [];
     for (const url of urls) {

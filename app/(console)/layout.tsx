@@ -1,6 +1,7 @@
 import { redirect } from "next/navigation";
 import type { ReactNode } from "react";
 import { signOut } from "@/app/sign-in/actions";
+import { KeyboardShortcuts } from "@/components/keyboard-shortcuts";
 import { Nav } from "@/components/nav";
 import { LiveIndicator } from "@/components/refresh-policy";
 import { SignInRedirect } from "@/components/sign-in-redirect";
@@ -58,6 +59,7 @@ export default async function ConsoleLayout({ children }: { children: ReactNode 
         </div>
       ) : null}
       <main className="mx-auto max-w-7xl px-3 py-6 sm:px-6">{children}</main>
+      <KeyboardShortcuts />
     </div>
   );
 }

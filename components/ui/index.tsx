@@ -96,7 +96,7 @@ export function Table({ caption, head, children }: { caption: string; head: stri
             ))}
           </tr>
         </thead>
-        <tbody className="divide-y divide-slate-100">{children}</tbody>
+        <tbody className="divide-y divide-slate-100 [&>tr:focus-within]:bg-sky-50">{children}</tbody>
       </table>
     </div>
   );

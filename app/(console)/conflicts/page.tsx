@@ -77,7 +77,7 @@ export default async function ConflictsPage({ searchParams }: { searchParams: Se
         <FilterText id="o-from" name="from" label="From (UTC)" type="datetime-local" value={minute(f.from)} />
         <FilterText id="o-to" name="to" label="To (UTC)" type="datetime-local" value={minute(f.to)} />
       </FilterForm>
-      <ObservationsTable initial={page} query={query} filtered={filtered} />
+      <ObservationsTable key={query} initial={page} query={query} filtered={filtered} />
     </>
   );
 }

@@ -82,7 +82,7 @@ export default async function JobsPage({ searchParams }: { searchParams: Search 
         </div>
       </FilterForm>
       <StateTabs counts={tabs.counts} current={f.state} hrefFor={(state) => `/jobs${toQuery({ ...base, state })}`} />
-      <JobsTable initial={page} query={query} filtered={filtered} />
+      <JobsTable key={query} initial={page} query={query} filtered={filtered} />
     </>
   );
 }
