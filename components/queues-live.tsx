@@ -26,7 +26,7 @@ export function QueueFlags({ q, now }: { q: QueueHealthDto; now: string }) {
       {q.overdue.value > 0 ? (
         <div role="note" className="text-xs">
           <Badge>overdue</Badge>{" "}
-          <Link className={linkClass} href={jobsHref(q.queue, "&state=ready")}>
+          <Link className={`${linkClass} underline`} href={jobsHref(q.queue, "&state=ready")}>
             {formatCount(q.overdue)} due over a minute ago and not started
           </Link>
           : is a worker running for this queue?
@@ -35,7 +35,7 @@ export function QueueFlags({ q, now }: { q: QueueHealthDto; now: string }) {
       {q.lapsedLeases > 0 ? (
         <div className="text-xs">
           <Badge>lease expired</Badge>{" "}
-          <Link className={linkClass} href={jobsHref(q.queue, "&state=active")}>
+          <Link className={`${linkClass} underline`} href={jobsHref(q.queue, "&state=active")}>
             {q.lapsedLeases} running job{q.lapsedLeases === 1 ? "" : "s"}
           </Link>{" "}
           lost {q.lapsedLeases === 1 ? "its" : "their"} worker; another will run {q.lapsedLeases === 1 ? "it" : "them"}
