@@ -1,7 +1,7 @@
 "use client";
 import Link from "next/link";
-import { formatTime } from "@/lib/console/format";
 import type { AuditDto, Page } from "@/lib/console/types";
+import { RelativeTime } from "./relative-time";
 import { pageHref, TableFooter } from "./table-footer";
 import { Badge, EmptyState, linkClass, Table, Td } from "./ui";
 import { useLive } from "./use-live";
@@ -54,7 +54,9 @@ export function AuditTable({
         >
           {data.rows.map((a) => (
             <tr key={a.id} className="hover:bg-slate-50">
-              <Td>{formatTime(a.at)}</Td>
+              <Td>
+                <RelativeTime iso={a.at} now={data.now} />
+              </Td>
               <Td>{a.actor}</Td>
               <Td>{a.action}</Td>
               <Td>

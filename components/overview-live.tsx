@@ -52,7 +52,7 @@ export function OverviewLive({ initial }: { initial: OverviewDto }) {
               {data.byQueue.map((q) => (
                 <tr key={q.queue}>
                   <Td>
-                    <Link className={linkClass} href={`/jobs?queue=${encodeURIComponent(q.queue)}`}>
+                    <Link className={linkClass} href={`/queues/${encodeURIComponent(q.queue)}`}>
                       {q.queue}
                     </Link>
                   </Td>

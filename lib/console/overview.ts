@@ -1,5 +1,5 @@
 import "server-only";
-import { cappedCount, type Db, iso, uuidv7Floor } from "./sql";
+import { cappedCount, type Db, iso } from "./sql";
 import type { JobStateName, OverviewDto } from "./types";
 
 /** Counts beyond this are shown as "N+" so a poll never walks more than this many index entries. */
@@ -43,24 +43,10 @@ export function invalidateCounts(db: Db): void {
   countsCache.delete(db);
 }
 
+/** The overview's figures besides the chart (lib/console/series.ts): keys now, jobs by queue and state. */
 export async function overview(db: Db): Promise<OverviewDto> {
-  const hourAgo = Date.now() - 3_600_000;
-  const [counts, accepted, replayed, conflicts, live, expiring, expired, clock] = await Promise.all([
+  const [counts, live, expiring, expired, clock] = await Promise.all([
     stateCounts(db),
-    // Jobs accepted in the last hour: a primary-key range (ids are UUIDv7).
-    cappedCount(db, "workhorse.job where id >= $1::uuid", [uuidv7Floor(hourAgo)], COUNT_CAP),
-    cappedCount(
-      db,
-      "workhorse.enqueue_observation where at >= now() - interval '1 hour' and outcome = 'replayed'",
-      [],
-      COUNT_CAP,
-    ),
-    cappedCount(
-      db,
-      "workhorse.enqueue_observation where at >= now() - interval '1 hour' and outcome = 'conflict'",
-      [],
-      COUNT_CAP,
-    ),
     cappedCount(db, "workhorse.idempotency_binding where expires_at > now()", [], COUNT_CAP),
     cappedCount(
       db,
@@ -85,7 +71,6 @@ export async function overview(db: Db): Promise<OverviewDto> {
     countsAsOf: counts.asOf,
     byQueue: [...byQueueMap.values()],
     byState,
-    lastHour: { accepted, replayed, conflicts },
     liveBindings: live,
     expiringWithinHour: expiring,
     expiredAwaitingCleanup: expired,

@@ -135,7 +135,6 @@ export interface OverviewDto {
   countsAsOf: string;
   byQueue: { queue: string; counts: Partial<Record<JobStateName, number>>; total: number }[];
   byState: Partial<Record<JobStateName, number>>;
-  lastHour: { accepted: CappedCount; replayed: CappedCount; conflicts: CappedCount };
   liveBindings: CappedCount;
   expiringWithinHour: CappedCount;
   expiredAwaitingCleanup: CappedCount;
