@@ -1,7 +1,8 @@
 "use client";
 import Link from "next/link";
-import { formatTime, shortId } from "@/lib/console/format";
+import { shortId } from "@/lib/console/format";
 import type { JobRowDto, Page } from "@/lib/console/types";
+import { RelativeTime } from "./relative-time";
 import { pageHref, TableFooter } from "./table-footer";
 import { Badge, DemoHint, EmptyState, linkClass, Table, Td } from "./ui";
 import { useLive } from "./use-live";
@@ -66,8 +67,12 @@ export function JobsTable({
                   ))}
                 </span>
               </Td>
-              <Td>{formatTime(j.runAt)}</Td>
-              <Td>{formatTime(j.createdAt)}</Td>
+              <Td>
+                <RelativeTime iso={j.runAt} now={data.now} />
+              </Td>
+              <Td>
+                <RelativeTime iso={j.createdAt} now={data.now} />
+              </Td>
             </tr>
           ))}
         </Table>
