@@ -57,13 +57,15 @@ export function AuditTable({
               <Td>
                 <RelativeTime iso={a.at} now={data.now} />
               </Td>
-              <Td>{a.actor}</Td>
+              <Td wrap className="min-w-24">
+                {a.actor}
+              </Td>
               <Td>{a.action}</Td>
-              <Td>
+              <Td wrap className="min-w-40">
                 <Target target={a.target} />
               </Td>
               <Td wrap>{a.reason ?? "—"}</Td>
-              <Td>
+              <Td wrap>
                 <Badge>{String(a.result.status ?? "ok")}</Badge>
                 <div className="mt-1 text-xs break-all text-slate-700">{summary(a.result)}</div>
               </Td>

@@ -108,7 +108,8 @@ export function Td({ children, className, wrap }: { children: ReactNode; classNa
     <td
       className={cx(
         "px-3 py-2 align-top text-slate-800",
-        wrap ? "max-w-md min-w-48 break-words whitespace-normal" : "whitespace-nowrap",
+        wrap ? "max-w-md break-words whitespace-normal" : "whitespace-nowrap",
+        wrap && !className?.includes("min-w-") ? "min-w-48" : null,
         className,
       )}
     >
