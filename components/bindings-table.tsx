@@ -1,8 +1,9 @@
 "use client";
 import Link from "next/link";
-import { formatDuration, formatTime, shortId } from "@/lib/console/format";
+import { formatDuration, shortId } from "@/lib/console/format";
 import type { BindingDto, Page } from "@/lib/console/types";
 import { Countdown } from "./countdown";
+import { RelativeTime } from "./relative-time";
 import { pageHref, TableFooter } from "./table-footer";
 import { Badge, DemoHint, DigestLink, EmptyState, linkClass, Mono, Table, Td } from "./ui";
 import { useLive } from "./use-live";
@@ -45,7 +46,9 @@ export function BindingsTable({
         >
           {data.rows.map((b) => (
             <tr key={`${b.scope}:${b.keyDigest}:${b.jobId}`} className="hover:bg-slate-50">
-              <Td>{b.scope}</Td>
+              <Td wrap className="min-w-32">
+                {b.scope}
+              </Td>
               <Td>
                 <Mono>{b.keyPreview}</Mono>
               </Td>
@@ -59,9 +62,11 @@ export function BindingsTable({
                   {shortId(b.jobId)}
                 </Link>
               </Td>
-              <Td>{formatTime(b.createdAt)}</Td>
               <Td>
-                {formatTime(b.expiresAt)}
+                <RelativeTime iso={b.createdAt} now={data.now} />
+              </Td>
+              <Td>
+                <RelativeTime iso={b.expiresAt} now={data.now} />
                 <div className="text-xs text-slate-600">TTL {formatDuration(b.ttlMs)}</div>
               </Td>
               <Td>{b.expired ? <Badge>expired</Badge> : <Countdown expiresAt={b.expiresAt} serverNow={data.now} />}</Td>

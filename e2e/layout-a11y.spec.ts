@@ -15,6 +15,32 @@ async function pages(page: Page, queue: Queue): Promise<string[]> {
     { orderId: "ORD-390" },
     { queue: "e2e-layout", tags: ["web"], idempotency: { key: `layout-${Date.now()}-order`, scope: "e2e-layout" } },
   );
+  // Wide content for the 1280 px check: a long audit entry and a conflict naming many fields and paths.
+  await queue.recordOperatorAction({
+    actor: "alice.on-call@payments.example (rotation B)",
+    action: "purge_queue",
+    target: "queue:e2e-layout-notifications-customer-facing-retries",
+    reason: "duplicate deliveries after the provider incident; purging what is still pending before replaying",
+    result: { status: "ok", purged: 1204, releasedBindings: 1198, queue: "e2e-layout-notifications-customer-facing" },
+  });
+  const idem = { key: `layout-conflict-${Date.now()}-order`, scope: "e2e-layout-checkout-web-storefront-eu-west" };
+  const payload = {
+    orderId: "ORD-390",
+    lines: [{ sku: "SKU-LONG-NAME-RED-M", qty: 2 }],
+    shippingAddress: { line1: "a" },
+  };
+  await queue.enqueue("checkout.order.place-with-long-type-name", payload, {
+    queue: "e2e-layout-checkout",
+    idempotency: idem,
+  });
+  await queue
+    .enqueue(
+      "checkout.order.place-with-long-type-name",
+      { ...payload, lines: [{ sku: "SKU-LONG-NAME-BLUE-XL", qty: 3 }], shippingAddress: { line1: "b" } },
+      { queue: "e2e-layout-checkout", idempotency: idem, tags: ["vip", "retry"], maxAttempts: 3 },
+    )
+    .catch(() => {});
+  await queue.flushObservations();
   const jobs = (await (await page.request.get("/api/jobs")).json()) as { rows: { id: string; queue: string }[] };
   const job = jobs.rows[0];
   const bindings = (await (await page.request.get("/api/bindings")).json()) as { rows: { keyDigest: string }[] };
