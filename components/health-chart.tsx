@@ -64,23 +64,23 @@ function hhmm(iso: string): string {
  * queue (the queue page); the window toggles between the last hour and the last 24 hours.
  */
 export function HealthChart({ initial, queue }: { initial: SeriesDto; queue?: string }) {
-  const [window, setWindow] = useState<SeriesWindow>(initial.window);
-  const qs = new URLSearchParams({ window });
+  const [span, setSpan] = useState<SeriesWindow>(initial.window);
+  const qs = new URLSearchParams({ window: span });
   if (queue) qs.set("queue", queue);
   const url = `/api/series?${qs}`;
   const { intervalMs } = useRefreshPolicy();
   const q = useQuery<SeriesDto>({
     queryKey: [url],
     queryFn: () => getJson<SeriesDto>(url),
-    initialData: window === initial.window ? initial : undefined,
-    initialDataUpdatedAt: window === initial.window ? Date.parse(initial.now) : undefined,
+    initialData: span === initial.window ? initial : undefined,
+    initialDataUpdatedAt: span === initial.window ? Date.parse(initial.now) : undefined,
     placeholderData: keepPreviousData,
     refetchInterval: intervalMs,
   });
   const data = q.data ?? initial;
   const { error, dataUpdatedAt } = q;
   const empty = data.points.every((p) => SERIES.every((s) => p[s.key] === 0));
-  const title = `${WINDOW_LABEL[window]}, per minute${queue ? ` (queue ${queue})` : ""}`;
+  const title = `${WINDOW_LABEL[span]}, per minute${queue ? ` (queue ${queue})` : ""}`;
   return (
     <Card title={title}>
       <div className="mb-3 flex flex-wrap items-center justify-between gap-2">
@@ -90,11 +90,11 @@ export function HealthChart({ initial, queue }: { initial: SeriesDto; queue?: st
             <button
               key={w}
               type="button"
-              aria-pressed={window === w}
-              onClick={() => setWindow(w)}
+              aria-pressed={span === w}
+              onClick={() => setSpan(w)}
               className={cx(
                 "px-3 py-1 text-sm font-medium first:rounded-l-md last:rounded-r-md focus-visible:outline-2 focus-visible:outline-blue-700",
-                window === w ? "bg-slate-800 text-white" : "bg-white text-slate-900 hover:bg-slate-100",
+                span === w ? "bg-slate-800 text-white" : "bg-white text-slate-900 hover:bg-slate-100",
               )}
             >
               {w === "1h" ? "1 hour" : "24 hours"}
@@ -103,7 +103,7 @@ export function HealthChart({ initial, queue }: { initial: SeriesDto; queue?: st
         </fieldset>
         {q.isPlaceholderData ? (
           <p role="status" className="text-xs text-slate-600">
-            Loading {WINDOW_LABEL[window].toLowerCase()}…
+            Loading {WINDOW_LABEL[span].toLowerCase()}…
           </p>
         ) : (
           <LiveStatus error={error} updatedAt={dataUpdatedAt} />
