@@ -38,7 +38,7 @@ export function JobsTable({
       ) : (
         <Table
           caption="Jobs, newest first"
-          head={["Job", "Type", "Queue", "State", "Attempts", "Tags", "Run at", "Created"]}
+          head={["Job", "State", "Type", "Queue", "Attempts", "Tags", "Run at", "Created"]}
         >
           {view.rows.map((j) => (
             <tr key={j.id} className="hover:bg-slate-50">
@@ -47,14 +47,14 @@ export function JobsTable({
                   {shortId(j.id)}
                 </Link>
               </Td>
-              <Td>{j.type}</Td>
-              <Td>{j.queue}</Td>
               <Td>
                 {j.state === "scheduled" && j.hasError ? <Badge>retrying</Badge> : <Badge>{j.state}</Badge>}
                 {j.hasError && j.state !== "scheduled" && j.state !== "failed" ? (
                   <span className="ml-1 text-xs text-red-800">had an error</span>
                 ) : null}
               </Td>
+              <Td>{j.type}</Td>
+              <Td>{j.queue}</Td>
               <Td className="tabular-nums">
                 {j.attempt}/{j.maxAttempts}
               </Td>

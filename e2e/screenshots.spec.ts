@@ -9,9 +9,16 @@ import { FindPage } from "./pages/find-page";
 const dir = path.resolve("docs", "screenshots");
 mkdirSync(dir, { recursive: true });
 
+/** The whole page, cut at 2,400 px (long tables repeat themselves; the files stay small). */
 async function shot(page: Page, name: string) {
   await page.waitForLoadState("networkidle");
-  await page.screenshot({ path: path.join(dir, `${name}.png`), fullPage: true });
+  const height = await page.evaluate(() => document.documentElement.scrollHeight);
+  const width = page.viewportSize()?.width ?? 1280;
+  await page.screenshot({
+    path: path.join(dir, `${name}.png`),
+    fullPage: true,
+    clip: { x: 0, y: 0, width, height: Math.min(height, 2400) },
+  });
 }
 
 test("screenshots of every page", async ({ page, queue }) => {
