@@ -24,7 +24,7 @@ export default async function FindPage({ searchParams }: { searchParams: Promise
         description="For support: paste the idempotency key a customer's request used, or the 12-character key digest an application logged. The key lookup is a POST; the key is hashed on the server and never appears in a URL, a page or a log."
       />
       <div className="space-y-6">
-        <FindKeyForm />
+        {raw ? null : <FindKeyForm />}
         <section aria-labelledby="by-digest" className="space-y-4">
           <h2 id="by-digest" className="text-base font-semibold text-slate-900">
             By key digest
@@ -65,6 +65,7 @@ export default async function FindPage({ searchParams }: { searchParams: Promise
             </Notice>
           ) : null}
         </section>
+        {raw ? <FindKeyForm /> : null}
       </div>
     </>
   );
