@@ -40,13 +40,14 @@ const plural = (n: number, one: string, many = `${one}s`) => `${n.toLocaleString
  * operator confirms; results say how many changed and why the rest did not.
  */
 export function JobsBulk(props: {
-  filter: { queue?: string; type?: string; state?: string; tag?: string };
+  filter: { queue?: string; type?: string; state?: string; tag?: string; error?: string };
   /** Counts the jobs matching `filter` (up to the cap) when the operator asks for "all matching". */
   countMatching: (filter: {
     queue?: string;
     type?: string;
     state?: string;
     tag?: string;
+    error?: string;
   }) => Promise<CappedCount | { error: string }>;
   cap: number;
   cancel: Act<OperatorActionState>;

@@ -72,7 +72,8 @@ export type MaintenanceState =
       at: string;
     };
 
-export type SignInState = Idle | FormError;
+/** A failed sign-in gives back the name typed (never the password). */
+export type SignInState = Idle | (FormError & { actor?: string });
 
 /**
  * Result of an operator action on jobs or a queue (cancel, run now, redrive, pause, resume).

@@ -98,7 +98,7 @@ const bulkIds = z
 
 /**
  * The jobs an action applies to: the `jobIds` fields (a selection), or with `all=1` every job
- * matching the jobs list's filter fields (`queue`, `type`, `state`, `tag`, through the same
+ * matching the jobs list's filter fields (`queue`, `type`, `state`, `tag`, `error`, through the same
  * allowlist as the page), newest first, at most MAX_BULK_JOBS.
  */
 async function selectionOf(form: FormData, db: Db | null): Promise<string[]> {
@@ -108,8 +108,9 @@ async function selectionOf(form: FormData, db: Db | null): Promise<string[]> {
       type: text(form.get("type")),
       state: text(form.get("state")),
       tag: text(form.get("tag")),
+      error: text(form.get("error")),
     });
-    return matchingJobIds(db, { queue: f.queue, type: f.type, state: f.state, tag: f.tag });
+    return matchingJobIds(db, { queue: f.queue, type: f.type, state: f.state, tag: f.tag, error: f.error });
   }
   return idsOf(form);
 }

@@ -76,6 +76,7 @@ export async function countMatchingAction(filter: {
   type?: string;
   state?: string;
   tag?: string;
+  error?: string;
 }): Promise<{ value: number; capped: boolean } | { error: string }> {
   const m = await requireMutator();
   if (!m.ok) return { error: m.message };
@@ -85,8 +86,9 @@ export async function countMatchingAction(filter: {
     type: filter?.type ?? "",
     state: filter?.state ?? "",
     tag: filter?.tag ?? "",
+    error: filter?.error ?? "",
   });
-  return countMatchingJobs(pool, { queue: f.queue, type: f.type, state: f.state, tag: f.tag });
+  return countMatchingJobs(pool, { queue: f.queue, type: f.type, state: f.state, tag: f.tag, error: f.error });
 }
 
 export async function purgeSelectedAction(_prev: OperatorActionState, data: FormData): Promise<OperatorActionState> {

@@ -5,7 +5,7 @@ import { QueuesLive } from "@/components/queues-live";
 import { PageHeader } from "@/components/ui";
 import { consolePool } from "@/lib/console/db";
 import { pausedQueues, pendingQueueNames } from "@/lib/console/operator-reads";
-import { queueSummaries } from "@/lib/console/overview";
+import { queueHealth } from "@/lib/console/queues";
 import { requireViewer } from "@/lib/console/session";
 import { purgeQueueAction } from "../jobs/actions";
 import { queuePauseAction } from "./actions";
@@ -16,7 +16,7 @@ export default async function QueuesPage() {
   const viewer = await requireViewer();
   const pool = await consolePool();
   const [data, paused, pendingNames] = await Promise.all([
-    queueSummaries(pool),
+    queueHealth(pool),
     pausedQueues(pool),
     pendingQueueNames(pool),
   ]);
@@ -41,8 +41,8 @@ export default async function QueuesPage() {
         title="Queues"
         description={
           viewer.readOnly
-            ? "Pending work per queue."
-            : "Pending work per queue. Purging a queue removes its ready and scheduled jobs and releases the keys they own."
+            ? "Per queue: what waits, what runs, how long the oldest due job has waited (latency), and the last hour's results."
+            : "Per queue: what waits, what runs, how long the oldest due job has waited (latency), and the last hour's results. Purging a queue removes its ready and scheduled jobs and releases the keys they own."
         }
       />
       <QueuesLive initial={data} purge={purge} />
