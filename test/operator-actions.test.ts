@@ -373,6 +373,23 @@ describe("redrive", () => {
     expect(replay).toEqual({ jobId, outcome: "replayed" });
   });
 
+  test("concurrent identical bulk redrives: one redrives, the other replays the same jobs", async () => {
+    const q = t.queue();
+    const ids = await failedJobs("rd3", 3);
+    const request = { requestId: "same", requestedBy: "bob", reason: "race" };
+    const [a, b] = await Promise.all([
+      q.redrive({ jobIds: ids, ...request }),
+      q.redrive({ jobIds: [...ids].reverse(), ...request }),
+    ]);
+    const byA = new Map(a.results.map((r) => [r.sourceJobId, r]));
+    const byB = new Map(b.results.map((r) => [r.sourceJobId, r]));
+    for (const id of ids) {
+      expect([byA.get(id)?.status, byB.get(id)?.status].sort()).toEqual(["redriven", "replayed"]);
+      expect(byA.get(id)?.jobId).toBe(byB.get(id)?.jobId);
+    }
+    expect(await t.count("job", `redriven_from = any('{${ids.join(",")}}'::uuid[])`)).toBe(3);
+  });
+
   test("bad input is EnqueueValidationError", async () => {
     const q = t.queue();
     const base = { jobIds: [MISSING], requestId: "r", requestedBy: "bob", reason: "x" };

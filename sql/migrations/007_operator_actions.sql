@@ -237,6 +237,12 @@ declare
   v_moved integer := 0;
   v_queues text[] := '{}';
 begin
+  -- Every source is locked up front, in id order: overlapping bulk redrives queue instead of
+  -- deadlocking, and a concurrent identical request, once the first commits, finds its
+  -- redrive_request (each statement below reads a fresh snapshot) and replays.
+  if not p_dry_run then
+    perform 1 from workhorse.job j where j.id = any (p_sources) order by j.id for update;
+  end if;
   for r in select s.src, s.new_id, s.ord
              from unnest(p_sources, p_new_ids) with ordinality as s(src, new_id, ord)
             order by s.ord loop
