@@ -13,6 +13,7 @@ const PAGES = [
   "/conflicts",
   "/enqueue",
   "/queues",
+  "/dead-letters",
   "/audit",
   "/maintenance",
 ];

@@ -59,6 +59,7 @@ async function pages(page: Page, queue: Queue): Promise<string[]> {
     "/queues",
     `/queues/${encodeURIComponent(job?.queue ?? "default")}`,
     "/workers",
+    "/dead-letters",
     "/audit",
     "/maintenance",
   ];

@@ -124,7 +124,7 @@ test("the pages run under the CSP without violations", async ({ signedIn: page }
   page.on("console", (m) => {
     if (/Content Security Policy|Refused to/.test(m.text())) violations.push(m.text());
   });
-  for (const path of ["/", "/jobs", "/queues", "/enqueue", "/find", "/sessions"]) {
+  for (const path of ["/", "/jobs", "/queues", "/dead-letters", "/enqueue", "/find", "/sessions"]) {
     await page.goto(path);
     await expect(page.getByRole("heading", { level: 1 })).toBeVisible();
   }
