@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { EnqueueIdempotencyConflictError, keyDigestOf, keyHash } from "../lib/enqueue";
+import { EnqueueIdempotencyConflictError } from "../lib/enqueue";
 import { expect, test } from "./fixtures";
 import { HealthChartPart, StateTabsPart } from "./pages/health";
 
@@ -90,7 +90,7 @@ test("find by key digest: the binding, its job and its replays; digests in table
     { queue: "e2e-digest", idempotency: { key, scope } },
   );
   await queue.enqueue("invoice.capture", { amount: 5 }, { queue: "e2e-digest", idempotency: { key, scope } });
-  const digest = keyDigestOf(keyHash(scope, key));
+  const digest = (await queue.describeKey({ key, scope })).keyDigest;
 
   await signedIn.goto("/find");
   await signedIn.getByRole("textbox", { name: "Key digest" }).fill(digest.toUpperCase());

@@ -112,15 +112,14 @@ describe("per-minute series", () => {
 describe("find by key digest", () => {
   test("finds the binding in every scope, its job and its observations; unknown digests find nothing", async () => {
     const { lookupDigest } = await import("@/lib/console/digest");
-    const { keyDigestOf, keyHash } = await import("../lib/enqueue");
     const q = t.queue();
     const key = { key: "digest-order-77", scope: "digest-shop" };
     const id = await q.enqueue("d.capture", { amount: 1 }, { queue: "digest-q", idempotency: key });
     await q.enqueue("d.capture", { amount: 1 }, { queue: "digest-q", idempotency: key });
     await expect(q.enqueue("d.capture", { amount: 2 }, { queue: "digest-q", idempotency: key })).rejects.toThrow();
     await q.enqueue("d.other", {}, { queue: "digest-q", idempotency: { key: "another-key", scope: "digest-shop" } });
+    const digest = (await q.describeKey(key)).keyDigest;
     await q.close();
-    const digest = keyDigestOf(keyHash(key.scope, key.key));
 
     const found = await lookupDigest(t.pool, digest);
     expect(found.digest).toBe(digest);

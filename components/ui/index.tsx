@@ -1,4 +1,5 @@
 /** Presentational primitives (server- and client-safe). Colours chosen for WCAG AA on white. */
+import Link from "next/link";
 import type { ReactNode } from "react";
 
 export function cx(...parts: (string | false | null | undefined)[]): string {
