@@ -266,7 +266,7 @@ test("signing out ends the session on the server: a copied cookie stops working"
   await expect(page).toHaveURL(/\/sign-in$/);
   const after = await copy.request.get("/jobs", { maxRedirects: 0 });
   expect(after.status()).toBe(307);
-  expect(after.headers().location).toMatch(/\/sign-in\?next=%2Fjobs$/); // back to /jobs after signing in again;
+  expect(after.headers().location).toMatch(/\/sign-in\?next=%2Fjobs$/); // back to /jobs after signing in again
   const api = await copy.request.get("/api/jobs");
   expect(api.status()).toBe(401);
   await copy.close();
