@@ -80,7 +80,14 @@ test("read-only mode hides what it refuses: no enqueue tab or button, no purge w
   await page.goto("/jobs");
   await expect(page.getByRole("heading", { name: "Jobs" })).toBeVisible();
   await expect(page.getByRole("link", { name: /enqueue a test job/i })).toHaveCount(0);
+  // No bulk selection or actions on the jobs list.
+  await expect(page.getByRole("region", { name: "Bulk actions" })).toHaveCount(0);
+  await expect(page.getByRole("checkbox", { name: /^Select job / })).toHaveCount(0);
+  await page.goto("/dead-letters");
+  await expect(page.getByRole("heading", { name: "Dead letters" })).toBeVisible();
+  await expect(page.getByRole("button", { name: /Redrive/ })).toHaveCount(0);
   await page.goto("/queues");
+  await expect(page.getByRole("button", { name: /^(Pause|Resume) / })).toHaveCount(0);
   await expect(page.getByRole("heading", { name: "Queues" })).toBeVisible();
   // The banner says purge is disabled; the page itself no longer describes purging.
   await expect(page.getByRole("main").getByText(/purg/i)).toHaveCount(0);
