@@ -58,14 +58,14 @@ export async function overview(db: Db): Promise<OverviewDto> {
       [],
       COUNT_CAP,
     ),
-    cappedCount(db, "workhorse.idempotency_binding where expires_at > now()", [], COUNT_CAP),
+    cappedCount(db, "workhorse.key_binding where expires_at > now()", [], COUNT_CAP),
     cappedCount(
       db,
-      "workhorse.idempotency_binding where expires_at > now() and expires_at <= now() + interval '1 hour'",
+      "workhorse.key_binding where expires_at > now() and expires_at <= now() + interval '1 hour'",
       [],
       COUNT_CAP,
     ),
-    cappedCount(db, "workhorse.idempotency_binding where expires_at <= now()", [], COUNT_CAP),
+    cappedCount(db, "workhorse.key_binding where expires_at <= now()", [], COUNT_CAP),
     db.query<{ now: Date }>("select now() as now"),
   ]);
   const byQueueMap = new Map<string, { queue: string; counts: Partial<Record<JobStateName, number>>; total: number }>();

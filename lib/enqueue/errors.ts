@@ -5,7 +5,7 @@
 
 /** SQLSTATEs the core knows by name. Translated into typed errors in one place (`QueueOperations.translate`). */
 export const SqlState = {
-  /** Raised by workhorse.enqueue() when a live key is reused for different work. */
+  /** Raised by workhorse.enqueue_one() / enqueue_batch() when a live key is reused for different work. */
   idempotencyConflict: "WH409",
   serializationFailure: "40001",
   deadlockDetected: "40P01",

@@ -212,8 +212,12 @@ export interface NormalizedRequest {
     mode: "idempotency";
     key: KeyIdentity;
     ttlMs: number;
-    /** Digests of every fingerprint field but the payload (PostgreSQL digests its canonical jsonb). */
-    fieldDigests: string[];
+    /**
+     * 80 bytes: the 8-byte digests (first bytes of SHA-256 of the JSON form) of every fingerprint
+     * field but the payload, in `workhorse.fingerprint_fields()` order (PostgreSQL digests the payload's
+     * canonical jsonb and inserts it 5th).
+     */
+    fieldDigests: Buffer;
   };
 }
 
@@ -316,13 +320,13 @@ export function serializePayload(payload: unknown, maxBytes: number, option = "p
 // Most fingerprint fields repeat across requests (queue, type, defaults, nulls): remember the digests
 // of recent short values instead of hashing them again. Bounded (4,096 entries of at most 256
 // characters); cleared when full.
-const digestCache = new Map<string, string>();
+const digestCache = new Map<string, Buffer>();
 
-function digest(value: unknown): string {
+function digest(value: unknown): Buffer {
   const text = JSON.stringify(value) ?? "undefined";
   let d = digestCache.get(text);
   if (d === undefined) {
-    d = hash("sha256", text, "hex").slice(0, 16);
+    d = hash("sha256", text, "buffer").subarray(0, 8);
     if (text.length <= 256) {
       if (digestCache.size >= 4096) digestCache.clear();
       digestCache.set(text, d);
@@ -421,7 +425,7 @@ export function normalizeRequest(
   if (o.idempotency) {
     const ttlMs = o.idempotency.ttlMs ?? LIMITS.defaultTtlMs;
     // Order of workhorse.fingerprint_fields(), without `payload` (5th), which PostgreSQL digests.
-    const fieldDigests = [
+    const fieldDigests = Buffer.concat([
       digest(n.concurrencyKey),
       digest(n.deadline?.toISOString() ?? null),
       digest(n.executionTimeoutMs),
@@ -432,7 +436,7 @@ export function normalizeRequest(
       digest(n.tags),
       digest(ttlMs),
       digest(n.type),
-    ];
+    ]);
     n.keyed = {
       mode: "idempotency",
       key: config.keys.identify(o.idempotency.scope ?? DEFAULT_SCOPE, o.idempotency.key),
