@@ -321,6 +321,7 @@ export function serializePayload(payload: unknown, maxBytes: number, option = "p
 // of recent short values instead of hashing them again. Bounded (4,096 entries of at most 256
 // characters); cleared when full.
 const digestCache = new Map<string, Buffer>();
+const fieldDigestCache = new Map<string, Buffer>();
 
 function digest(value: unknown): Buffer {
   const text = JSON.stringify(value) ?? "undefined";
@@ -425,18 +426,41 @@ export function normalizeRequest(
   if (o.idempotency) {
     const ttlMs = o.idempotency.ttlMs ?? LIMITS.defaultTtlMs;
     // Order of workhorse.fingerprint_fields(), without `payload` (5th), which PostgreSQL digests.
-    const fieldDigests = Buffer.concat([
-      digest(n.concurrencyKey),
-      digest(n.deadline?.toISOString() ?? null),
-      digest(n.executionTimeoutMs),
-      digest(n.maxAttempts),
-      digest(n.queue),
-      digest(n.retryPolicy),
-      n.runAt ? digest(n.runAt.toISOString()) : digest({ omitted: true }),
-      digest(n.tags),
-      digest(ttlMs),
-      digest(n.type),
+    // Requests of one stream mostly share every fingerprint field but the payload: the 80 bytes are
+    // remembered per distinct combination (one JSON text, one map lookup on the hot path).
+    const runAtIso = n.runAt ? n.runAt.toISOString() : null; // given runAt is never null: null = omitted
+    const deadlineIso = n.deadline?.toISOString() ?? null;
+    const signature = JSON.stringify([
+      n.concurrencyKey,
+      deadlineIso,
+      n.executionTimeoutMs,
+      n.maxAttempts,
+      n.queue,
+      n.retryPolicy,
+      runAtIso,
+      n.tags,
+      ttlMs,
+      n.type,
     ]);
+    let fieldDigests = fieldDigestCache.get(signature);
+    if (fieldDigests === undefined) {
+      fieldDigests = Buffer.concat([
+        digest(n.concurrencyKey),
+        digest(deadlineIso),
+        digest(n.executionTimeoutMs),
+        digest(n.maxAttempts),
+        digest(n.queue),
+        digest(n.retryPolicy),
+        runAtIso !== null ? digest(runAtIso) : digest({ omitted: true }),
+        digest(n.tags),
+        digest(ttlMs),
+        digest(n.type),
+      ]);
+      if (signature.length <= 1024) {
+        if (fieldDigestCache.size >= 4096) fieldDigestCache.clear();
+        fieldDigestCache.set(signature, fieldDigests);
+      }
+    }
     n.keyed = {
       mode: "idempotency",
       key: config.keys.identify(o.idempotency.scope ?? DEFAULT_SCOPE, o.idempotency.key),
