@@ -302,21 +302,23 @@ begin
     ),
     -- Each keyed request with its batch leader (first request for the key) and the key's live owner,
     -- found by one primary-key probe per request (LATERAL .. LIMIT 1 keeps it a probe, never a scan).
+    -- The batch leader of each key by hash aggregation: no sort of the (wide) request rows.
+    lead as (
+      select r.scope, r.kh, min(r.ordinal) as lead_ordinal
+        from req r where r.kh is not null group by r.scope, r.kh
+    ),
     seen as (
-      select r.*,
-             first_value(r.ordinal) over w as lead_ordinal,
-             first_value(r.id) over w as lead_id,
-             first_value(r.rdigest) over w as lead_rdigest,
-             first_value(r.mode) over w as lead_mode,
+      select r.*, l.lead_ordinal, lr.id as lead_id, lr.rdigest as lead_rdigest, lr.mode as lead_mode,
              b.job_id as live_job_id, b.mode as live_mode, b.field_digests as live_digests,
              b.request_digest as live_rdigest
         from req r
+        left join lead l on l.scope = r.scope and l.kh = r.kh
+        left join req lr on lr.ordinal = l.lead_ordinal
         left join lateral (
           select b.job_id, b.mode, b.field_digests, b.request_digest
             from workhorse.key_binding b
            where b.scope = r.scope and b.key_hash = r.kh and b.expires_at > now()
            limit 1) b on true
-      window w as (partition by r.scope, r.kh order by r.ordinal)
     ),
     claimed as (
       insert into workhorse.key_binding as b
