@@ -251,15 +251,6 @@ class Shared {
   }
 }
 
-/** True when raw options ask for idempotency (read without throwing: validation comes later). */
-function hasIdempotency(options: unknown): boolean {
-  try {
-    return typeof options === "object" && options !== null && !!(options as { idempotency?: unknown }).idempotency;
-  } catch {
-    return false;
-  }
-}
-
 /** Parameters of workhorse.enqueue_one() for one normalised request. */
 function oneRequestValues(r: NormalizedRequest, id: string, notify: boolean): unknown[] {
   const k = r.keyed;
@@ -504,9 +495,9 @@ export class QueueOperations {
 
   /** Like `enqueue`, and says what PostgreSQL decided: `{ jobId, outcome }` (`accepted` | `replayed`). */
   async enqueueWithResult(type: string, payload: unknown, options?: EnqueueOptions): Promise<EnqueueResult> {
-    const counted = this.shared.config.keys.loaded ? false : await this.loadKeysFor(hasIdempotency(options));
+    if (!this.shared.config.keys.loaded) await this.loadKeys();
     const request = normalizeRequest(type, payload, options, this.shared.config);
-    const [result] = await this.run([request], counted);
+    const [result] = await this.run([request]);
     return result as EnqueueResult;
   }
 
@@ -535,9 +526,7 @@ export class QueueOperations {
       ]);
     }
     if (requests.length === 0) return [];
-    const counted = this.shared.config.keys.loaded
-      ? false
-      : await this.loadKeysFor(requests.every((r) => hasIdempotency((r as EnqueueRequest | undefined)?.options)));
+    if (!this.shared.config.keys.loaded) await this.loadKeys();
     const normalized: NormalizedRequest[] = [];
     let totalBytes = 0;
     for (let i = 0; i < requests.length; i++) {
@@ -574,39 +563,10 @@ export class QueueOperations {
       }
       normalized.push(n);
     }
-    return this.run(normalized, counted);
+    return this.run(normalized);
   }
 
-  /**
-   * Loads the installation key; for a keyed call through the pool, with the same repeats as the call
-   * itself (PostgreSQL may be down when a new Queue makes its first call). Returns true when it had
-   * to repeat (the call is then counted in retryStats already).
-   */
-  private async loadKeysFor(keyed: boolean): Promise<boolean> {
-    const retry = this.shared.config.retry;
-    if (!keyed || !retry || this.inCallerTransaction || retry.attempts === 1) {
-      await this.loadKeys();
-      return false;
-    }
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.loadKeys();
-        return attempt > 1;
-      } catch (err) {
-        const cause = err instanceof WorkhorseDatabaseError ? err.cause : err;
-        if (!isRetryableDbError(cause) || attempt >= retry.attempts) {
-          if (attempt > 1) this.shared.retryCounts.exhausted++;
-          throw err;
-        }
-        if (attempt === 1) this.shared.retryCounts.retriedCalls++;
-        this.shared.retryCounts.retries++;
-        const ceiling = Math.min(retry.maxDelayMs, 25 * 2 ** (attempt - 1));
-        await new Promise((r) => setTimeout(r, ceiling / 2 + Math.random() * (ceiling / 2)));
-      }
-    }
-  }
-
-  private async run(requests: NormalizedRequest[], counted = false): Promise<EnqueueResult[]> {
+  private async run(requests: NormalizedRequest[]): Promise<EnqueueResult[]> {
     const ids = requests.map(() => uuidv7());
     const retry = this.shared.config.retry;
     const retrying = retry && !this.inCallerTransaction && requests.every((r) => r.keyed !== null);
@@ -625,7 +585,7 @@ export class QueueOperations {
             if (attempt > 1) this.shared.retryCounts.exhausted++;
             throw err;
           }
-          if (attempt === 1 && !counted) this.shared.retryCounts.retriedCalls++;
+          if (attempt === 1) this.shared.retryCounts.retriedCalls++;
           this.shared.retryCounts.retries++;
           const ceiling = Math.min(retry.maxDelayMs, 25 * 2 ** (attempt - 1));
           await new Promise((r) => setTimeout(r, ceiling / 2 + Math.random() * (ceiling / 2)));
