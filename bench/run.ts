@@ -16,6 +16,7 @@ import { execFileSync } from "node:child_process";
 import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import pg from "pg";
+import { measureClientCpu } from "./client-cpu";
 import {
   BATCH_SIZE,
   bullmq,
@@ -414,7 +415,10 @@ async function main() {
 
     const targets = buildTargets(rows, read?.reads ?? []);
     const finishedAt = new Date();
+    // Client CPU per request (no database): validation, serialisation, key hash, digests.
+    const clientCpu = await measureClientCpu(opts.quick ? 5_000 : 20_000, opts.quick ? 3 : 5);
     const result = {
+      clientCpu,
       startedAt: startedAt.toISOString(),
       durationS: Math.round((finishedAt.getTime() - startedAt.getTime()) / 1000),
       mode: opts.quick ? "quick" : "full",
@@ -456,6 +460,10 @@ async function main() {
       out.push(terminalReads(read.reads));
       out.push(`\n${pruneLine(read.prune)}`);
     }
+    out.push(
+      `\nclient CPU per request (lib/enqueue before the driver): keyed ${clientCpu.keyedUs.toFixed(1)} µs, ` +
+        `keyless ${clientCpu.keylessUs.toFixed(1)} µs (bench/client-cpu.ts)`,
+    );
     if (targets.length) {
       out.push("\ntargets (issue 10)");
       out.push(terminalTargets(targets));
