@@ -502,7 +502,8 @@ export class QueueOperations {
 
   /**
    * Enqueues one job and returns its id (a UUID string). With `idempotency`, a repeated request
-   * returns the original job's id and writes nothing.
+   * returns the original job's id and writes nothing. An accept writes the job row (which carries
+   * its key and its `enqueued` timeline entry) and, when keyed, one `workhorse.key_binding` row.
    *
    * SQL: one round trip, `workhorse.enqueue_one(...)` (a batch: `workhorse.enqueue_batch(...)` over typed arrays).
    * @throws EnqueueValidationError bad input (nothing sent to PostgreSQL)
@@ -525,6 +526,12 @@ export class QueueOperations {
    * Enqueues up to 1,000 requests atomically in one round trip; returns job ids in input order.
    * Equivalent requests for one key inside the batch share one job. Keys are locked in sorted
    * (scope, hash) order, so overlapping batches never deadlock. Any conflict rolls back the batch.
+   *
+   * SQL: one round trip, `workhorse.enqueue_batch(...)` with one typed array per column (ids `uuid[]`,
+   * key hashes and field digests `bytea[]`, payloads one `jsonb` array, tags flattened with counts).
+   * A keyed accept writes the job row and its `key_binding` row; a replay writes nothing.
+   * @throws EnqueueValidationError bad input anywhere in the batch (nothing sent), or more than 1,000
+   * @throws EnqueueIdempotencyConflictError with `ordinal`, the 1-based position of the request
    */
   async enqueueMany(requests: readonly EnqueueRequest[]): Promise<string[]> {
     return (await this.enqueueManyWithResults(requests)).map((r) => r.jobId);
