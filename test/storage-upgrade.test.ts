@@ -233,3 +233,55 @@ test("keys bound by the old shape replay, conflict, expire and are released by p
   });
   expect(await jobs()).toBe(7); // 5 old + the renewed INV-3 + the new INV-2: no duplicate anywhere
 });
+
+test("a typed-array batch stores each request's own tags, payload, run time and policy, and each job's enqueued entry", async () => {
+  const q = t.queue();
+  const runAt = new Date(Date.now() + 3_600_000);
+  const key = `batch-columns-${randomBytes(4).toString("hex")}`;
+  const results = await q.enqueueManyWithResults([
+    { type: "a", payload: { n: 1 }, options: { tags: ["x", "y", "z"] } },
+    { type: "b", payload: null, options: { queue: "other" } },
+    { type: "c", payload: [3], options: { tags: ["solo"], runAt, idempotency: { key, ttlMs: 60_000 } } },
+    {
+      type: "d",
+      payload: "four",
+      options: { tags: ["q", "p"], retryPolicy: { type: "fixed", delayMs: 5 }, maxAttempts: 3 },
+    },
+  ]);
+  expect(results.map((r) => r.outcome)).toEqual(["accepted", "accepted", "accepted", "accepted"]);
+  const jobs = await Promise.all(results.map((r) => q.getJob(r.jobId)));
+  expect(jobs.map((j) => [j!.type, j!.queue, j!.payload, j!.tags, j!.maxAttempts])).toEqual([
+    ["a", "default", { n: 1 }, ["x", "y", "z"], 25],
+    ["b", "other", null, [], 25],
+    ["c", "default", [3], ["solo"], 25],
+    ["d", "default", "four", ["p", "q"], 3],
+  ]);
+  expect(jobs[2]!.runAt.getTime()).toBe(runAt.getTime());
+  expect(jobs[2]!.state).toBe("scheduled");
+  expect(jobs[3]!.retryPolicy).toEqual({ initialDelayMs: 5, multiplier: 1, maxDelayMs: 5 });
+
+  const entries = await t.sql<{ job_id: string; seq: string; data: Record<string, unknown> }>(
+    "select job_id, seq, data from workhorse.job_timeline where job_id = any($1::uuid[]) and kind = 'enqueued'",
+    [results.map((r) => r.jobId)],
+  );
+  expect(entries).toHaveLength(4);
+  const byId = new Map(entries.map((e) => [e.job_id, e]));
+  const keyed = byId.get(results[2]!.jobId)!;
+  const binding = (await q.findBinding({ key }))!;
+  expect(keyed.seq).toBe("0");
+  expect(keyed.data).toEqual({
+    queue: "default",
+    runAt: expect.any(String),
+    mode: "idempotency",
+    scope: "default",
+    keyPreview: binding.keyPreview,
+    keyDigest: binding.keyDigest,
+    keyLength: binding.keyLength,
+    ttlMs: 60_000,
+    expiresAt: expect.any(String),
+    requestDigest: binding.requestDigest,
+  });
+  expect(new Date(keyed.data.runAt as string).getTime()).toBe(runAt.getTime());
+  expect(new Date(keyed.data.expiresAt as string).getTime()).toBe(binding.expiresAt.getTime());
+  expect(Object.keys(byId.get(results[0]!.jobId)!.data).sort()).toEqual(["queue", "runAt"]);
+});
