@@ -44,6 +44,7 @@ export default defineConfig({
         { name: "contrast", testMatch: /contrast\.spec\.ts/, dependencies: ["flows"] },
         { name: "security", testMatch: /security\.spec\.ts/ },
         { name: "own-console", testMatch: /own-console\.spec\.ts/ },
+        { name: "limits", testMatch: /enqueue-limits\.spec\.ts/ },
         { name: "no-raw-keys", testMatch: /no-raw-keys\.spec\.ts/, dependencies: ["flows", "readonly"] },
       ],
 });

@@ -1,9 +1,12 @@
 "use client";
 import Link from "next/link";
-import { type FormEvent, startTransition, useActionState } from "react";
+import { type FormEvent, startTransition, useActionState, useState } from "react";
 import { enqueueTestJobAction } from "@/app/(console)/enqueue/actions";
-import type { EnqueueFormState } from "@/lib/console/action-state";
+import type { EnqueueFormState, FieldErrors } from "@/lib/console/action-state";
 import { Badge, buttonClass, Card, DefinitionList, Field, inputClass, linkClass, Mono, Notice } from "./ui";
+
+/** Payload text the form sends at most; below next.config.js's server-action body limit (4 MB). */
+const MAX_PAYLOAD_TEXT_BYTES = 3_500_000;
 
 /**
  * The enqueue-test form. Submitting keeps the values in the browser (nothing is echoed back by the
@@ -13,10 +16,24 @@ export function EnqueueForm() {
   const [state, action, pending] = useActionState<EnqueueFormState, FormData>(enqueueTestJobAction, {
     status: "idle",
   });
-  const errors = state.status === "error" ? state.fieldErrors : {};
+  // Set in the browser when the payload is too large to send at all (what the operator typed stays).
+  const [tooLarge, setTooLarge] = useState<string | null>(null);
+  const errors: FieldErrors = {
+    ...(state.status === "error" && !tooLarge ? state.fieldErrors : {}),
+    ...(tooLarge ? { payload: tooLarge } : {}),
+  };
   const onSubmit = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
     const data = new FormData(e.currentTarget);
+    const payload = data.get("payload");
+    const bytes = typeof payload === "string" ? new TextEncoder().encode(payload).length : 0;
+    if (bytes > MAX_PAYLOAD_TEXT_BYTES) {
+      setTooLarge(
+        `Payload too large: ${bytes.toLocaleString("en-US")} bytes. A job payload may be at most 1,048,576 bytes of JSON; the form sends at most ${MAX_PAYLOAD_TEXT_BYTES.toLocaleString("en-US")} bytes of text.`,
+      );
+      return;
+    }
+    setTooLarge(null);
     data.set("tzOffset", String(new Date().getTimezoneOffset()));
     startTransition(() => action(data));
   };

@@ -12,7 +12,9 @@ function get(params: RawParams, name: string): string | undefined {
   const v = params instanceof URLSearchParams ? (params.get(name) ?? undefined) : params[name];
   const s = Array.isArray(v) ? v[0] : v;
   const t = s?.trim();
-  return t ? t : undefined;
+  // No queue, type, tag, scope or actor holds a control character (PostgreSQL text cannot even
+  // hold NUL, and a lone surrogate cannot be sent as UTF-8): such a value filters nothing, drop it.
+  return t && !/\p{Cc}/u.test(t) && t.isWellFormed() ? t : undefined;
 }
 
 export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

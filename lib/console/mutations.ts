@@ -167,29 +167,33 @@ export async function enqueueTestJob(queue: Queue, actor: string, form: FormData
   };
   const seq = ++submissionSeq;
   try {
-    const result = await queue.enqueueWithResult(f.type, payload, options);
     const scope = f.scope ?? "default";
-    const described = f.key ? await queue.describeKey({ key: f.key, scope }) : null;
-    const keyed = described
-      ? {
-          scope,
-          keyPreview: described.keyPreview,
-          keyDigest: described.keyDigest,
-          keyLength: described.keyLength,
-        }
-      : null;
-    await queue.recordOperatorAction({
-      actor,
-      action: "enqueue_test",
-      target: `job:${result.jobId}`,
-      result: {
-        status: "ok",
-        outcome: result.outcome,
-        jobId: result.jobId,
-        queue: options.queue ?? "default",
-        type: f.type,
-        ...(keyed ? { scope, keyDigest: keyed.keyDigest } : {}),
-      },
+    // The job and its audit row commit together, or neither does.
+    const { result, keyed } = await queue.transaction(async (tx) => {
+      const result = await tx.enqueueWithResult(f.type, payload, options);
+      const described = f.key ? await tx.describeKey({ key: f.key, scope }) : null;
+      const keyed = described
+        ? {
+            scope,
+            keyPreview: described.keyPreview,
+            keyDigest: described.keyDigest,
+            keyLength: described.keyLength,
+          }
+        : null;
+      await tx.recordOperatorAction({
+        actor,
+        action: "enqueue_test",
+        target: `job:${result.jobId}`,
+        result: {
+          status: "ok",
+          outcome: result.outcome,
+          jobId: result.jobId,
+          queue: options.queue ?? "default",
+          type: f.type,
+          ...(keyed ? { scope, keyDigest: keyed.keyDigest } : {}),
+        },
+      });
+      return { result, keyed };
     });
     await queue.flushObservations();
     return { status: "done", outcome: result.outcome, jobId: result.jobId, keyed, seq };

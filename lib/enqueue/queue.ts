@@ -4,6 +4,7 @@ import {
   EnqueueIdempotencyConflictError,
   EnqueueValidationError,
   EXPECTED_SQLSTATES,
+  isConnectionLoss,
   isRetryableDbError,
   JobNotFoundError,
   PurgeNotAllowedError,
@@ -11,6 +12,7 @@ import {
   SqlState,
   sqlStateOf,
   WorkhorseDatabaseError,
+  WorkhorseError,
 } from "./errors";
 import { installationSql, withLegacyProbe } from "./key-upgrade";
 import {
@@ -28,7 +30,7 @@ import {
   type ObservationRecorderOptions,
   type ObservationStats,
 } from "./observations";
-import { withPoolClient } from "./pool-client";
+import { answeredByServer, withPoolClient } from "./pool-client";
 import type {
   BindingInfo,
   EnqueueOptions,
@@ -55,7 +57,10 @@ import {
   pruneBindingsSchema,
   pruneObservationsSchema,
   reapLeasesSchema,
+  STORABLE_TEXT_RULE,
+  serializePayload,
   sourceLabel,
+  storableText,
 } from "./validate";
 
 /** Runs one statement. The pool flavour keeps the connection for expected SQLSTATEs (a conflict
@@ -898,9 +903,18 @@ export class QueueOperations {
     if (typeof entry.target !== "string" || entry.target.length < 1 || entry.target.length > 300) {
       throw new EnqueueValidationError([{ option: "target", rule: "must be 1..300 characters" }]);
     }
+    if (!storableText(actor) || !storableText(entry.target)) {
+      throw new EnqueueValidationError([
+        { option: storableText(actor) ? "target" : "actor", rule: STORABLE_TEXT_RULE },
+      ]);
+    }
+    if (entry.reason != null && (typeof entry.reason !== "string" || !storableText(entry.reason))) {
+      throw new EnqueueValidationError([{ option: "reason", rule: `must be a string; ${STORABLE_TEXT_RULE}` }]);
+    }
+    const resultJson = serializePayload(entry.result ?? {}, LIMITS.defaultPayloadBytes, "result");
     await this.sql("recordOperatorAction", {
       text: "insert into workhorse.operator_audit (actor, action, target, reason, result) values ($1, $2, $3, $4, $5::jsonb)",
-      values: [actor, entry.action, entry.target, entry.reason ?? null, JSON.stringify(entry.result ?? {})],
+      values: [actor, entry.action, entry.target, entry.reason ?? null, resultJson],
     });
   }
 
@@ -1064,6 +1078,48 @@ export class Queue extends QueueOperations {
       throw new EnqueueValidationError([{ option: "client", rule: "must be a connected pg client" }]);
     }
     return new QueueOperations(this.shared, clientExecutor(client), true);
+  }
+
+  /**
+   * Runs `fn` in one transaction on a client from the pool: everything `tx` writes (jobs, bindings,
+   * events, audit rows through `tx.recordOperatorAction`) commits together when `fn` resolves, and
+   * rolls back when it throws (the error is rethrown). SQL: `begin` / `commit` / `rollback` around
+   * `fn`'s statements. Keyed calls inside are not retried: the transaction is yours.
+   *
+   * ```ts
+   * const jobId = await queue.transaction(async (tx) => {
+   *   const id = await tx.enqueue("invoice.capture", { invoiceId }, { idempotency: { key } });
+   *   await tx.recordOperatorAction({ actor, action: "enqueue_test", target: `job:${id}`, result: {} });
+   *   return id;
+   * });
+   * ```
+   */
+  async transaction<T>(fn: (tx: QueueOperations) => Promise<T>): Promise<T> {
+    if (typeof fn !== "function") {
+      throw new EnqueueValidationError([{ option: "fn", rule: "must be a function (tx) => Promise" }]);
+    }
+    if (this.shared.closed) throw new QueueClosedError();
+    try {
+      return await withPoolClient(
+        this.shared.pool,
+        async (client) => {
+          await client.query("begin");
+          try {
+            const result = await fn(new QueueOperations(this.shared, clientExecutor(client), true));
+            await client.query("commit");
+            return result;
+          } catch (err) {
+            await client.query("rollback").catch(() => {});
+            throw err;
+          }
+        },
+        answeredByServer,
+      );
+    } catch (err) {
+      // fn's own errors pass through as they are; begin/commit failures become typed.
+      if (err instanceof WorkhorseError || !(sqlStateOf(err) || isConnectionLoss(err))) throw err;
+      throw new WorkhorseDatabaseError(`transaction failed: ${(err as Error)?.message ?? String(err)}`, err);
+    }
   }
 
   /** What the keyed-call retry did so far (see `QueueOptions.retry`). */

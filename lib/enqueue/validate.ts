@@ -50,6 +50,12 @@ const keyString = z
   })
   .refine((s) => s.isWellFormed(), { error: "must be well-formed Unicode (no lone surrogates)" });
 
+/** PostgreSQL text cannot hold NUL, and lone surrogates cannot be encoded as UTF-8. */
+export function storableText(s: string): boolean {
+  return s.isWellFormed() && !s.includes("\u0000");
+}
+export const STORABLE_TEXT_RULE = "must be well-formed Unicode without NUL characters";
+
 const scopeString = z
   .string({ error: `must be a string of 1..${LIMITS.scopeBytes} UTF-8 bytes` })
   .refine((s) => s.length > 0 && utf8Bytes(s) <= LIMITS.scopeBytes, {
@@ -511,12 +517,14 @@ const operatorContextSchema = z.strictObject({
     .string({ error: "must be a string" })
     .trim()
     .min(1, { error: "is required" })
-    .max(200, { error: "must be at most 200 characters" }),
+    .max(200, { error: "must be at most 200 characters" })
+    .refine(storableText, { error: STORABLE_TEXT_RULE }),
   reason: z
     .string({ error: "must be a string" })
     .trim()
     .min(1, { error: "is required: say why" })
-    .max(1000, { error: "must be at most 1000 characters" }),
+    .max(1000, { error: "must be at most 1000 characters" })
+    .refine(storableText, { error: STORABLE_TEXT_RULE }),
 });
 
 export function parseOperatorContext(input: unknown): { actor: string; reason: string } {

@@ -1,0 +1,46 @@
+import { expect } from "@playwright/test";
+import { test } from "./fixtures";
+import { EnqueuePage } from "./pages/enqueue-page";
+
+// Payload sizes around the core's 1 MiB limit and the console's request-body limit: never a server
+// error page, always a message in the form, and what the operator typed stays in the form.
+const payloadOf = (bytes: number) => {
+  const frame = '{"blob":""}';
+  return `{"blob":"${"x".repeat(bytes - frame.length)}"}`;
+};
+
+test("a payload just under the 1 MiB limit (the form body is over Next.js's default 1 MiB) is accepted", async ({
+  signedIn,
+}) => {
+  const form = new EnqueuePage(signedIn);
+  await form.goto();
+  await form.fill({ type: "limits.under", queue: "limits", payload: payloadOf(1_048_000) });
+  await form.submit();
+  expect(await form.outcome()).toBe("accepted");
+});
+
+test("a payload over 1 MiB shows the core's size rule under the field and keeps the text", async ({ signedIn }) => {
+  const form = new EnqueuePage(signedIn);
+  await form.goto();
+  const payload = payloadOf(1_100_000);
+  await form.fill({ type: "limits.over", queue: "limits", payload });
+  await signedIn.getByRole("button", { name: "Enqueue", exact: true }).click();
+  await expect(signedIn.getByText(/at most 1048576 bytes encoded as JSON \(got 1100000\)/)).toBeVisible();
+  expect((await signedIn.getByLabel("Payload (JSON)", { exact: true }).inputValue()).length).toBe(payload.length);
+  await expect(signedIn.getByRole("heading", { name: /went wrong|could not be read/i })).toHaveCount(0);
+});
+
+test("a payload too large to send is refused in the form, before any request", async ({ signedIn }) => {
+  const form = new EnqueuePage(signedIn);
+  await form.goto();
+  const payload = payloadOf(4_000_000);
+  await form.fill({ type: "limits.huge", queue: "limits", payload });
+  let posted = 0;
+  signedIn.on("request", (r) => {
+    if (r.method() === "POST") posted++;
+  });
+  await signedIn.getByRole("button", { name: "Enqueue", exact: true }).click();
+  await expect(signedIn.getByText(/Payload too large: 4,000,000 bytes/)).toBeVisible();
+  expect(posted).toBe(0);
+  expect((await signedIn.getByLabel("Payload (JSON)", { exact: true }).inputValue()).length).toBe(payload.length);
+});
