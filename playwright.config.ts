@@ -45,6 +45,8 @@ export default defineConfig({
         { name: "security", testMatch: /security\.spec\.ts/ },
         { name: "own-console", testMatch: /own-console\.spec\.ts/ },
         { name: "limits", testMatch: /enqueue-limits\.spec\.ts/ },
+        { name: "health", testMatch: /console-health\.spec\.ts/ },
+        { name: "layout", testMatch: /layout-a11y\.spec\.ts/, dependencies: ["flows", "health"] },
         { name: "no-raw-keys", testMatch: /no-raw-keys\.spec\.ts/, dependencies: ["flows", "readonly"] },
       ],
 });

@@ -1,7 +1,7 @@
 "use client";
 import Link from "next/link";
-import { formatTime } from "@/lib/console/format";
 import type { AuditDto, Page } from "@/lib/console/types";
+import { RelativeTime } from "./relative-time";
 import { pageHref, TableFooter } from "./table-footer";
 import { Badge, EmptyState, linkClass, Table, Td } from "./ui";
 import { useLive } from "./use-live";
@@ -54,14 +54,18 @@ export function AuditTable({
         >
           {data.rows.map((a) => (
             <tr key={a.id} className="hover:bg-slate-50">
-              <Td>{formatTime(a.at)}</Td>
-              <Td>{a.actor}</Td>
-              <Td>{a.action}</Td>
               <Td>
+                <RelativeTime iso={a.at} now={data.now} />
+              </Td>
+              <Td wrap className="min-w-24">
+                {a.actor}
+              </Td>
+              <Td>{a.action}</Td>
+              <Td wrap className="min-w-40">
                 <Target target={a.target} />
               </Td>
               <Td wrap>{a.reason ?? "—"}</Td>
-              <Td>
+              <Td wrap>
                 <Badge>{String(a.result.status ?? "ok")}</Badge>
                 <div className="mt-1 text-xs break-all text-slate-700">{summary(a.result)}</div>
               </Td>

@@ -2,7 +2,7 @@ import Link from "next/link";
 import { formatDuration, formatTime } from "@/lib/console/format";
 import type { BindingDto } from "@/lib/console/types";
 import { Countdown } from "./countdown";
-import { Badge, DefinitionList, linkClass, Mono } from "./ui";
+import { Badge, DefinitionList, DigestLink, linkClass, Mono } from "./ui";
 
 /** A binding as operators may see it: preview, digest and length, never the key. */
 export function BindingDetails({ binding, now, showJob }: { binding: BindingDto; now: string; showJob?: boolean }) {
@@ -10,7 +10,7 @@ export function BindingDetails({ binding, now, showJob }: { binding: BindingDto;
     ["Status", <Badge key="s">{binding.expired ? "expired" : "live"}</Badge>],
     ["Scope", <Mono key="scope">{binding.scope}</Mono>],
     ["Key preview", <Mono key="p">{binding.keyPreview}</Mono>],
-    ["Key digest", <Mono key="d">{binding.keyDigest}</Mono>],
+    ["Key digest", <DigestLink key="d" digest={binding.keyDigest} />],
     ["Key length", `${binding.keyLength} characters`],
     ["Mode", binding.mode],
     ["TTL", formatDuration(binding.ttlMs)],

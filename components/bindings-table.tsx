@@ -1,10 +1,11 @@
 "use client";
 import Link from "next/link";
-import { formatDuration, formatTime, shortId } from "@/lib/console/format";
+import { formatDuration, shortId } from "@/lib/console/format";
 import type { BindingDto, Page } from "@/lib/console/types";
 import { Countdown } from "./countdown";
+import { RelativeTime } from "./relative-time";
 import { pageHref, TableFooter } from "./table-footer";
-import { Badge, DemoHint, EmptyState, linkClass, Mono, Table, Td } from "./ui";
+import { Badge, DemoHint, DigestLink, EmptyState, linkClass, Mono, Table, Td } from "./ui";
 import { useLive } from "./use-live";
 
 export function BindingsTable({
@@ -20,6 +21,8 @@ export function BindingsTable({
   const params = new URLSearchParams(query);
   const nextHref = data.next ? pageHref("/bindings", query, "after", data.next) : null;
   const firstHref = pageHref("/bindings", query, "after", null);
+  // Every key is an idempotency key until debounce and throttle land: show the mode only when it says something.
+  const showMode = data.rows.some((b) => b.mode !== "idempotency") || params.has("mode");
   return (
     <div>
       {data.rows.length === 0 ? (
@@ -29,27 +32,41 @@ export function BindingsTable({
       ) : (
         <Table
           caption="Idempotency bindings"
-          head={["Scope", "Key preview", "Digest", "Length", "Mode", "Job", "Created", "Expires", "TTL remaining"]}
+          head={[
+            "Scope",
+            "Key preview",
+            "Digest",
+            "Length",
+            ...(showMode ? ["Mode"] : []),
+            "Job",
+            "Created",
+            "Expires",
+            "TTL remaining",
+          ]}
         >
           {data.rows.map((b) => (
             <tr key={`${b.scope}:${b.keyDigest}:${b.jobId}`} className="hover:bg-slate-50">
-              <Td>{b.scope}</Td>
+              <Td wrap className="min-w-32">
+                {b.scope}
+              </Td>
               <Td>
                 <Mono>{b.keyPreview}</Mono>
               </Td>
               <Td>
-                <Mono>{b.keyDigest}</Mono>
+                <DigestLink digest={b.keyDigest} />
               </Td>
               <Td className="tabular-nums">{b.keyLength}</Td>
-              <Td>{b.mode}</Td>
+              {showMode ? <Td>{b.mode}</Td> : null}
               <Td>
                 <Link className={`${linkClass} font-mono text-xs`} href={`/jobs/${b.jobId}`} title={b.jobId}>
                   {shortId(b.jobId)}
                 </Link>
               </Td>
-              <Td>{formatTime(b.createdAt)}</Td>
               <Td>
-                {formatTime(b.expiresAt)}
+                <RelativeTime iso={b.createdAt} now={data.now} />
+              </Td>
+              <Td>
+                <RelativeTime iso={b.expiresAt} now={data.now} />
                 <div className="text-xs text-slate-600">TTL {formatDuration(b.ttlMs)}</div>
               </Td>
               <Td>{b.expired ? <Badge>expired</Badge> : <Countdown expiresAt={b.expiresAt} serverNow={data.now} />}</Td>

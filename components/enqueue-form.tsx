@@ -3,7 +3,7 @@ import Link from "next/link";
 import { type FormEvent, startTransition, useActionState, useState } from "react";
 import { enqueueTestJobAction } from "@/app/(console)/enqueue/actions";
 import type { EnqueueFormState, FieldErrors } from "@/lib/console/action-state";
-import { Badge, buttonClass, Card, DefinitionList, Field, inputClass, linkClass, Mono, Notice } from "./ui";
+import { Badge, buttonClass, Card, DefinitionList, DigestLink, Field, inputClass, linkClass, Mono, Notice } from "./ui";
 
 /** Payload text the form sends at most; below next.config.js's server-action body limit (4 MB). */
 const MAX_PAYLOAD_TEXT_BYTES = 3_500_000;
@@ -157,7 +157,7 @@ function Result({ state }: { state: EnqueueFormState }) {
                 ? ([
                     ["Scope", <Mono key="s">{state.keyed.scope}</Mono>],
                     ["Key preview", <Mono key="p">{state.keyed.keyPreview}</Mono>],
-                    ["Key digest", <Mono key="d">{state.keyed.keyDigest}</Mono>],
+                    ["Key digest", <DigestLink key="d" digest={state.keyed.keyDigest} />],
                   ] as [string, React.ReactNode][])
                 : []),
               ["Submission", `#${state.seq}`],
@@ -198,7 +198,7 @@ function Result({ state }: { state: EnqueueFormState }) {
               ],
               ["Scope", <Mono key="s">{state.conflict.scope}</Mono>],
               ["Key preview", <Mono key="p">{state.conflict.keyPreview}</Mono>],
-              ["Key digest", <Mono key="d">{state.conflict.keyDigest}</Mono>],
+              ["Key digest", <DigestLink key="d" digest={state.conflict.keyDigest} />],
               ["Stored request", <Mono key="sr">{state.conflict.storedRequestDigest.slice(0, 16)}…</Mono>],
               ["This request", <Mono key="rr">{state.conflict.rejectedRequestDigest.slice(0, 16)}…</Mono>],
               ["Submission", `#${state.seq}`],

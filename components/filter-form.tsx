@@ -46,13 +46,25 @@ export function FilterForm({
   );
 }
 
-export function FilterText({ id, name, label, value }: { id: string; name: string; label: string; value?: string }) {
+export function FilterText({
+  id,
+  name,
+  label,
+  value,
+  type = "text",
+}: {
+  id: string;
+  name: string;
+  label: string;
+  value?: string;
+  type?: "text" | "datetime-local";
+}) {
   return (
     <div>
       <label htmlFor={id} className="mb-1 block text-sm font-medium text-slate-900">
         {label}
       </label>
-      <input id={id} name={name} defaultValue={value} className={inputClass} />
+      <input id={id} name={name} type={type} defaultValue={value} className={inputClass} />
     </div>
   );
 }

@@ -5,7 +5,7 @@ import { findByKeyAction } from "@/app/(console)/find/actions";
 import type { FindKeyState } from "@/lib/console/action-state";
 import { formatTime } from "@/lib/console/format";
 import { BindingDetails } from "./binding-card";
-import { Badge, buttonClass, Card, DefinitionList, Field, inputClass, linkClass, Mono, Notice } from "./ui";
+import { Badge, buttonClass, Card, DefinitionList, DigestLink, Field, inputClass, linkClass, Notice } from "./ui";
 
 export function FindKeyForm() {
   const [state, action, pending] = useActionState<FindKeyState, FormData>(findByKeyAction, { status: "idle" });
@@ -142,7 +142,7 @@ function Answer({ state }: { state: FindKeyState }) {
       </p>
       <DefinitionList
         items={[
-          ["Key digest", <Mono key="d">{state.keyDigest}</Mono>],
+          ["Key digest", <DigestLink key="d" digest={state.keyDigest} />],
           ["Key length", `${state.keyLength} characters`],
         ]}
       />

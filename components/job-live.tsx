@@ -4,28 +4,70 @@ import type { JobDetailDto } from "@/lib/console/types";
 import { BindingDetails } from "./binding-card";
 import { LiveStatus } from "./live-status";
 import { PurgeAllowed } from "./purge-dialog";
-import { Badge, Card, DefinitionList, Mono } from "./ui";
+import { RelativeTime } from "./relative-time";
+import { Badge, Card, DefinitionList, DigestLink, Mono, Notice } from "./ui";
 import { useLive } from "./use-live";
+
+/** The key the job was enqueued with, as its `enqueued` event recorded it (never the raw key). */
+function enqueuedKey(job: JobDetailDto): { scope: string; keyDigest: string; expiresAt: string | null } | null {
+  const data = job.events.find((e) => e.kind === "enqueued")?.data as
+    | { scope?: string; keyDigest?: string; expiresAt?: string }
+    | null
+    | undefined;
+  return data?.keyDigest
+    ? { scope: data.scope ?? "", keyDigest: data.keyDigest, expiresAt: data.expiresAt ?? null }
+    : null;
+}
+
+/** An active job whose lease lapsed: its worker stopped renewing it (crashed, stalled or cut off). */
+function LeaseNotice({ job }: { job: JobDetailDto }) {
+  if (job.state !== "active" || !job.leaseExpiresAt) return null;
+  const lapsed = Date.parse(job.now) - Date.parse(job.leaseExpiresAt);
+  if (lapsed <= 0) return null;
+  return (
+    <Notice tone="warn" role="status">
+      Lease expired {formatDuration(lapsed)} ago;{" "}
+      {job.attempt < job.maxAttempts
+        ? `another worker will run it (attempt ${job.attempt + 1} of ${job.maxAttempts}).`
+        : "it has no attempts left and will be marked failed."}
+    </Notice>
+  );
+}
 
 export function JobLive({ initial, purge }: { initial: JobDetailDto; purge: React.ReactNode }) {
   const { data: job, error, dataUpdatedAt } = useLive(`/api/jobs/${initial.id}`, initial);
   const canPurge = job.state === "ready" || job.state === "scheduled";
+  const key = enqueuedKey(job);
+  const retrying = job.state === "scheduled" && !!job.lastErrorJson;
   return (
     <div className="grid gap-4 lg:grid-cols-3">
       <div className="space-y-4 lg:col-span-2">
+        <LeaseNotice job={job} />
         <Card title="Job">
           <DefinitionList
             items={[
-              ["State", <Badge key="s">{job.state}</Badge>],
+              [
+                "State",
+                retrying ? (
+                  <span key="s">
+                    <Badge>retrying</Badge>{" "}
+                    <span className="text-sm text-slate-700">
+                      attempt {job.attempt} failed; the next runs <RelativeTime iso={job.runAt} now={job.now} />
+                    </span>
+                  </span>
+                ) : (
+                  <Badge key="s">{job.state}</Badge>
+                ),
+              ],
               ["Type", job.type],
               ["Queue", job.queue],
               ["Attempts", `${job.attempt} of ${job.maxAttempts}`],
               ["Tags", job.tags.length ? job.tags.join(", ") : "—"],
-              ["Run at", formatTime(job.runAt)],
-              ["Created", formatTime(job.createdAt)],
-              ["Updated", formatTime(job.updatedAt)],
-              ["Started", formatTime(job.startedAt)],
-              ["Finished", formatTime(job.finishedAt)],
+              ["Run at", <Time key="r" iso={job.runAt} now={job.now} />],
+              ["Created", <Time key="c" iso={job.createdAt} now={job.now} />],
+              ["Updated", <Time key="u" iso={job.updatedAt} now={job.now} />],
+              ["Started", <Time key="s" iso={job.startedAt} now={job.now} />],
+              ["Finished", <Time key="f" iso={job.finishedAt} now={job.now} />],
               ["Deadline", formatTime(job.deadline)],
               ["Execution timeout", job.executionTimeoutMs ? formatDuration(job.executionTimeoutMs) : "—"],
               ["Concurrency key", job.concurrencyKey ?? "—"],
@@ -84,11 +126,19 @@ export function JobLive({ initial, purge }: { initial: JobDetailDto; purge: Reac
         <Card title="Idempotency binding">
           {job.binding ? (
             <BindingDetails binding={job.binding} now={job.now} />
-          ) : (
-            <p className="text-sm text-slate-600">
-              No binding: this job was enqueued without a key, or its key was released (purge) or cleaned up after
-              expiring.
+          ) : job.purgedAt && key && (!key.expiresAt || key.expiresAt > job.purgedAt) ? (
+            <p className="text-sm text-slate-700" data-testid="binding-released">
+              Released by this job's purge at {formatTime(job.purgedAt)}
+              {job.purgedBy ? ` (by ${job.purgedBy})` : ""}: the key (digest <DigestLink digest={key.keyDigest} />,
+              scope “{key.scope}”) is free, and the next request with it creates a new job.
             </p>
+          ) : key ? (
+            <p className="text-sm text-slate-700">
+              No binding: the key (digest <DigestLink digest={key.keyDigest} />) expired
+              {key.expiresAt ? ` at ${formatTime(key.expiresAt)}` : ""} and was cleaned up.
+            </p>
+          ) : (
+            <p className="text-sm text-slate-600">No binding: this job was enqueued without a key.</p>
           )}
         </Card>
         <Card title="Purge">
@@ -105,5 +155,18 @@ export function JobLive({ initial, purge }: { initial: JobDetailDto; purge: Reac
         <LiveStatus error={error} updatedAt={dataUpdatedAt} />
       </div>
     </div>
+  );
+}
+
+/** Exact UTC time with the relative time beside it. */
+function Time({ iso, now }: { iso: string | null; now: string }) {
+  if (!iso) return <>—</>;
+  return (
+    <span>
+      {formatTime(iso)}{" "}
+      <span className="text-slate-600">
+        (<RelativeTime iso={iso} now={now} />)
+      </span>
+    </span>
   );
 }

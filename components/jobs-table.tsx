@@ -1,10 +1,12 @@
 "use client";
 import Link from "next/link";
-import { formatTime, shortId } from "@/lib/console/format";
+import { shortId } from "@/lib/console/format";
 import type { JobRowDto, Page } from "@/lib/console/types";
+import { RelativeTime } from "./relative-time";
 import { pageHref, TableFooter } from "./table-footer";
 import { Badge, DemoHint, EmptyState, linkClass, Table, Td } from "./ui";
 import { useLive } from "./use-live";
+import { NewRowsBar, useNewRows } from "./use-new-rows";
 
 export function JobsTable({
   initial,
@@ -16,10 +18,12 @@ export function JobsTable({
   filtered: boolean;
 }) {
   const { data, error, dataUpdatedAt } = useLive(`/api/jobs${query}`, initial);
+  const view = useNewRows(data.rows, (j) => j.id);
   const link = (cursor: "after" | "before", id: string) => pageHref("/jobs", query, cursor, id);
   return (
     <div>
-      {data.rows.length === 0 ? (
+      <NewRowsBar count={view.newCount} onShow={view.showNew} />
+      {view.rows.length === 0 ? (
         filtered ? (
           <EmptyState title="No jobs match these filters.">
             <Link className={linkClass} href="/jobs">
@@ -34,20 +38,23 @@ export function JobsTable({
       ) : (
         <Table
           caption="Jobs, newest first"
-          head={["Job", "Type", "Queue", "State", "Attempts", "Tags", "Run at", "Created"]}
+          head={["Job", "State", "Type", "Queue", "Attempts", "Tags", "Run at", "Created"]}
         >
-          {data.rows.map((j) => (
+          {view.rows.map((j) => (
             <tr key={j.id} className="hover:bg-slate-50">
               <Td>
                 <Link className={`${linkClass} font-mono text-xs`} href={`/jobs/${j.id}`} title={j.id}>
                   {shortId(j.id)}
                 </Link>
               </Td>
+              <Td>
+                {j.state === "scheduled" && j.hasError ? <Badge>retrying</Badge> : <Badge>{j.state}</Badge>}
+                {j.hasError && j.state !== "scheduled" && j.state !== "failed" ? (
+                  <span className="ml-1 text-xs text-red-800">had an error</span>
+                ) : null}
+              </Td>
               <Td>{j.type}</Td>
               <Td>{j.queue}</Td>
-              <Td>
-                <Badge>{j.state}</Badge>
-              </Td>
               <Td className="tabular-nums">
                 {j.attempt}/{j.maxAttempts}
               </Td>
@@ -60,8 +67,12 @@ export function JobsTable({
                   ))}
                 </span>
               </Td>
-              <Td>{formatTime(j.runAt)}</Td>
-              <Td>{formatTime(j.createdAt)}</Td>
+              <Td>
+                <RelativeTime iso={j.runAt} now={data.now} />
+              </Td>
+              <Td>
+                <RelativeTime iso={j.createdAt} now={data.now} />
+              </Td>
             </tr>
           ))}
         </Table>

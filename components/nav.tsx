@@ -1,6 +1,7 @@
 "use client";
 import Link from "next/link";
 import { usePathname } from "next/navigation";
+import { useEffect, useState } from "react";
 import { cx } from "./ui";
 
 export const NAV = [
@@ -11,6 +12,7 @@ export const NAV = [
   { href: "/conflicts", label: "Conflicts & replays" },
   { href: "/enqueue", label: "Enqueue test job" },
   { href: "/queues", label: "Queues" },
+  { href: "/workers", label: "Workers" },
   { href: "/audit", label: "Audit log" },
   { href: "/maintenance", label: "Maintenance" },
   { href: "/sessions", label: "Sessions" },
@@ -19,22 +21,37 @@ export const NAV = [
 /** Links that lead only to mutations, hidden in read-only mode. */
 const MUTATION_ONLY = new Set<string>(["/enqueue"]);
 
+/** The console's navigation: a row of links from 768 px up, a Menu button below that. */
 export function Nav({ readOnly, signIn }: { readOnly: boolean; signIn: boolean }) {
   const path = usePathname();
+  const [open, setOpen] = useState(false);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: close the menu whenever the page changes
+  useEffect(() => setOpen(false), [path]);
   const items = NAV.filter((i) => !(readOnly && MUTATION_ONLY.has(i.href)) && (signIn || i.href !== "/sessions"));
+  const current = items.find((i) => (i.href === "/" ? path === "/" : path === i.href || path.startsWith(`${i.href}/`)));
   return (
-    <nav aria-label="Console" className="-mx-1 overflow-x-auto">
-      <ul className="flex gap-1 px-1 pb-1 text-sm whitespace-nowrap">
+    <nav aria-label="Console" className="pb-1">
+      <button
+        type="button"
+        className="mb-1 inline-flex items-center gap-2 rounded border border-chrome-muted px-2.5 py-1.5 text-sm font-medium text-chrome-fg md:hidden"
+        aria-expanded={open}
+        aria-controls="console-nav"
+        onClick={() => setOpen((o) => !o)}
+      >
+        <span aria-hidden="true">{open ? "✕" : "☰"}</span> Menu
+        {current ? <span className="text-chrome-muted">· {current.label}</span> : null}
+      </button>
+      <ul id="console-nav" className={cx("gap-1 text-sm md:flex md:flex-wrap", open ? "grid grid-cols-2" : "hidden")}>
         {items.map((item) => {
-          const active = item.href === "/" ? path === "/" : path === item.href || path.startsWith(`${item.href}/`);
+          const active = item === current;
           return (
             <li key={item.href}>
               <Link
                 href={item.href}
                 aria-current={active ? "page" : undefined}
                 className={cx(
-                  "block rounded px-2.5 py-1.5 font-medium",
-                  active ? "bg-white text-slate-900" : "text-slate-100 hover:bg-slate-700",
+                  "block rounded px-2.5 py-1.5 font-medium whitespace-nowrap",
+                  active ? "bg-chrome-fg text-chrome" : "text-chrome-fg hover:bg-chrome-hover",
                 )}
               >
                 {item.label}

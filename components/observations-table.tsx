@@ -1,10 +1,12 @@
 "use client";
 import Link from "next/link";
-import { formatTime, shortId } from "@/lib/console/format";
+import { shortId } from "@/lib/console/format";
 import type { ObservationDto, Page } from "@/lib/console/types";
+import { RelativeTime } from "./relative-time";
 import { pageHref, TableFooter } from "./table-footer";
-import { Badge, DemoHint, EmptyState, linkClass, Mono, Table, Td } from "./ui";
+import { Badge, DemoHint, DigestLink, EmptyState, linkClass, Mono, Table, Td } from "./ui";
 import { useLive } from "./use-live";
+import { NewRowsBar, useNewRows } from "./use-new-rows";
 
 export function ObservationsTable({
   initial,
@@ -16,43 +18,38 @@ export function ObservationsTable({
   filtered: boolean;
 }) {
   const { data, error, dataUpdatedAt } = useLive(`/api/conflicts${query}`, initial);
+  const view = useNewRows(data.rows, (o) => o.id);
   const params = new URLSearchParams(query);
   const page = (after: string | null) => pageHref("/conflicts", query, "after", after);
   return (
     <div>
-      {data.rows.length === 0 ? (
+      <NewRowsBar count={view.newCount} onShow={view.showNew} />
+      {view.rows.length === 0 ? (
         <EmptyState title={filtered ? "Nothing matches these filters." : "No replays or conflicts recorded yet."}>
           {filtered ? null : <DemoHint />}
         </EmptyState>
       ) : (
         <Table
           caption="Replays and conflicts, newest first"
-          head={[
-            "Time",
-            "Outcome",
-            "Queue · type",
-            "Scope · key",
-            "What differed",
-            "Request digests",
-            "Existing job",
-            "Source",
-          ]}
+          head={["Time", "Outcome", "Queue · type", "Scope · key", "What differed", "Existing job", "Source"]}
         >
-          {data.rows.map((o) => (
+          {view.rows.map((o) => (
             <tr key={o.id} className="hover:bg-slate-50">
-              <Td>{formatTime(o.at)}</Td>
+              <Td>
+                <RelativeTime iso={o.at} now={data.now} />
+              </Td>
               <Td>
                 <Badge>{o.outcome}</Badge>
                 {o.reason ? <div className="text-xs text-slate-600">{o.reason}</div> : null}
               </Td>
-              <Td>
+              <Td wrap className="min-w-32">
                 {o.queue}
                 <div className="text-xs text-slate-600">{o.type}</div>
               </Td>
-              <Td>
+              <Td wrap className="min-w-40">
                 {o.scope}
                 <div className="text-xs text-slate-600">
-                  <Mono>{o.keyPreview}</Mono> · <Mono>{o.keyDigest}</Mono> · {o.keyLength} ch
+                  <Mono>{o.keyPreview}</Mono> · <DigestLink digest={o.keyDigest} /> · {o.keyLength} ch
                 </div>
               </Td>
               <Td wrap className="min-w-40">
@@ -72,16 +69,18 @@ export function ObservationsTable({
                 ) : (
                   <span className="text-slate-600">—</span>
                 )}
-              </Td>
-              <Td className="text-xs">
-                {o.storedRequestDigest ? (
-                  <div>
-                    stored <Mono>{o.storedRequestDigest.slice(0, 12)}</Mono>
-                  </div>
-                ) : null}
-                {o.rejectedRequestDigest ? (
-                  <div>
-                    rejected <Mono>{o.rejectedRequestDigest.slice(0, 12)}</Mono>
+                {o.storedRequestDigest || o.rejectedRequestDigest ? (
+                  <div className="mt-1 text-xs text-slate-700">
+                    {o.storedRequestDigest ? (
+                      <div>
+                        stored request <Mono>{o.storedRequestDigest.slice(0, 12)}</Mono>
+                      </div>
+                    ) : null}
+                    {o.rejectedRequestDigest ? (
+                      <div>
+                        this request <Mono>{o.rejectedRequestDigest.slice(0, 12)}</Mono>
+                      </div>
+                    ) : null}
                   </div>
                 ) : null}
               </Td>

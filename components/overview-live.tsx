@@ -11,22 +11,11 @@ export function OverviewLive({ initial }: { initial: OverviewDto }) {
   const states = JOB_STATES.filter((s) => data.byQueue.some((q) => q.counts[s]));
   return (
     <div className="space-y-6">
-      <section aria-labelledby="hour" className="space-y-2">
-        <h2 id="hour" className="text-base font-semibold text-slate-900">
-          Last hour
+      <section aria-labelledby="keys" className="space-y-2">
+        <h2 id="keys" className="text-base font-semibold text-slate-900">
+          Idempotency keys now
         </h2>
-        <div className="grid grid-cols-2 gap-3 md:grid-cols-3 lg:grid-cols-6">
-          <Stat label="Accepted" value={formatCount(data.lastHour.accepted)} hint="new jobs" />
-          <Stat label="Replayed" value={formatCount(data.lastHour.replayed)} hint="repeats answered" />
-          <Stat
-            label="Conflicts"
-            value={
-              <Link className={linkClass} href="/conflicts?outcome=conflict&since=1h">
-                {formatCount(data.lastHour.conflicts)}
-              </Link>
-            }
-            hint="key reused for other work"
-          />
+        <div className="grid grid-cols-1 gap-3 sm:grid-cols-3">
           <Stat
             label="Live bindings"
             value={
@@ -34,8 +23,13 @@ export function OverviewLive({ initial }: { initial: OverviewDto }) {
                 {formatCount(data.liveBindings)}
               </Link>
             }
+            hint="keys that replay or conflict if sent again"
           />
-          <Stat label="Expiring within 1 h" value={formatCount(data.expiringWithinHour)} />
+          <Stat
+            label="Expiring within 1 h"
+            value={formatCount(data.expiringWithinHour)}
+            hint="after that the key is free for new work"
+          />
           <Stat
             label="Expired, awaiting cleanup"
             value={
@@ -43,6 +37,7 @@ export function OverviewLive({ initial }: { initial: OverviewDto }) {
                 {formatCount(data.expiredAwaitingCleanup)}
               </Link>
             }
+            hint="no longer bind; maintenance removes them"
           />
         </div>
       </section>
@@ -57,7 +52,7 @@ export function OverviewLive({ initial }: { initial: OverviewDto }) {
               {data.byQueue.map((q) => (
                 <tr key={q.queue}>
                   <Td>
-                    <Link className={linkClass} href={`/jobs?queue=${encodeURIComponent(q.queue)}`}>
+                    <Link className={linkClass} href={`/queues/${encodeURIComponent(q.queue)}`}>
                       {q.queue}
                     </Link>
                   </Td>

@@ -77,6 +77,8 @@ function PurgeForm({
   const router = useRouter();
   const queryClient = useQueryClient();
   const id = useId();
+  // Controlled, so a refused or failed purge keeps the reason typed (React resets uncontrolled fields).
+  const [reason, setReason] = useState("");
   useEffect(() => {
     if (state.status === "idle") return;
     onResult(state);
@@ -103,7 +105,15 @@ function PurgeForm({
           error={state.status === "error" ? state.fieldErrors.reason : undefined}
           hint="Kept with the tombstone and in the audit log."
         >
-          <textarea id={`${id}-reason`} name="reason" rows={3} required className={inputClass} />
+          <textarea
+            id={`${id}-reason`}
+            name="reason"
+            rows={3}
+            required
+            className={inputClass}
+            value={reason}
+            onChange={(e) => setReason(e.target.value)}
+          />
         </Field>
       )}
       <PurgeResult state={state} />

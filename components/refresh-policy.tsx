@@ -66,13 +66,13 @@ export function LiveIndicator() {
           ? "Paused"
           : `Live: every ${LIVE_INTERVAL_MS / 1000}s`;
   return (
-    <div className="flex items-center gap-2 text-xs text-slate-200">
+    <div className="flex items-center gap-2 text-xs text-chrome-muted">
       <span aria-hidden className={`inline-block h-2 w-2 rounded-full ${reason ? "bg-amber-400" : "bg-emerald-400"}`} />
       <span aria-live="polite">{label}</span>
       <button
         type="button"
         onClick={() => setPaused(!paused)}
-        className="rounded border border-slate-500 px-1.5 py-0.5 text-slate-100 hover:bg-slate-700"
+        className="rounded border border-chrome-muted px-1.5 py-0.5 text-chrome-fg hover:bg-chrome-hover"
       >
         {paused ? "Resume" : "Pause"}
       </button>

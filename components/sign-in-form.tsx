@@ -4,7 +4,7 @@ import { signIn } from "@/app/sign-in/actions";
 import type { SignInState } from "@/lib/console/action-state";
 import { buttonClass, Field, inputClass, Notice } from "./ui";
 
-export function SignInForm() {
+export function SignInForm({ next }: { next: string | null }) {
   const [state, action, pending] = useActionState<SignInState, FormData>(signIn, { status: "idle" });
   const errors = state.status === "error" ? state.fieldErrors : {};
   return (
@@ -14,10 +14,13 @@ export function SignInForm() {
           {state.message}
         </Notice>
       ) : null}
+      {next ? <input type="hidden" name="next" value={next} /> : null}
       <Field label="Your name" name="actor" error={errors.actor} hint="Recorded as the actor of what you do here.">
         <input
           id="actor"
           name="actor"
+          key={state.status === "error" ? `${state.actor}` : "idle"}
+          defaultValue={state.status === "error" ? state.actor : undefined}
           autoComplete="username"
           required
           className={inputClass}

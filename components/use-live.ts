@@ -11,7 +11,7 @@ export class ApiError extends Error {
   }
 }
 
-async function getJson<T>(url: string): Promise<T> {
+export async function getJson<T>(url: string): Promise<T> {
   const res = await fetch(url, { headers: { accept: "application/json" }, cache: "no-store" });
   if (!res.ok) {
     let message = `Request failed (${res.status})`;

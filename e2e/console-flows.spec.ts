@@ -1,5 +1,5 @@
 import { expect, test } from "./fixtures";
-import { KEYS, SCOPE } from "./keys";
+import { KEYS, PASSWORD, SCOPE } from "./keys";
 import { ConflictsPage } from "./pages/conflicts-page";
 import { EnqueuePage } from "./pages/enqueue-page";
 import { FindPage } from "./pages/find-page";
@@ -13,7 +13,7 @@ let firstJobId = "";
 
 test("sign-in is required and a wrong password is refused", async ({ page }) => {
   await page.goto("/jobs");
-  await expect(page).toHaveURL(/\/sign-in$/);
+  await expect(page).toHaveURL(/\/sign-in\?next=%2Fjobs$/);
   await page.getByLabel("Your name").fill("e2e-operator");
   await page.getByLabel("Password").fill("not-the-password");
   await page.getByRole("button", { name: "Sign in" }).click();
@@ -126,4 +126,26 @@ test("the audit log names the operator for enqueue-test and purge", async ({ sig
   const table = signedIn.getByRole("table", { name: "Operator audit log, newest first" });
   await expect(table.getByRole("row").filter({ hasText: "purge_job" }).first()).toContainText("customer cancelled");
   await expect(table.getByRole("row").filter({ hasText: "enqueue_test" }).first()).toContainText("e2e-operator");
+});
+
+test("sign-in returns to the page asked for, keeps the name after a wrong password, never leaves the site", async ({
+  page,
+}) => {
+  await page.goto("/jobs?state=ready&queue=e2e");
+  await expect(page).toHaveURL(/\/sign-in\?next=%2Fjobs%3Fstate%3Dready%26queue%3De2e$/);
+  await page.getByLabel("Your name").fill("e2e-returning");
+  await page.getByLabel("Password").fill("wrong-password");
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await expect(page.getByRole("alert").filter({ hasText: "Wrong password" })).toBeVisible();
+  await expect(page.getByLabel("Your name")).toHaveValue("e2e-returning");
+  await page.getByLabel("Password").fill(PASSWORD);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await expect(page).toHaveURL(/\/jobs\?state=ready&queue=e2e$/);
+  await expect(page.getByRole("heading", { name: "Jobs" })).toBeVisible();
+
+  // Signed in, a foreign or odd "next" lands on the overview.
+  for (const next of ["//evil.example/x", "/\\evil.example", "https://evil.example/", "/sign-in"]) {
+    await page.goto(`/sign-in?next=${encodeURIComponent(next)}`);
+    await expect(page).toHaveURL(/\/$/);
+  }
 });

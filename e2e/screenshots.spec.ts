@@ -5,17 +5,24 @@ import { expect, test } from "./fixtures";
 import { EnqueuePage } from "./pages/enqueue-page";
 import { FindPage } from "./pages/find-page";
 
-/** `node scripts/e2e.mjs --screenshots`: every page at 1280 px and a few at 390 px, after demo traffic. */
+/** `node scripts/e2e.mjs --screenshots`: every page at 1280 and 390 px, light and dark, after demo traffic and a worker. */
 const dir = path.resolve("docs", "screenshots");
 mkdirSync(dir, { recursive: true });
 
+/** The whole page, cut at 2,400 px (long tables repeat themselves; the files stay small). */
 async function shot(page: Page, name: string) {
   await page.waitForLoadState("networkidle");
-  await page.screenshot({ path: path.join(dir, `${name}.png`), fullPage: true });
+  const height = await page.evaluate(() => document.documentElement.scrollHeight);
+  const width = page.viewportSize()?.width ?? 1280;
+  await page.screenshot({
+    path: path.join(dir, `${name}.png`),
+    fullPage: true,
+    clip: { x: 0, y: 0, width, height: Math.min(height, 2400) },
+  });
 }
 
 test("screenshots of every page", async ({ page, queue }) => {
-  test.setTimeout(180_000);
+  test.setTimeout(600_000);
   const key = `screenshot-order-${Date.now()}-key`;
   const { jobId } = await queue.enqueueWithResult(
     "order.place",
@@ -82,23 +89,41 @@ test("screenshots of every page", async ({ page, queue }) => {
   await page.screenshot({ path: path.join(dir, "purge-dialog-1280.png") });
   await page.getByRole("dialog").getByRole("button", { name: "Confirm purge" }).click();
   await expect(page.getByRole("dialog").getByRole("status")).toBeVisible();
-  await expect(page.getByText("No binding: this job was enqueued without a key")).toBeVisible();
+  await expect(page.getByTestId("binding-released")).toContainText("Released by this job's purge");
   await page.screenshot({ path: path.join(dir, "purge-done-1280.png") });
   await page.getByRole("button", { name: "Close" }).click();
 
   await page.goto("/audit");
   await shot(page, "audit-1280");
 
-  await page.setViewportSize({ width: 390, height: 844 });
-  for (const [url, name] of [
+  // Every page at 1280 and 390 px, light and dark.
+  const digest = (await (await page.request.get("/api/bindings")).json()) as { rows: { keyDigest: string }[] };
+  const everyPage: [string, string][] = [
     ["/", "overview"],
     ["/jobs", "jobs"],
     [`/jobs/${jobId}`, "job-detail"],
+    [`/find?digest=${digest.rows[0]?.keyDigest ?? ""}`, "find-by-digest"],
+    ["/bindings", "bindings"],
     ["/conflicts", "conflicts"],
     ["/enqueue", "enqueue"],
-    ["/find", "find-by-key"],
-  ] as const) {
-    await page.goto(url);
-    await shot(page, `${name}-390`);
+    ["/queues", "queues"],
+    ["/queues/orders", "queue-orders"],
+    ["/workers", "workers"],
+    ["/audit", "audit"],
+    ["/maintenance", "maintenance"],
+  ];
+  for (const scheme of ["light", "dark"] as const) {
+    await page.emulateMedia({ colorScheme: scheme });
+    for (const width of [1280, 390]) {
+      await page.setViewportSize({ width, height: width === 390 ? 844 : 900 });
+      for (const [url, name] of everyPage) {
+        await page.goto(url);
+        await shot(page, `${name}-${width}${scheme === "dark" ? "-dark" : ""}`);
+      }
+    }
   }
+  await page.emulateMedia({ colorScheme: "dark" });
+  await page.context().clearCookies();
+  await page.goto("/sign-in");
+  await shot(page, "sign-in-390-dark");
 });

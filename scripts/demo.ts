@@ -180,7 +180,9 @@ async function main() {
   await queue.close();
   await pool.end();
   for (const [k, v] of Object.entries(tally).sort()) process.stdout.write(`  ${String(v).padStart(3)}  ${k}\n`);
-  process.stdout.write("Demo traffic written. Open the console (npm start) to browse it.\n");
+  process.stdout.write(
+    "Demo traffic written. Console pages show it at their next refresh (every 5 s; charts and counts within 15 s).\n",
+  );
 }
 
 main()

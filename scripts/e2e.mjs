@@ -155,6 +155,17 @@ try {
     });
     const demoCode = await new Promise((r) => demo.on("exit", (c) => r(c ?? 1)));
     if (demoCode !== 0) throw new Error("npm run demo failed");
+    // A worker for a while, so jobs succeed, fail and retry, and the chart shows results too.
+    log("a demo worker for 20 s…");
+    const worker = spawn(tsx, ["scripts/worker.ts"], {
+      cwd: root,
+      env: { ...env, DATABASE_URL: databaseUrl },
+      stdio: "ignore",
+    });
+    children.push(worker);
+    await new Promise((r) => setTimeout(r, 20_000));
+    worker.kill("SIGINT");
+    await new Promise((r) => worker.once("exit", r));
     env.E2E_SCREENSHOTS = "1";
   }
   const pw = spawn(path.join(root, "node_modules", ".bin", "playwright"), ["test", ...extraArgs], {

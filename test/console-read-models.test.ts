@@ -112,7 +112,7 @@ test("audit pages do not skip or repeat rows written in the same millisecond", a
   await q.close();
 });
 
-test("overview counts states per queue and the last hour's outcomes", async () => {
+test("overview counts states per queue and live bindings", async () => {
   const q = t.queue();
   invalidateCounts(t.pool);
   const before = await overview(t.pool);
@@ -127,8 +127,6 @@ test("overview counts states per queue and the last hour's outcomes", async () =
     counts: { ready: 1, scheduled: 1 },
     total: 2,
   });
-  expect(o.lastHour.accepted.value - before.lastHour.accepted.value).toBe(2);
-  expect(o.lastHour.replayed.value - before.lastHour.replayed.value).toBe(1);
   expect(o.liveBindings.value - before.liveBindings.value).toBe(1);
 });
 

@@ -1,31 +1,40 @@
+import { redirect } from "next/navigation";
 import type { ReactNode } from "react";
 import { signOut } from "@/app/sign-in/actions";
+import { KeyboardShortcuts } from "@/components/keyboard-shortcuts";
 import { Nav } from "@/components/nav";
 import { ReadOnlyProvider } from "@/components/read-only";
 import { LiveIndicator } from "@/components/refresh-policy";
-import { requireViewer } from "@/lib/console/session";
+import { SignInRedirect } from "@/components/sign-in-redirect";
+import { currentViewer } from "@/lib/console/session";
 
 export const dynamic = "force-dynamic";
 
 export default async function ConsoleLayout({ children }: { children: ReactNode }) {
-  const viewer = await requireViewer();
+  const r = await currentViewer();
+  if (r.status === "signed-out") return <SignInRedirect />;
+  if (r.status !== "ok") redirect("/sign-in");
+  const viewer = r.viewer;
   return (
     <div className="min-h-screen">
-      <header className="bg-slate-900 text-white">
+      <header className="bg-chrome text-chrome-fg">
         <div className="mx-auto max-w-7xl px-3 pt-3 sm:px-6">
           <div className="mb-2 flex flex-wrap items-center justify-between gap-2">
             <div className="flex items-center gap-2">
               <span className="text-lg font-semibold">Workhorse</span>
-              <span className="text-sm text-slate-300">operations console</span>
+              <span className="text-sm text-chrome-muted">operations console</span>
             </div>
-            <div className="flex flex-wrap items-center gap-3 text-xs text-slate-200">
+            <div className="flex flex-wrap items-center gap-3 text-xs text-chrome-muted">
               <LiveIndicator />
               <span>
-                Signed in as <strong className="text-white">{viewer.actor}</strong>
+                Signed in as <strong className="text-chrome-fg">{viewer.actor}</strong>
               </span>
               {viewer.passwordless ? null : (
                 <form action={signOut}>
-                  <button type="submit" className="rounded border border-slate-500 px-1.5 py-0.5 hover:bg-slate-700">
+                  <button
+                    type="submit"
+                    className="rounded border border-chrome-muted px-1.5 py-0.5 hover:bg-chrome-hover"
+                  >
                     Sign out
                   </button>
                 </form>
@@ -53,6 +62,7 @@ export default async function ConsoleLayout({ children }: { children: ReactNode 
       <main className="mx-auto max-w-7xl px-3 py-6 sm:px-6">
         <ReadOnlyProvider readOnly={viewer.readOnly}>{children}</ReadOnlyProvider>
       </main>
+      <KeyboardShortcuts />
     </div>
   );
 }

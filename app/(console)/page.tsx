@@ -1,19 +1,25 @@
 import type { Metadata } from "next";
+import { HealthChart } from "@/components/health-chart";
 import { OverviewLive } from "@/components/overview-live";
 import { PageHeader } from "@/components/ui";
 import { consolePool } from "@/lib/console/db";
 import { overview } from "@/lib/console/overview";
+import { series } from "@/lib/console/series";
 import { requireViewer } from "@/lib/console/session";
 
 export const metadata: Metadata = { title: "Overview" };
 
 export default async function OverviewPage() {
   await requireViewer();
-  const data = await overview(await consolePool());
+  const db = await consolePool();
+  const [data, lastHour] = await Promise.all([overview(db), series(db, "1h")]);
   return (
     <>
       <PageHeader title="Overview" description="What the queue decided lately, and what it holds now." />
-      <OverviewLive initial={data} />
+      <div className="space-y-6">
+        <HealthChart initial={lastHour} />
+        <OverviewLive initial={data} />
+      </div>
     </>
   );
 }

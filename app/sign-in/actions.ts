@@ -5,8 +5,15 @@ import type { SignInState } from "@/lib/console/action-state";
 import { consoleConfig, passwordMatches } from "@/lib/console/config";
 import { consoleDb } from "@/lib/console/db";
 import { signInLimiter } from "@/lib/console/rate-limit";
+import { safeReturnPath } from "@/lib/console/return-to";
 import { getSession, requestInfo, sameOriginRequest } from "@/lib/console/session";
 import { createSession, deleteSession, lookupSession, passwordFingerprint } from "@/lib/console/sessions";
+
+/** The name typed, given back after a failed sign-in so it need not be typed again. */
+function actorOf(data: FormData): string {
+  const v = data.get("actor");
+  return typeof v === "string" ? v.slice(0, 100) : "";
+}
 
 const form = z.object({
   actor: z
@@ -20,7 +27,8 @@ const form = z.object({
 
 export async function signIn(_prev: SignInState, data: FormData): Promise<SignInState> {
   const cfg = consoleConfig();
-  if (!cfg.password) redirect("/");
+  const next = safeReturnPath(data.get("next")) ?? "/";
+  if (!cfg.password) redirect(next);
   if (!(await sameOriginRequest())) {
     return { status: "error", message: "Sign-in is accepted from this console's own page only.", fieldErrors: {} };
   }
@@ -28,7 +36,7 @@ export async function signIn(_prev: SignInState, data: FormData): Promise<SignIn
   if (!parsed.success) {
     const fieldErrors: Record<string, string> = {};
     for (const i of parsed.error.issues) fieldErrors[String(i.path[0])] ??= i.message;
-    return { status: "error", message: "Check the highlighted fields.", fieldErrors };
+    return { status: "error", message: "Check the highlighted fields.", fieldErrors, actor: actorOf(data) };
   }
   // Keyed on the address the server saw on the socket (or a trusted proxy's report), never on a
   // header the client chose.
@@ -45,7 +53,12 @@ export async function signIn(_prev: SignInState, data: FormData): Promise<SignIn
   if (!passwordMatches(cfg.password, parsed.data.password)) {
     signInLimiter.fail(clientAddress, parsed.data.actor);
     await new Promise((r) => setTimeout(r, 250));
-    return { status: "error", message: "Wrong password.", fieldErrors: { password: "Wrong password" } };
+    return {
+      status: "error",
+      message: "Wrong password.",
+      fieldErrors: { password: "Wrong password" },
+      actor: parsed.data.actor,
+    };
   }
   signInLimiter.succeed(clientAddress);
   const { pool, queue } = await consoleDb();
@@ -64,7 +77,7 @@ export async function signIn(_prev: SignInState, data: FormData): Promise<SignIn
   if (session.sid) await deleteSession(pool, session.sid);
   session.sid = id;
   await session.save();
-  redirect("/");
+  redirect(next);
 }
 
 /** Ends this session on the server (its row is deleted, so a copy of the cookie stops working too). */

@@ -2,14 +2,21 @@ import type { Metadata } from "next";
 import { redirect } from "next/navigation";
 import { SignInForm } from "@/components/sign-in-form";
 import { Notice } from "@/components/ui";
+import { safeReturnPath } from "@/lib/console/return-to";
 import { currentViewer } from "@/lib/console/session";
 
 export const metadata: Metadata = { title: "Sign in" };
 export const dynamic = "force-dynamic";
 
-export default async function SignInPage() {
+export default async function SignInPage({
+  searchParams,
+}: {
+  searchParams: Promise<Record<string, string | string[]>>;
+}) {
+  const sp = await searchParams;
+  const next = safeReturnPath(Array.isArray(sp.next) ? sp.next[0] : sp.next);
   const r = await currentViewer();
-  if (r.status === "ok") redirect("/");
+  if (r.status === "ok") redirect(next ?? "/");
   return (
     <main className="mx-auto flex min-h-screen max-w-sm flex-col justify-center px-4 py-10">
       <h1 className="mb-1 text-2xl font-semibold text-slate-900">Workhorse console</h1>
@@ -19,7 +26,7 @@ export default async function SignInPage() {
           {r.message}
         </Notice>
       ) : (
-        <SignInForm />
+        <SignInForm next={next} />
       )}
     </main>
   );

@@ -1,4 +1,5 @@
 /** Presentational primitives (server- and client-safe). Colours chosen for WCAG AA on white. */
+import Link from "next/link";
 import type { ReactNode } from "react";
 
 export function cx(...parts: (string | false | null | undefined)[]): string {
@@ -58,6 +59,9 @@ const STATE_STYLES: Record<string, string> = {
   coalesced: "bg-violet-100 text-violet-900",
   non_replaceable: "bg-orange-100 text-orange-900",
   replaced: "bg-violet-100 text-violet-900",
+  retrying: "bg-orange-100 text-orange-900",
+  overdue: "bg-red-100 text-red-900",
+  "lease expired": "bg-amber-100 text-amber-900",
   live: "bg-emerald-100 text-emerald-900",
   expired: "bg-amber-100 text-amber-900",
   ok: "bg-emerald-100 text-emerald-900",
@@ -80,7 +84,7 @@ export function Badge({ children, tone }: { children: ReactNode; tone?: string }
 
 export function Table({ caption, head, children }: { caption: string; head: string[]; children: ReactNode }) {
   return (
-    <div className="overflow-x-auto rounded-lg border border-slate-200 bg-white shadow-sm">
+    <div className="relative overflow-x-auto rounded-lg border border-slate-200 bg-white shadow-sm">
       <table className="min-w-full divide-y divide-slate-200 text-sm">
         <caption className="sr-only">{caption}</caption>
         <thead className="bg-slate-50">
@@ -92,7 +96,7 @@ export function Table({ caption, head, children }: { caption: string; head: stri
             ))}
           </tr>
         </thead>
-        <tbody className="divide-y divide-slate-100">{children}</tbody>
+        <tbody className="divide-y divide-slate-100 [&>tr:focus-within]:bg-sky-50">{children}</tbody>
       </table>
     </div>
   );
@@ -104,7 +108,8 @@ export function Td({ children, className, wrap }: { children: ReactNode; classNa
     <td
       className={cx(
         "px-3 py-2 align-top text-slate-800",
-        wrap ? "max-w-md min-w-48 break-words whitespace-normal" : "whitespace-nowrap",
+        wrap ? "max-w-md break-words whitespace-normal" : "whitespace-nowrap",
+        wrap && !className?.includes("min-w-") ? "min-w-48" : null,
         className,
       )}
     >
@@ -215,5 +220,18 @@ export function DefinitionList({ items }: { items: [string, ReactNode][] }) {
         </div>
       ))}
     </dl>
+  );
+}
+
+/** A key digest that opens Find by key on everything known under it. */
+export function DigestLink({ digest }: { digest: string }) {
+  return (
+    <Link
+      href={`/find?digest=${encodeURIComponent(digest)}`}
+      className="font-mono text-xs text-blue-700 underline underline-offset-2"
+      title="Everything under this key digest"
+    >
+      {digest}
+    </Link>
   );
 }

@@ -72,4 +72,5 @@ export type MaintenanceState =
       at: string;
     };
 
-export type SignInState = Idle | FormError;
+/** A failed sign-in gives back the name typed (never the password). */
+export type SignInState = Idle | (FormError & { actor?: string });

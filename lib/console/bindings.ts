@@ -1,6 +1,6 @@
 import "server-only";
 import type { BindingFilters } from "./filters";
-import { BINDING_COLUMNS, type BindingRow, bindingDto } from "./jobs";
+import { BINDING_COLUMNS, type BindingRow, bindingDto, prefixPattern } from "./jobs";
 import { type Db, iso, Where } from "./sql";
 import type { BindingDto, Page } from "./types";
 
@@ -13,7 +13,7 @@ export const BINDINGS_PAGE_SIZE = 50;
 export async function listBindings(db: Db, f: BindingFilters, limit = BINDINGS_PAGE_SIZE): Promise<Page<BindingDto>> {
   const w = new Where();
   w.raw(f.status === "live" ? "expires_at > now()" : "expires_at <= now()");
-  if (f.scope) w.add((p) => `scope = ${p}`, f.scope);
+  if (f.scope) w.add((p) => `scope like ${p}`, prefixPattern(f.scope));
   if (f.mode) w.add((p) => `mode = ${p}`, f.mode);
   if (f.after) {
     const t = w.param(f.after.expiresAtUs);

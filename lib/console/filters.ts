@@ -4,7 +4,7 @@
  * direction comes from an allowlist, every value is a bound parameter.
  */
 import { z } from "zod";
-import { BINDING_MODES, JOB_STATES, OBSERVATION_OUTCOMES } from "./types";
+import { BINDING_MODES, JOB_STATES, OBSERVATION_OUTCOMES, SERIES_WINDOWS, type SeriesWindow } from "./types";
 
 export type RawParams = Record<string, string | string[] | undefined> | URLSearchParams;
 
@@ -22,8 +22,18 @@ const uuid = z
   .string()
   .regex(UUID_RE)
   .transform((s) => s.toLowerCase());
-const name = z.string().min(1).max(128);
-const scope = z.string().min(1).max(256);
+// Names have no control characters (the core's rule); no filter value may hold NUL, which
+// PostgreSQL's text cannot store (the query would fail instead of finding nothing).
+const name = z
+  .string()
+  .min(1)
+  .max(128)
+  .refine((s) => !/\p{Cc}/u.test(s));
+const scope = z
+  .string()
+  .min(1)
+  .max(256)
+  .refine((s) => !s.includes("\0"));
 
 function pick<T>(schema: z.ZodType<T>, value: string | undefined): T | undefined {
   if (value === undefined) return undefined;
@@ -31,11 +41,18 @@ function pick<T>(schema: z.ZodType<T>, value: string | undefined): T | undefined
   return r.success ? r.data : undefined;
 }
 
+/** The jobs page's state tabs: every state, plus "retrying" (scheduled again after a failed attempt). */
+export const STATE_TABS = [...JOB_STATES, "retrying"] as const;
+export type StateTab = (typeof STATE_TABS)[number];
+
 export interface JobFilters {
+  /** Queue, type and tag match by prefix: `invoice` finds `invoice-capture`. */
   queue?: string;
   type?: string;
-  state?: (typeof JOB_STATES)[number];
+  state?: StateTab;
   tag?: string;
+  /** Only jobs with an error recorded (a failed attempt, retried or not). */
+  error?: boolean;
   after?: string;
   before?: string;
 }
@@ -44,8 +61,9 @@ export function parseJobFilters(params: RawParams): JobFilters {
   return {
     queue: pick(name, get(params, "queue")),
     type: pick(name, get(params, "type")),
-    state: pick(z.enum(JOB_STATES), get(params, "state")),
+    state: pick(z.enum(STATE_TABS), get(params, "state")),
     tag: pick(name, get(params, "tag")),
+    error: get(params, "error") === "1" ? true : undefined,
     after: pick(uuid, get(params, "after")),
     before: pick(uuid, get(params, "before")),
   };
@@ -83,18 +101,43 @@ export type TimeWindow = keyof typeof TIME_WINDOWS;
 
 export interface ObservationFilters {
   outcome?: (typeof OBSERVATION_OUTCOMES)[number];
+  /** Scope, queue and type match by prefix. */
   scope?: string;
   queue?: string;
+  type?: string;
+  /** A 12-hex key digest (exact). */
+  digest?: string;
   since?: TimeWindow;
+  /** A custom range, UTC (`2026-12-01T02:30` from a datetime-local field, or full ISO). */
+  from?: Date;
+  to?: Date;
   after?: string;
 }
+
+/** `YYYY-MM-DDTHH:MM[:SS]` read as UTC (the console shows UTC everywhere), or a full ISO string. */
+const utcTime = z
+  .string()
+  .max(40)
+  .regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})?$/)
+  .transform((s) => new Date(/(Z|[+-]\d{2}:\d{2})$/.test(s) ? s : `${s}Z`))
+  .refine((d) => !Number.isNaN(d.getTime()));
 
 export function parseObservationFilters(params: RawParams): ObservationFilters {
   return {
     outcome: pick(z.enum(OBSERVATION_OUTCOMES), get(params, "outcome")),
     scope: pick(scope, get(params, "scope")),
     queue: pick(name, get(params, "queue")),
+    type: pick(name, get(params, "type")),
+    digest: pick(
+      z
+        .string()
+        .regex(/^[0-9a-fA-F]{12}$/)
+        .transform((s) => s.toLowerCase()),
+      get(params, "digest"),
+    ),
     since: pick(z.enum(Object.keys(TIME_WINDOWS) as [TimeWindow, ...TimeWindow[]]), get(params, "since")),
+    from: pick(utcTime, get(params, "from")),
+    to: pick(utcTime, get(params, "to")),
     after: pick(z.string().regex(/^\d{1,18}$/), get(params, "after")),
   };
 }
@@ -127,8 +170,32 @@ export function parseAuditFilters(params: RawParams): AuditFilters {
   }
   return {
     action: pick(z.enum(AUDIT_ACTIONS), get(params, "action")),
-    actor: pick(z.string().min(1).max(200), get(params, "actor")),
+    actor: pick(
+      z
+        .string()
+        .min(1)
+        .max(200)
+        .refine((s) => !s.includes("\0")),
+      get(params, "actor"),
+    ),
     after,
+  };
+}
+
+export interface SeriesParams {
+  window: SeriesWindow;
+  queue: string | null;
+}
+
+/** A queue name from a URL (path segment or parameter), or null when it is not one. */
+export function parseQueueName(value: string | undefined): string | null {
+  return pick(name, value?.trim() || undefined) ?? null;
+}
+
+export function parseSeriesParams(params: RawParams): SeriesParams {
+  return {
+    window: pick(z.enum(SERIES_WINDOWS), get(params, "window")) ?? "1h",
+    queue: pick(name, get(params, "queue")) ?? null,
   };
 }
 

@@ -46,3 +46,20 @@ export function ago(iso: string, nowIso: string): string {
 export function shortId(id: string): string {
   return `…${id.slice(-8)}`;
 }
+
+/** "3 min ago", "in 12 s", "2 h ago", "4 d ago": coarse, for reading at a glance (exact time on hover). */
+export function relative(iso: string, nowIso: string): string {
+  const ms = Date.parse(iso) - Date.parse(nowIso);
+  if (Number.isNaN(ms)) return "—";
+  const a = Math.abs(ms);
+  if (a < 1000) return "just now";
+  const [n, unit] =
+    a < 60_000
+      ? [Math.floor(a / 1000), "s"]
+      : a < 3_600_000
+        ? [Math.floor(a / 60_000), "min"]
+        : a < 86_400_000
+          ? [Math.floor(a / 3_600_000), "h"]
+          : [Math.floor(a / 86_400_000), "d"];
+  return ms < 0 ? `${n} ${unit} ago` : `in ${n} ${unit}`;
+}

@@ -1,7 +1,9 @@
 import "server-only";
-import type { JobFilters } from "./filters";
+import type pg from "pg";
+import { type JobFilters, STATE_TABS, type StateTab } from "./filters";
+import { stateCounts } from "./overview";
 import { type Db, iso, isoOrNull, Where } from "./sql";
-import type { BindingDto, JobDetailDto, JobRowDto, JobStateName, Page } from "./types";
+import type { BindingDto, JobDetailDto, JobRowDto, JobStateName, Page, TabCount } from "./types";
 
 export const JOBS_PAGE_SIZE = 50;
 
@@ -15,6 +17,7 @@ interface JobListRow {
   tags: string[];
   run_at: Date;
   created_at: Date;
+  has_error: boolean;
   now: Date;
 }
 
@@ -29,6 +32,7 @@ function toRow(r: JobListRow): JobRowDto {
     tags: r.tags,
     runAt: iso(r.run_at),
     createdAt: iso(r.created_at),
+    hasError: r.has_error,
   };
 }
 
@@ -36,17 +40,35 @@ function toRow(r: JobListRow): JobRowDto {
  * Newest first, keyset-paginated on the primary key (job ids are UUIDv7, so id order is creation
  * order): `after` = older than that id, `before` = newer. No OFFSET, no count.
  */
-export async function listJobs(db: Db, f: JobFilters, limit = JOBS_PAGE_SIZE): Promise<Page<JobRowDto>> {
+/** `LIKE` pattern for "starts with": the value's own `%`, `_` and `\` match literally. */
+export function prefixPattern(s: string): string {
+  return `${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+/** The filters other than the state tab and the cursor. */
+function baseWhere(f: JobFilters): Where {
   const w = new Where();
-  if (f.queue) w.add((p) => `queue = ${p}`, f.queue);
-  if (f.type) w.add((p) => `type = ${p}`, f.type);
-  if (f.state) w.add((p) => `state = ${p}`, f.state);
-  if (f.tag) w.add((p) => `tags @> array[${p}::text]`, f.tag);
+  if (f.queue) w.add((p) => `queue like ${p}`, prefixPattern(f.queue));
+  if (f.type) w.add((p) => `type like ${p}`, prefixPattern(f.type));
+  if (f.tag) w.add((p) => `exists (select 1 from unnest(tags) t where t like ${p})`, prefixPattern(f.tag));
+  if (f.error) w.raw("last_error is not null");
+  return w;
+}
+
+function addState(w: Where, state: StateTab): void {
+  if (state === "retrying") w.raw("state = 'scheduled' and last_error is not null");
+  else w.add((p) => `state = ${p}`, state);
+}
+
+export async function listJobs(db: Db, f: JobFilters, limit = JOBS_PAGE_SIZE): Promise<Page<JobRowDto>> {
+  const w = baseWhere(f);
+  if (f.state) addState(w, f.state);
   const backwards = !f.after && !!f.before;
   if (f.after) w.add((p) => `id < ${p}::uuid`, f.after);
   else if (f.before) w.add((p) => `id > ${p}::uuid`, f.before);
   const { rows } = await db.query<JobListRow>(
-    `select id, queue, type, state, attempt, max_attempts, tags, run_at, created_at, now() as now
+    `select id, queue, type, state, attempt, max_attempts, tags, run_at, created_at,
+            last_error is not null as has_error, now() as now
        from workhorse.job ${w} order by id ${backwards ? "asc" : "desc"} limit ${limit + 1}`,
     w.values,
   );
@@ -162,4 +184,89 @@ export async function jobDetail(db: Db, id: string): Promise<JobDetailDto | null
 
 export function canPurge(state: JobStateName): boolean {
   return state === "ready" || state === "scheduled";
+}
+
+/** Above this many matching rows the state tabs show the planner's estimate instead of a count. */
+export const EXACT_COUNT_LIMIT = 50_000;
+/** The exact tab count is one scan; past this it gives way to estimates. */
+export const TAB_COUNT_TIMEOUT_MS = 1_000;
+
+export interface StateTabCounts {
+  counts: Record<StateTab | "all", TabCount>;
+  now: string;
+}
+
+/**
+ * Counts for the jobs page's state tabs under the current filters (the state tab itself aside).
+ * - Queue filter only (or none): summed from the shared per-queue state counts (exact, at most 15 s
+ *   old), the queue filter being a prefix over queue names.
+ * - Other filters: when the planner expects at most EXACT_COUNT_LIMIT matching jobs, one grouped
+ *   count under a statement timeout; otherwise (or on timeout) the planner's estimate per tab,
+ *   marked as estimated. Either way the tabs cost a bounded amount however big the table is.
+ */
+export async function stateTabCounts(pool: pg.Pool, f: JobFilters): Promise<StateTabCounts> {
+  const exact = (value: number): TabCount => ({ value, estimated: false });
+  const empty = () =>
+    Object.fromEntries(["all", ...STATE_TABS].map((k) => [k, exact(0)])) as Record<StateTab | "all", TabCount>;
+  if (!f.type && !f.tag && !f.error) {
+    const sc = await stateCounts(pool);
+    const counts = empty();
+    for (const r of sc.rows) {
+      if (f.queue && !r.queue.startsWith(f.queue)) continue;
+      counts[r.state].value += r.n;
+      counts.retrying.value += r.retrying;
+      counts.all.value += r.n;
+    }
+    return { counts, now: sc.asOf };
+  }
+  const w = baseWhere(f);
+  const estimate = async (extra?: StateTab) => {
+    const we = baseWhere(f);
+    if (extra) addState(we, extra);
+    const { rows } = await pool.query<{ "QUERY PLAN": { Plan: { "Plan Rows": number } }[] }>(
+      `explain (format json) select 1 from workhorse.job ${we}`,
+      we.values,
+    );
+    return Math.round(rows[0]?.["QUERY PLAN"][0]?.Plan["Plan Rows"] ?? 0);
+  };
+  const estimated = async (): Promise<StateTabCounts> => {
+    const counts = empty();
+    const values = await Promise.all(
+      ["all", ...STATE_TABS].map((k) => estimate(k === "all" ? undefined : (k as StateTab))),
+    );
+    ["all", ...STATE_TABS].forEach((k, i) => {
+      counts[k as StateTab | "all"] = { value: values[i] ?? 0, estimated: true };
+    });
+    const { rows } = await pool.query<{ now: Date }>("select now() as now");
+    return { counts, now: iso(rows[0]?.now ?? new Date()) };
+  };
+  if ((await estimate()) > EXACT_COUNT_LIMIT) return estimated();
+  const client = await pool.connect();
+  try {
+    await client.query("begin read only");
+    await client.query(`set local statement_timeout = ${TAB_COUNT_TIMEOUT_MS}`);
+    try {
+      const { rows } = await client.query<{ state: JobStateName; n: string; retrying: string; now: Date }>(
+        `select state, count(*)::text as n, count(*) filter (where state = 'scheduled' and failed)::text as retrying,
+                now() as now
+           from (select state, last_error is not null as failed from workhorse.job ${w}) s
+          group by state`,
+        w.values,
+      );
+      await client.query("commit");
+      const counts = empty();
+      for (const r of rows) {
+        counts[r.state].value = Number(r.n);
+        counts.retrying.value += Number(r.retrying);
+        counts.all.value += Number(r.n);
+      }
+      return { counts, now: iso(rows[0]?.now ?? new Date()) };
+    } catch (err) {
+      await client.query("rollback").catch(() => {});
+      if ((err as { code?: string }).code === "57014") return estimated();
+      throw err;
+    }
+  } finally {
+    client.release();
+  }
 }

@@ -1,11 +1,12 @@
 import "server-only";
 import { type ObservationFilters, TIME_WINDOWS } from "./filters";
+import { prefixPattern } from "./jobs";
 import { type Db, iso, Where } from "./sql";
 import type { ObservationDto, ObservationOutcome, Page } from "./types";
 
 export const OBSERVATIONS_PAGE_SIZE = 50;
 
-interface Row {
+export interface ObservationRow {
   id: string;
   at: Date;
   outcome: ObservationOutcome;
@@ -24,7 +25,7 @@ interface Row {
   source: string | null;
 }
 
-function dto(r: Row): ObservationDto {
+export function observationDto(r: ObservationRow): ObservationDto {
   return {
     id: String(r.id),
     at: iso(r.at),
@@ -53,16 +54,20 @@ export async function listObservations(
 ): Promise<Page<ObservationDto>> {
   const w = new Where();
   if (f.outcome) w.add((p) => `outcome = ${p}`, f.outcome);
-  if (f.scope) w.add((p) => `scope = ${p}`, f.scope);
-  if (f.queue) w.add((p) => `queue = ${p}`, f.queue);
+  if (f.scope) w.add((p) => `scope like ${p}`, prefixPattern(f.scope));
+  if (f.queue) w.add((p) => `queue like ${p}`, prefixPattern(f.queue));
+  if (f.type) w.add((p) => `type like ${p}`, prefixPattern(f.type));
+  if (f.digest) w.add((p) => `key_digest = ${p}`, f.digest);
+  if (f.from) w.add((p) => `at >= ${p}::timestamptz`, f.from);
+  if (f.to) w.add((p) => `at < ${p}::timestamptz`, f.to);
   if (f.since) w.add((p) => `at >= now() - ${p}::bigint * interval '1 millisecond'`, TIME_WINDOWS[f.since]);
   if (f.after) w.add((p) => `id < ${p}::bigint`, f.after);
-  const { rows } = await db.query<Row & { now: Date }>(
+  const { rows } = await db.query<ObservationRow & { now: Date }>(
     `select *, now() as now from workhorse.enqueue_observation ${w} order by id desc limit ${limit + 1}`,
     w.values,
   );
   const more = rows.length > limit;
-  const dtos = rows.slice(0, limit).map(dto);
+  const dtos = rows.slice(0, limit).map(observationDto);
   return {
     rows: dtos,
     next: more ? (dtos.at(-1)?.id ?? null) : null,

@@ -1,6 +1,6 @@
 import "server-only";
-import { cappedCount, type Db, iso, uuidv7Floor } from "./sql";
-import type { JobStateName, OverviewDto, QueueSummaryDto } from "./types";
+import { cappedCount, type Db, iso } from "./sql";
+import type { JobStateName, OverviewDto } from "./types";
 
 /** Counts beyond this are shown as "N+" so a poll never walks more than this many index entries. */
 export const COUNT_CAP = 100_000;
@@ -9,7 +9,8 @@ export const COUNTS_TTL_MS = 15_000;
 
 interface StateCounts {
   asOf: string;
-  rows: { queue: string; state: JobStateName; n: number }[];
+  /** `retrying`: scheduled jobs with an error (a failed attempt, waiting for the next); only on scheduled rows. */
+  rows: { queue: string; state: JobStateName; n: number; retrying: number }[];
 }
 
 const countsCache = new WeakMap<Db, { at: number; value: Promise<StateCounts> }>();
@@ -22,13 +23,15 @@ export function stateCounts(db: Db, now = Date.now()): Promise<StateCounts> {
   const hit = countsCache.get(db);
   if (hit && now - hit.at < COUNTS_TTL_MS) return hit.value;
   const value = (async () => {
-    const { rows } = await db.query<{ queue: string; state: JobStateName; n: string; as_of: Date }>(
-      `select queue, state, count(*)::text as n, now() as as_of from workhorse.job group by queue, state
+    const { rows } = await db.query<{ queue: string; state: JobStateName; n: string; retrying: string; as_of: Date }>(
+      `select queue, state, count(*)::text as n,
+              count(*) filter (where state = 'scheduled' and last_error is not null)::text as retrying, now() as as_of
+         from workhorse.job group by queue, state
         order by queue, state`,
     );
     return {
       asOf: rows[0] ? iso(rows[0].as_of) : new Date(now).toISOString(),
-      rows: rows.map((r) => ({ queue: r.queue, state: r.state, n: Number(r.n) })),
+      rows: rows.map((r) => ({ queue: r.queue, state: r.state, n: Number(r.n), retrying: Number(r.retrying) })),
     };
   })();
   countsCache.set(db, { at: now, value });
@@ -40,24 +43,10 @@ export function invalidateCounts(db: Db): void {
   countsCache.delete(db);
 }
 
+/** The overview's figures besides the chart (lib/console/series.ts): keys now, jobs by queue and state. */
 export async function overview(db: Db): Promise<OverviewDto> {
-  const hourAgo = Date.now() - 3_600_000;
-  const [counts, accepted, replayed, conflicts, live, expiring, expired, clock] = await Promise.all([
+  const [counts, live, expiring, expired, clock] = await Promise.all([
     stateCounts(db),
-    // Jobs accepted in the last hour: a primary-key range (ids are UUIDv7).
-    cappedCount(db, "workhorse.job where id >= $1::uuid", [uuidv7Floor(hourAgo)], COUNT_CAP),
-    cappedCount(
-      db,
-      "workhorse.enqueue_observation where at >= now() - interval '1 hour' and outcome = 'replayed'",
-      [],
-      COUNT_CAP,
-    ),
-    cappedCount(
-      db,
-      "workhorse.enqueue_observation where at >= now() - interval '1 hour' and outcome = 'conflict'",
-      [],
-      COUNT_CAP,
-    ),
     cappedCount(db, "workhorse.key_binding where expires_at > now()", [], COUNT_CAP),
     cappedCount(
       db,
@@ -82,29 +71,8 @@ export async function overview(db: Db): Promise<OverviewDto> {
     countsAsOf: counts.asOf,
     byQueue: [...byQueueMap.values()],
     byState,
-    lastHour: { accepted, replayed, conflicts },
     liveBindings: live,
     expiringWithinHour: expiring,
     expiredAwaitingCleanup: expired,
   };
-}
-
-/** Queues with their pending (ready + scheduled) jobs, for per-queue purge. Uses the partial pending index. */
-export async function queueSummaries(db: Db): Promise<{ now: string; queues: QueueSummaryDto[] }> {
-  const counts = await stateCounts(db);
-  const names = [...new Set(counts.rows.map((r) => r.queue))].sort();
-  const queues = await Promise.all(
-    names.map(async (queue): Promise<QueueSummaryDto> => {
-      const [pending, next] = await Promise.all([
-        cappedCount(db, "workhorse.job where queue = $1 and state in ('scheduled', 'ready')", [queue], COUNT_CAP),
-        db.query<{ run_at: Date }>(
-          "select run_at from workhorse.job where queue = $1 and state in ('scheduled', 'ready') order by run_at limit 1",
-          [queue],
-        ),
-      ]);
-      return { queue, pending, nextRunAt: next.rows[0] ? iso(next.rows[0].run_at) : null };
-    }),
-  );
-  const { rows } = await db.query<{ now: Date }>("select now() as now");
-  return { now: iso(rows[0]?.now ?? new Date()), queues };
 }

@@ -23,6 +23,14 @@ export interface JobRowDto {
   tags: string[];
   runAt: string;
   createdAt: string;
+  /** An error is recorded (last_error): with state scheduled, the job is retrying. */
+  hasError: boolean;
+}
+
+/** A count for a tab: exact, or the planner's estimate. */
+export interface TabCount {
+  value: number;
+  estimated: boolean;
 }
 
 export interface Page<T> {
@@ -127,16 +135,9 @@ export interface OverviewDto {
   countsAsOf: string;
   byQueue: { queue: string; counts: Partial<Record<JobStateName, number>>; total: number }[];
   byState: Partial<Record<JobStateName, number>>;
-  lastHour: { accepted: CappedCount; replayed: CappedCount; conflicts: CappedCount };
   liveBindings: CappedCount;
   expiringWithinHour: CappedCount;
   expiredAwaitingCleanup: CappedCount;
-}
-
-export interface QueueSummaryDto {
-  queue: string;
-  pending: CappedCount;
-  nextRunAt: string | null;
 }
 
 export interface MaintenanceRunDto {
@@ -153,4 +154,80 @@ export interface MaintenanceDto {
   runs: MaintenanceRunDto[];
   expiredAwaitingCleanup: CappedCount;
   oldestExpiredAt: string | null;
+}
+
+export const SERIES_WINDOWS = ["1h", "24h"] as const;
+export type SeriesWindow = (typeof SERIES_WINDOWS)[number];
+
+/** One minute of the health chart. `t` is the minute's start (ISO, UTC). */
+export interface SeriesPoint {
+  t: string;
+  accepted: number;
+  replayed: number;
+  conflicts: number;
+  succeeded: number;
+  failed: number;
+}
+
+export type SeriesName = Exclude<keyof SeriesPoint, "t">;
+
+export interface SeriesDto {
+  window: SeriesWindow;
+  queue: string | null;
+  now: string;
+  points: SeriesPoint[];
+  totals: Record<SeriesName, number>;
+}
+
+export interface DigestLookupDto {
+  digest: string;
+  bindings: { binding: BindingDto; job: { state: JobStateName; queue: string; type: string } | null }[];
+  /** False when there were more scopes than the walk visits (see lib/console/digest.ts). */
+  scopesSearchedAll: boolean;
+  observations: ObservationDto[];
+  /** False when the observation search hit its time limit. */
+  observationsComplete: boolean;
+  now: string;
+}
+
+export interface QueueHealthDto {
+  queue: string;
+  /** Jobs by state (as of the shared state counts, at most 15 s old). */
+  counts: Partial<Record<JobStateName, number>>;
+  /** Scheduled jobs with an error: a failed attempt waiting for its retry. Part of counts.scheduled. */
+  retrying: number;
+  total: number;
+  /** Ready plus scheduled, counted now. */
+  pending: CappedCount;
+  /** Run time of the oldest job that is due and not started: its age is the queue's latency. */
+  oldestDueAt: string | null;
+  /** The soonest run time still in the future. */
+  nextRunAt: string | null;
+  /** Due for longer than OVERDUE_AFTER_MS and not started. */
+  overdue: CappedCount;
+  /** Active jobs whose lease has lapsed (their worker stopped renewing; another will run them). */
+  lapsedLeases: number;
+  lastHour: { succeeded: number; failed: number };
+  /** failed / (succeeded + failed) over the last hour, or null when nothing finished. */
+  failureRate: number | null;
+}
+
+export interface WorkerDto {
+  /** The worker id (the part of the lease owner before `~`). */
+  worker: string;
+  /** Active jobs it holds a lease on. */
+  jobs: number;
+  queues: string[];
+  /** Up to five of those jobs, longest running first. */
+  jobIds: string[];
+  /** The latest lease expiry: the worker renewed a lease until then (its last heartbeat). */
+  leaseUntil: string;
+  oldestStart: string | null;
+  /** How many of its leases have lapsed (the worker stopped renewing them). */
+  lapsed: number;
+}
+
+export interface WorkersDto {
+  now: string;
+  workers: WorkerDto[];
 }

@@ -52,7 +52,7 @@ export default async function BindingsPage({ searchParams }: { searchParams: Sea
         clearHref={`/bindings?status=${f.status}`}
       >
         <input type="hidden" name="status" value={f.status} />
-        <FilterText id="b-scope" name="scope" label="Scope" value={f.scope} />
+        <FilterText id="b-scope" name="scope" label="Scope starts with" value={f.scope} />
         <FilterSelect id="b-mode" name="mode" label="Mode" value={f.mode} options={BINDING_MODES} />
       </FilterForm>
       <BindingsTable initial={page} query={query} filtered={!!(f.scope || f.mode)} />

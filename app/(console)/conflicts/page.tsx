@@ -1,7 +1,7 @@
 import type { Metadata } from "next";
 import { FilterForm, FilterSelect, FilterText } from "@/components/filter-form";
 import { ObservationsTable } from "@/components/observations-table";
-import { PageHeader } from "@/components/ui";
+import { Badge, PageHeader } from "@/components/ui";
 import { consolePool } from "@/lib/console/db";
 import { parseObservationFilters, TIME_WINDOWS, toQuery } from "@/lib/console/filters";
 import { listObservations } from "@/lib/console/observations";
@@ -19,22 +19,53 @@ const WINDOW_LABELS: Record<string, string> = {
   "7d": "Last 7 days",
 };
 
+/** What each outcome means, next to the log that shows them. */
+const OUTCOME_HELP: [string, string][] = [
+  ["replayed", "the same request again: answered with the existing job, nothing written"],
+  ["conflict", "the key was reused for different work: refused, naming the fields that differ"],
+  ["coalesced", "debounce: folded into a pending job (once the core supports debounce)"],
+  ["non_replaceable", "debounce: the pending job could no longer be replaced"],
+];
+
 export default async function ConflictsPage({ searchParams }: { searchParams: Search }) {
   await requireViewer();
   const f = parseObservationFilters(await searchParams);
   const page = await listObservations(await consolePool(), f);
-  const query = toQuery({ outcome: f.outcome, scope: f.scope, queue: f.queue, since: f.since, after: f.after });
-  const filtered = !!(f.outcome || f.scope || f.queue || f.since);
+  const minute = (d: Date | undefined) => d?.toISOString().slice(0, 16);
+  const query = toQuery({
+    outcome: f.outcome,
+    scope: f.scope,
+    queue: f.queue,
+    type: f.type,
+    digest: f.digest,
+    since: f.since,
+    from: minute(f.from),
+    to: minute(f.to),
+    after: f.after,
+  });
+  const filtered = !!(f.outcome || f.scope || f.queue || f.type || f.digest || f.since || f.from || f.to);
   return (
     <>
       <PageHeader
         title="Conflicts & replays"
         description="Every repeated request the queue answered with an existing job (replayed), and every key reused for different work (conflict), with the fields and payload paths that differed. Newest first."
       />
+      <dl className="mb-4 grid gap-x-4 gap-y-1 text-sm sm:grid-cols-2">
+        {OUTCOME_HELP.map(([o, text]) => (
+          <div key={o} className="flex gap-2">
+            <dt>
+              <Badge>{o}</Badge>
+            </dt>
+            <dd className="text-slate-700">{text}</dd>
+          </div>
+        ))}
+      </dl>
       <FilterForm action="/conflicts" label="Filter observations" columns={5} filtered={filtered}>
         <FilterSelect id="o-outcome" name="outcome" label="Outcome" value={f.outcome} options={OBSERVATION_OUTCOMES} />
-        <FilterText id="o-scope" name="scope" label="Scope" value={f.scope} />
-        <FilterText id="o-queue" name="queue" label="Queue" value={f.queue} />
+        <FilterText id="o-scope" name="scope" label="Scope starts with" value={f.scope} />
+        <FilterText id="o-queue" name="queue" label="Queue starts with" value={f.queue} />
+        <FilterText id="o-type" name="type" label="Type starts with" value={f.type} />
+        <FilterText id="o-digest" name="digest" label="Key digest" value={f.digest} />
         <FilterSelect
           id="o-since"
           name="since"
@@ -43,8 +74,10 @@ export default async function ConflictsPage({ searchParams }: { searchParams: Se
           anyLabel="Any time"
           options={Object.keys(TIME_WINDOWS).map((w) => [w, WINDOW_LABELS[w] ?? w] as const)}
         />
+        <FilterText id="o-from" name="from" label="From (UTC)" type="datetime-local" value={minute(f.from)} />
+        <FilterText id="o-to" name="to" label="To (UTC)" type="datetime-local" value={minute(f.to)} />
       </FilterForm>
-      <ObservationsTable initial={page} query={query} filtered={filtered} />
+      <ObservationsTable key={query} initial={page} query={query} filtered={filtered} />
     </>
   );
 }

@@ -1,19 +1,72 @@
 import type { Metadata } from "next";
+import { DigestResult } from "@/components/digest-result";
 import { FindKeyForm } from "@/components/find-key-form";
-import { PageHeader } from "@/components/ui";
+import { buttonClass, Card, Field, inputClass, Notice, PageHeader } from "@/components/ui";
+import { consolePool } from "@/lib/console/db";
+import { DIGEST_RE, lookupDigest } from "@/lib/console/digest";
 import { requireViewer } from "@/lib/console/session";
 
 export const metadata: Metadata = { title: "Find by key" };
 
-export default async function FindPage() {
+export default async function FindPage({ searchParams }: { searchParams: Promise<Record<string, string | string[]>> }) {
   await requireViewer();
+  const sp = await searchParams;
+  const raw = ((Array.isArray(sp.digest) ? sp.digest[0] : sp.digest) ?? "")
+    .replace(/\p{Cc}/gu, "")
+    .trim()
+    .toLowerCase();
+  const digest = DIGEST_RE.test(raw) ? raw : null;
+  const result = digest ? await lookupDigest(await consolePool(), digest) : null;
   return (
     <>
       <PageHeader
         title="Find a job by key"
-        description="For support: paste the idempotency key a customer's request used. The lookup is a POST; the key is hashed on the server and never appears in a URL, a page or a log."
+        description="For support: paste the idempotency key a customer's request used, or the 12-character key digest an application logged. The key lookup is a POST; the key is hashed on the server and never appears in a URL, a page or a log."
       />
-      <FindKeyForm />
+      <div className="space-y-6">
+        {raw ? null : <FindKeyForm />}
+        <section aria-labelledby="by-digest" className="space-y-4">
+          <h2 id="by-digest" className="text-base font-semibold text-slate-900">
+            By key digest
+          </h2>
+          <form method="get" action="/find" aria-label="Find by key digest">
+            <Card>
+              <div className="flex flex-wrap items-end gap-3">
+                <div className="w-full max-w-xs">
+                  <Field
+                    label="Key digest"
+                    name="digest"
+                    hint="12 hex characters, e.g. from EnqueueIdempotencyConflictError.keyDigest"
+                    error={raw && !digest ? "A key digest is 12 hex characters (0-9, a-f)." : undefined}
+                  >
+                    <input
+                      id="digest"
+                      name="digest"
+                      defaultValue={raw.slice(0, 64)}
+                      className={`${inputClass} font-mono`}
+                      autoComplete="off"
+                      spellCheck={false}
+                      inputMode="text"
+                      aria-invalid={raw !== "" && !digest}
+                    />
+                  </Field>
+                </div>
+                <button type="submit" className={buttonClass}>
+                  Look up digest
+                </button>
+              </div>
+            </Card>
+          </form>
+          {result ? (
+            <DigestResult data={result} />
+          ) : raw && !digest ? (
+            <Notice tone="error" role="alert">
+              That is not a key digest: enter the 12 hex characters an application logged.
+            </Notice>
+          ) : null}
+        </section>
+        {raw ? <FindKeyForm /> : null}
+      </div>
     </>
   );
 }

@@ -1,14 +1,14 @@
 import type { Metadata } from "next";
 import Link from "next/link";
 import { redirect } from "next/navigation";
-import { FilterForm, FilterSelect, FilterText } from "@/components/filter-form";
+import { FilterForm, FilterText } from "@/components/filter-form";
 import { JobsTable } from "@/components/jobs-table";
+import { StateTabs } from "@/components/state-tabs";
 import { buttonClass, inputClass, Notice, PageHeader, secondaryButtonClass } from "@/components/ui";
 import { consolePool } from "@/lib/console/db";
 import { parseJobFilters, toQuery, UUID_RE } from "@/lib/console/filters";
-import { listJobs } from "@/lib/console/jobs";
+import { listJobs, stateTabCounts } from "@/lib/console/jobs";
 import { requireViewer } from "@/lib/console/session";
-import { JOB_STATES } from "@/lib/console/types";
 
 export const metadata: Metadata = { title: "Jobs" };
 
@@ -29,14 +29,15 @@ export default async function JobsPage({ searchParams }: { searchParams: Search 
     }
   }
   const f = parseJobFilters(sp);
-  const page = await listJobs(pool, f);
-  const query = toQuery({ queue: f.queue, type: f.type, state: f.state, tag: f.tag, after: f.after, before: f.before });
-  const filtered = !!(f.queue || f.type || f.state || f.tag);
+  const [page, tabs] = await Promise.all([listJobs(pool, f), stateTabCounts(pool, f)]);
+  const base = { queue: f.queue, type: f.type, tag: f.tag, error: f.error ? "1" : undefined };
+  const query = toQuery({ ...base, state: f.state, after: f.after, before: f.before });
+  const filtered = !!(f.queue || f.type || f.state || f.tag || f.error);
   return (
     <>
       <PageHeader
         title="Jobs"
-        description="Newest first. Filter by queue, type, state or tag, or open a job by its id."
+        description="Newest first. Filter by queue, type or tag (each matches names that start with what you type), pick a state, or open a job by its id."
         actions={
           viewer.readOnly ? undefined : (
             <Link className={secondaryButtonClass} href="/enqueue">
@@ -64,12 +65,26 @@ export default async function JobsPage({ searchParams }: { searchParams: Search 
         </div>
       ) : null}
       <FilterForm action="/jobs" label="Filter jobs" columns={5} filtered={filtered}>
-        <FilterText id="f-queue" name="queue" label="Queue" value={f.queue} />
-        <FilterText id="f-type" name="type" label="Type" value={f.type} />
-        <FilterSelect id="f-state" name="state" label="State" value={f.state} options={JOB_STATES} />
-        <FilterText id="f-tag" name="tag" label="Tag" value={f.tag} />
+        <FilterText id="f-queue" name="queue" label="Queue starts with" value={f.queue} />
+        <FilterText id="f-type" name="type" label="Type starts with" value={f.type} />
+        <FilterText id="f-tag" name="tag" label="Tag starts with" value={f.tag} />
+        {f.state ? <input type="hidden" name="state" value={f.state} /> : null}
+        <div className="flex items-center gap-2 self-center sm:pt-6">
+          <input
+            id="f-error"
+            name="error"
+            type="checkbox"
+            value="1"
+            defaultChecked={f.error}
+            className="h-4 w-4 accent-blue-700"
+          />
+          <label htmlFor="f-error" className="text-sm font-medium text-slate-900">
+            Has error
+          </label>
+        </div>
       </FilterForm>
-      <JobsTable initial={page} query={query} filtered={filtered} />
+      <StateTabs counts={tabs.counts} current={f.state} hrefFor={(state) => `/jobs${toQuery({ ...base, state })}`} />
+      <JobsTable key={query} initial={page} query={query} filtered={filtered} />
     </>
   );
 }

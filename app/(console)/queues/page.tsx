@@ -3,7 +3,7 @@ import { PurgeDialog } from "@/components/purge-dialog";
 import { QueuesLive } from "@/components/queues-live";
 import { PageHeader } from "@/components/ui";
 import { consolePool } from "@/lib/console/db";
-import { queueSummaries } from "@/lib/console/overview";
+import { queueHealth } from "@/lib/console/queues";
 import { requireViewer } from "@/lib/console/session";
 import { purgeQueueAction } from "../jobs/actions";
 
@@ -11,7 +11,7 @@ export const metadata: Metadata = { title: "Queues" };
 
 export default async function QueuesPage() {
   const viewer = await requireViewer();
-  const data = await queueSummaries(await consolePool());
+  const data = await queueHealth(await consolePool());
   const purge = viewer.readOnly
     ? null
     : Object.fromEntries(
@@ -33,8 +33,8 @@ export default async function QueuesPage() {
         title="Queues"
         description={
           viewer.readOnly
-            ? "Pending work per queue."
-            : "Pending work per queue. Purging a queue removes its ready and scheduled jobs and releases the keys they own."
+            ? "Per queue: what waits, what runs, how long the oldest due job has waited (latency), and the last hour's results."
+            : "Per queue: what waits, what runs, how long the oldest due job has waited (latency), and the last hour's results. Purging a queue removes its ready and scheduled jobs and releases the keys they own."
         }
       />
       <QueuesLive initial={data} purge={purge} />

@@ -1,8 +1,14 @@
+import type { NextRequest } from "next/server";
 import { jsonRead } from "@/lib/console/api";
-import { queueSummaries } from "@/lib/console/overview";
+import { parseQueueName } from "@/lib/console/filters";
+import { queueHealth } from "@/lib/console/queues";
 
 export const dynamic = "force-dynamic";
 
-export function GET() {
-  return jsonRead((db) => queueSummaries(db));
+/** Every queue's health, or one queue's with `?queue=`. */
+export function GET(req: NextRequest) {
+  const raw = req.nextUrl.searchParams.get("queue");
+  const queue = raw === null ? undefined : (parseQueueName(raw) ?? "");
+  if (queue === "") return Response.json({ error: "Not a queue name." }, { status: 400 });
+  return jsonRead((db) => queueHealth(db, queue));
 }

@@ -1,0 +1,95 @@
+import "server-only";
+import type pg from "pg";
+import { BINDING_COLUMNS, type BindingRow, bindingDto } from "./jobs";
+import { type ObservationRow, observationDto } from "./observations";
+import { iso } from "./sql";
+import type { DigestLookupDto, JobStateName } from "./types";
+
+/** A key digest: the first 12 hex characters of the key's SHA-256 (what errors and logs carry). */
+export const DIGEST_RE = /^[0-9a-f]{12}$/;
+
+/** How long the observation search (no index on the digest) may take before we say so. */
+export const DIGEST_SEARCH_TIMEOUT_MS = 500;
+/** Scopes walked for bindings; beyond this the answer says the search stopped. */
+export const DIGEST_MAX_SCOPES = 1000;
+
+/**
+ * Everything the console knows under one key digest, across scopes:
+ * - live and expired bindings whose key hash starts with the digest. The binding's primary key is
+ *   (scope, key_hash): the scopes are walked with a recursive "skip scan" over that index (one index
+ *   probe per scope) and each scope is a key_hash range probe, so no table scan;
+ * - the jobs those bindings hold (state, queue, type);
+ * - the newest observations (replays, conflicts) under the digest. That column has no index, so the
+ *   search runs read-only under a statement timeout and the answer says when it was cut short.
+ * Six bytes of digest can, rarely, match two keys: every binding found is listed with its scope.
+ */
+export async function lookupDigest(pool: pg.Pool, digest: string): Promise<DigestLookupDto> {
+  const lo = Buffer.concat([Buffer.from(digest, "hex"), Buffer.alloc(26, 0)]);
+  const hi = Buffer.concat([Buffer.from(digest, "hex"), Buffer.alloc(26, 0xff)]);
+  const [bindings, observations] = await Promise.all([
+    pool.query<
+      BindingRow & {
+        job_state: JobStateName | null;
+        job_queue: string | null;
+        job_type: string | null;
+        scopes: string;
+        now: Date;
+      }
+    >(
+      `with recursive scopes(scope, n) as (
+         (select scope, 1 from workhorse.key_binding order by scope limit 1)
+         union all
+         select (select b.scope from workhorse.key_binding b where b.scope > s.scope order by b.scope limit 1),
+                s.n + 1
+           from scopes s where s.scope is not null and s.n < $3
+       )
+       select x.*, j.state as job_state, j.queue as job_queue, j.type as job_type,
+              (select count(*) from scopes where scope is not null)::text as scopes, now() as now
+         from scopes s
+        cross join lateral (
+          select ${BINDING_COLUMNS} from workhorse.key_binding b
+           where b.scope = s.scope and b.key_hash between $1::bytea and $2::bytea
+        ) x
+         left join workhorse.job j on j.id = x.job_id
+        where s.scope is not null
+        order by x.created_at desc
+        limit 50`,
+      [lo, hi, DIGEST_MAX_SCOPES],
+    ),
+    searchObservations(pool, digest),
+  ]);
+  const first = bindings.rows[0];
+  return {
+    digest,
+    bindings: bindings.rows.map((r) => ({
+      binding: bindingDto(r),
+      job: r.job_state ? { state: r.job_state, queue: r.job_queue ?? "", type: r.job_type ?? "" } : null,
+    })),
+    scopesSearchedAll: first ? Number(first.scopes) < DIGEST_MAX_SCOPES : true,
+    observations: observations.rows,
+    observationsComplete: observations.complete,
+    now: iso(first?.now ?? new Date()),
+  };
+}
+
+async function searchObservations(pool: pg.Pool, digest: string) {
+  const client = await pool.connect();
+  try {
+    await client.query("begin read only");
+    await client.query(`set local statement_timeout = ${DIGEST_SEARCH_TIMEOUT_MS}`);
+    try {
+      const { rows } = await client.query<ObservationRow>(
+        "select * from workhorse.enqueue_observation where key_digest = $1 order by id desc limit 20",
+        [digest],
+      );
+      await client.query("commit");
+      return { rows: rows.map(observationDto), complete: true };
+    } catch (err) {
+      await client.query("rollback").catch(() => {});
+      if ((err as { code?: string }).code === "57014") return { rows: [], complete: false };
+      throw err;
+    }
+  } finally {
+    client.release();
+  }
+}

@@ -1,0 +1,282 @@
+// The console's health read models (lib/console/series.ts, queue health, state tabs) against real
+// PostgreSQL, with jobs enqueued and run through lib/enqueue.
+import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
+import { EnqueueIdempotencyConflictError, Worker } from "../lib/enqueue";
+import { setupQueueTests } from "./helpers";
+
+vi.mock("server-only", () => ({}));
+
+const { series, invalidateSeries, SERIES_MINUTES } = await import("@/lib/console/series");
+const { parseSeriesParams } = await import("@/lib/console/filters");
+
+const t = setupQueueTests();
+beforeAll(() => t.ready());
+
+const workers: Worker[] = [];
+afterAll(async () => {
+  await Promise.all(workers.map((w) => w.stop({ graceMs: 0 })));
+});
+
+async function until(what: string, fn: () => Promise<boolean>, ms = 15_000) {
+  const end = Date.now() + ms;
+  while (!(await fn())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+describe("per-minute series", () => {
+  test("counts accepted, replayed, conflicts, succeeded and failed per queue and overall", async () => {
+    const q = t.queue();
+    const key = { key: "health-order-1", scope: "health" };
+    await q.enqueue("h.ok", { n: 1 }, { queue: "health-a", idempotency: key });
+    await q.enqueue("h.ok", { n: 1 }, { queue: "health-a", idempotency: key }); // replayed
+    await expect(q.enqueue("h.ok", { n: 2 }, { queue: "health-a", idempotency: key })).rejects.toBeInstanceOf(
+      EnqueueIdempotencyConflictError,
+    );
+    await q.enqueue("h.ok", { n: 3 }, { queue: "health-a" });
+    await q.enqueue("h.bad", { n: 4 }, { queue: "health-a", maxAttempts: 1 });
+    await q.enqueue("h.ok", { n: 5 }, { queue: "health-b" });
+    await q.close(); // flushes the observation log
+
+    const w = new Worker({
+      pool: t.pool,
+      queues: ["health-a"],
+      pollIntervalMs: 25,
+      reapIntervalMs: 0,
+      onError: () => {},
+      handlers: {
+        "h.ok": () => ({ ok: true }),
+        "h.bad": () => {
+          throw new Error("boom");
+        },
+      },
+    });
+    workers.push(w);
+    await w.start();
+    await until("queue health-a finished", async () => {
+      const n = await t.count("job", "queue = 'health-a' and finished_at is not null");
+      return n === 3;
+    });
+    await w.stop({ graceMs: 0 });
+
+    const a = await series(t.pool, "1h", "health-a");
+    expect(a.window).toBe("1h");
+    expect(a.queue).toBe("health-a");
+    expect(a.points).toHaveLength(SERIES_MINUTES["1h"]);
+    expect(a.totals).toEqual({ accepted: 3, replayed: 1, conflicts: 1, succeeded: 2, failed: 1 });
+    // Points are consecutive minutes ending with the current one.
+    const times = a.points.map((p) => Date.parse(p.t));
+    expect(times.every((x, i) => i === 0 || x - (times[i - 1] as number) === 60_000)).toBe(true);
+    expect(Date.parse(a.now) - (times.at(-1) as number)).toBeLessThan(60_000);
+
+    const b = await series(t.pool, "1h", "health-b");
+    expect(b.totals).toEqual({ accepted: 1, replayed: 0, conflicts: 0, succeeded: 0, failed: 0 });
+
+    const day = await series(t.pool, "24h", "health-a");
+    expect(day.points).toHaveLength(SERIES_MINUTES["24h"]);
+    expect(day.totals).toEqual(a.totals);
+  });
+
+  test("a minute older than the window is left out; settled minutes are served from memory", async () => {
+    const q = t.queue();
+    const id = await q.enqueue("h.old", {}, { queue: "health-old" });
+    // Two hours back: in the 24 h window, outside the hour.
+    await t.sql(
+      "update workhorse.job set created_at = now() - interval '2 hours', state = 'succeeded', finished_at = now() - interval '2 hours' where id = $1",
+      [id],
+    );
+    invalidateSeries(t.pool);
+    const none = { accepted: 0, replayed: 0, conflicts: 0, succeeded: 0, failed: 0 };
+    expect((await series(t.pool, "1h", "health-old")).totals).toEqual(none);
+    const day = await series(t.pool, "24h", "health-old");
+    expect(day.totals).toEqual({ ...none, accepted: 1, succeeded: 1 });
+    const minute = day.points.find((p) => p.succeeded === 1);
+    expect(minute?.accepted).toBe(1);
+    // Settled: a change to an old minute is not read again by this process.
+    await t.sql("update workhorse.job set state = 'failed' where id = $1", [id]);
+    expect((await series(t.pool, "24h", "health-old")).totals.succeeded).toBe(1);
+    invalidateSeries(t.pool);
+    expect((await series(t.pool, "24h", "health-old")).totals).toEqual({ ...none, accepted: 1, failed: 1 });
+  });
+
+  test("series parameters: unknown windows and control characters fall back to defaults", () => {
+    expect(parseSeriesParams(new URLSearchParams("window=24h&queue=billing"))).toEqual({
+      window: "24h",
+      queue: "billing",
+    });
+    expect(parseSeriesParams(new URLSearchParams("window=7d&queue=a%00b"))).toEqual({ window: "1h", queue: null });
+  });
+});
+
+describe("find by key digest", () => {
+  test("finds the binding in every scope, its job and its observations; unknown digests find nothing", async () => {
+    const { lookupDigest } = await import("@/lib/console/digest");
+    const q = t.queue();
+    const key = { key: "digest-order-77", scope: "digest-shop" };
+    const id = await q.enqueue("d.capture", { amount: 1 }, { queue: "digest-q", idempotency: key });
+    await q.enqueue("d.capture", { amount: 1 }, { queue: "digest-q", idempotency: key });
+    await expect(q.enqueue("d.capture", { amount: 2 }, { queue: "digest-q", idempotency: key })).rejects.toThrow();
+    await q.enqueue("d.other", {}, { queue: "digest-q", idempotency: { key: "another-key", scope: "digest-shop" } });
+    // The installation's keyed digest (HMAC), as the console shows it.
+    const { keyDigest: digest } = await q.describeKey(key);
+    await q.close();
+
+    const found = await lookupDigest(t.pool, digest);
+    expect(found.digest).toBe(digest);
+    expect(found.bindings).toHaveLength(1);
+    expect(found.bindings[0]?.binding).toMatchObject({
+      scope: "digest-shop",
+      keyDigest: digest,
+      jobId: id,
+      expired: false,
+    });
+    expect(found.bindings[0]?.job).toEqual({ state: "ready", queue: "digest-q", type: "d.capture" });
+    expect(found.observationsComplete).toBe(true);
+    expect(found.observations.map((o) => o.outcome)).toEqual(["conflict", "replayed"]);
+    expect(found.observations.every((o) => o.keyDigest === digest && o.jobId === id)).toBe(true);
+    expect(found.scopesSearchedAll).toBe(true);
+
+    const none = await lookupDigest(t.pool, "000000000000");
+    expect(none.bindings).toEqual([]);
+    expect(none.observations).toEqual([]);
+  });
+});
+
+describe("jobs: state tabs, retrying, prefixes; queue health", () => {
+  test("tab counts, retrying jobs and the has-error filter; queue, type and tag match by prefix", async () => {
+    const { listJobs, stateTabCounts } = await import("@/lib/console/jobs");
+    const { invalidateCounts } = await import("@/lib/console/overview");
+    const q = t.queue();
+    const a = await q.enqueue("invoice.capture", {}, { queue: "tabs-invoice-eu", tags: ["vip-gold"] });
+    const b = await q.enqueue("invoice.refund", {}, { queue: "tabs-invoice-us" });
+    const c = await q.enqueue("email.send", {}, { queue: "tabs-invoice-us", runAt: new Date(Date.now() + 3_600_000) });
+    // b failed an attempt and waits for its retry.
+    await t.sql(
+      `update workhorse.job set state = 'scheduled', attempt = 1, run_at = now() + interval '1 minute',
+              last_error = '{"name":"Error","message":"boom"}' where id = $1`,
+      [b],
+    );
+    invalidateCounts(t.pool);
+    const ids = async (f: Parameters<typeof listJobs>[1]) => (await listJobs(t.pool, f)).rows.map((r) => r.id);
+    expect(await ids({ queue: "tabs-invoice" })).toEqual([c, b, a]);
+    expect(await ids({ queue: "tabs-invoice-eu" })).toEqual([a]);
+    expect(await ids({ queue: "tabs", type: "invoice" })).toEqual([b, a]);
+    expect(await ids({ queue: "tabs", tag: "vip" })).toEqual([a]);
+    expect(await ids({ queue: "tabs_invoice" })).toEqual([]); // "_" is literal, not a wildcard
+    expect(await ids({ queue: "tabs", state: "retrying" })).toEqual([b]);
+    expect(await ids({ queue: "tabs", error: true })).toEqual([b]);
+    const rows = (await listJobs(t.pool, { queue: "tabs" })).rows;
+    expect(rows.map((r) => [r.state, r.hasError])).toEqual([
+      ["scheduled", false],
+      ["scheduled", true],
+      ["ready", false],
+    ]);
+
+    // Queue filter only: from the shared state counts, summed over queues with the prefix.
+    const byQueue = await stateTabCounts(t.pool, { queue: "tabs-invoice" });
+    expect(byQueue.counts.all).toEqual({ value: 3, estimated: false });
+    expect(byQueue.counts.scheduled).toEqual({ value: 2, estimated: false });
+    expect(byQueue.counts.ready).toEqual({ value: 1, estimated: false });
+    expect(byQueue.counts.retrying).toEqual({ value: 1, estimated: false });
+    expect(byQueue.counts.failed).toEqual({ value: 0, estimated: false });
+    // Other filters: one exact grouped count (few rows match).
+    const byType = await stateTabCounts(t.pool, { queue: "tabs", type: "invoice." });
+    expect(byType.counts.all).toEqual({ value: 2, estimated: false });
+    expect(byType.counts.scheduled.value).toBe(1);
+    expect(byType.counts.retrying.value).toBe(1);
+    expect(byType.counts.ready.value).toBe(1);
+  });
+
+  test("queue health: depth by state, latency, overdue jobs, lapsed leases, last hour's failure rate", async () => {
+    const { queueHealth } = await import("@/lib/console/queues");
+    const { invalidateCounts } = await import("@/lib/console/overview");
+    const q = t.queue();
+    const late = await q.enqueue("qh.job", {}, { queue: "qh" });
+    await q.enqueue("qh.job", {}, { queue: "qh" });
+    const running = await q.enqueue("qh.job", {}, { queue: "qh" });
+    const ok = await q.enqueue("qh.job", {}, { queue: "qh" });
+    const bad = await q.enqueue("qh.job", {}, { queue: "qh" });
+    await q.enqueue("qh.job", {}, { queue: "qh", runAt: new Date(Date.now() + 600_000) });
+    await t.sql("update workhorse.job set run_at = now() - interval '5 minutes' where id = $1", [late]);
+    await t.sql(
+      `update workhorse.job set state = 'active', attempt = 1, lease_owner = 'w1~1',
+              lease_expires_at = now() - interval '40 seconds', started_at = now() - interval '1 minute' where id = $1`,
+      [running],
+    );
+    await t.sql("update workhorse.job set state = 'succeeded', finished_at = now() where id = $1", [ok]);
+    await t.sql(
+      `update workhorse.job set state = 'failed', finished_at = now(), last_error = '{"name":"Error"}' where id = $1`,
+      [bad],
+    );
+    invalidateCounts(t.pool);
+    const { now, queues } = await queueHealth(t.pool, "qh");
+    expect(queues).toHaveLength(1);
+    const h = queues[0];
+    expect(h?.counts).toEqual({ ready: 2, scheduled: 1, active: 1, succeeded: 1, failed: 1 });
+    expect(h?.total).toBe(6);
+    expect(h?.pending).toEqual({ value: 3, capped: false });
+    expect(h?.overdue).toEqual({ value: 1, capped: false });
+    expect(Date.parse(now) - Date.parse(h?.oldestDueAt ?? "")).toBeGreaterThanOrEqual(300_000);
+    expect(Date.parse(h?.nextRunAt ?? "") - Date.parse(now)).toBeGreaterThan(500_000);
+    expect(h?.lapsedLeases).toBe(1);
+    expect(h?.lastHour).toEqual({ succeeded: 1, failed: 1 });
+    expect(h?.failureRate).toBe(0.5);
+    expect(h?.retrying).toBe(0);
+  });
+});
+
+describe("sign-in return path", () => {
+  test("only same-site paths come back; everything else is refused", async () => {
+    const { safeReturnPath, signInHref } = await import("@/lib/console/return-to");
+    expect(safeReturnPath("/jobs/0193a1b2-0000-7000-8000-000000000001")).toBe(
+      "/jobs/0193a1b2-0000-7000-8000-000000000001",
+    );
+    expect(safeReturnPath("/jobs?queue=billing&state=ready")).toBe("/jobs?queue=billing&state=ready");
+    for (const bad of [
+      "//evil.example/x",
+      "/\\evil.example",
+      "https://evil.example/",
+      "javascript:alert(1)",
+      "jobs",
+      "/sign-in?next=/",
+      "/api/jobs",
+      "/a\u0000b",
+      "/a\tb",
+      "",
+      null,
+      42,
+    ]) {
+      expect(safeReturnPath(bad)).toBeNull();
+    }
+    expect(safeReturnPath("/%2F%2Fevil.example")).toBe("/%2F%2Fevil.example"); // a path on this site
+    expect(signInHref("/jobs?state=ready")).toBe("/sign-in?next=%2Fjobs%3Fstate%3Dready");
+    expect(signInHref("/")).toBe("/sign-in");
+    expect(signInHref("//evil.example")).toBe("/sign-in");
+  });
+});
+
+describe("workers from leases", () => {
+  test("groups active jobs by worker id, newest lease first, and counts lapsed leases", async () => {
+    const { listWorkers } = await import("@/lib/console/workers");
+    const q = t.queue();
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push(await q.enqueue("w.job", { i }, { queue: i === 2 ? "wk-b" : "wk-a" }));
+    const lease = (id: string, owner: string, secs: number) =>
+      t.sql(
+        `update workhorse.job set state = 'active', attempt = 1, lease_owner = $2, started_at = now(),
+                lease_expires_at = now() + $3::int * interval '1 second' where id = $1`,
+        [id, owner, secs],
+      );
+    await lease(ids[0] as string, "host/1/aaa~1", 30);
+    await lease(ids[1] as string, "host/1/aaa~2", -10);
+    await lease(ids[2] as string, "host/2/bbb~1", -5);
+    const { workers } = await listWorkers(t.pool);
+    const mine = workers.filter((w) => w.worker.startsWith("host/"));
+    expect(mine.map((w) => [w.worker, w.jobs, w.queues, w.lapsed])).toEqual([
+      ["host/1/aaa", 2, ["wk-a"], 1],
+      ["host/2/bbb", 1, ["wk-b"], 1],
+    ]);
+    expect([...(mine[0]?.jobIds ?? [])].sort()).toEqual([ids[0], ids[1]].sort());
+  });
+});
