@@ -12,7 +12,7 @@
  * next.config.js for every response, static files included.
  */
 import { type NextRequest, NextResponse } from "next/server";
-import { HOST_HEADER, isSameOrigin, PROTO_HEADER } from "./lib/console/request-info";
+import { HOST_HEADER, isSameOrigin, PATH_HEADER, PROTO_HEADER } from "./lib/console/request-info";
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
@@ -57,6 +57,8 @@ export function proxy(request: NextRequest): NextResponse {
   const requestHeaders = new Headers(request.headers);
   requestHeaders.set("x-nonce", nonce);
   requestHeaders.set("content-security-policy", csp);
+  // What was asked for, so a signed-out visitor is sent to sign-in and back here (a layout cannot see it).
+  requestHeaders.set(PATH_HEADER, `${request.nextUrl.pathname}${request.nextUrl.search}`);
   const response = NextResponse.next({ request: { headers: requestHeaders } });
   response.headers.set("content-security-policy", csp);
   if (https) response.headers.set("strict-transport-security", "max-age=31536000");

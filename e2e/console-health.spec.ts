@@ -90,8 +90,7 @@ test("find by key digest: the binding, its job and its replays; digests in table
     { queue: "e2e-digest", idempotency: { key, scope } },
   );
   await queue.enqueue("invoice.capture", { amount: 5 }, { queue: "e2e-digest", idempotency: { key, scope } });
-  // The installation's keyed digest (HMAC), as the console shows it.
-  const { keyDigest: digest } = await queue.describeKey({ key, scope });
+  const digest = (await queue.describeKey({ key, scope })).keyDigest;
 
   await signedIn.goto("/find");
   await signedIn.getByRole("textbox", { name: "Key digest" }).fill(digest.toUpperCase());

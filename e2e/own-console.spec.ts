@@ -143,7 +143,7 @@ test("changing the password ends every session made with the old one", async ({ 
     });
     const after = await get(console1.url);
     expect(after.status()).toBe(307);
-    expect(after.headers().location).toMatch(/\/sign-in$/);
+    expect(after.headers().location).toMatch(/\/sign-in\?next=%2Fjobs$/);
   } finally {
     await console1.stop();
   }

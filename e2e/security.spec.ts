@@ -266,7 +266,7 @@ test("signing out ends the session on the server: a copied cookie stops working"
   await expect(page).toHaveURL(/\/sign-in$/);
   const after = await copy.request.get("/jobs", { maxRedirects: 0 });
   expect(after.status()).toBe(307);
-  expect(after.headers().location).toMatch(/\/sign-in$/);
+  expect(after.headers().location).toMatch(/\/sign-in\?next=%2Fjobs$/); // back to /jobs after signing in again
   const api = await copy.request.get("/api/jobs");
   expect(api.status()).toBe(401);
   await copy.close();
@@ -293,7 +293,7 @@ test("Sessions lists who is signed in; 'sign out everywhere' ends them all and i
   await page.getByRole("button", { name: "Sign out everywhere" }).click();
   await expect(page).toHaveURL(/\/sign-in$/);
   await second.goto("/jobs");
-  await expect(second).toHaveURL(/\/sign-in$/);
+  await expect(second).toHaveURL(/\/sign-in\?next=%2Fjobs$/);
   await other.close();
 
   await page.getByLabel("Your name").fill("e2e-operator");

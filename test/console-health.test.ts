@@ -118,8 +118,7 @@ describe("find by key digest", () => {
     await q.enqueue("d.capture", { amount: 1 }, { queue: "digest-q", idempotency: key });
     await expect(q.enqueue("d.capture", { amount: 2 }, { queue: "digest-q", idempotency: key })).rejects.toThrow();
     await q.enqueue("d.other", {}, { queue: "digest-q", idempotency: { key: "another-key", scope: "digest-shop" } });
-    // The installation's keyed digest (HMAC), as the console shows it.
-    const { keyDigest: digest } = await q.describeKey(key);
+    const digest = (await q.describeKey(key)).keyDigest;
     await q.close();
 
     const found = await lookupDigest(t.pool, digest);

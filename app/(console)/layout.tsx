@@ -1,20 +1,15 @@
-import { redirect } from "next/navigation";
 import type { ReactNode } from "react";
 import { signOut } from "@/app/sign-in/actions";
 import { KeyboardShortcuts } from "@/components/keyboard-shortcuts";
 import { Nav } from "@/components/nav";
 import { ReadOnlyProvider } from "@/components/read-only";
 import { LiveIndicator } from "@/components/refresh-policy";
-import { SignInRedirect } from "@/components/sign-in-redirect";
-import { currentViewer } from "@/lib/console/session";
+import { requireViewer } from "@/lib/console/session";
 
 export const dynamic = "force-dynamic";
 
 export default async function ConsoleLayout({ children }: { children: ReactNode }) {
-  const r = await currentViewer();
-  if (r.status === "signed-out") return <SignInRedirect />;
-  if (r.status !== "ok") redirect("/sign-in");
-  const viewer = r.viewer;
+  const viewer = await requireViewer();
   return (
     <div className="min-h-screen">
       <header className="bg-chrome text-chrome-fg">

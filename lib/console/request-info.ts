@@ -16,6 +16,8 @@ export const CLIENT_ADDRESS_HEADER = "x-workhorse-client-address";
 export const PROTO_HEADER = "x-workhorse-proto";
 /** Host (and port) the browser addressed. */
 export const HOST_HEADER = "x-workhorse-host";
+/** Set by proxy.ts on every request (overwriting anything the client sent): the path and query asked for. */
+export const PATH_HEADER = "x-workhorse-path";
 
 const INTERNAL = [CLIENT_ADDRESS_HEADER, PROTO_HEADER, HOST_HEADER];
 const FORWARDED = [

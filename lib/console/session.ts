@@ -5,7 +5,8 @@ import { redirect } from "next/navigation";
 import { cache } from "react";
 import { consoleConfig, isLoopbackHost } from "./config";
 import { consolePool } from "./db";
-import { CLIENT_ADDRESS_HEADER, HOST_HEADER, isSameOrigin, PROTO_HEADER } from "./request-info";
+import { CLIENT_ADDRESS_HEADER, HOST_HEADER, isSameOrigin, PATH_HEADER, PROTO_HEADER } from "./request-info";
+import { signInHref } from "./return-to";
 import { lookupSession, passwordFingerprint, SESSION_MAX_MS, sessionRef } from "./sessions";
 
 /**
@@ -98,11 +99,15 @@ async function resolveViewer(): Promise<ViewerResult> {
 /** The signed-in viewer, looked up once per request. */
 export const currentViewer: () => Promise<ViewerResult> = cache(resolveViewer);
 
-/** For pages: the viewer, or a redirect to the sign-in page. */
+/**
+ * For pages and the console layout: the viewer, or a redirect (HTTP 307) to the sign-in page, which
+ * returns to the page asked for after signing in.
+ */
 export async function requireViewer(): Promise<Viewer> {
   const r = await currentViewer();
-  if (r.status !== "ok") redirect("/sign-in");
-  return r.viewer;
+  if (r.status === "ok") return r.viewer;
+  if (r.status === "signed-out") redirect(signInHref((await headers()).get(PATH_HEADER)));
+  redirect("/sign-in");
 }
 
 export type MutatorResult = { ok: true; actor: string; viewer: Viewer } | { ok: false; message: string };
