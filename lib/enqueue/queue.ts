@@ -102,8 +102,8 @@ export interface QueueOptions {
   /**
    * Keyed calls through the pool repeat themselves after connection loss or a retryable SQLSTATE
    * (`WorkhorseDatabaseError.retryable`): a keyed request is safe to repeat, so the caller sees one
-   * answer. `attempts` is how many times a call is tried in all (1..20, default 10); the wait between
-   * tries doubles from 25 ms up to `maxDelayMs` (0..60,000, default 2,000), with jitter. Never for
+   * answer. `attempts` is how many times a call is tried in all (1..20, default 12); the wait between
+   * tries doubles from 25 ms up to `maxDelayMs` (0..60,000, default 3,000), with jitter: up to about 15 s in all, as long as a restart may take. Never for
    * keyless requests (or a batch holding one), never inside `withClient` (the caller owns that
    * transaction). `false` turns it off. See `retryStats()`.
    */

@@ -590,8 +590,8 @@ export function parseMaintenanceOptions<T extends z.ZodType>(
 
 /** `Queue({ retry })`: how keyed calls through the pool repeat themselves (see QueueOptions.retry). */
 export const retryConfigSchema = z.strictObject({
-  attempts: z.number().int().min(1).max(20).default(10),
-  maxDelayMs: z.number().int().min(0).max(60_000).default(2000),
+  attempts: z.number().int().min(1).max(20).default(12),
+  maxDelayMs: z.number().int().min(0).max(60_000).default(3000),
 });
 
 export function parseRetryOption(input: unknown): false | { attempts: number; maxDelayMs: number } {
