@@ -55,12 +55,13 @@ export async function seed(pool: pg.Pool, n: number): Promise<Record<string, num
   // Binding g belongs to job g; odd g expired (oldest first), even g live for another 1..N/100 s.
   await time(
     "bindings",
-    `insert into workhorse.idempotency_binding (scope, key_hash, job_id, mode, key_preview, key_length, field_digests,
-                                                request_digest, ttl_ms, created_at, expires_at)
+    `insert into workhorse.key_binding (scope, key_hash, job_id, mode, key_preview, key_length, field_digests,
+                                        request_digest, ttl_ms, created_at, expires_at)
      select scope, sha256(convert_to(scope || chr(31) || k, 'UTF8')), id,
             case when g % 10 = 0 then 'throttle' when g % 10 = 1 then 'debounce' else 'idempotency' end,
             left(k, least(8, char_length(k) / 3)) || '…', char_length(k),
-            array_fill(left(md5(k), 16), array[11]), encode(sha256(convert_to(k, 'UTF8')), 'hex'), 86400000,
+            substring(sha512(convert_to(k, 'UTF8')) || sha256(convert_to(k, 'UTF8')) from 1 for 88),
+            sha256(convert_to(k, 'UTF8')), 86400000,
             exp - interval '1 day', exp
        from (select j.g, j.id, (array['invoice-capture', 'email-send', 'report-build', 'webhook'])[1 + j.g % 4] as scope,
                     'order-' || j.g as k,
@@ -68,6 +69,15 @@ export async function seed(pool: pg.Pool, n: number): Promise<Record<string, num
                          else now() + interval '1 hour' + j.g * interval '10 ms' end as exp
                from (${jobCte}) j) s`,
     [n],
+  );
+  // Each job carries its key (what purge, deletion and the job page use to find its binding).
+  await time(
+    "job keys",
+    `update workhorse.job j set key_scope = b.scope, key_hash = b.key_hash, key_mode = b.mode,
+            key_preview = b.key_preview, key_length = b.key_length, key_ttl_ms = b.ttl_ms,
+            request_digest = b.request_digest, enqueued_inline = true
+       from workhorse.key_binding b where b.job_id = j.id`,
+    [],
   );
   await time(
     "observations",
@@ -87,7 +97,7 @@ export async function seed(pool: pg.Pool, n: number): Promise<Record<string, num
     [Math.floor(n / 2)],
   );
   const t0 = performance.now();
-  await pool.query("vacuum (analyze) workhorse.job, workhorse.idempotency_binding, workhorse.enqueue_observation");
+  await pool.query("vacuum (analyze) workhorse.job, workhorse.key_binding, workhorse.enqueue_observation");
   timings.vacuumAnalyze = Math.round(performance.now() - t0);
   return timings;
 }
@@ -178,7 +188,7 @@ export async function readQueries(
   );
   const { rows: bindingCursors } = await pool.query<{ exp_us: string; job_id: string }>(
     `select (extract(epoch from expires_at) * 1000000)::bigint::text as exp_us, job_id
-       from workhorse.idempotency_binding tablesample system (1) where expires_at > now() limit 2000`,
+       from workhorse.key_binding tablesample system (1) where expires_at > now() limit 2000`,
   );
   const { rows: obsCursors } = await pool.query<{ id: string }>(
     "select id::text from workhorse.enqueue_observation tablesample system (2) limit 2000",
@@ -195,7 +205,7 @@ export async function readQueries(
       return queue.findBinding({ scope: SCOPES[g % 4] as string, key: `order-${g}` });
     },
     explain: {
-      text: "select * from workhorse.idempotency_binding b where b.scope = $1 and b.key_hash = sha256(convert_to($2, 'UTF8'))",
+      text: "select * from workhorse.key_binding b where b.scope = $1 and b.key_hash = sha256(convert_to($2, 'UTF8'))",
       values: ["email-send", `email-send\u001forder-${Math.min(n, 4001)}`],
     },
   };
@@ -267,7 +277,7 @@ export async function readQueries(
       q("bindings.live", "bindings page, live, soonest expiry first, keyset", (p) => {
         const c = at(bindingCursors, p);
         return page(
-          `select ${BINDING_COLUMNS} from workhorse.idempotency_binding
+          `select ${BINDING_COLUMNS} from workhorse.key_binding
             where expires_at > now()
               and (expires_at, job_id) > (timestamptz 'epoch' + $1::bigint * interval '1 microsecond', $2::uuid)
             order by expires_at, job_id limit 51`,
@@ -276,14 +286,14 @@ export async function readQueries(
       }),
       q("bindings.scope_mode", "bindings page, live, scope + mode = throttle (2.5 %)", () =>
         page(
-          `select ${BINDING_COLUMNS} from workhorse.idempotency_binding
+          `select ${BINDING_COLUMNS} from workhorse.key_binding
             where expires_at > now() and scope = $1 and mode = $2 order by expires_at, job_id limit 51`,
           ["invoice-capture", "throttle"],
         ),
       ),
       q("bindings.expired", "bindings page, expired awaiting cleanup", () =>
         page(
-          `select ${BINDING_COLUMNS} from workhorse.idempotency_binding where expires_at <= now()
+          `select ${BINDING_COLUMNS} from workhorse.key_binding where expires_at <= now()
             order by expires_at, job_id limit 51`,
           [],
         ),
@@ -386,7 +396,7 @@ export interface PruneResult {
  */
 export async function timePrune(pool: pg.Pool, queue: Queue, baselineMs: number): Promise<PruneResult> {
   const { rows } = await pool.query<{ n: string }>(
-    "select count(*) as n from workhorse.idempotency_binding where expires_at <= now()",
+    "select count(*) as n from workhorse.key_binding where expires_at <= now()",
   );
   const expiredBefore = Number(rows[0]?.n ?? 0);
   let k = 0;

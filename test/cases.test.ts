@@ -45,7 +45,7 @@ async function via(
 
 async function jobsInScope(scope: string): Promise<number> {
   const [row] = await t.sql<{ n: string }>(
-    `select count(*) as n from workhorse.job_event where kind = 'enqueued' and data->>'scope' = $1`,
+    `select count(*) as n from workhorse.job_timeline where kind = 'enqueued' and data->>'scope' = $1`,
     [scope],
   );
   return Number(row!.n);

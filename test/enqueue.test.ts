@@ -79,7 +79,7 @@ describe("accept, replay, conflict", () => {
     });
     expect(binding!.expiresAt.getTime() - binding!.createdAt.getTime()).toBe(86_400_000);
     const events = await t.sql<{ kind: string; data: Record<string, unknown> }>(
-      "select kind, data from workhorse.job_event where job_id = $1",
+      "select kind, data from workhorse.job_timeline where job_id = $1",
       [r.jobId],
     );
     expect(events).toHaveLength(1);
@@ -323,7 +323,7 @@ describe("purge", () => {
     expect(job!.purgedAt).toBeInstanceOf(Date);
     expect(await q.findBinding({ key })).toBeNull();
     const events = await t.sql<{ kind: string }>(
-      "select kind from workhorse.job_event where job_id = $1 order by seq",
+      "select kind from workhorse.job_timeline where job_id = $1 order by seq",
       [id],
     );
     expect(events.map((e) => e.kind)).toEqual(["enqueued", "purged"]);
@@ -489,9 +489,9 @@ describe("bad input writes nothing", () => {
     ).rejects.toMatchObject({ code: "23514" });
     await expect(
       t.sql(
-        `insert into workhorse.idempotency_binding (scope, key_hash, job_id, mode, key_preview, key_length, field_digests,
+        `insert into workhorse.key_binding (scope, key_hash, job_id, mode, key_preview, key_length, field_digests,
            request_digest, ttl_ms, expires_at)
-         values ('s', '\\x00', gen_random_uuid(), 'idempotency', 'a…', 3, '{}', repeat('a', 64), 0, now())`,
+         values ('s', '\\x00', gen_random_uuid(), 'idempotency', 'a…', 3, '\\x00', '\\x00', 0, now())`,
       ),
     ).rejects.toMatchObject({ code: "23514" });
   });

@@ -144,7 +144,7 @@ describe("each installation has its own secret", () => {
       JSON.stringify(first),
       JSON.stringify(await q.findBinding({ key })),
       JSON.stringify(await q.describeKey({ key })),
-      JSON.stringify(await t.sql("select * from workhorse.job_event")),
+      JSON.stringify(await t.sql("select * from workhorse.job_timeline")),
       JSON.stringify(await t.sql("select * from workhorse.enqueue_observation")),
     ].join("\n");
     expect(seen).not.toContain(hex);

@@ -53,7 +53,7 @@ async function stateOf(id: string): Promise<string | undefined> {
 }
 
 async function eventKinds(id: string): Promise<string[]> {
-  const rows = await t.sql<{ kind: string }>("select kind from workhorse.job_event where job_id = $1 order by seq", [
+  const rows = await t.sql<{ kind: string }>("select kind from workhorse.job_timeline where job_id = $1 order by seq", [
     id,
   ]);
   return rows.map((r) => r.kind);
@@ -371,6 +371,15 @@ describe("redrive", () => {
       },
     );
     expect(replay).toEqual({ jobId, outcome: "replayed" });
+    // The redriven job owns the key now: its purge releases it, and a new request takes the key.
+    expect(await q.purge({ jobId }, { actor: "bob", reason: "done" })).toEqual({ purged: 1, releasedBindings: 1 });
+    expect(await q.findBinding({ key: "order-9-0", scope: "orders" })).toBeNull();
+    const again = await q.enqueueWithResult(
+      "always.fails",
+      { i: 1 },
+      { idempotency: { key: "order-9-0", scope: "orders" } },
+    );
+    expect(again.outcome).toBe("accepted");
   });
 
   test("concurrent identical bulk redrives: one redrives, the other replays the same jobs", async () => {
@@ -465,6 +474,12 @@ describe("retention", () => {
       recent,
     ]);
     await t.sql("update workhorse.job set updated_at = now() - interval '8 days' where id = $1", [pending]);
+    // Since migration 006 an accept writes no event row (the job carries its `enqueued` entry), so
+    // give each old job the event its finishing would have written.
+    await t.sql(
+      "insert into workhorse.job_event (job_id, kind, data) select id, 'succeeded', '{}' from unnest($1::uuid[]) id",
+      [old],
+    );
 
     const res = await q.pruneFinishedJobs({ limit: 2 });
     expect(res).toEqual({ jobsDeleted: 5, eventsDeleted: 5 });

@@ -116,7 +116,7 @@ test("a worker killed mid-handler: after its lease the other worker runs attempt
     { stage: "ship", attempt: 2, worker: "survivor" },
   ]);
   const events = await t.sql<{ kind: string; data: Record<string, unknown> }>(
-    "select kind, data from workhorse.job_event where job_id = $1 order by seq",
+    "select kind, data from workhorse.job_timeline where job_id = $1 order by seq",
     [id],
   );
   expect(events.map((e) => e.kind)).toEqual([

@@ -65,7 +65,7 @@ async function jobRow(id: string) {
 
 async function events(id: string) {
   return t.sql<{ kind: string; data: Record<string, unknown>; at: Date }>(
-    "select kind, data, at from workhorse.job_event where job_id = $1 order by seq",
+    "select kind, data, at from workhorse.job_timeline where job_id = $1 order by seq",
     [id],
   );
 }

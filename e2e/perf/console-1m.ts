@@ -85,21 +85,27 @@ async function main() {
        from (select id, queue, created_at, (payload->>'n')::bigint as n from workhorse.job) j`,
   );
   await pool.query(
-    `insert into workhorse.idempotency_binding (scope, key_hash, job_id, mode, key_preview, key_length, field_digests,
-                                                request_digest, ttl_ms, created_at, expires_at)
+    `insert into workhorse.key_binding (scope, key_hash, job_id, mode, key_preview, key_length, field_digests,
+                                        request_digest, ttl_ms, created_at, expires_at)
      select 'bench-' || (n % 10),
             sha256(convert_to('bench-' || (n % 10), 'UTF8') || '\\x1f'::bytea || convert_to('order-' || n, 'UTF8')),
-            id, 'idempotency', left('order-' || n, 2) || '…', length('order-' || n), '{}',
-            encode(sha256(convert_to(n::text, 'UTF8')), 'hex'), 86400000, created_at,
+            id, 'idempotency', left('order-' || n, 2) || '…', length('order-' || n),
+            substring(sha512(convert_to(n::text, 'UTF8')) || sha256(convert_to(n::text, 'UTF8')) from 1 for 88),
+            sha256(convert_to(n::text, 'UTF8')), 86400000, created_at,
             case when n % 2 = 0 then now() + interval '1 hour' + n * interval '1 millisecond'
                  else now() - interval '1 hour' - n * interval '1 millisecond' end
        from (select id, created_at, (payload->>'n')::bigint as n from workhorse.job) j`,
+  );
+  // Jobs carry their key: the job page finds its binding through it.
+  await pool.query(
+    `update workhorse.job j set key_scope = b.scope, key_hash = b.key_hash
+       from workhorse.key_binding b where b.job_id = j.id`,
   );
   const t2 = performance.now();
   await pool.query("vacuum analyze");
   const sizes = await pool.query<{ t: string; n: string }>(
     `select 'jobs' as t, count(*)::text as n from workhorse.job union all
-     select 'bindings', count(*)::text from workhorse.idempotency_binding union all
+     select 'bindings', count(*)::text from workhorse.key_binding union all
      select 'events', count(*)::text from workhorse.job_event`,
   );
   process.stdout.write(

@@ -21,7 +21,7 @@ export async function listBindings(db: Db, f: BindingFilters, limit = BINDINGS_P
     w.raw(`(expires_at, job_id) > (timestamptz 'epoch' + ${t}::bigint * interval '1 microsecond', ${id}::uuid)`);
   }
   const { rows } = await db.query<BindingRow & { now: Date; exp_us: string }>(
-    `select ${BINDING_COLUMNS}, now() as now, (extract(epoch from expires_at) * 1000000)::bigint::text as exp_us from workhorse.idempotency_binding ${w}
+    `select ${BINDING_COLUMNS}, now() as now, (extract(epoch from expires_at) * 1000000)::bigint::text as exp_us from workhorse.key_binding b ${w}
       order by expires_at, job_id limit ${limit + 1}`,
     w.values,
   );

@@ -37,9 +37,9 @@ export async function lookupDigest(pool: pg.Pool, digest: string): Promise<Diges
       }
     >(
       `with recursive scopes(scope, n) as (
-         (select scope, 1 from workhorse.idempotency_binding order by scope limit 1)
+         (select scope, 1 from workhorse.key_binding order by scope limit 1)
          union all
-         select (select b.scope from workhorse.idempotency_binding b where b.scope > s.scope order by b.scope limit 1),
+         select (select b.scope from workhorse.key_binding b where b.scope > s.scope order by b.scope limit 1),
                 s.n + 1
            from scopes s where s.scope is not null and s.n < $3
        )
@@ -47,8 +47,8 @@ export async function lookupDigest(pool: pg.Pool, digest: string): Promise<Diges
               (select count(*) from scopes where scope is not null)::text as scopes, now() as now
          from scopes s
         cross join lateral (
-          select ${BINDING_COLUMNS} from workhorse.idempotency_binding
-           where scope = s.scope and key_hash between $1::bytea and $2::bytea
+          select ${BINDING_COLUMNS} from workhorse.key_binding b
+           where b.scope = s.scope and b.key_hash between $1::bytea and $2::bytea
         ) x
          left join workhorse.job j on j.id = x.job_id
         where s.scope is not null

@@ -108,8 +108,10 @@ export interface BindingRow {
   expired: boolean;
 }
 
-export const BINDING_COLUMNS = `scope, key_hash, job_id, mode, key_preview, key_length, request_digest, ttl_ms,
-  created_at, expires_at, expires_at <= now() as expired`;
+/** Columns of `workhorse.key_binding` (alias `b`) as a `BindingRow`. */
+export const BINDING_COLUMNS = `b.scope, b.key_hash, b.job_id, b.mode, b.key_preview, b.key_length,
+  encode(b.request_digest, 'hex') as request_digest, b.ttl_ms,
+  b.created_at, b.expires_at, b.expires_at <= now() as expired`;
 
 export function bindingDto(r: BindingRow): BindingDto {
   return {
@@ -129,7 +131,12 @@ export function bindingDto(r: BindingRow): BindingDto {
 
 const json = (v: unknown): string | null => (v === null || v === undefined ? null : JSON.stringify(v, null, 2));
 
-/** One job with its binding (by the binding's job index) and its event timeline. Null when unknown. */
+/**
+ * One job with the binding it owns (found by primary key through the job's own key columns; a key
+ * that expired and was taken by another job, or moved to a redriven job, is not this job's) and its
+ * timeline (`workhorse.job_timeline`: the `enqueued` entry the job carries, then its events).
+ * Null when unknown.
+ */
 export async function jobDetail(db: Db, id: string): Promise<JobDetailDto | null> {
   const { rows } = await db.query<Record<string, unknown>>(
     `select j.*, now() as now,
@@ -140,9 +147,14 @@ export async function jobDetail(db: Db, id: string): Promise<JobDetailDto | null
   const j = rows[0];
   if (!j) return null;
   const [binding, events] = await Promise.all([
-    db.query<BindingRow>(`select ${BINDING_COLUMNS} from workhorse.idempotency_binding where job_id = $1::uuid`, [id]),
+    db.query<BindingRow>(
+      `select ${BINDING_COLUMNS} from workhorse.job j
+         join workhorse.key_binding b on b.scope = j.key_scope and b.key_hash = j.key_hash and b.job_id = j.id
+        where j.id = $1::uuid`,
+      [id],
+    ),
     db.query<{ seq: string; at: Date; kind: string; data: unknown }>(
-      "select seq, at, kind, data from workhorse.job_event where job_id = $1::uuid order by seq limit 500",
+      "select seq, at, kind, data from workhorse.job_timeline where job_id = $1::uuid order by seq limit 500",
       [id],
     ),
   ]);

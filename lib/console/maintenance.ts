@@ -23,9 +23,9 @@ export async function maintenanceStatus(db: Db): Promise<MaintenanceDto> {
         order by r.started_at desc, r.task`,
       [TASKS],
     ),
-    cappedCount(db, "workhorse.idempotency_binding where expires_at <= now()", [], COUNT_CAP),
+    cappedCount(db, "workhorse.key_binding where expires_at <= now()", [], COUNT_CAP),
     db.query<{ expires_at: Date }>(
-      "select expires_at from workhorse.idempotency_binding where expires_at <= now() order by expires_at limit 1",
+      "select expires_at from workhorse.key_binding where expires_at <= now() order by expires_at limit 1",
     ),
   ]);
   return {

@@ -303,8 +303,10 @@ export async function findByKey(queue: Queue, pool: pg.Pool, form: FormData): Pr
 export const HISTORY_TIMEOUT_MS = 500;
 
 /**
- * What became of a key with no binding: the newest `enqueued` event carrying its digest and scope.
- * job_event has no index on the digest, so the search is bounded by a statement timeout.
+ * What became of a key with no binding: the newest job that was accepted under it (jobs carry their
+ * scope and key hash), or, for jobs accepted before the storage upgrade, the newest `enqueued` event
+ * carrying its digest and scope. Neither has an index for this, so the search is bounded by a
+ * statement timeout.
  */
 async function keyHistory(pool: pg.Pool, scope: string, digests: string[]): Promise<KeyHistory> {
   try {
@@ -315,10 +317,17 @@ async function keyHistory(pool: pg.Pool, scope: string, digests: string[]): Prom
           await client.query("begin read only");
           await client.query(`set local statement_timeout = ${HISTORY_TIMEOUT_MS}`);
           const { rows } = await client.query<{ job_id: string; purged_at: Date | null; expires_at: string | null }>(
-            `select e.job_id, j.purged_at, e.data->>'expiresAt' as expires_at
-             from workhorse.job_event e left join workhorse.job j on j.id = e.job_id
-            where e.kind = 'enqueued' and e.data->>'keyDigest' = any($1::text[]) and e.data->>'scope' = $2
-            order by e.at desc limit 1`,
+            `select x.job_id, j.purged_at, x.expires_at
+               from (select j.id as job_id, j.created_at as at,
+                            to_jsonb(j.created_at + j.key_ttl_ms * interval '1 millisecond') #>> '{}' as expires_at
+                       from workhorse.job j
+                      where j.key_scope = $2 and left(encode(j.key_hash, 'hex'), 12) = any($1::text[])
+                     union all
+                     select e.job_id, e.at, e.data->>'expiresAt'
+                       from workhorse.job_event e
+                      where e.kind = 'enqueued' and e.data->>'keyDigest' = any($1::text[]) and e.data->>'scope' = $2) x
+               left join workhorse.job j on j.id = x.job_id
+              order by x.at desc limit 1`,
             [digests, scope],
           );
           await client.query("commit");

@@ -47,14 +47,14 @@ export function invalidateCounts(db: Db): void {
 export async function overview(db: Db): Promise<OverviewDto> {
   const [counts, live, expiring, expired, clock] = await Promise.all([
     stateCounts(db),
-    cappedCount(db, "workhorse.idempotency_binding where expires_at > now()", [], COUNT_CAP),
+    cappedCount(db, "workhorse.key_binding where expires_at > now()", [], COUNT_CAP),
     cappedCount(
       db,
-      "workhorse.idempotency_binding where expires_at > now() and expires_at <= now() + interval '1 hour'",
+      "workhorse.key_binding where expires_at > now() and expires_at <= now() + interval '1 hour'",
       [],
       COUNT_CAP,
     ),
-    cappedCount(db, "workhorse.idempotency_binding where expires_at <= now()", [], COUNT_CAP),
+    cappedCount(db, "workhorse.key_binding where expires_at <= now()", [], COUNT_CAP),
     db.query<{ now: Date }>("select now() as now"),
   ]);
   const byQueueMap = new Map<string, { queue: string; counts: Partial<Record<JobStateName, number>>; total: number }>();

@@ -5,7 +5,7 @@
 
 /** SQLSTATEs the core knows by name. Translated into typed errors in one place (`QueueOperations.translate`). */
 export const SqlState = {
-  /** Raised by workhorse.enqueue() when a live key is reused for different work. */
+  /** Raised by workhorse.enqueue_one() / enqueue_batch() when a live key is reused for different work. */
   idempotencyConflict: "WH409",
   /** Raised by workhorse.redrive_jobs() when a redrive request id is reused for a different request. */
   redriveConflict: "WH412",

@@ -7,7 +7,9 @@
  * FOR KEY SHARE keeps a purge or cleanup from deleting the legacy binding between this probe and
  * the decision (same transaction, same now()), which would otherwise bind the key anew under the
  * legacy hash, past the end of the window. These statements are only sent inside the window: once
- * the last legacy binding has expired, enqueue sends exactly the statements it sent before.
+ * the last legacy binding has expired, enqueue sends exactly the statements it sent before. A batch
+ * passes the legacy hashes as `workhorse.enqueue_batch`'s `p_legacy_key_hashes` (null outside the
+ * window), which makes the same probe inside the function.
  */
 
 /**
@@ -18,26 +20,10 @@ export function withLegacyProbe(enqueueOneSql: string): string {
   if (!enqueueOneSql.includes("$14::bytea")) throw new Error("enqueue_one call text without $14::bytea");
   return enqueueOneSql.replace(
     "$14::bytea",
-    `coalesce((select b.key_hash from workhorse.idempotency_binding b
+    `coalesce((select b.key_hash from workhorse.key_binding b
         where b.scope = $13::text and b.key_hash = $20::bytea and b.expires_at > now() for key share), $14::bytea)`,
   );
 }
-
-/**
- * `workhorse.enqueue(jsonb, boolean)` for a batch whose keyed elements may carry `legacy_key_hash`
- * (hex): an element whose legacy hash has a live binding is decided on that binding.
- */
-export const ENQUEUE_BATCH_LEGACY_SQL = `select ordinal, job_id, outcome, request_digest from workhorse.enqueue(
-  (select jsonb_agg(case when l.key_hash is null then r.v - 'legacy_key_hash'
-                         else (r.v - 'legacy_key_hash') || jsonb_build_object('key_hash', encode(l.key_hash, 'hex')) end
-                    order by r.n)
-     from jsonb_array_elements($1::jsonb) with ordinality as r(v, n)
-     left join lateral (
-       select b.key_hash from workhorse.idempotency_binding b
-        where r.v ? 'legacy_key_hash' and b.scope = r.v->>'scope'
-          and b.key_hash = decode(r.v->>'legacy_key_hash', 'hex') and b.expires_at > now()
-        for key share) l on true),
-  $2::boolean)`;
 
 /**
  * Reads the installation secret (not even selected when the process brought its own) and how many

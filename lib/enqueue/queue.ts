@@ -15,7 +15,7 @@ import {
   WorkhorseDatabaseError,
   WorkhorseError,
 } from "./errors";
-import { ENQUEUE_BATCH_LEGACY_SQL, installationSql, withLegacyProbe } from "./key-upgrade";
+import { installationSql, withLegacyProbe } from "./key-upgrade";
 import {
   type InstallationRow,
   KeyRing,
@@ -154,12 +154,14 @@ const REDRIVE_SCOPE = "workhorse.redrive";
 /** Channel that workers LISTEN on; the payload is the queue name. */
 export const WAKE_CHANNEL = "workhorse_jobs";
 
-const ENQUEUE_BATCH_SQL =
-  "select ordinal, job_id, outcome, request_digest from workhorse.enqueue($1::jsonb, $2::boolean)";
+const ENQUEUE_BATCH_SQL = `select ordinal, job_id, outcome, request_digest
+  from workhorse.enqueue_batch($1::uuid[], $2::text[], $3::text[], $4::jsonb, $5::timestamptz[], $6::integer[],
+    $7::jsonb[], $8::timestamptz[], $9::bigint[], $10::text[], $11::text[], $12::integer[], $13::text[], $14::text[],
+    $15::bytea[], $16::text[], $17::integer[], $18::bigint[], $19::bytea[], $20::bytea[], $21::boolean)`;
 const ENQUEUE_ONE_SQL = `select 1 as ordinal, job_id, outcome, request_digest
   from workhorse.enqueue_one($1::uuid, $2::text, $3::text, $4::jsonb, $5::timestamptz, $6::integer, $7::jsonb,
     $8::timestamptz, $9::bigint, $10::text, $11::text[], $12::text, $13::text, $14::bytea, $15::text, $16::integer,
-    $17::bigint, $18::text[], $19::boolean)`;
+    $17::bigint, $18::bytea, $19::boolean)`;
 
 const ENQUEUE_ONE_LEGACY_SQL = withLegacyProbe(ENQUEUE_ONE_SQL);
 
@@ -326,35 +328,77 @@ function oneRequestValues(r: NormalizedRequest, id: string, notify: boolean): un
   return values;
 }
 
-function buildRequestsJson(requests: readonly NormalizedRequest[], ids: readonly string[]): string {
-  const parts: string[] = [];
-  for (let i = 0; i < requests.length; i++) {
+/** Parameters of workhorse.enqueue_batch(): one typed array per column, input order. */
+function batchValues(requests: readonly NormalizedRequest[], ids: readonly string[], notify: boolean): unknown[] {
+  const n = requests.length;
+  const queues = new Array<string>(n);
+  const types = new Array<string>(n);
+  const payloads = new Array<string>(n);
+  const runAts = new Array<string | null>(n);
+  const maxAttempts = new Array<number>(n);
+  const policies = new Array<string | null>(n);
+  const deadlines = new Array<string | null>(n);
+  const timeouts = new Array<number | null>(n);
+  const concurrencyKeys = new Array<string | null>(n);
+  const tags: string[] = [];
+  const tagCounts = new Array<number>(n);
+  const modes = new Array<string | null>(n);
+  const scopes = new Array<string | null>(n);
+  const hashes = new Array<Buffer | null>(n);
+  const previews = new Array<string | null>(n);
+  const lengths = new Array<number | null>(n);
+  const ttls = new Array<number | null>(n);
+  const digests = new Array<Buffer | null>(n);
+  let legacy: (Buffer | null)[] | null = null;
+  for (let i = 0; i < n; i++) {
     const r = requests[i] as NormalizedRequest;
     const k = r.keyed;
-    const head = JSON.stringify({
-      ordinal: i + 1,
-      id: ids[i],
-      queue: r.queue,
-      type: r.type,
-      run_at: r.runAt?.toISOString() ?? null,
-      max_attempts: r.maxAttempts,
-      retry_policy: r.retryPolicy,
-      deadline: r.deadline?.toISOString() ?? null,
-      execution_timeout_ms: r.executionTimeoutMs,
-      concurrency_key: r.concurrencyKey,
-      tags: r.tags,
-      mode: k?.mode ?? null,
-      scope: k?.key.scope ?? null,
-      key_hash: k ? k.key.keyHash.toString("hex") : null,
-      key_preview: k?.key.keyPreview ?? null,
-      key_length: k?.key.keyLength ?? null,
-      ttl_ms: k?.ttlMs ?? null,
-      field_digests: k?.fieldDigests ?? null,
-      ...(k?.key.legacyKeyHash ? { legacy_key_hash: k.key.legacyKeyHash.toString("hex") } : {}),
-    });
-    parts.push(`${head.slice(0, -1)},"payload":${r.payloadJson}}`);
+    queues[i] = r.queue;
+    types[i] = r.type;
+    payloads[i] = r.payloadJson;
+    runAts[i] = r.runAt?.toISOString() ?? null;
+    maxAttempts[i] = r.maxAttempts;
+    policies[i] = r.retryPolicy === null ? null : JSON.stringify(r.retryPolicy);
+    deadlines[i] = r.deadline?.toISOString() ?? null;
+    timeouts[i] = r.executionTimeoutMs;
+    concurrencyKeys[i] = r.concurrencyKey;
+    for (const tag of r.tags) tags.push(tag);
+    tagCounts[i] = r.tags.length;
+    modes[i] = k?.mode ?? null;
+    scopes[i] = k?.key.scope ?? null;
+    hashes[i] = k?.key.keyHash ?? null;
+    previews[i] = k?.key.keyPreview ?? null;
+    lengths[i] = k?.key.keyLength ?? null;
+    ttls[i] = k?.ttlMs ?? null;
+    digests[i] = k?.fieldDigests ?? null;
+    if (k?.key.legacyKeyHash) {
+      legacy ??= new Array<Buffer | null>(n).fill(null);
+      legacy[i] = k.key.legacyKeyHash;
+    }
   }
-  return `[${parts.join(",")}]`;
+  return [
+    ids,
+    queues,
+    types,
+    `[${payloads.join(",")}]`,
+    runAts,
+    maxAttempts,
+    policies,
+    deadlines,
+    timeouts,
+    concurrencyKeys,
+    tags,
+    tagCounts,
+    modes,
+    scopes,
+    hashes,
+    previews,
+    lengths,
+    ttls,
+    digests,
+    legacy,
+    notify,
+  ];
 }
 
 function toDate(v: Date | string | null): Date | null {
@@ -500,9 +544,10 @@ export class QueueOperations {
 
   /**
    * Enqueues one job and returns its id (a UUID string). With `idempotency`, a repeated request
-   * returns the original job's id and writes nothing.
+   * returns the original job's id and writes nothing. An accept writes the job row (which carries
+   * its key and its `enqueued` timeline entry) and, when keyed, one `workhorse.key_binding` row.
    *
-   * SQL: one round trip, `select … from workhorse.enqueue($1::jsonb, $2)`.
+   * SQL: one round trip, `workhorse.enqueue_one(...)` (a batch: `workhorse.enqueue_batch(...)` over typed arrays).
    * @throws EnqueueValidationError bad input (nothing sent to PostgreSQL)
    * @throws EnqueueIdempotencyConflictError the live key is bound to different work
    * @throws WorkhorseDatabaseError anything else from PostgreSQL (`cause` kept; `retryable` for 40001/40P01)
@@ -523,6 +568,12 @@ export class QueueOperations {
    * Enqueues up to 1,000 requests atomically in one round trip; returns job ids in input order.
    * Equivalent requests for one key inside the batch share one job. Keys are locked in sorted
    * (scope, hash) order, so overlapping batches never deadlock. Any conflict rolls back the batch.
+   *
+   * SQL: one round trip, `workhorse.enqueue_batch(...)` with one typed array per column (ids `uuid[]`,
+   * key hashes and field digests `bytea[]`, payloads one `jsonb` array, tags flattened with counts).
+   * A keyed accept writes the job row and its `key_binding` row; a replay writes nothing.
+   * @throws EnqueueValidationError bad input anywhere in the batch (nothing sent), or more than 1,000
+   * @throws EnqueueIdempotencyConflictError with `ordinal`, the 1-based position of the request
    */
   async enqueueMany(requests: readonly EnqueueRequest[]): Promise<string[]> {
     return (await this.enqueueManyWithResults(requests)).map((r) => r.jobId);
@@ -635,7 +686,7 @@ export class QueueOperations {
       // One request: the scalar hot path (a named statement, so its plan is cached per connection).
       // A batch: one set-based statement; left unnamed so each batch is planned for its own size.
       const one = requests.length === 1 ? (requests[0] as NormalizedRequest) : null;
-      const legacy = one ? !!one.keyed?.key.legacyKeyHash : requests.some((r) => r.keyed?.key.legacyKeyHash);
+      const legacy = !!one?.keyed?.key.legacyKeyHash;
       const res = one
         ? await exec.query<EnqueueRow>({
             name: legacy ? "workhorse_enqueue_one_legacy" : "workhorse_enqueue_one",
@@ -643,8 +694,8 @@ export class QueueOperations {
             values: oneRequestValues(one, ids[0] as string, notifyInside),
           })
         : await exec.query<EnqueueRow>({
-            text: legacy ? ENQUEUE_BATCH_LEGACY_SQL : ENQUEUE_BATCH_SQL,
-            values: [buildRequestsJson(requests, ids), notifyInside],
+            text: ENQUEUE_BATCH_SQL,
+            values: batchValues(requests, ids, notifyInside),
           });
       return res.rows;
     } catch (err) {
@@ -780,9 +831,10 @@ export class QueueOperations {
     // Both hashes: a binding made before the HMAC upgrade is found too. The live one wins.
     const { rows } = await this.sql<BindingRow>("findBinding", {
       name: "workhorse_find_binding",
-      text: `select b.scope, b.key_hash, b.job_id, b.mode, b.key_preview, b.key_length, b.request_digest, b.ttl_ms,
+      text: `select b.scope, b.key_hash, b.job_id, b.mode, b.key_preview, b.key_length,
+                    encode(b.request_digest, 'hex') as request_digest, b.ttl_ms,
                     b.created_at, b.expires_at, b.expires_at <= now() as expired
-               from workhorse.idempotency_binding b where b.scope = $1 and b.key_hash = any($2::bytea[])
+               from workhorse.key_binding b where b.scope = $1 and b.key_hash = any($2::bytea[])
               order by b.expires_at desc limit 1`,
       values: [scope, [this.shared.config.keys.hash(scope, key), legacyKeyHash(scope, key)]],
     });
@@ -1141,9 +1193,9 @@ export class QueueOperations {
       const { rowCount } = await this.sql("pruneExpiredBindings", {
         name: "workhorse_prune_bindings",
         text: `with doomed as (
-                 select scope, key_hash from workhorse.idempotency_binding
+                 select scope, key_hash from workhorse.key_binding
                   where expires_at <= now() order by expires_at limit $1 for update skip locked)
-               delete from workhorse.idempotency_binding b using doomed d
+               delete from workhorse.key_binding b using doomed d
                 where b.scope = d.scope and b.key_hash = d.key_hash`,
         values: [limit],
       });

@@ -218,8 +218,12 @@ export interface NormalizedRequest {
     mode: "idempotency";
     key: KeyIdentity;
     ttlMs: number;
-    /** Digests of every fingerprint field but the payload (PostgreSQL digests its canonical jsonb). */
-    fieldDigests: string[];
+    /**
+     * 80 bytes: the 8-byte digests (first bytes of SHA-256 of the JSON form) of every fingerprint
+     * field but the payload, in `workhorse.fingerprint_fields()` order (PostgreSQL digests the payload's
+     * canonical jsonb and inserts it 5th).
+     */
+    fieldDigests: Buffer;
   };
 }
 
@@ -322,13 +326,14 @@ export function serializePayload(payload: unknown, maxBytes: number, option = "p
 // Most fingerprint fields repeat across requests (queue, type, defaults, nulls): remember the digests
 // of recent short values instead of hashing them again. Bounded (4,096 entries of at most 256
 // characters); cleared when full.
-const digestCache = new Map<string, string>();
+const digestCache = new Map<string, Buffer>();
+const fieldDigestCache = new Map<string, Buffer>();
 
-function digest(value: unknown): string {
+function digest(value: unknown): Buffer {
   const text = JSON.stringify(value) ?? "undefined";
   let d = digestCache.get(text);
   if (d === undefined) {
-    d = hash("sha256", text, "hex").slice(0, 16);
+    d = hash("sha256", text, "buffer").subarray(0, 8);
     if (text.length <= 256) {
       if (digestCache.size >= 4096) digestCache.clear();
       digestCache.set(text, d);
@@ -427,18 +432,41 @@ export function normalizeRequest(
   if (o.idempotency) {
     const ttlMs = o.idempotency.ttlMs ?? LIMITS.defaultTtlMs;
     // Order of workhorse.fingerprint_fields(), without `payload` (5th), which PostgreSQL digests.
-    const fieldDigests = [
-      digest(n.concurrencyKey),
-      digest(n.deadline?.toISOString() ?? null),
-      digest(n.executionTimeoutMs),
-      digest(n.maxAttempts),
-      digest(n.queue),
-      digest(n.retryPolicy),
-      n.runAt ? digest(n.runAt.toISOString()) : digest({ omitted: true }),
-      digest(n.tags),
-      digest(ttlMs),
-      digest(n.type),
-    ];
+    // Requests of one stream mostly share every fingerprint field but the payload: the 80 bytes are
+    // remembered per distinct combination (one JSON text, one map lookup on the hot path).
+    const runAtIso = n.runAt ? n.runAt.toISOString() : null; // given runAt is never null: null = omitted
+    const deadlineIso = n.deadline?.toISOString() ?? null;
+    const signature = JSON.stringify([
+      n.concurrencyKey,
+      deadlineIso,
+      n.executionTimeoutMs,
+      n.maxAttempts,
+      n.queue,
+      n.retryPolicy,
+      runAtIso,
+      n.tags,
+      ttlMs,
+      n.type,
+    ]);
+    let fieldDigests = fieldDigestCache.get(signature);
+    if (fieldDigests === undefined) {
+      fieldDigests = Buffer.concat([
+        digest(n.concurrencyKey),
+        digest(deadlineIso),
+        digest(n.executionTimeoutMs),
+        digest(n.maxAttempts),
+        digest(n.queue),
+        digest(n.retryPolicy),
+        runAtIso !== null ? digest(runAtIso) : digest({ omitted: true }),
+        digest(n.tags),
+        digest(ttlMs),
+        digest(n.type),
+      ]);
+      if (signature.length <= 1024) {
+        if (fieldDigestCache.size >= 4096) fieldDigestCache.clear();
+        fieldDigestCache.set(signature, fieldDigests);
+      }
+    }
     n.keyed = {
       mode: "idempotency",
       key: config.keys.identify(o.idempotency.scope ?? DEFAULT_SCOPE, o.idempotency.key),
