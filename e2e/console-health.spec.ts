@@ -142,8 +142,13 @@ test("keyboard: / focuses the search, j and k move through rows, Enter opens", a
   const older = await queue.enqueue("keys.job", { n: 1 }, { queue: name });
   const newer = await queue.enqueue("keys.job", { n: 2 }, { queue: name });
   await signedIn.goto(`/jobs?queue=${name}`);
-  await signedIn.keyboard.press("/");
-  await expect(signedIn.getByRole("textbox", { name: "Job id" })).toBeFocused();
+  // The shortcuts listen once the page has hydrated: a key pressed before that is the browser's.
+  const search = signedIn.getByRole("textbox", { name: "Job id" });
+  await expect(async () => {
+    await signedIn.keyboard.press("/");
+    await expect(search).toBeFocused({ timeout: 500 });
+  }).toPass({ timeout: 10_000 });
+  await expect(search).toHaveValue(""); // the "/" focused the field and was not typed into it
   await signedIn.keyboard.press("Escape");
   await signedIn.locator("h1").click();
   await signedIn.keyboard.press("j");
