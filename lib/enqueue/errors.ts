@@ -279,3 +279,15 @@ export function sqlStateOf(err: unknown): string | undefined {
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === "string" && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
 }
+
+/**
+ * Reads a property of a value of unknown shape: a throwing getter or proxy trap reads as undefined.
+ * Used where input is inspected before validation, and where thrown values are summarised.
+ */
+export function readSafely(read: () => unknown): unknown {
+  try {
+    return read();
+  } catch {
+    return undefined;
+  }
+}

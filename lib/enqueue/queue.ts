@@ -10,6 +10,7 @@ import {
   PurgeNotAllowedError,
   QueueClosedError,
   RedriveIdempotencyConflictError,
+  readSafely,
   SqlState,
   sqlStateOf,
   WorkhorseDatabaseError,
@@ -277,15 +278,6 @@ class Shared {
     }
     await this.waking;
     await this.recorder.close();
-  }
-}
-
-/** Reads a property that may be a throwing getter or proxy trap; validation reports such input later. */
-function readSafely(read: () => unknown): unknown {
-  try {
-    return read();
-  } catch {
-    return undefined;
   }
 }
 

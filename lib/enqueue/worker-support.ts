@@ -3,7 +3,7 @@
  * summary stored in `last_error`, JSON checks for values headed to `jsonb`, timers, and the
  * classification of database errors a worker may simply retry.
  */
-import { EnqueueValidationError, isRetryableDbError, WorkhorseError } from "./errors";
+import { EnqueueValidationError, isRetryableDbError, readSafely, WorkhorseError } from "./errors";
 import type { NormalizedRetryPolicy } from "./types";
 import { LIMITS, serializePayload } from "./validate";
 
@@ -27,15 +27,6 @@ export const ERROR_LIMITS = { name: 128, message: 1000, stack: 4000, causeDepth:
 function clean(s: string, max: number): string {
   const t = s.toWellFormed().replaceAll("\u0000", "\uFFFD");
   return t.length > max ? `${t.slice(0, max - 1)}…` : t;
-}
-
-/** Reads one property of a thrown value; a throwing getter or proxy trap reads as undefined. */
-function readSafely(read: () => unknown): unknown {
-  try {
-    return read();
-  } catch {
-    return undefined;
-  }
 }
 
 /** Text for a value of unknown shape, never throwing: JSON, else String(), else its tag. */
