@@ -1,5 +1,7 @@
-// The field cases of ../shared/cases/README.md, each as a test with its exact expected values, and
-// each run through every enqueue path that could show the same kind of fault.
+// Field cases: failures that users of other job queues reported publicly, restated as small
+// scenarios against our API. Each names a kind of fault (the describe() titles); each is kept with
+// its exact expected values and run through every enqueue path that could show the same kind of
+// fault (single call, batch, caller transaction). docs/decisions.md records why each rule exists.
 import { beforeAll, describe, expect, test } from "vitest";
 import {
   EnqueueIdempotencyConflictError,
