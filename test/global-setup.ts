@@ -4,6 +4,7 @@ import pg from "pg";
 import type { TestProject } from "vitest/node";
 import { startPrivateServer, stopEmbeddedPostgres } from "../lib/db";
 import { migrate } from "../lib/enqueue";
+import { distributedTests, prepareCitusDatabase } from "./citus";
 
 export const TEMPLATE = `workhorse_test_template_${process.pid}`;
 
@@ -20,6 +21,9 @@ export default async function setup(project: TestProject) {
   await admin.connect();
   await admin.query(`drop database if exists ${TEMPLATE}`);
   await admin.query(`create database ${TEMPLATE}`);
+  // On Citus a database cannot be cloned (its shards live on the workers): the template is only
+  // checked here, and every test file lays out its own database (test/citus.ts).
+  if (distributedTests()) await prepareCitusDatabase(info.adminUrl, info.urlFor(TEMPLATE));
   const pool = new pg.Pool({ connectionString: info.urlFor(TEMPLATE), max: 1 });
   await migrate(pool);
   await pool.end();

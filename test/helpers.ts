@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterAll, inject } from "vitest";
-import { Queue, type QueueOptions } from "../lib/enqueue";
+import { migrate, Queue, type QueueOptions } from "../lib/enqueue";
+import { distributedTests, prepareCitusDatabase } from "./citus";
 
 function urlFor(adminUrl: string, db: string): string {
   const u = new URL(adminUrl);
@@ -16,9 +17,10 @@ function urlFor(adminUrl: string, db: string): string {
  */
 export async function dropDatabase(admin: pg.Client, name: string): Promise<void> {
   for (let i = 0; i < 100; i++) {
-    const { rows } = await admin.query<{ n: string }>("select count(*) as n from pg_stat_activity where datname = $1", [
-      name,
-    ]);
+    const { rows } = await admin.query<{ n: string }>(
+      "select count(*) as n from pg_stat_activity where datname = $1 and backend_type = 'client backend' and application_name not like 'citus%'",
+      [name],
+    );
     if (Number(rows[0]?.n ?? 0) === 0) break;
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -36,6 +38,15 @@ export function setupQueueTests(options: { max?: number } = {}) {
   const created = (async () => {
     const admin = new pg.Client({ connectionString: adminUrl });
     await admin.connect();
+    if (distributedTests()) {
+      await admin.query(`create database ${pg.escapeIdentifier(name)}`);
+      await admin.end();
+      await prepareCitusDatabase(adminUrl, url);
+      const p = new pg.Pool({ connectionString: url, max: 1 });
+      await migrate(p, { distributed: true });
+      await p.end();
+      return;
+    }
     await admin.query(`create database ${pg.escapeIdentifier(name)} template ${pg.escapeIdentifier(template)}`);
     await admin.end();
   })();

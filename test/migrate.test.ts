@@ -19,7 +19,7 @@ test("migrate is idempotent and safe when several processes start at once", asyn
     expect(results.map((r) => r.version)).toEqual(Array(6).fill(newest));
     expect(results.filter((r) => r.applied.length > 0)).toHaveLength(1);
     expect(results.flatMap((r) => r.applied)).toEqual(migrations.map((m) => m.version));
-    expect(await migrate(pools[0]!)).toEqual({ applied: [], version: newest });
+    expect(await migrate(pools[0]!)).toEqual({ applied: [], version: newest, distributed: false });
     const { rows } = await pools[0]!.query("select version from workhorse.migration order by version");
     expect(rows.map((r) => r.version)).toEqual(migrations.map((m) => m.version));
     // A database newer than the code is refused, not silently used.

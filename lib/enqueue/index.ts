@@ -29,7 +29,7 @@ export {
   WorkhorseError,
 } from "./errors";
 export { keyDigestOf, keyLengthOf, keyPreviewOf } from "./keys";
-export { type MigrateResult, migrate } from "./migrate";
+export { type MigrateOptions, type MigrateResult, migrate } from "./migrate";
 export type { Observation, ObservationRecorderOptions, ObservationStats } from "./observations";
 export { answeredByServer, withPoolClient } from "./pool-client";
 export {

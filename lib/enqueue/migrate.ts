@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { migrations } from "./migrations.generated";
+import { distributedSql, migrations } from "./migrations.generated";
 import { withPoolClient } from "./pool-client";
 
 /** Advisory lock key that serialises migrators across processes (any constant works; this one is ours). */
@@ -10,6 +10,20 @@ export interface MigrateResult {
   applied: number[];
   /** Highest version now present. */
   version: number;
+  /** Whether the schema has the distributed (Citus) layout after this call. */
+  distributed: boolean;
+}
+
+export interface MigrateOptions {
+  /**
+   * Lay the schema out for Citus (distributed PostgreSQL): `job` and `key_binding` distributed and
+   * colocated by a bucket of the key, the decision functions delegated to the node holding the key
+   * (docs/scale-out.md). Needs the citus extension in the database and its workers registered, and an
+   * empty schema the first time. Default: `process.env.WORKHORSE_DISTRIBUTED === "1"`. Once applied,
+   * every later `migrate()` keeps the layout (re-applies its functions after new migrations),
+   * whatever this option says.
+   */
+  distributed?: boolean;
 }
 
 function isPool(db: pg.Pool | pg.ClientBase): db is pg.Pool {
@@ -26,11 +40,12 @@ function isPool(db: pg.Pool | pg.ClientBase): db is pg.Pool {
  *
  * @param db a `pg.Pool` or a connected client (not inside a transaction of the caller's).
  */
-export async function migrate(db: pg.Pool | pg.ClientBase): Promise<MigrateResult> {
-  return isPool(db) ? withPoolClient(db, (client) => migrateOn(client)) : migrateOn(db);
+export async function migrate(db: pg.Pool | pg.ClientBase, options: MigrateOptions = {}): Promise<MigrateResult> {
+  const distributed = options.distributed ?? process.env.WORKHORSE_DISTRIBUTED === "1";
+  return isPool(db) ? withPoolClient(db, (client) => migrateOn(client, distributed)) : migrateOn(db, distributed);
 }
 
-async function migrateOn(c: pg.ClientBase): Promise<MigrateResult> {
+async function migrateOn(c: pg.ClientBase, wantDistributed: boolean): Promise<MigrateResult> {
   const applied: number[] = [];
   await c.query("begin");
   try {
@@ -55,8 +70,14 @@ async function migrateOn(c: pg.ClientBase): Promise<MigrateResult> {
       await c.query("insert into workhorse.migration (version, name) values ($1, $2)", [m.version, m.name]);
       applied.push(m.version);
     }
+    const { rows: layout } = await c.query<{ distributed: boolean }>(
+      "select to_regclass('workhorse.shard_bucket') is not null as distributed",
+    );
+    const hadLayout = layout[0]?.distributed === true;
+    if (!hadLayout && wantDistributed) await c.query(distributedSql.layout);
+    if ((!hadLayout && wantDistributed) || (hadLayout && applied.length > 0)) await c.query(distributedSql.functions);
     await c.query("commit");
-    return { applied, version: Math.max(newest, ...applied) };
+    return { applied, version: Math.max(newest, ...applied), distributed: hadLayout || wantDistributed };
   } catch (err) {
     await c.query("rollback").catch(() => {});
     throw err;

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type pg from "pg";
 import { v7 as uuidv7 } from "uuid";
 import {
@@ -166,6 +167,34 @@ const ENQUEUE_ONE_SQL = `select 1 as ordinal, job_id, outcome, request_digest
 
 const ENQUEUE_ONE_LEGACY_SQL = withLegacyProbe(ENQUEUE_ONE_SQL);
 
+// Distributed layout (Citus): the same decision, delegated to the node holding the request's bucket
+// ($1), which is also written into the job id (see bucketedId).
+const ENQUEUE_ONE_AT_SQL = `select 1 as ordinal, job_id, outcome, request_digest
+  from workhorse.enqueue_one_at($20::integer, 1, $1::uuid, $2::text, $3::text, $4::jsonb, $5::timestamptz, $6::integer,
+    $7::jsonb, $8::timestamptz, $9::bigint, $10::text, $11::text[], $12::text, $13::text, $14::bytea, $15::text,
+    $16::integer, $17::bigint, $18::bytea, $19::boolean)`;
+
+/**
+ * The distributed layout's bucket (0..4095) of a keyed request: the first 12 bits of
+ * SHA-256(scope ‖ 0x00 ‖ key hash), as workhorse.key_bucket() computes it.
+ */
+export function keyBucket(scope: string, keyHash: Buffer): number {
+  const d = createHash("sha256").update(scope, "utf8").update(ZERO_BYTE).update(keyHash).digest();
+  return ((d[0] as number) << 4) | ((d[1] as number) >> 4);
+}
+
+/** The job id with its last 12 bits set to the bucket (workhorse.id_bucket() reads them back). */
+export function bucketedId(id: string, bucket: number): string {
+  return id.slice(0, 33) + bucket.toString(16).padStart(3, "0");
+}
+
+/** The bucket a job id carries (its last 12 bits). */
+export function idBucket(id: string): number {
+  return Number.parseInt(id.slice(33), 16);
+}
+
+const ZERO_BYTE = Buffer.from([0]);
+
 interface EnqueueRow {
   ordinal: number;
   job_id: string;
@@ -195,6 +224,9 @@ class Shared {
   private drained: (() => void) | null = null;
   closed = false;
   readonly retryCounts: RetryStats = { retriedCalls: 0, retries: 0, exhausted: 0, recoveredAccepts: 0 };
+  /** The schema's layout, read once (`distributed()`): Citus or one node. */
+  layout: "single" | "distributed" | null = null;
+  private layoutRead: Promise<boolean> | null = null;
 
   constructor(
     readonly pool: pg.Pool,
@@ -212,6 +244,21 @@ class Shared {
   ) {
     this.recorder = new ObservationRecorder(pool, observations);
     this.poolExec = poolExecutor(pool);
+  }
+
+  /** Whether the schema has the distributed (Citus) layout; one query the first time, then cached. */
+  distributed(): Promise<boolean> | boolean {
+    if (this.layout !== null) return this.layout === "distributed";
+    this.layoutRead ??= this.pool
+      .query<{ d: boolean }>("select to_regclass('workhorse.shard_bucket') is not null as d")
+      .then((r) => {
+        this.layout = r.rows[0]?.d === true ? "distributed" : "single";
+        return this.layout === "distributed";
+      })
+      .finally(() => {
+        this.layoutRead = null;
+      });
+    return this.layoutRead;
   }
 
   /** Coalesces wake-ups: at most one NOTIFY statement in flight, carrying every queue seen meanwhile. */
@@ -632,6 +679,13 @@ export class QueueOperations {
 
   private async run(requests: NormalizedRequest[]): Promise<EnqueueResult[]> {
     const ids = requests.map(() => uuidv7());
+    if (await this.shared.distributed()) {
+      // A keyed job lives in its key's bucket; an unkeyed one in the random bucket its id has already.
+      for (let i = 0; i < requests.length; i++) {
+        const k = (requests[i] as NormalizedRequest).keyed;
+        if (k) ids[i] = bucketedId(ids[i] as string, keyBucket(k.key.scope, k.key.keyHash));
+      }
+    }
     if (!this.mayRetry() || !requests.every((r) => r.keyed !== null)) {
       return this.decide(requests, ids, await this.send(this.exec, requests, ids));
     }
@@ -680,11 +734,20 @@ export class QueueOperations {
       const one = requests.length === 1 ? (requests[0] as NormalizedRequest) : null;
       const legacy = !!one?.keyed?.key.legacyKeyHash;
       const res = one
-        ? await exec.query<EnqueueRow>({
-            name: legacy ? "workhorse_enqueue_one_legacy" : "workhorse_enqueue_one",
-            text: legacy ? ENQUEUE_ONE_LEGACY_SQL : ENQUEUE_ONE_SQL,
-            values: oneRequestValues(one, ids[0] as string, notifyInside),
-          })
+        ? this.shared.layout === "distributed"
+          ? await exec.query<EnqueueRow>({
+              name: "workhorse_enqueue_one_at",
+              text: ENQUEUE_ONE_AT_SQL,
+              values: [
+                ...oneRequestValues(one, ids[0] as string, notifyInside).slice(0, 19),
+                idBucket(ids[0] as string),
+              ],
+            })
+          : await exec.query<EnqueueRow>({
+              name: legacy ? "workhorse_enqueue_one_legacy" : "workhorse_enqueue_one",
+              text: legacy ? ENQUEUE_ONE_LEGACY_SQL : ENQUEUE_ONE_SQL,
+              values: oneRequestValues(one, ids[0] as string, notifyInside),
+            })
         : await exec.query<EnqueueRow>({
             text: ENQUEUE_BATCH_SQL,
             values: batchValues(requests, ids, notifyInside),
@@ -804,12 +867,21 @@ export class QueueOperations {
   /** The job with this id, or null. SQL: `select * from workhorse.job where id = $1`. */
   async getJob(jobId: string): Promise<Job | null> {
     const id = parseJobId(jobId);
-    const { rows } = await this.sql<JobRow>("getJob", {
-      name: "workhorse_get_job",
-      text: `select j.*, array(select r.id from workhorse.job r where r.redriven_from = j.id order by r.id) as redrive_job_ids
+    const { rows } = (await this.shared.distributed())
+      ? // Citus: the job's shard from the bucket in its id; the redrives (anywhere) by a separate subplan.
+        await this.sql<JobRow>("getJob", {
+          name: "workhorse_get_job_at",
+          text: `select j.*, coalesce((select array_agg(r.id order by r.id) from workhorse.job r
+                                        where r.redriven_from = $1::uuid), '{}') as redrive_job_ids
+                   from workhorse.job j where j.id = $1::uuid and j.bucket = $2::integer`,
+          values: [id, idBucket(id)],
+        })
+      : await this.sql<JobRow>("getJob", {
+          name: "workhorse_get_job",
+          text: `select j.*, array(select r.id from workhorse.job r where r.redriven_from = j.id order by r.id) as redrive_job_ids
                from workhorse.job j where j.id = $1::uuid`,
-      values: [id],
-    });
+          values: [id],
+        });
     return rows[0] ? jobFromRow(rows[0]) : null;
   }
 
