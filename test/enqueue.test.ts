@@ -268,13 +268,13 @@ describe("expiry", () => {
 
   test("pruneExpiredBindings deletes only expired bindings, oldest first, in bounded batches", async () => {
     const q = t.queue();
-    await t.sql("delete from workhorse.idempotency_binding");
+    await t.sql("delete from workhorse.key_binding");
     const live = fresh();
     await q.enqueue("t", {}, { idempotency: { key: live } });
     const keys = Array.from({ length: 25 }, () => fresh("exp"));
     await q.enqueueMany(keys.map((key) => ({ type: "t", payload: {}, options: { idempotency: { key } } })));
     await t.sql(
-      "update workhorse.idempotency_binding set expires_at = now() - interval '1 minute' where key_preview like 'exp%'",
+      "update workhorse.key_binding set expires_at = now() - interval '1 minute' where key_preview like 'exp%'",
     );
     expect(await q.pruneExpiredBindings({ limit: 10, maxBatches: 2 })).toBe(20);
     expect(await q.pruneExpiredBindings({ limit: 10 })).toBe(5);
@@ -287,7 +287,7 @@ describe("expiry", () => {
     const q = t.queue();
     const key = fresh();
     await q.enqueue("t", {}, { idempotency: { key } });
-    await t.sql("update workhorse.idempotency_binding set expires_at = now() - interval '1 second'");
+    await t.sql("update workhorse.key_binding set expires_at = now() - interval '1 second'");
     await t.sql(
       `insert into workhorse.enqueue_observation (at, outcome, queue, type, scope, key_preview, key_digest, key_length)
        values (now() - interval '8 days', 'replayed', 'q', 't', 's', 'a…', 'abcdefabcdef', 3),

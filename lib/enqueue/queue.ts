@@ -1253,16 +1253,32 @@ export class QueueOperations {
   async pruneExpiredBindings(options: { limit?: number; maxBatches?: number } = {}): Promise<number> {
     const { limit, maxBatches } = parseMaintenanceOptions(pruneBindingsSchema, options);
     let total = 0;
+    const distributed = await this.shared.distributed();
     for (let batch = 0; batch < maxBatches; batch++) {
-      const { rowCount } = await this.sql("pruneExpiredBindings", {
-        name: "workhorse_prune_bindings",
-        text: `with doomed as (
+      const { rowCount } = await this.sql(
+        "pruneExpiredBindings",
+        distributed
+          ? // Citus locks rows within one shard only: the oldest are picked across shards, then deleted
+            // where still expired (a key re-bound meanwhile is not).
+            {
+              name: "workhorse_prune_bindings_at",
+              text: `delete from workhorse.key_binding b
+                      where b.expires_at <= now()
+                        and (b.bucket, b.scope, b.key_hash) in (
+                              select x.bucket, x.scope, x.key_hash from workhorse.key_binding x
+                               where x.expires_at <= now() order by x.expires_at limit $1)`,
+              values: [limit],
+            }
+          : {
+              name: "workhorse_prune_bindings",
+              text: `with doomed as (
                  select scope, key_hash from workhorse.key_binding
                   where expires_at <= now() order by expires_at limit $1 for update skip locked)
                delete from workhorse.key_binding b using doomed d
                 where b.scope = d.scope and b.key_hash = d.key_hash`,
-        values: [limit],
-      });
+              values: [limit],
+            },
+      );
       total += rowCount ?? 0;
       if ((rowCount ?? 0) < limit) break;
     }

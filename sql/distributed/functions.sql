@@ -6,7 +6,7 @@
 -- the coordinator forwards the call whole, and every statement inside is a local read or write of
 -- that one shard. Same body as workhorse.enqueue_one, with the bucket in every key and insert;
 -- p_ordinal names the request in a conflict (batches call this once per request).
-create function workhorse.enqueue_one_at(
+create or replace function workhorse.enqueue_one_at(
   p_bucket integer, p_ordinal integer, p_id uuid, p_queue text, p_type text, p_payload jsonb, p_run_at timestamptz, p_max_attempts integer,
   p_retry_policy jsonb, p_deadline timestamptz, p_execution_timeout_ms bigint, p_concurrency_key text,
   p_tags text[], p_mode text, p_scope text, p_key_hash bytea, p_key_preview text, p_key_length integer,
@@ -104,7 +104,10 @@ declare
   v_out text[] := '{}';
   v_dig text[] := '{}';
   v_queues text[] := '{}';
+  v_detail jsonb;
 begin
+  <<requests>>
+  begin
   for r in
     select u.*, (sum(u.tag_count) over (order by u.o) - u.tag_count)::integer as tag_off,
            workhorse.id_bucket(u.id) as bucket
@@ -131,8 +134,430 @@ begin
     v_out := v_out || d.outcome;
     v_dig := v_dig || d.request_digest;
   end loop;
+  exception when sqlstate 'WH409' then
+    -- A conflict with an earlier request of this batch names no existing job (it was never
+    -- committed), as on one node.
+    get stacked diagnostics v_detail = pg_exception_detail;
+    if (v_detail ->> 'existingJobId')::uuid = any (v_job) then
+      v_detail := jsonb_set(v_detail, '{existingJobId}', 'null');
+    end if;
+    raise exception using errcode = 'WH409', message = 'workhorse: idempotency conflict', detail = v_detail::text;
+  end requests;
   if p_notify then
     perform pg_notify('workhorse_jobs', q) from (select distinct q from unnest(v_queues) q) x;
   end if;
   return query select u.o, u.j, u.oc, u.d from unnest(v_ord, v_job, v_out, v_dig) as u(o, j, oc, d) order by u.o;
+end $$;
+
+-- Claiming on Citus: FOR UPDATE SKIP LOCKED works within one shard, so claim_jobs visits the shards
+-- of workhorse.job one at a time (each a router query on `bucket = any(<the shard's buckets>)`),
+-- starting from a random shard on every call so claimers spread over the shards and none is
+-- starved, and stops once p_limit jobs are claimed. Within a shard: as on one node (oldest run_at
+-- first, paused queues skipped, concurrency keys decided by concurrency_slot, overdue jobs fail).
+-- A job that left 'active' frees its concurrency slot here (no trigger can reach a reference table
+-- from a shard): slots whose job is no longer active are deleted before claiming.
+create or replace function workhorse.claim_shard(p_buckets integer[], p_queues text[], p_types text[], p_owner text,
+                                                 p_limit integer, p_lease_ms integer)
+returns setof workhorse.job
+language plpgsql as $$
+declare
+  v_ids uuid[];
+  v_keys text[];
+  v_deadlines timestamptz[];
+  v_run_ats timestamptz[];
+  v_now timestamptz := now();
+  v_overdue uuid[];
+  v_slotted uuid[];
+  v_take uuid[];
+begin
+  select coalesce(array_agg(x.id order by x.run_at, x.id), '{}'), array_agg(x.concurrency_key order by x.run_at, x.id),
+         array_agg(x.deadline order by x.run_at, x.id), array_agg(x.run_at order by x.run_at, x.id)
+    into v_ids, v_keys, v_deadlines, v_run_ats
+    from (select j.id, j.concurrency_key, j.deadline, j.run_at
+            from workhorse.job j
+           where j.bucket = any (p_buckets)
+             and j.queue = any (p_queues)
+             and j.state in ('scheduled', 'ready')
+             and j.run_at <= v_now
+             and (p_types is null or j.type = any (p_types))
+             and not exists (select 1 from workhorse.queue_pause p where p.queue = j.queue)
+             and (j.concurrency_key is null
+                  or not exists (select 1 from workhorse.concurrency_slot s where s.concurrency_key = j.concurrency_key))
+           order by j.run_at, j.id
+           limit p_limit
+             for update of j skip locked) x;
+  if cardinality(v_ids) = 0 then
+    return;
+  end if;
+
+  select coalesce(array_agg(u.id), '{}') into v_overdue
+    from unnest(v_ids, v_deadlines) as u(id, deadline) where u.deadline <= v_now;
+  if cardinality(v_overdue) > 0 then
+    update workhorse.job j
+       set state = 'failed', finished_at = v_now, updated_at = v_now,
+           last_error = jsonb_build_object('name', 'DeadlineExceeded',
+                                           'message', format('deadline %s passed before the job ran', j.deadline))
+     where j.bucket = any (p_buckets) and j.id = any (v_overdue);
+    insert into workhorse.job_event (job_id, kind, data)
+    select j.id, e.kind, jsonb_build_object('attempt', j.attempt, 'deadline', j.deadline)
+                         || case when e.kind = 'failed' then '{"reason":"deadline_exceeded"}'::jsonb else '{}' end
+      from workhorse.job j cross join (values (1, 'deadline_exceeded'), (2, 'failed')) as e(ord, kind)
+     where j.bucket = any (p_buckets) and j.id = any (v_overdue)
+     order by j.id, e.ord;
+  end if;
+
+  v_slotted := '{}';
+  if exists (select 1 from unnest(v_keys) k where k is not null) then
+    with ins as (
+      insert into workhorse.concurrency_slot (concurrency_key, job_id)
+      select k.concurrency_key, k.id
+        from (select distinct on (u.key) u.key as concurrency_key, u.id
+                from unnest(v_ids, v_keys, v_deadlines, v_run_ats) with ordinality as u(id, key, deadline, run_at, o)
+               where u.key is not null and (u.deadline is null or u.deadline > v_now)
+               order by u.key, u.o) k
+       order by k.concurrency_key
+      on conflict do nothing
+      returning job_id
+    )
+    select coalesce(array_agg(ins.job_id), '{}') into v_slotted from ins;
+  end if;
+
+  select coalesce(array_agg(u.id), '{}') into v_take
+    from unnest(v_ids, v_keys, v_deadlines) as u(id, key, deadline)
+   where (u.deadline is null or u.deadline > v_now) and (u.key is null or u.id = any (v_slotted));
+  if cardinality(v_take) = 0 then
+    return;
+  end if;
+
+  return query
+  update workhorse.job j
+     set state = 'active', attempt = j.attempt + 1, lease_owner = p_owner,
+         lease_expires_at = v_now + p_lease_ms * interval '1 millisecond', started_at = v_now, updated_at = v_now
+   where j.bucket = any (p_buckets) and j.id = any (v_take)
+  returning j.*;
+end $$;
+
+create or replace function workhorse.claim_jobs(p_queues text[], p_types text[], p_owner text, p_limit integer,
+                                                p_lease_ms integer, p_reap boolean)
+returns table (id uuid, queue text, type text, payload jsonb, attempt integer, max_attempts integer,
+               run_at timestamptz, deadline timestamptz, execution_timeout_ms bigint, concurrency_key text,
+               tags text[], created_at timestamptz, lease_expires_at timestamptz)
+language plpgsql as $$
+#variable_conflict use_column
+declare
+  v_shards integer[][];
+  v_count integer;
+  v_start integer;
+  v_got integer := 0;
+  v_claimed workhorse.job[] := '{}';
+  v_part workhorse.job[];
+  v_buckets integer[];
+begin
+  perform set_config('synchronous_commit', 'off', true);
+  if exists (select 1 from workhorse.concurrency_slot) then
+    delete from workhorse.concurrency_slot s
+     where s.job_id not in (select j.id from workhorse.job j where j.state = 'active' and j.concurrency_key is not null);
+  end if;
+  if p_reap then
+    perform workhorse.reap_expired_leases(p_queues, 100);
+  end if;
+  select count(*) into v_count from workhorse.shard_bucket;
+  v_start := floor(random() * v_count)::integer;
+  for i in 0 .. v_count - 1 loop
+    select b.buckets into v_buckets
+      from workhorse.shard_bucket b order by b.shard_id offset (v_start + i) % v_count limit 1;
+    select coalesce(array_agg(c), '{}') into v_part
+      from workhorse.claim_shard(v_buckets, p_queues, p_types, p_owner, p_limit - v_got, p_lease_ms) c;
+    v_claimed := v_claimed || v_part;
+    v_got := v_got + cardinality(v_part);
+    exit when v_got >= p_limit;
+  end loop;
+  if v_got = 0 then
+    return;
+  end if;
+
+  insert into workhorse.job_event (job_id, kind, data)
+  select c.id, 'claimed', jsonb_build_object('attempt', c.attempt, 'worker', p_owner, 'leaseExpiresAt', c.lease_expires_at)
+    from unnest(v_claimed) c;
+
+  return query
+  select c.id, c.queue::text, c.type::text, c.payload, c.attempt::integer, c.max_attempts::integer, c.run_at,
+         c.deadline, c.execution_timeout_ms::bigint, c.concurrency_key, c.tags::text[], c.created_at,
+         c.lease_expires_at
+    from unnest(v_claimed) c
+   order by c.run_at, c.id;
+end $$;
+
+-- Lapsed leases, shard by shard (FOR UPDATE SKIP LOCKED within one shard), as on one node: each gets
+-- a lease_expired event and goes back to 'ready' for a new attempt (canceled instead when an
+-- operator asked), or to 'failed' on its last attempt or past its deadline.
+create or replace function workhorse.reap_expired_leases(p_queues text[], p_limit integer)
+returns integer language plpgsql as $$
+declare
+  v_buckets integer[];
+  v_now timestamptz := now();
+  v_count integer := 0;
+  v_n integer;
+  v_rows workhorse.lapsed_lease[];
+begin
+  for v_buckets in select b.buckets from workhorse.shard_bucket b order by b.shard_id loop
+    exit when v_count >= p_limit;
+    select coalesce(array_agg(row(x.*)::workhorse.lapsed_lease), '{}') into v_rows
+      from (select j.id, j.attempt, j.deadline, j.lease_owner, j.lease_expires_at, j.cancel_requested_at is not null,
+                   j.cancel_requested_by, j.cancel_reason,
+                   case when j.attempt >= j.max_attempts or j.deadline <= v_now then 'failed' else 'ready' end
+              from workhorse.job j
+             where j.bucket = any (v_buckets) and j.state = 'active' and j.lease_expires_at < v_now
+               and (p_queues is null or j.queue = any (p_queues))
+             order by j.lease_expires_at
+             limit p_limit - v_count
+               for update of j skip locked) x;
+    v_n := cardinality(v_rows);
+    continue when v_n = 0;
+    v_count := v_count + v_n;
+
+    update workhorse.job j
+       set state = r.next_state, lease_expires_at = null, lease_owner = null, updated_at = v_now,
+           finished_at = case when r.next_state = 'failed' then v_now end,
+           last_error = jsonb_build_object('name', 'LeaseExpired',
+                          'message', format('attempt %s: lease held by %s lapsed at %s', r.attempt, r.lease_owner,
+                                            r.lease_expires_at))
+      from unnest(v_rows) r
+     where j.bucket = any (v_buckets) and j.id = r.id;
+
+    insert into workhorse.job_event (job_id, kind, data)
+    select r.id, e.kind, e.data
+      from unnest(v_rows) r
+     cross join lateral (
+       values (1, 'lease_expired', jsonb_build_object('attempt', r.attempt, 'worker', r.lease_owner,
+                                                     'leaseExpiresAt', r.lease_expires_at)),
+              (2, case when r.next_state = 'failed' and r.deadline <= v_now then 'deadline_exceeded' end,
+                  jsonb_build_object('attempt', r.attempt, 'deadline', r.deadline)),
+              (3, case when r.next_state = 'failed' then 'failed' end,
+                  jsonb_build_object('attempt', r.attempt,
+                                     'reason', case when r.deadline <= v_now then 'deadline_exceeded'
+                                                    else 'max_attempts' end)),
+              (4, case when r.next_state = 'ready' and r.cancel_requested then 'canceled' end,
+                  jsonb_build_object('attempt', r.attempt, 'actor', r.cancel_requested_by, 'reason', r.cancel_reason))
+     ) as e(ord, kind, data)
+     where e.kind is not null
+     order by r.id, e.ord;
+  end loop;
+  return v_count;
+end $$;
+
+-- Attempt outcomes, as on one node but in PL/pgSQL (Citus plans no parameterised statements in SQL
+-- functions): the job rows change where they are (each update reaches the shards of its ids' buckets),
+-- then the events are written by job id.
+create or replace function workhorse.complete_jobs(p_ids uuid[], p_attempts integer[], p_owners text[],
+                                                   p_results jsonb[])
+returns table (id uuid)
+language plpgsql as $$
+#variable_conflict use_column
+declare
+  v_ids uuid[];
+  v_attempts integer[];
+  v_owners text[];
+  v_started timestamptz[];
+begin
+  with done as (
+    update workhorse.job j
+       set state = 'succeeded', result = r.result, finished_at = now(), updated_at = now(), lease_expires_at = null
+      from unnest(p_ids, p_attempts, p_owners, p_results) as r(id, attempt, owner, result)
+     where j.bucket = workhorse.id_bucket(r.id) and j.id = r.id and j.attempt = r.attempt and j.lease_owner = r.owner
+       and j.state = 'active'
+    returning j.id, j.attempt, j.lease_owner, j.started_at
+  )
+  select array_agg(d.id), array_agg(d.attempt), array_agg(d.lease_owner), array_agg(d.started_at)
+    into v_ids, v_attempts, v_owners, v_started
+    from done d;
+  if v_ids is null then
+    return;
+  end if;
+  insert into workhorse.job_event (job_id, kind, data)
+  select u.id, 'succeeded',
+         jsonb_build_object('attempt', u.attempt, 'worker', u.owner,
+                            'durationMs', round(extract(epoch from now() - u.started) * 1000))
+    from unnest(v_ids, v_attempts, v_owners, v_started) as u(id, attempt, owner, started);
+  return query select u.id from unnest(v_ids) as u(id);
+end $$;
+
+create or replace function workhorse.release_jobs(p_ids uuid[], p_attempts integer[], p_owners text[], p_reason text)
+returns table (id uuid)
+language plpgsql as $$
+#variable_conflict use_column
+declare
+  v_ids uuid[];
+  v_attempts integer[];
+  v_owners text[];
+  v_canceled boolean[];
+  v_by text[];
+  v_reasons text[];
+begin
+  with before as (
+    select j.id, r.attempt, r.owner, j.cancel_requested_at is not null as canceled, j.cancel_requested_by,
+           j.cancel_reason
+      from workhorse.job j
+      join unnest(p_ids, p_attempts, p_owners) as r(id, attempt, owner)
+        on j.bucket = workhorse.id_bucket(r.id) and j.id = r.id and j.attempt = r.attempt and j.lease_owner = r.owner
+     where j.state = 'active'
+  ),
+  rel as (
+    update workhorse.job j
+       set state = 'ready', attempt = j.attempt - 1, lease_owner = null, lease_expires_at = null, updated_at = now()
+      from before b
+     where j.id = b.id and j.state = 'active'
+    returning j.id
+  )
+  select array_agg(b.id), array_agg(b.attempt), array_agg(b.owner), array_agg(b.canceled),
+         array_agg(b.cancel_requested_by), array_agg(b.cancel_reason)
+    into v_ids, v_attempts, v_owners, v_canceled, v_by, v_reasons
+    from before b where b.id in (select r.id from rel r);
+  if v_ids is null then
+    return;
+  end if;
+  insert into workhorse.job_event (job_id, kind, data)
+  select u.id, 'released', jsonb_build_object('attempt', u.attempt, 'worker', u.owner, 'reason', p_reason)
+    from unnest(v_ids, v_attempts, v_owners) as u(id, attempt, owner);
+  -- The shard trigger turned a cancel-requested release into canceled: record it.
+  insert into workhorse.job_event (job_id, kind, data)
+  select u.id, 'canceled', jsonb_build_object('attempt', u.attempt, 'actor', u.by, 'reason', u.reason)
+    from unnest(v_ids, v_attempts, v_canceled, v_by, v_reasons) as u(id, attempt, canceled, by, reason)
+   where u.canceled;
+  return query select u.id from unnest(v_ids) as u(id);
+end $$;
+
+create or replace function workhorse.cancel_attempt(p_id uuid, p_attempt integer, p_owner text)
+returns table (id uuid)
+language plpgsql as $$
+#variable_conflict use_column
+declare
+  v record;
+begin
+  update workhorse.job j
+     set state = 'canceled', finished_at = now(), updated_at = now(), lease_expires_at = null
+   where j.bucket = workhorse.id_bucket(p_id) and j.id = p_id and j.attempt = p_attempt and j.lease_owner = p_owner
+     and j.state = 'active'
+  returning j.id, j.attempt, j.lease_owner, j.cancel_requested_by, j.cancel_reason into v;
+  if not found then
+    return;
+  end if;
+  insert into workhorse.job_event (job_id, kind, data)
+  values (v.id, 'canceled', jsonb_build_object('attempt', v.attempt, 'worker', v.lease_owner,
+                                               'actor', v.cancel_requested_by, 'reason', v.cancel_reason));
+  return query select v.id;
+end $$;
+
+create or replace function workhorse.job_owns_live_key(p_job uuid) returns boolean
+language plpgsql stable as $$
+begin
+  return exists (
+    select 1 from workhorse.job j
+      join workhorse.key_binding b
+        on b.bucket = j.bucket and b.scope = j.key_scope and b.key_hash = j.key_hash and b.job_id = j.id
+     where j.bucket = workhorse.id_bucket(p_job) and j.id = p_job and b.expires_at > now());
+end $$;
+
+-- A failed attempt and a checkpoint: the single-node functions with the job's bucket (from its id)
+-- in every statement on workhorse.job, so they reach one shard. A retry the shard trigger turned into
+-- a cancel (an operator asked) records `canceled` rather than `retry_scheduled`.
+create or replace function workhorse.fail_job(p_id uuid, p_attempt integer, p_owner text, p_error jsonb, p_cause text,
+                                   p_default_policy jsonb)
+returns table (state text, run_at timestamptz, delay_ms bigint)
+language plpgsql as $$
+#variable_conflict use_column
+declare
+  j record;
+  v_delay bigint;
+  v_next timestamptz;
+  v_state text;
+  v_reason text;
+  v_after text;
+  v_bucket integer := workhorse.id_bucket(p_id);
+  v_now timestamptz := now();
+begin
+  select x.id, x.attempt, x.max_attempts, x.deadline, x.retry_policy
+    into j
+    from workhorse.job x
+   where x.bucket = v_bucket and x.id = p_id and x.attempt = p_attempt and x.lease_owner = p_owner and x.state = 'active'
+     for update;
+  if not found then
+    return;
+  end if;
+
+  v_delay := workhorse.retry_delay_ms(coalesce(j.retry_policy, p_default_policy), j.attempt);
+  v_next := now() + v_delay * interval '1 millisecond';
+  if p_cause = 'deadline_exceeded' or j.deadline <= now() or j.deadline <= v_next then
+    v_state := 'failed';
+    v_reason := 'deadline_exceeded';
+  elsif j.attempt >= j.max_attempts then
+    v_state := 'failed';
+    v_reason := 'max_attempts';
+  else
+    v_state := case when v_delay > 0 then 'scheduled' else 'ready' end;
+  end if;
+
+  update workhorse.job x
+     set state = v_state,
+         run_at = case when v_state = 'failed' then x.run_at else v_next end,
+         finished_at = case when v_state = 'failed' then v_now end, -- Citus: no now() inside CASE
+         lease_expires_at = null,
+         last_error = p_error,
+         updated_at = now()
+   where x.bucket = v_bucket and x.id = p_id
+  returning x.state into v_after;
+
+  if p_cause = 'execution_timed_out' then
+    insert into workhorse.job_event (job_id, kind, data)
+    values (p_id, 'execution_timed_out', jsonb_build_object('attempt', j.attempt, 'worker', p_owner));
+  end if;
+  if v_reason = 'deadline_exceeded' then
+    insert into workhorse.job_event (job_id, kind, data)
+    values (p_id, 'deadline_exceeded', jsonb_build_object('attempt', j.attempt, 'deadline', j.deadline));
+  end if;
+  if v_state = 'failed' then
+    insert into workhorse.job_event (job_id, kind, data)
+    values (p_id, 'failed', jsonb_build_object('attempt', j.attempt, 'worker', p_owner, 'reason', v_reason,
+                                               'cause', p_cause, 'error', p_error));
+    return query select v_state, null::timestamptz, null::bigint;
+  elsif v_after = 'canceled' then
+    insert into workhorse.job_event (job_id, kind, data)
+    select p_id, 'canceled', jsonb_build_object('attempt', x.attempt, 'actor', x.cancel_requested_by,
+                                                'reason', x.cancel_reason)
+      from workhorse.job x where x.bucket = v_bucket and x.id = p_id;
+    return query select v_state, v_next, v_delay; -- what the single-node function answers here too
+  else
+    insert into workhorse.job_event (job_id, kind, data)
+    values (p_id, 'retry_scheduled', jsonb_build_object('attempt', j.attempt, 'worker', p_owner, 'cause', p_cause,
+                                                        'runAt', v_next, 'delayMs', v_delay, 'error', p_error));
+    return query select v_state, v_next, v_delay;
+  end if;
+end $$;
+
+create or replace function workhorse.save_checkpoint(p_id uuid, p_attempt integer, p_owner text, p_name text, p_value jsonb,
+                                          p_lease_ms integer)
+returns table (status text, value jsonb)
+language plpgsql as $$
+#variable_conflict use_column
+declare
+  v_stored jsonb;
+begin
+  update workhorse.job j
+     set lease_expires_at = now() + p_lease_ms * interval '1 millisecond'
+   where j.bucket = workhorse.id_bucket(p_id) and j.id = p_id and j.attempt = p_attempt and j.lease_owner = p_owner and j.state = 'active';
+  if not found then
+    return query select 'stale'::text, null::jsonb;
+    return;
+  end if;
+  insert into workhorse.job_checkpoint (job_id, name, attempt, value)
+  values (p_id, p_name, p_attempt, p_value)
+  on conflict (job_id, name) do nothing;
+  if not found then
+    select c.value into v_stored from workhorse.job_checkpoint c where c.job_id = p_id and c.name = p_name;
+    return query select 'exists'::text, v_stored;
+    return;
+  end if;
+  insert into workhorse.job_event (job_id, kind, data)
+  values (p_id, 'checkpoint_saved', jsonb_build_object('attempt', p_attempt, 'name', p_name, 'worker', p_owner));
+  return query select 'saved'::text, p_value;
 end $$;

@@ -45,6 +45,22 @@ drop trigger job_deleted_release_worker_rows on workhorse.job;
 drop trigger job_truncated_release_worker_rows on workhorse.job;
 drop trigger job_cancel_instead_of_retry on workhorse.job;
 
+-- What can stay a trigger: a cancel-requested job that would go back to the queue becomes canceled
+-- instead, a change of the row alone (it runs on the shard). Its `canceled` event is written by the
+-- functions that end attempts (workhorse.reap_expired_leases here; see docs/scale-out.md).
+create function workhorse.job_cancel_instead_of_retry_on_shard() returns trigger language plpgsql as $$
+begin
+  new.state := 'canceled';
+  new.finished_at := now();
+  new.lease_owner := null;
+  new.lease_expires_at := null;
+  return new;
+end $$;
+create trigger job_cancel_instead_of_retry before update of state on workhorse.job
+  for each row when (old.state = 'active' and new.state in ('ready', 'scheduled') and old.cancel_requested_at is not null)
+  execute function workhorse.job_cancel_instead_of_retry_on_shard();
+set local citus.enable_unsafe_triggers = on;
+
 drop view workhorse.idempotency_binding;
 drop view workhorse.job_timeline;
 
@@ -83,6 +99,12 @@ begin
   return (select count(*) from workhorse.shard_bucket);
 end $$;
 select workhorse.refresh_shard_buckets();
+
+-- A lapsed lease as workhorse.reap_expired_leases reads it from one shard.
+create type workhorse.lapsed_lease as (
+  id uuid, attempt integer, deadline timestamptz, lease_owner text, lease_expires_at timestamptz,
+  cancel_requested boolean, cancel_requested_by text, cancel_reason text, next_state text
+);
 
 create view workhorse.idempotency_binding as
 select b.scope, b.key_hash, b.job_id, b.mode, b.key_preview, b.key_length,
