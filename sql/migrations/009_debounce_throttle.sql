@@ -470,3 +470,6 @@ begin
      order by u.o;
 end $$;
 
+
+-- The console's per-minute `replaced` count reads debounced events by time; only those are indexed.
+create index job_event_debounced_idx on workhorse.job_event (at) where kind = 'debounced';
