@@ -3,7 +3,7 @@ import Link from "next/link";
 import { type FormEvent, startTransition, useActionState, useState } from "react";
 import { enqueueTestJobAction } from "@/app/(console)/enqueue/actions";
 import type { EnqueueFormState, FieldErrors } from "@/lib/console/action-state";
-import { explainOutcome, REASON_LABELS } from "@/lib/console/outcomes";
+import { explainOutcome, KEY_LABELS, type KeyModeName, REASON_LABELS } from "@/lib/console/outcomes";
 import { Badge, buttonClass, Card, DefinitionList, DigestLink, Field, inputClass, linkClass, Mono, Notice } from "./ui";
 
 /** Payload text the form sends at most; below next.config.js's server-action body limit (4 MB). */
@@ -13,13 +13,7 @@ const MAX_PAYLOAD_TEXT_BYTES = 3_500_000;
  * The enqueue-test form. Submitting keeps the values in the browser (nothing is echoed back by the
  * server, least of all the key), so pressing Enqueue again repeats the same request: `replayed`.
  */
-type Mode = "idempotency" | "debounce" | "throttle";
-
-const KEY_LABEL: Record<Mode, string> = {
-  idempotency: "Idempotency key",
-  debounce: "Debounce key",
-  throttle: "Throttle key",
-};
+type Mode = KeyModeName;
 
 const MODE_HINTS: Record<Mode, string> = {
   idempotency: "A repeat with the same key and request returns the first job; a different request is a conflict.",
@@ -107,7 +101,7 @@ export function EnqueueForm() {
               </Field>
             </div>
             <Field
-              label={KEY_LABEL[mode]}
+              label={KEY_LABELS[mode]}
               name="key"
               error={errors.key}
               hint={`${mode === "idempotency" ? "Optional. " : "Required. "}Hashed on the server; never stored or shown.`}
@@ -231,7 +225,7 @@ function Result({ state }: { state: EnqueueFormState }) {
                 {" "}
                 <Badge tone="conflict">{state.reason}</Badge>
               </>
-            ) : null}
+            ) : null}{" "}
           </p>
           <OutcomeExplanation outcome={state.outcome} reason={state.reason} />
           <DefinitionList

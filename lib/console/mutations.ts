@@ -24,6 +24,7 @@ import type {
   PurgeState,
 } from "./action-state";
 import { debounceFields } from "./jobs";
+import { KEY_LABELS } from "./outcomes";
 import { iso } from "./sql";
 import type { JobStateName } from "./types";
 
@@ -86,12 +87,6 @@ const intField = (label: string, min: number, max: number) =>
     });
 
 const KEY_MODES = ["idempotency", "debounce", "throttle"] as const;
-/** The key field's label per mode (the form shows the same words). */
-export const KEY_LABELS: Record<(typeof KEY_MODES)[number], string> = {
-  idempotency: "Idempotency key",
-  debounce: "Debounce key",
-  throttle: "Throttle key",
-};
 
 const enqueueForm = z.object({
   type: z.string({ error: "Type is required" }).min(1, { error: "Type is required" }),

@@ -66,6 +66,15 @@ export function explainOutcome(outcome: string, reason?: string | null): Explana
   return OUTCOMES[outcome] ?? { meaning: outcome, action: null };
 }
 
+export type KeyModeName = "idempotency" | "debounce" | "throttle";
+
+/** The key field's label per mode: the form shows it, and field errors use the same words. */
+export const KEY_LABELS: Record<KeyModeName, string> = {
+  idempotency: "Idempotency key",
+  debounce: "Debounce key",
+  throttle: "Throttle key",
+};
+
 /** The short operator label of a non-replaceable reason. */
 export const REASON_LABELS: Record<string, string> = {
   incompatible_key_mode: "key held in another mode",

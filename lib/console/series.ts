@@ -157,16 +157,7 @@ async function readSeries(db: Db, state: Settled, window: SeriesWindow, queue: s
   for (const t of state.minutes.keys()) if (t < oldest) state.minutes.delete(t);
   if (state.from < oldest) state.from = oldest;
 
-  const zero: Counts = {
-    accepted: 0,
-    replayed: 0,
-    conflicts: 0,
-    replaced: 0,
-    coalesced: 0,
-    nonReplaceable: 0,
-    succeeded: 0,
-    failed: 0,
-  };
+  const zero = Object.fromEntries(SERIES_NAMES.map((k) => [k, 0])) as Counts;
   const totals: Counts = { ...zero };
   const points: SeriesPoint[] = [];
   for (let t = current - (minutes - 1) * MINUTE; t <= current; t += MINUTE) {
