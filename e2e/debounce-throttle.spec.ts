@@ -1,5 +1,9 @@
 import { expect, test } from "./fixtures";
-import { KEYS, SCOPE } from "./keys";
+import { KEYS, SCOPE as ORDERS_SCOPE } from "./keys";
+
+// A scope of its own: the flows project counts the replays in the orders scope.
+const SCOPE = `${ORDERS_SCOPE}-modes`;
+
 import { EnqueuePage } from "./pages/enqueue-page";
 
 // The enqueue form's three key modes, and what an operator reads for each outcome.
