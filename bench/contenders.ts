@@ -44,6 +44,8 @@ export interface Contender {
   batch?: Op;
   debounce?: Op;
   throttle?: Op;
+  /** What the debounce / throttle rows call this contender (its API for that scenario). */
+  labels?: { debounce?: string; throttle?: string };
   /** Binds REPLAY_KEYS live keys for replay, conflict and the batch's repeated half. */
   prepare(): Promise<void>;
   /** Called after each timed segment, outside the clock (e.g. flush buffered writes before the WAL reading). */
@@ -289,6 +291,7 @@ export async function pgBoss(ctx: ContenderContext): Promise<Contender> {
     replay: (i) => send(liveKey(i)),
     batch: (b) =>
       boss.insert(batchKeys(b, nextBatchNew).map(({ key }) => ({ name, data: payloadFor(key), singletonKey: key }))),
+    labels: { debounce: "pg-boss sendDebounced", throttle: "pg-boss sendThrottled" },
     debounce: (i) => boss.sendDebounced(search, editFor(debounceKey(i), i), {}, seconds, debounceKey(i)),
     throttle: (i) => boss.sendThrottled(notices, payloadFor(throttleKey(i)), {}, seconds, throttleKey(i)),
     async prepare() {
@@ -410,6 +413,10 @@ export async function bullmq(ctx: ContenderContext, backend: "postgres" | "redis
       ),
     debounce,
     throttle,
+    labels: {
+      debounce: `BullMQ deduplication, debounce mode (${backend === "postgres" ? "PostgreSQL" : "Redis"})`,
+      throttle: `BullMQ deduplication, throttle mode (${backend === "postgres" ? "PostgreSQL" : "Redis"})`,
+    },
     async prepare() {
       await q.addBulk(
         Array.from({ length: REPLAY_KEYS }, (_, i) => ({

@@ -388,7 +388,7 @@ async function main() {
               scenario,
               callers,
               contender: c.id,
-              label: c.label,
+              label: (scenario === "debounce" || scenario === "throttle" ? c.labels?.[scenario] : null) ?? c.label,
               jobsPerCall,
               summary,
               jobsPerSec: summary.callsPerSec * jobsPerCall,
