@@ -7,6 +7,11 @@
  * - replay(i):  the same request again for one of REPLAY_KEYS live keys
  * - conflict(i): same live key, different payload (ours only: the peers have no such outcome)
  * - batch(i):   BATCH_SIZE keyed requests in one call, half new keys, half live keys
+ * - debounce(i): a debounce repeat on one of REPLAY_KEYS live keys whose job is pending (a new
+ *   payload each call): ours `replaced`; pg-boss sendDebounced; BullMQ deduplication in debounce mode
+ *   (extend + replace, delayed by the window)
+ * - throttle(i): a throttle repeat of the same request on one of REPLAY_KEYS live keys: ours
+ *   `coalesced`; pg-boss sendThrottled; BullMQ deduplication in throttle mode (a ttl)
  */
 import { randomBytes } from "node:crypto";
 import pg from "pg";
@@ -37,6 +42,10 @@ export interface Contender {
   replay?: Op;
   conflict?: Op;
   batch?: Op;
+  debounce?: Op;
+  throttle?: Op;
+  /** What the debounce / throttle rows call this contender (its API for that scenario). */
+  labels?: { debounce?: string; throttle?: string };
   /** Binds REPLAY_KEYS live keys for replay, conflict and the batch's repeated half. */
   prepare(): Promise<void>;
   /** Called after each timed segment, outside the clock (e.g. flush buffered writes before the WAL reading). */
@@ -62,6 +71,18 @@ function newKey(prefix: string, i: number): string {
 }
 function liveKey(i: number): string {
   return `live-${RUN}-${i % REPLAY_KEYS}`;
+}
+/** Debounce and throttle keys, bound by prepare() (a window of WINDOW_MS: they stay live). */
+function debounceKey(i: number): string {
+  return `debounce-${RUN}-${i % REPLAY_KEYS}`;
+}
+function throttleKey(i: number): string {
+  return `throttle-${RUN}-${i % REPLAY_KEYS}`;
+}
+const WINDOW_MS = 3_600_000;
+/** A debounced request: the same document, a new edit each call. */
+function editFor(key: string, i: number) {
+  return { ...payloadFor(key), edit: i };
 }
 
 /** Batch b: BATCH_SIZE/2 new keys and BATCH_SIZE/2 live keys, interleaved. */
@@ -104,6 +125,11 @@ export async function ours(
   if (opts.setupSql) await pool.query(opts.setupSql);
   const queue = new Queue({ pool, maintenance: false, notify: opts.notify ?? true });
   const options = (key: string) => ({ queue: "billing", idempotency: { key, scope: "invoice-capture" } });
+  const debounced = (key: string) => ({
+    queue: "search",
+    debounce: { key, scope: "search-index", windowMs: WINDOW_MS },
+  });
+  const throttled = (key: string) => ({ queue: "notices", throttle: { key, scope: "shipped", windowMs: WINDOW_MS } });
   const nextNew = counter();
   const nextBatchNew = counter();
   return {
@@ -128,6 +154,16 @@ export async function ours(
       }
       throw new Error("expected an idempotency conflict");
     },
+    debounce: async (i) => {
+      const k = debounceKey(i);
+      const r = await queue.enqueueWithResult("search.reindex", editFor(k, i), debounced(k));
+      if (r.outcome !== "replaced") throw new Error(`expected replaced, got ${r.outcome}`);
+    },
+    throttle: async (i) => {
+      const k = throttleKey(i);
+      const r = await queue.enqueueWithResult("order.shipped", payloadFor(k), throttled(k));
+      if (r.outcome !== "coalesced") throw new Error(`expected coalesced, got ${r.outcome}`);
+    },
     batch: (b) => {
       const requests: EnqueueRequest[] = batchKeys(b, nextBatchNew).map(({ key }) => ({
         type: "invoice.capture",
@@ -144,6 +180,23 @@ export async function ours(
           requests.push({ type: "invoice.capture", payload: payloadFor(k), options: options(k) });
         }
         await queue.enqueueMany(requests);
+      }
+      for (let i = 0; i < REPLAY_KEYS; i += BATCH_SIZE) {
+        const requests: EnqueueRequest[] = [];
+        for (let j = i; j < Math.min(REPLAY_KEYS, i + BATCH_SIZE); j++) {
+          requests.push({
+            type: "search.reindex",
+            payload: editFor(debounceKey(j), -1),
+            options: debounced(debounceKey(j)),
+          });
+          requests.push({
+            type: "order.shipped",
+            payload: payloadFor(throttleKey(j)),
+            options: throttled(throttleKey(j)),
+          });
+        }
+        for (let b = 0; b < requests.length; b += BATCH_SIZE)
+          await queue.enqueueMany(requests.slice(b, b + BATCH_SIZE));
       }
     },
     settle: () => queue.flushObservations(),
@@ -221,6 +274,12 @@ export async function pgBoss(ctx: ContenderContext): Promise<Contender> {
   await boss.start();
   const name = "invoice-capture";
   await boss.createQueue(name, { name, policy: "short" });
+  // Debounce and throttle use singletonSeconds on a standard queue (the "short" policy would refuse them).
+  const search = "search-reindex";
+  const notices = "order-shipped";
+  await boss.createQueue(search, { name: search, policy: "standard" });
+  await boss.createQueue(notices, { name: notices, policy: "standard" });
+  const seconds = WINDOW_MS / 1000;
   const nextNew = counter();
   const nextBatchNew = counter();
   const send = (key: string) => boss.send(name, payloadFor(key), { singletonKey: key });
@@ -232,12 +291,19 @@ export async function pgBoss(ctx: ContenderContext): Promise<Contender> {
     replay: (i) => send(liveKey(i)),
     batch: (b) =>
       boss.insert(batchKeys(b, nextBatchNew).map(({ key }) => ({ name, data: payloadFor(key), singletonKey: key }))),
+    labels: { debounce: "pg-boss sendDebounced", throttle: "pg-boss sendThrottled" },
+    debounce: (i) => boss.sendDebounced(search, editFor(debounceKey(i), i), {}, seconds, debounceKey(i)),
+    throttle: (i) => boss.sendThrottled(notices, payloadFor(throttleKey(i)), {}, seconds, throttleKey(i)),
     async prepare() {
       const jobs = Array.from({ length: REPLAY_KEYS }, (_, i) => {
         const key = liveKey(i);
         return { name, data: payloadFor(key), singletonKey: key };
       });
       await boss.insert(jobs);
+      for (let i = 0; i < REPLAY_KEYS; i++) {
+        await boss.sendDebounced(search, editFor(debounceKey(i), -1), {}, seconds, debounceKey(i));
+        await boss.sendThrottled(notices, payloadFor(throttleKey(i)), {}, seconds, throttleKey(i));
+      }
     },
     async close() {
       await boss.stop({ graceful: false, close: true, wait: true });
@@ -323,6 +389,14 @@ export async function bullmq(ctx: ContenderContext, backend: "postgres" | "redis
   const nextNew = counter();
   const nextBatchNew = counter();
   const add = (key: string) => q.add("invoice.capture", payloadFor(key), { jobId: key });
+  // Debounce mode: each repeat replaces the delayed job and extends the ttl; throttle mode: a ttl only.
+  const debounce = (i: number) =>
+    q.add("search.reindex", editFor(debounceKey(i), i), {
+      delay: WINDOW_MS,
+      deduplication: { id: debounceKey(i), ttl: WINDOW_MS, extend: true, replace: true },
+    });
+  const throttle = (i: number) =>
+    q.add("order.shipped", payloadFor(throttleKey(i)), { deduplication: { id: throttleKey(i), ttl: WINDOW_MS } });
   return {
     id: backend === "postgres" ? "bullmq-pg" : "bullmq-redis",
     label: backend === "postgres" ? "BullMQ add jobId (PostgreSQL)" : "BullMQ add jobId (Redis, in memory)",
@@ -337,6 +411,12 @@ export async function bullmq(ctx: ContenderContext, backend: "postgres" | "redis
           opts: { jobId: key },
         })),
       ),
+    debounce,
+    throttle,
+    labels: {
+      debounce: `BullMQ deduplication, debounce mode (${backend === "postgres" ? "PostgreSQL" : "Redis"})`,
+      throttle: `BullMQ deduplication, throttle mode (${backend === "postgres" ? "PostgreSQL" : "Redis"})`,
+    },
     async prepare() {
       await q.addBulk(
         Array.from({ length: REPLAY_KEYS }, (_, i) => ({
@@ -345,6 +425,10 @@ export async function bullmq(ctx: ContenderContext, backend: "postgres" | "redis
           opts: { jobId: liveKey(i) },
         })),
       );
+      for (let i = 0; i < REPLAY_KEYS; i++) {
+        await debounce(i);
+        await throttle(i);
+      }
     },
     async close() {
       await q.close();

@@ -3,7 +3,7 @@
  *
  *   npm run bench                         full run (~6-9 minutes on 2 cores)
  *   npm run bench -- --quick              1-2 minute smoke run (fewer calls, 100,000-row read surface)
- *   npm run bench -- --scenarios=accept,replay,conflict,batch,read,prune
+ *   npm run bench -- --scenarios=accept,replay,conflict,batch,debounce,throttle,read,prune
  *   npm run bench -- --contenders=floor,ours,pg-boss,graphile,graphile-custom,bullmq-pg,bullmq-redis
  *   npm run bench -- --rounds=8 --read-rows=1000000 --no-docs --prototype=bench/prototypes/x.sql
  *
@@ -53,7 +53,7 @@ import {
 import { type PruneResult, readSurface } from "./read-surface";
 
 type Scenario = WriteRow["scenario"];
-const WRITE_SCENARIOS: Scenario[] = ["accept", "replay", "conflict", "batch"];
+const WRITE_SCENARIOS: Scenario[] = ["accept", "replay", "conflict", "batch", "debounce", "throttle"];
 const ALL_SCENARIOS = [...WRITE_SCENARIOS, "read", "prune"] as const;
 const ALL_CONTENDERS = ["floor", "ours", "pg-boss", "graphile", "graphile-custom", "bullmq-pg", "bullmq-redis"];
 const CALLERS = [1, 8] as const;
@@ -75,6 +75,8 @@ const FULL: Plan = {
     replay: { 1: 500, 8: 2000 },
     conflict: { 1: 300, 8: 1200 },
     batch: { 1: 3, 8: 16 },
+    debounce: { 1: 300, 8: 1200 },
+    throttle: { 1: 500, 8: 2000 },
   },
   warmup: 200,
   readRows: 1_000_000,
@@ -89,6 +91,8 @@ const QUICK: Plan = {
     replay: { 1: 150, 8: 600 },
     conflict: { 1: 100, 8: 400 },
     batch: { 1: 1, 8: 8 },
+    debounce: { 1: 100, 8: 400 },
+    throttle: { 1: 150, 8: 600 },
   },
   warmup: 50,
   readRows: 100_000,
@@ -384,7 +388,7 @@ async function main() {
               scenario,
               callers,
               contender: c.id,
-              label: c.label,
+              label: (scenario === "debounce" || scenario === "throttle" ? c.labels?.[scenario] : null) ?? c.label,
               jobsPerCall,
               summary,
               jobsPerSec: summary.callsPerSec * jobsPerCall,

@@ -13,10 +13,7 @@ export function BindingDetails({ binding, now, showJob }: { binding: BindingDto;
     ["Key digest", <DigestLink key="d" digest={binding.keyDigest} />],
     ["Key length", `${binding.keyLength} characters`],
     ["Mode", binding.mode],
-    ["TTL", formatDuration(binding.ttlMs)],
-    ["Created", formatTime(binding.createdAt)],
-    ["Expires", formatTime(binding.expiresAt)],
-    ["TTL remaining", <Countdown key="c" expiresAt={binding.expiresAt} serverNow={now} />],
+    ...windowItems(binding, now),
     ["Request digest", <Mono key="r">{binding.requestDigest}</Mono>],
   ];
   if (showJob) {
@@ -28,4 +25,41 @@ export function BindingDetails({ binding, now, showJob }: { binding: BindingDto;
     ]);
   }
   return <DefinitionList items={items} />;
+}
+
+/**
+ * How long the key is held, in the mode's own words: an idempotency key has a TTL; debounce and
+ * throttle have a window (for debounce, the window closes when the job is due), and debounce also
+ * has a schedule and, with a cap, the max-wait deadline counted from the first acceptance.
+ */
+function windowItems(binding: BindingDto, now: string): [string, React.ReactNode][] {
+  const countdown = <Countdown key="c" expiresAt={binding.expiresAt} serverNow={now} />;
+  if (binding.mode === "idempotency") {
+    return [
+      ["TTL", formatDuration(binding.ttlMs)],
+      ["Created", formatTime(binding.createdAt)],
+      ["Expires", formatTime(binding.expiresAt)],
+      ["TTL remaining", countdown],
+    ];
+  }
+  const items: [string, React.ReactNode][] = [["Window", formatDuration(binding.ttlMs)]];
+  if (binding.mode === "debounce") {
+    items.push([
+      "Schedule",
+      binding.schedule === "preserve"
+        ? "preserve (repeats keep the run time)"
+        : "reset (each repeat moves the run time to now + window)",
+    ]);
+    items.push(["First acceptance", formatTime(binding.createdAt)]);
+    items.push([
+      "Max-wait deadline",
+      binding.maxWaitUntil
+        ? formatTime(binding.maxWaitUntil)
+        : "none (no maxWaitMs: repeats can keep postponing the job)",
+    ]);
+  } else {
+    items.push(["Window opened", formatTime(binding.createdAt)]);
+  }
+  items.push(["Window closes", formatTime(binding.expiresAt)], ["Window remaining", countdown]);
+  return items;
 }

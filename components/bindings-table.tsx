@@ -21,7 +21,7 @@ export function BindingsTable({
   const params = new URLSearchParams(query);
   const nextHref = data.next ? pageHref("/bindings", query, "after", data.next) : null;
   const firstHref = pageHref("/bindings", query, "after", null);
-  // Every key is an idempotency key until debounce and throttle land: show the mode only when it says something.
+  // A page of idempotency keys only (the common case) hides the column: it would say the same on every row.
   const showMode = data.rows.some((b) => b.mode !== "idempotency") || params.has("mode");
   return (
     <div>
@@ -31,7 +31,7 @@ export function BindingsTable({
         </EmptyState>
       ) : (
         <Table
-          caption="Idempotency bindings"
+          caption="Key bindings"
           head={[
             "Scope",
             "Key preview",
@@ -56,7 +56,17 @@ export function BindingsTable({
                 <DigestLink digest={b.keyDigest} />
               </Td>
               <Td className="tabular-nums">{b.keyLength}</Td>
-              {showMode ? <Td>{b.mode}</Td> : null}
+              {showMode ? (
+                <Td>
+                  {b.mode}
+                  {b.mode === "debounce" ? (
+                    <div className="text-xs text-slate-600">
+                      {b.schedule ?? "reset"}
+                      {b.maxWaitUntil ? " · capped" : ""}
+                    </div>
+                  ) : null}
+                </Td>
+              ) : null}
               <Td>
                 <Link className={`${linkClass} font-mono text-xs`} href={`/jobs/${b.jobId}`} title={b.jobId}>
                   {shortId(b.jobId)}
@@ -67,7 +77,9 @@ export function BindingsTable({
               </Td>
               <Td>
                 <RelativeTime iso={b.expiresAt} now={data.now} />
-                <div className="text-xs text-slate-600">TTL {formatDuration(b.ttlMs)}</div>
+                <div className="text-xs text-slate-600">
+                  {b.mode === "idempotency" ? "TTL" : "window"} {formatDuration(b.ttlMs)}
+                </div>
               </Td>
               <Td>{b.expired ? <Badge>expired</Badge> : <Countdown expiresAt={b.expiresAt} serverNow={data.now} />}</Td>
             </tr>

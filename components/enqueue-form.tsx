@@ -3,6 +3,7 @@ import Link from "next/link";
 import { type FormEvent, startTransition, useActionState, useState } from "react";
 import { enqueueTestJobAction } from "@/app/(console)/enqueue/actions";
 import type { EnqueueFormState, FieldErrors } from "@/lib/console/action-state";
+import { explainOutcome, KEY_LABELS, type KeyModeName, REASON_LABELS } from "@/lib/console/outcomes";
 import { Badge, buttonClass, Card, DefinitionList, DigestLink, Field, inputClass, linkClass, Mono, Notice } from "./ui";
 
 /** Payload text the form sends at most; below next.config.js's server-action body limit (4 MB). */
@@ -12,12 +13,21 @@ const MAX_PAYLOAD_TEXT_BYTES = 3_500_000;
  * The enqueue-test form. Submitting keeps the values in the browser (nothing is echoed back by the
  * server, least of all the key), so pressing Enqueue again repeats the same request: `replayed`.
  */
+type Mode = KeyModeName;
+
+const MODE_HINTS: Record<Mode, string> = {
+  idempotency: "A repeat with the same key and request returns the first job; a different request is a conflict.",
+  debounce: "Repeats inside the window rewrite the waiting job (same id); it runs once the repeats stop.",
+  throttle: "The first request in a window makes the job; equal repeats until the window closes get that job.",
+};
+
 export function EnqueueForm() {
   const [state, action, pending] = useActionState<EnqueueFormState, FormData>(enqueueTestJobAction, {
     status: "idle",
   });
   // Set in the browser when the payload is too large to send at all (what the operator typed stays).
   const [tooLarge, setTooLarge] = useState<string | null>(null);
+  const [mode, setMode] = useState<Mode>("idempotency");
   const errors: FieldErrors = {
     ...(state.status === "error" && !tooLarge ? state.fieldErrors : {}),
     ...(tooLarge ? { payload: tooLarge } : {}),
@@ -74,28 +84,84 @@ export function EnqueueForm() {
                 />
               </Field>
             </div>
+            <div className="sm:col-span-2">
+              <Field label="Key mode" name="mode" error={errors.mode} hint={MODE_HINTS[mode]}>
+                <select
+                  id="mode"
+                  name="mode"
+                  value={mode}
+                  onChange={(e) => setMode(e.target.value as Mode)}
+                  className={inputClass}
+                  aria-invalid={!!errors.mode}
+                >
+                  <option value="idempotency">Idempotency: a repeat returns the same job</option>
+                  <option value="debounce">Debounce: repeats replace the pending job</option>
+                  <option value="throttle">Throttle: at most one job per window</option>
+                </select>
+              </Field>
+            </div>
             <Field
-              label="Idempotency key"
+              label={KEY_LABELS[mode]}
               name="key"
               error={errors.key}
-              hint="Optional. Hashed on the server; never stored or shown."
+              hint={`${mode === "idempotency" ? "Optional. " : "Required. "}Hashed on the server; never stored or shown.`}
             >
               {input("key")}
             </Field>
             <Field label="Scope" name="scope" error={errors.scope} hint='Default "default"'>
               {input("scope", { placeholder: "default" })}
             </Field>
-            <Field
-              label="TTL (ms)"
-              name="ttlMs"
-              error={errors.ttlMs}
-              hint="1 to 31,536,000,000; default 86,400,000 (24 h)"
-            >
-              {input("ttlMs", { inputMode: "numeric", placeholder: "86400000" })}
-            </Field>
-            <Field label="Run at" name="runAt" error={errors.runAt} hint="Optional; your local time. Empty: now.">
-              {input("runAt", { type: "datetime-local", step: 1 })}
-            </Field>
+            {mode === "idempotency" ? (
+              <Field
+                label="TTL (ms)"
+                name="ttlMs"
+                error={errors.ttlMs}
+                hint="1 to 31,536,000,000; default 86,400,000 (24 h)"
+              >
+                {input("ttlMs", { inputMode: "numeric", placeholder: "86400000" })}
+              </Field>
+            ) : (
+              <Field
+                label="Window (ms)"
+                name="windowMs"
+                error={errors.windowMs}
+                hint={
+                  mode === "debounce"
+                    ? "1 to 31,536,000,000. The job runs when the window closes."
+                    : "1 to 31,536,000,000. Repeats inside it get the same job."
+                }
+              >
+                {input("windowMs", { inputMode: "numeric", placeholder: "60000", required: true })}
+              </Field>
+            )}
+            {mode === "debounce" ? (
+              <>
+                <Field
+                  label="Schedule"
+                  name="schedule"
+                  error={errors.schedule}
+                  hint="reset: each repeat moves the run time; preserve: keeps it"
+                >
+                  <select id="schedule" name="schedule" defaultValue="reset" className={inputClass}>
+                    <option value="reset">reset</option>
+                    <option value="preserve">preserve</option>
+                  </select>
+                </Field>
+                <Field
+                  label="Max wait (ms)"
+                  name="maxWaitMs"
+                  error={errors.maxWaitMs}
+                  hint="Optional, at least the window: the latest run time, counted from the first acceptance"
+                >
+                  {input("maxWaitMs", { inputMode: "numeric", placeholder: "300000" })}
+                </Field>
+              </>
+            ) : null}
+            {mode === "debounce" ? null : (
+              <Field label="Run at" name="runAt" error={errors.runAt} hint="Optional; your local time. Empty: now.">
+                {input("runAt", { type: "datetime-local", step: 1 })}
+              </Field>
+            )}
             <Field label="Tags" name="tags" error={errors.tags} hint="Comma separated, at most 32">
               {input("tags", { placeholder: "manual, test" })}
             </Field>
@@ -108,13 +174,28 @@ export function EnqueueForm() {
             <button type="submit" className={buttonClass} disabled={pending}>
               {pending ? "Enqueueing…" : "Enqueue"}
             </button>
-            <span className="text-xs text-slate-600">Submit again with the same values to see a replay.</span>
+            <span className="text-xs text-slate-600">
+              Submit again with the same values to see{" "}
+              {mode === "debounce" ? "a replacement" : mode === "throttle" ? "a coalesce" : "a replay"}.
+            </span>
           </div>
         </Card>
       </form>
       <div className="lg:col-span-2">
         <Result state={state} />
       </div>
+    </div>
+  );
+}
+
+/** What the outcome means and what to do, in an operator's words. */
+function OutcomeExplanation({ outcome, reason }: { outcome: string; reason: string | null }) {
+  const e = explainOutcome(outcome, reason);
+  return (
+    <div className="space-y-1 text-sm text-slate-700" data-testid="outcome-explanation">
+      {reason ? <p className="font-medium text-slate-900">Not replaced: {REASON_LABELS[reason] ?? reason}.</p> : null}
+      <p>{e.meaning}</p>
+      {e.action ? <p>What to do: {e.action}</p> : null}
     </div>
   );
 }
@@ -138,13 +219,15 @@ function Result({ state }: { state: EnqueueFormState }) {
       {state.status === "done" ? (
         <div className="space-y-3" data-testid="enqueue-result">
           <p className="text-sm">
-            Outcome: <Badge>{state.outcome}</Badge>{" "}
-            <span className="text-slate-600">
-              {state.outcome === "accepted"
-                ? "a new job was created."
-                : "the key already owns this job; nothing was written."}
-            </span>
+            Outcome: <Badge tone={state.outcome === "non_replaceable" ? "conflict" : undefined}>{state.outcome}</Badge>
+            {state.reason ? (
+              <>
+                {" "}
+                <Badge tone="conflict">{state.reason}</Badge>
+              </>
+            ) : null}{" "}
           </p>
+          <OutcomeExplanation outcome={state.outcome} reason={state.reason} />
           <DefinitionList
             items={[
               [
@@ -155,6 +238,7 @@ function Result({ state }: { state: EnqueueFormState }) {
               ],
               ...(state.keyed
                 ? ([
+                    ["Mode", state.mode ?? "idempotency"],
                     ["Scope", <Mono key="s">{state.keyed.scope}</Mono>],
                     ["Key preview", <Mono key="p">{state.keyed.keyPreview}</Mono>],
                     ["Key digest", <DigestLink key="d" digest={state.keyed.keyDigest} />],

@@ -11,8 +11,7 @@ import { getJson } from "./use-live";
 
 /**
  * What each line means, in the words the rest of the console uses. Colours are CSS variables
- * (app/globals.css) so they follow dark mode. Debounce's replaced / coalesced join this list once
- * the core records them.
+ * (app/globals.css) so they follow dark mode.
  */
 export const SERIES: { key: SeriesName; label: string; explain: string; color: string; dot: string }[] = [
   {
@@ -35,6 +34,27 @@ export const SERIES: { key: SeriesName; label: string; explain: string; color: s
     explain: "a key reused for other work, refused",
     color: "var(--chart-conflicts)",
     dot: "bg-(--chart-conflicts)",
+  },
+  {
+    key: "replaced",
+    label: "Replaced",
+    explain: "debounce repeats folded into the pending job",
+    color: "var(--chart-replaced)",
+    dot: "bg-(--chart-replaced)",
+  },
+  {
+    key: "coalesced",
+    label: "Coalesced",
+    explain: "throttle repeats answered with the window's job",
+    color: "var(--chart-coalesced)",
+    dot: "bg-(--chart-coalesced)",
+  },
+  {
+    key: "nonReplaceable",
+    label: "Non-replaceable",
+    explain: "debounce repeats that could not change the job",
+    color: "var(--chart-non-replaceable)",
+    dot: "bg-(--chart-non-replaceable)",
   },
   {
     key: "succeeded",
@@ -109,7 +129,7 @@ export function HealthChart({ initial, queue }: { initial: SeriesDto; queue?: st
           <LiveStatus error={error} updatedAt={dataUpdatedAt} />
         )}
       </div>
-      <dl className="mb-3 grid grid-cols-2 gap-2 text-sm sm:grid-cols-3 lg:grid-cols-5" data-testid="series-totals">
+      <dl className="mb-3 grid grid-cols-2 gap-2 text-sm sm:grid-cols-4 lg:grid-cols-8" data-testid="series-totals">
         {SERIES.map((s) => (
           <div key={s.key} className="min-w-0 rounded border border-slate-200 px-2 py-1.5">
             <dt className="flex items-center gap-1.5 text-slate-700">

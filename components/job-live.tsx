@@ -21,6 +21,24 @@ function enqueuedKey(job: JobDetailDto): { scope: string; keyDigest: string; exp
     : null;
 }
 
+const BINDING_TITLE = {
+  idempotency: "Idempotency binding",
+  debounce: "Debounce binding",
+  throttle: "Throttle binding",
+} as const;
+
+/** A `debounced` timeline entry in words: a repeat replaced the definition (digests only, never values). */
+function DebouncedLine({ data }: { data: unknown }) {
+  const d = (data ?? {}) as { priorRequestDigest?: string; requestDigest?: string; runAt?: string };
+  return (
+    <p className="mt-1 text-sm text-slate-700" data-testid="debounced-entry">
+      A repeat replaced this job's definition in place: request{" "}
+      <Mono>{(d.priorRequestDigest ?? "?").slice(0, 12)}</Mono> → <Mono>{(d.requestDigest ?? "?").slice(0, 12)}</Mono>
+      {d.runAt ? `; due ${formatTime(d.runAt)}` : ""}.
+    </p>
+  );
+}
+
 /** An active job whose lease lapsed: its worker stopped renewing it (crashed, stalled or cut off). */
 function LeaseNotice({ job }: { job: JobDetailDto }) {
   if (job.state !== "active" || !job.leaseExpiresAt) return null;
@@ -142,6 +160,7 @@ export function JobLive({ initial, purge }: { initial: JobDetailDto; purge: Reac
                     <Badge tone={e.kind === "purged" ? "purged" : undefined}>{e.kind}</Badge>
                     <span className="text-slate-600">{formatTime(e.at)}</span>
                   </div>
+                  {e.kind === "debounced" ? <DebouncedLine data={e.data} /> : null}
                   {e.data ? (
                     <pre className="mt-1 overflow-auto font-mono text-xs whitespace-pre-wrap break-all text-slate-700">
                       {JSON.stringify(e.data, null, 2)}
@@ -154,7 +173,7 @@ export function JobLive({ initial, purge }: { initial: JobDetailDto; purge: Reac
         </Card>
       </div>
       <div className="space-y-4">
-        <Card title="Idempotency binding">
+        <Card title={BINDING_TITLE[job.binding?.mode ?? "idempotency"]}>
           {job.binding ? (
             <BindingDetails binding={job.binding} now={job.now} />
           ) : job.purgedAt && key && (!key.expiresAt || key.expiresAt > job.purgedAt) ? (

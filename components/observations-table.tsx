@@ -1,6 +1,7 @@
 "use client";
 import Link from "next/link";
 import { shortId } from "@/lib/console/format";
+import { explainOutcome, REASON_LABELS } from "@/lib/console/outcomes";
 import type { ObservationDto, Page } from "@/lib/console/types";
 import { RelativeTime } from "./relative-time";
 import { pageHref, TableFooter } from "./table-footer";
@@ -30,7 +31,7 @@ export function ObservationsTable({
         </EmptyState>
       ) : (
         <Table
-          caption="Replays and conflicts, newest first"
+          caption="Replays, conflicts, coalesced and non-replaceable requests, newest first"
           head={["Time", "Outcome", "Queue · type", "Scope · key", "What differed", "Existing job", "Source"]}
         >
           {view.rows.map((o) => (
@@ -39,8 +40,15 @@ export function ObservationsTable({
                 <RelativeTime iso={o.at} now={data.now} />
               </Td>
               <Td>
-                <Badge>{o.outcome}</Badge>
-                {o.reason ? <div className="text-xs text-slate-600">{o.reason}</div> : null}
+                <Badge tone={o.outcome === "conflict" || o.outcome === "non_replaceable" ? "conflict" : undefined}>
+                  {o.outcome}
+                </Badge>
+                {o.reason ? (
+                  <div className="max-w-56 text-xs whitespace-normal text-slate-700" data-testid="observation-reason">
+                    <span className="font-medium">{REASON_LABELS[o.reason] ?? o.reason}</span>
+                    <span className="sr-only"> ({o.reason})</span>: {explainOutcome(o.outcome, o.reason).meaning}
+                  </div>
+                ) : null}
               </Td>
               <Td wrap className="min-w-32">
                 {o.queue}

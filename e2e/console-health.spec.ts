@@ -5,7 +5,7 @@ import { HealthChartPart, StateTabsPart } from "./pages/health";
 
 const run = randomBytes(3).toString("hex");
 
-test("the chart draws the queue's minutes: accepted, replayed and conflicts after seeding", async ({
+test("the chart draws the queue's minutes: accepted, replayed, conflicts, replaced, coalesced and non-replaceable after seeding", async ({
   signedIn,
   queue,
 }) => {
@@ -17,33 +17,44 @@ test("the chart draws the queue's minutes: accepted, replayed and conflicts afte
   await expect(queue.enqueue("order.place", { i: 99 }, { queue: name, idempotency: idem(2) })).rejects.toBeInstanceOf(
     EnqueueIdempotencyConflictError,
   );
+  // Debounce and throttle: one replaced, two coalesced, one non-replaceable (the key is held by idempotency).
+  const debounce = { key: `chart-search-${run}`, windowMs: 600_000 };
+  await queue.enqueue("search.reindex", { v: 1 }, { queue: name, debounce });
+  await queue.enqueue("search.reindex", { v: 2 }, { queue: name, debounce }); // replaced
+  const throttle = { key: `chart-shipped-${run}`, windowMs: 600_000 };
+  for (let i = 0; i < 3; i++) await queue.enqueue("order.shipped", {}, { queue: name, throttle }); // 2 coalesced
+  await queue.enqueue("order.place", {}, { queue: name, debounce: { ...idem(3), windowMs: 1000 } }); // non_replaceable
 
   const chart = new HealthChartPart(signedIn);
   // Observations are written a moment after the decision: reload until they show.
   await expect(async () => {
     await signedIn.goto(`/queues/${name}`);
     await expect(chart.total("replayed")).toHaveText("2", { timeout: 1000 });
+    await expect(chart.total("nonReplaceable")).toHaveText("1", { timeout: 1000 });
   }).toPass({ timeout: 15_000 });
   await expect(signedIn.getByRole("heading", { name: `Queue ${name}`, exact: true })).toBeVisible();
-  await expect(chart.total("accepted")).toHaveText("4");
+  await expect(chart.total("accepted")).toHaveText("6");
   await expect(chart.total("conflicts")).toHaveText("1");
+  await expect(chart.total("replaced")).toHaveText("1");
+  await expect(chart.total("coalesced")).toHaveText("2");
   await expect(chart.total("succeeded")).toHaveText("0");
   await expect(chart.total("failed")).toHaveText("0");
   const paths = await chart.linePaths();
-  expect(paths).toHaveLength(5);
+  expect(paths).toHaveLength(8);
   for (const d of paths) expect(d).toMatch(/^M[\d.]+,[\d.]+(L[\d.]+,[\d.]+){59}$/); // 60 minutes, one point each
 
   // 24 hours: the same totals, 1,440 points.
   await signedIn.getByRole("button", { name: "24 hours" }).click();
   await expect(signedIn.getByRole("heading", { name: /Last 24 hours, per minute/ })).toBeVisible();
-  await expect(chart.total("accepted")).toHaveText("4");
+  await expect(chart.total("accepted")).toHaveText("6");
   await expect.poll(async () => (await chart.linePaths())[0]?.split("L").length).toBe(1440);
 
   // The overview charts every queue: at least what this test seeded.
   await signedIn.goto("/");
   const overview = new HealthChartPart(signedIn);
-  expect(Number((await overview.total("accepted").textContent())?.replace(/,/g, ""))).toBeGreaterThanOrEqual(4);
-  expect(await overview.linePaths()).toHaveLength(5);
+  expect(Number((await overview.total("accepted").textContent())?.replace(/,/g, ""))).toBeGreaterThanOrEqual(6);
+  expect(Number((await overview.total("replaced").textContent())?.replace(/,/g, ""))).toBeGreaterThanOrEqual(1);
+  expect(await overview.linePaths()).toHaveLength(8);
 });
 
 test("state tabs count the queue's jobs by state; retrying and has-error narrow the list", async ({

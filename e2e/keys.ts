@@ -8,6 +8,9 @@ const run = process.env.E2E_RUN_ID ?? "local";
 export const KEYS = {
   order: `order-form-${run}-7f3a9c1e-submit`,
   purgeSeed: `seeded-for-readonly-${run}-b81d`,
+  debounce: `search-index-${run}-doc-4417-edit`,
+  throttle: `order-shipped-${run}-ORD-5120-notice`,
+  heldByIdempotency: `held-by-idempotency-${run}-c0ffee`,
 } as const;
 
 export const ALL_KEYS: string[] = Object.values(KEYS);

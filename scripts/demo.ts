@@ -9,6 +9,11 @@
  * 4. An integration reusing one key for different work (amount, queue, tags differ): conflicts.
  * 5. Short-TTL keys expiring: some re-enqueued after expiry (new jobs), some left awaiting cleanup.
  * 6. Scheduled reports, unkeyed thumbnail jobs with tags, and one order purged by an operator.
+ * 7. Debounce: a search index refreshed on every edit of a document; bursts of edits fold into one
+ *    pending job (replaced), capped by a max wait; a late edit after a short window finds the job
+ *    due but not started (non_replaceable: window_elapsed_pending); a key held by idempotency refuses
+ *    a debounce (non_replaceable: incompatible_key_mode).
+ * 8. Throttle: a "your order shipped" notice at most once a minute per order; repeats are coalesced.
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { createPool, stopEmbeddedPostgres } from "../lib/db";
@@ -176,6 +181,64 @@ async function main() {
     { actor: "demo (npm run demo)", reason: "customer cancelled before fulfilment" },
   );
   count(`purge: ${purged.purged} job, ${purged.releasedBindings} binding released`);
+
+  // 7. Debounce: the search index of a document refreshed on every edit.
+  for (let d = 0; d < 8; d++) {
+    const doc = `doc_${run}_${d}`;
+    const edits = 2 + (d % 5);
+    for (let e = 0; e < edits; e++) {
+      const r = await queue.enqueueWithResult(
+        "search.reindex",
+        { documentId: doc, revision: e + 1, editor: pick(customers) },
+        {
+          queue: "search",
+          tags: ["cms"],
+          debounce: { key: `reindex:${doc}`, scope: "search-index", windowMs: 120_000, maxWaitMs: 600_000 },
+          source: "cms-editor",
+        },
+      );
+      count(`search reindex: ${r.outcome}`);
+    }
+  }
+  const late = `doc_${run}_late`;
+  const lateOptions = {
+    queue: "search",
+    debounce: { key: `reindex:${late}`, scope: "search-index", windowMs: 1000 },
+    source: "cms-editor",
+  };
+  await queue.enqueueWithResult("search.reindex", { documentId: late, revision: 1 }, lateOptions);
+  await sleep(1500);
+  const lateEdit = await queue.enqueueWithResult("search.reindex", { documentId: late, revision: 2 }, lateOptions);
+  count(
+    `search reindex after the window: ${lateEdit.outcome}${lateEdit.outcome === "non_replaceable" ? ` (${lateEdit.reason})` : ""}`,
+  );
+  const heldKey = `checkout:cart_${run}_0`;
+  const held = await queue.enqueueWithResult(
+    "order.place",
+    { cartId: `cart_${run}_0` },
+    { queue: "orders", debounce: { key: heldKey, scope: "order-form", windowMs: 60_000 }, source: "misconfigured-job" },
+  );
+  count(
+    `debounce on an idempotency key: ${held.outcome}${held.outcome === "non_replaceable" ? ` (${held.reason})` : ""}`,
+  );
+
+  // 8. Throttle: "your order shipped" at most once a minute per order, however often the carrier pings.
+  for (let o = 0; o < 10; o++) {
+    const orderId = `ord_${run}_${o}`;
+    const pings = 1 + (o % 4);
+    for (let p = 0; p < pings; p++) {
+      const r = await queue.enqueueWithResult(
+        "notify.order_shipped",
+        { orderId, channel: "email" },
+        {
+          queue: "notifications",
+          throttle: { key: `shipped:${orderId}`, scope: "shipping-notice", windowMs: 60_000 },
+          source: "carrier-webhook",
+        },
+      );
+      count(`shipped notice: ${r.outcome}`);
+    }
+  }
 
   await queue.close();
   await pool.end();

@@ -8,6 +8,7 @@ const { enqueueTestJob, findByKey, purgeJob, purgeQueue, runMaintenanceNow, pars
   "@/lib/console/mutations"
 );
 const { listAudit } = await import("@/lib/console/audit");
+const { jobDetail } = await import("@/lib/console/jobs");
 const { listObservations } = await import("@/lib/console/observations");
 
 const t = setupQueueTests();
@@ -97,6 +98,91 @@ describe("enqueueTestJob", () => {
     if (core.status === "error") expect(core.fieldErrors.key).toBe("Idempotency key must be 1..512 UTF-8 bytes");
     const missing = await enqueueTestJob(q, "carol", form({ payload: "{}" }));
     expect(missing.status === "error" && missing.fieldErrors.type).toBe("Type is required");
+  });
+
+  test("debounce and throttle from the form: outcomes, reasons and field errors in the mode's words", async () => {
+    const q = t.queue();
+    const key = "search-index:doc-77-secret";
+    const debounce = { type: "search.reindex", payload: "{}", key, mode: "debounce", windowMs: "60000" };
+    const a = await enqueueTestJob(q, "dana", form({ ...debounce, maxWaitMs: "120000", schedule: "preserve" }));
+    const b = await enqueueTestJob(q, "dana", form(debounce));
+    expect(a).toMatchObject({ status: "done", outcome: "accepted", reason: null, mode: "debounce" });
+    expect(b).toMatchObject({ status: "done", outcome: "replaced", reason: null, mode: "debounce" });
+    if (a.status !== "done" || b.status !== "done") return;
+    expect(b.jobId).toBe(a.jobId);
+    const binding = await q.findBinding({ key });
+    expect(binding).toMatchObject({ mode: "debounce", schedule: "reset", maxWaitMs: 120_000, ttlMs: 60_000 });
+    // The job page: binding card fields and the replacement in the timeline (digests only).
+    const detail = await jobDetail(t.pool, a.jobId);
+    expect(detail?.binding).toMatchObject({ mode: "debounce", schedule: "reset", maxWaitMs: 120_000, ttlMs: 60_000 });
+    expect(Date.parse(detail?.binding?.maxWaitUntil ?? "")).toBe(
+      Date.parse(detail?.binding?.createdAt ?? "") + 120_000,
+    );
+    expect(detail?.binding?.createdAt).toBe(detail?.createdAt);
+    const replaced = detail?.events.filter((e) => e.kind === "debounced") ?? [];
+    expect(replaced).toHaveLength(1);
+    expect(Object.keys(replaced[0]?.data as object).sort()).toEqual([
+      "expiresAt",
+      "maxWaitUntil",
+      "priorRequestDigest",
+      "requestDigest",
+      "runAt",
+      "schedule",
+      "windowMs",
+    ]);
+
+    const idemKey = "held-by-idempotency-01";
+    await enqueueTestJob(q, "dana", form({ type: "x", payload: "{}", key: idemKey }));
+    const c = await enqueueTestJob(
+      q,
+      "dana",
+      form({ type: "x", payload: "{}", key: idemKey, mode: "debounce", windowMs: "1000" }),
+    );
+    expect(c).toMatchObject({ status: "done", outcome: "non_replaceable", reason: "incompatible_key_mode" });
+
+    const throttle = {
+      type: "order.shipped",
+      payload: "{}",
+      key: "shipped:ORD-9",
+      mode: "throttle",
+      windowMs: "60000",
+    };
+    const t1 = await enqueueTestJob(q, "dana", form(throttle));
+    const t2 = await enqueueTestJob(q, "dana", form(throttle));
+    expect(t1).toMatchObject({ status: "done", outcome: "accepted", mode: "throttle" });
+    expect(t2).toMatchObject({ status: "done", outcome: "coalesced", reason: null });
+    expect(JSON.stringify([a, b, c, t1, t2])).not.toContain(key);
+
+    const before = await t.count("job");
+    const noWindow = await enqueueTestJob(q, "dana", form({ type: "x", key: "k-1", mode: "throttle" }));
+    expect(noWindow.status === "error" && noWindow.fieldErrors.windowMs).toBe(
+      "Window is required for throttle (milliseconds)",
+    );
+    const noKey = await enqueueTestJob(q, "dana", form({ type: "x", mode: "debounce", windowMs: "5" }));
+    expect(noKey.status === "error" && noKey.fieldErrors.key).toBe("Debounce key is required: debounce works on a key");
+    const shortWait = await enqueueTestJob(
+      q,
+      "dana",
+      form({ type: "x", key: "k-2", mode: "debounce", windowMs: "5000", maxWaitMs: "10" }),
+    );
+    expect(shortWait.status === "error" && shortWait.fieldErrors.maxWaitMs).toBe(
+      "Max wait must be at least windowMs (5000)",
+    );
+    const withRunAt = await enqueueTestJob(
+      q,
+      "dana",
+      form({ type: "x", key: "k-3", mode: "debounce", windowMs: "5000", runAt: "2030-01-01T00:00:00Z" }),
+    );
+    expect(withRunAt.status === "error" && withRunAt.fieldErrors.runAt).toMatch(
+      /^Run at cannot be combined with debounce/,
+    );
+    const scheduleOnThrottle = await enqueueTestJob(
+      q,
+      "dana",
+      form({ type: "x", key: "k-4", mode: "throttle", windowMs: "5000", schedule: "reset" }),
+    );
+    expect(scheduleOnThrottle.status === "error" && scheduleOnThrottle.fieldErrors.schedule).toMatch(/debounce only/);
+    expect(await t.count("job")).toBe(before);
   });
 
   test("run at is read as the browser's local time", () => {

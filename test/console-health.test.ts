@@ -25,7 +25,41 @@ async function until(what: string, fn: () => Promise<boolean>, ms = 15_000) {
   }
 }
 
+const NONE = {
+  accepted: 0,
+  replayed: 0,
+  conflicts: 0,
+  replaced: 0,
+  coalesced: 0,
+  nonReplaceable: 0,
+  succeeded: 0,
+  failed: 0,
+};
+
 describe("per-minute series", () => {
+  test("counts debounce replacements, throttle coalesces and non-replaceable requests beside accepted", async () => {
+    const q = t.queue();
+    const queue = "health-d";
+    const debounce = { key: "health-search-1", windowMs: 60_000 };
+    await q.enqueue("search.reindex", { v: 1 }, { queue, debounce }); // accepted
+    await q.enqueue("search.reindex", { v: 2 }, { queue, debounce }); // replaced
+    await q.enqueue("search.reindex", { v: 3 }, { queue, debounce }); // replaced
+    await q.enqueue("h.ok", {}, { queue, idempotency: { key: "health-held" } }); // accepted
+    const held = await q.enqueueWithResult("h.ok", {}, { queue, debounce: { key: "health-held", windowMs: 1000 } });
+    expect(held).toMatchObject({ outcome: "non_replaceable", reason: "incompatible_key_mode" });
+    const throttle = { key: "health-shipped-1", windowMs: 60_000 };
+    await q.enqueue("order.shipped", {}, { queue, throttle }); // accepted
+    await q.enqueue("order.shipped", {}, { queue, throttle }); // coalesced
+    await q.enqueue("order.shipped", {}, { queue, throttle }); // coalesced
+    await q.enqueue("h.ok", {}, { queue: "health-other", debounce: { key: "health-other", windowMs: 1000 } });
+    await q.enqueue("h.ok", {}, { queue: "health-other", debounce: { key: "health-other", windowMs: 1000 } });
+    await q.close();
+    const d = await series(t.pool, "1h", queue);
+    expect(d.totals).toEqual({ ...NONE, accepted: 3, replaced: 2, coalesced: 2, nonReplaceable: 1 });
+    const other = await series(t.pool, "1h", "health-other");
+    expect(other.totals).toEqual({ ...NONE, accepted: 1, replaced: 1 });
+  });
+
   test("counts accepted, replayed, conflicts, succeeded and failed per queue and overall", async () => {
     const q = t.queue();
     const key = { key: "health-order-1", scope: "health" };
@@ -64,14 +98,14 @@ describe("per-minute series", () => {
     expect(a.window).toBe("1h");
     expect(a.queue).toBe("health-a");
     expect(a.points).toHaveLength(SERIES_MINUTES["1h"]);
-    expect(a.totals).toEqual({ accepted: 3, replayed: 1, conflicts: 1, succeeded: 2, failed: 1 });
+    expect(a.totals).toEqual({ ...NONE, accepted: 3, replayed: 1, conflicts: 1, succeeded: 2, failed: 1 });
     // Points are consecutive minutes ending with the current one.
     const times = a.points.map((p) => Date.parse(p.t));
     expect(times.every((x, i) => i === 0 || x - (times[i - 1] as number) === 60_000)).toBe(true);
     expect(Date.parse(a.now) - (times.at(-1) as number)).toBeLessThan(60_000);
 
     const b = await series(t.pool, "1h", "health-b");
-    expect(b.totals).toEqual({ accepted: 1, replayed: 0, conflicts: 0, succeeded: 0, failed: 0 });
+    expect(b.totals).toEqual({ ...NONE, accepted: 1 });
 
     const day = await series(t.pool, "24h", "health-a");
     expect(day.points).toHaveLength(SERIES_MINUTES["24h"]);
@@ -87,7 +121,7 @@ describe("per-minute series", () => {
       [id],
     );
     invalidateSeries(t.pool);
-    const none = { accepted: 0, replayed: 0, conflicts: 0, succeeded: 0, failed: 0 };
+    const none = NONE;
     expect((await series(t.pool, "1h", "health-old")).totals).toEqual(none);
     const day = await series(t.pool, "24h", "health-old");
     expect(day.totals).toEqual({ ...none, accepted: 1, succeeded: 1 });

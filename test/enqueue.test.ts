@@ -452,7 +452,11 @@ describe("bad input writes nothing", () => {
       () => ["t", {}, { idempotency: { key: "k" }, throttle: { key: "k", windowMs: 5 } }],
       "options.throttle",
     ],
-    ["debounce not supported yet", () => ["t", {}, { debounce: { key: "k", windowMs: 5 } }], "options.debounce"],
+    [
+      "debounce with runAt",
+      () => ["t", {}, { debounce: { key: "k", windowMs: 5 }, runAt: new Date() }],
+      "options.runAt",
+    ],
   ];
   test.each(cases)("%s is rejected with EnqueueValidationError naming the option", async (_name, make, option) => {
     const q = t.queue();

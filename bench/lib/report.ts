@@ -2,7 +2,7 @@
 import type { Summary } from "./measure";
 
 export interface WriteRow {
-  scenario: "accept" | "replay" | "conflict" | "batch";
+  scenario: "accept" | "replay" | "conflict" | "batch" | "debounce" | "throttle";
   callers: number;
   contender: string;
   label: string;
@@ -38,7 +38,11 @@ export const SCENARIO_TITLES: Record<WriteRow["scenario"], string> = {
   replay: "keyed replay (live key, same request)",
   conflict: "conflict (live key, different payload: time to the typed error)",
   batch: "batch (1,000 keyed requests per call, half new)",
+  debounce: "debounce repeat (live key, pending job: replaced in place)",
+  throttle: "throttle repeat (live key, same request: coalesced)",
 };
+
+const SCENARIOS = Object.keys(SCENARIO_TITLES) as WriteRow["scenario"][];
 
 const int = (n: number) => Math.round(n).toLocaleString("en-US");
 const ms = (n: number) => (Number.isFinite(n) ? (n < 10 ? n.toFixed(2) : n.toFixed(1)) : "-");
@@ -53,7 +57,7 @@ function table(header: string[], rows: string[][], rightFrom = 1): string {
 
 export function terminalWrites(rows: WriteRow[]): string {
   const out: string[] = [];
-  for (const scenario of ["accept", "replay", "conflict", "batch"] as const) {
+  for (const scenario of SCENARIOS) {
     const of = rows.filter((r) => r.scenario === scenario);
     if (!of.length) continue;
     out.push(`\n${SCENARIO_TITLES[scenario]}`);
@@ -119,7 +123,7 @@ function mdTable(header: string[], rows: string[][], align: ("l" | "r")[]): stri
 
 export function markdownWrites(rows: WriteRow[]): string {
   const out: string[] = [];
-  for (const scenario of ["accept", "replay", "conflict", "batch"] as const) {
+  for (const scenario of SCENARIOS) {
     const of = rows.filter((r) => r.scenario === scenario);
     if (!of.length) continue;
     out.push(`#### ${SCENARIO_TITLES[scenario]}\n`);

@@ -3,7 +3,9 @@ import { expect, type Locator, type Page } from "@playwright/test";
 export class ConflictsPage {
   readonly table: Locator;
   constructor(readonly page: Page) {
-    this.table = page.getByRole("table", { name: "Replays and conflicts, newest first" });
+    this.table = page.getByRole("table", {
+      name: "Replays, conflicts, coalesced and non-replaceable requests, newest first",
+    });
   }
 
   async goto(filters: { scope?: string; outcome?: string } = {}) {

@@ -7,7 +7,13 @@ export interface EnqueueInput {
   key?: string;
   scope?: string;
   ttlMs?: string;
+  mode?: "idempotency" | "debounce" | "throttle";
+  windowMs?: string;
+  schedule?: "reset" | "preserve";
+  maxWaitMs?: string;
 }
+
+const KEY_LABEL = { idempotency: "Idempotency key", debounce: "Debounce key", throttle: "Throttle key" } as const;
 
 export class EnqueuePage {
   readonly result: Locator;
@@ -25,9 +31,24 @@ export class EnqueuePage {
     await p.getByLabel("Type", { exact: true }).fill(input.type);
     await p.getByLabel("Queue", { exact: true }).fill(input.queue ?? "");
     await p.getByLabel("Payload (JSON)", { exact: true }).fill(input.payload ?? "{}");
-    await p.getByLabel("Idempotency key", { exact: true }).fill(input.key ?? "");
+    const mode = input.mode ?? "idempotency";
+    await p.getByLabel("Key mode", { exact: true }).selectOption(mode);
+    await p.getByLabel(KEY_LABEL[mode], { exact: true }).fill(input.key ?? "");
     await p.getByLabel("Scope", { exact: true }).fill(input.scope ?? "");
-    await p.getByLabel("TTL (ms)", { exact: true }).fill(input.ttlMs ?? "");
+    if (mode === "idempotency") {
+      await p.getByLabel("TTL (ms)", { exact: true }).fill(input.ttlMs ?? "");
+    } else {
+      await p.getByLabel("Window (ms)", { exact: true }).fill(input.windowMs ?? "");
+    }
+    if (mode === "debounce") {
+      await p.getByLabel("Schedule", { exact: true }).selectOption(input.schedule ?? "reset");
+      await p.getByLabel("Max wait (ms)", { exact: true }).fill(input.maxWaitMs ?? "");
+    }
+  }
+
+  /** The explanation of the outcome (and reason) under the result. */
+  explanation(): Locator {
+    return this.result.getByTestId("outcome-explanation");
   }
 
   /** Submits and waits for the result panel to show submission number `> previous`. */

@@ -1,4 +1,5 @@
 import { expect, type Locator, type Page } from "@playwright/test";
+import type { SeriesName } from "../../lib/console/types";
 
 /** The health chart (overview and queue pages): its per-window totals and the drawn lines. */
 export class HealthChartPart {
@@ -7,7 +8,7 @@ export class HealthChartPart {
     this.chart = page.getByTestId("health-chart");
   }
 
-  total(series: "accepted" | "replayed" | "conflicts" | "succeeded" | "failed"): Locator {
+  total(series: SeriesName): Locator {
     return this.page.locator(`[data-testid="series-totals"] [data-series="${series}"]`);
   }
 

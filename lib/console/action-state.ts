@@ -27,6 +27,10 @@ export type EnqueueFormState =
   | {
       status: "done";
       outcome: string;
+      /** For `non_replaceable` only: why the debounce request could not replace the job. */
+      reason: string | null;
+      /** The key's mode (null without a key). */
+      mode: "idempotency" | "debounce" | "throttle" | null;
       jobId: string;
       keyed: { scope: string; keyPreview: string; keyDigest: string; keyLength: number } | null;
       /** Increases on every submission, so the panel visibly updates on a repeat. */

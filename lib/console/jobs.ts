@@ -106,12 +106,14 @@ export interface BindingRow {
   created_at: Date;
   expires_at: Date;
   expired: boolean;
+  schedule: "reset" | "preserve" | null;
+  max_wait_ms: string | null;
 }
 
 /** Columns of `workhorse.key_binding` (alias `b`) as a `BindingRow`. */
 export const BINDING_COLUMNS = `b.scope, b.key_hash, b.job_id, b.mode, b.key_preview, b.key_length,
   encode(b.request_digest, 'hex') as request_digest, b.ttl_ms,
-  b.created_at, b.expires_at, b.expires_at <= now() as expired`;
+  b.created_at, b.expires_at, b.expires_at <= now() as expired, b.schedule, b.max_wait_ms`;
 
 export function bindingDto(r: BindingRow): BindingDto {
   return {
@@ -126,6 +128,20 @@ export function bindingDto(r: BindingRow): BindingDto {
     createdAt: iso(r.created_at),
     expiresAt: iso(r.expires_at),
     expired: r.expired,
+    ...debounceFields(r.created_at, r.schedule, r.max_wait_ms === null ? null : Number(r.max_wait_ms)),
+  };
+}
+
+/** A binding's debounce settings, with the max-wait deadline (first acceptance + maxWaitMs). */
+export function debounceFields(
+  createdAt: Date,
+  schedule: "reset" | "preserve" | null,
+  maxWaitMs: number | null,
+): Pick<BindingDto, "schedule" | "maxWaitMs" | "maxWaitUntil"> {
+  return {
+    schedule,
+    maxWaitMs,
+    maxWaitUntil: maxWaitMs === null ? null : iso(new Date(createdAt.getTime() + maxWaitMs)),
   };
 }
 

@@ -23,6 +23,8 @@ import type {
   MaintenanceState,
   PurgeState,
 } from "./action-state";
+import { debounceFields } from "./jobs";
+import { KEY_LABELS } from "./outcomes";
 import { iso } from "./sql";
 import type { JobStateName } from "./types";
 
@@ -34,10 +36,13 @@ const optional = (v: FormDataEntryValue | null): string | undefined => {
 
 /** Which form field an `EnqueueValidationError` option belongs to. */
 function fieldOf(path: string): string {
-  const option = path.replace(/^options\./, "");
-  if (option.startsWith("idempotency.key")) return "key";
-  if (option.startsWith("idempotency.scope")) return "scope";
-  if (option.startsWith("idempotency.ttlMs")) return "ttlMs";
+  const option = path.replace(/^options\./, "").replace(/^(idempotency|debounce|throttle)\./, "");
+  if (option.startsWith("key")) return "key";
+  if (option.startsWith("scope")) return "scope";
+  if (option.startsWith("ttlMs")) return "ttlMs";
+  if (option.startsWith("windowMs")) return "windowMs";
+  if (option.startsWith("maxWaitMs")) return "maxWaitMs";
+  if (option.startsWith("schedule")) return "schedule";
   if (option.startsWith("tags")) return "tags";
   for (const f of ["type", "queue", "payload", "runAt", "maxAttempts"]) if (option.startsWith(f)) return f;
   return "form";
@@ -48,6 +53,9 @@ const FIELD_LABELS: Record<string, string> = {
   key: "Idempotency key",
   scope: "Scope",
   ttlMs: "TTL",
+  windowMs: "Window",
+  maxWaitMs: "Max wait",
+  schedule: "Schedule",
   tags: "Tags",
   type: "Type",
   queue: "Queue",
@@ -56,11 +64,14 @@ const FIELD_LABELS: Record<string, string> = {
   maxAttempts: "Max attempts",
 };
 
-function validationState(err: EnqueueValidationError): EnqueueFormState & FindKeyState & PurgeState {
+function validationState(
+  err: EnqueueValidationError,
+  keyLabel = FIELD_LABELS.key,
+): EnqueueFormState & FindKeyState & PurgeState {
   const fieldErrors: FieldErrors = {};
   for (const i of err.issues) {
     const f = fieldOf(i.option);
-    const label = FIELD_LABELS[f] ?? i.option.replace(/^options\./, "");
+    const label = (f === "key" ? keyLabel : FIELD_LABELS[f]) ?? i.option.replace(/^options\./, "");
     fieldErrors[f] ??= `${label} ${i.rule}`;
   }
   return { status: "error", message: "Check the highlighted fields.", fieldErrors };
@@ -75,6 +86,8 @@ const intField = (label: string, min: number, max: number) =>
       error: `${label} must be between ${min} and ${max.toLocaleString("en-US")}`,
     });
 
+const KEY_MODES = ["idempotency", "debounce", "throttle"] as const;
+
 const enqueueForm = z.object({
   type: z.string({ error: "Type is required" }).min(1, { error: "Type is required" }),
   queue: z.string().optional(),
@@ -82,6 +95,10 @@ const enqueueForm = z.object({
   key: z.string().optional(),
   scope: z.string().optional(),
   ttlMs: intField("TTL", 1, 31_536_000_000).optional(),
+  mode: z.enum(KEY_MODES, { error: "Key mode must be idempotency, debounce or throttle" }).optional(),
+  windowMs: intField("Window", 1, 31_536_000_000).optional(),
+  schedule: z.enum(["reset", "preserve"], { error: "Schedule must be reset or preserve" }).optional(),
+  maxWaitMs: intField("Max wait", 1, 31_536_000_000).optional(),
   runAt: z.string().optional(),
   tzOffset: z
     .string()
@@ -108,13 +125,55 @@ export function parseRunAt(value: string, tzOffsetMinutes: number | undefined): 
 
 let submissionSeq = 0;
 
+/** The keyed option the form asks for (none without a key). */
+function keyedOption(
+  mode: (typeof KEY_MODES)[number],
+  f: {
+    key?: string;
+    scope?: string;
+    ttlMs?: number;
+    windowMs?: number;
+    schedule?: "reset" | "preserve";
+    maxWaitMs?: number;
+  },
+): EnqueueOptions {
+  if (!f.key) return {};
+  const scope = f.scope ? { scope: f.scope } : {};
+  if (mode === "idempotency") {
+    return { idempotency: { key: f.key, ...scope, ...(f.ttlMs !== undefined ? { ttlMs: f.ttlMs } : {}) } };
+  }
+  const windowMs = f.windowMs as number;
+  if (mode === "throttle") return { throttle: { key: f.key, ...scope, windowMs } };
+  return {
+    debounce: {
+      key: f.key,
+      ...scope,
+      windowMs,
+      ...(f.schedule ? { schedule: f.schedule } : {}),
+      ...(f.maxWaitMs !== undefined ? { maxWaitMs: f.maxWaitMs } : {}),
+    },
+  };
+}
+
 /** Enqueue a test job from the form; audited as `enqueue_test` (result or conflict, never the key). */
 export async function enqueueTestJob(queue: Queue, actor: string, form: FormData): Promise<EnqueueFormState> {
   const raw = Object.fromEntries(
-    ["type", "queue", "payload", "key", "scope", "ttlMs", "runAt", "tzOffset", "tags", "maxAttempts"].map((k) => [
-      k,
-      optional(form.get(k)),
-    ]),
+    [
+      "type",
+      "queue",
+      "payload",
+      "key",
+      "scope",
+      "ttlMs",
+      "mode",
+      "windowMs",
+      "schedule",
+      "maxWaitMs",
+      "runAt",
+      "tzOffset",
+      "tags",
+      "maxAttempts",
+    ].map((k) => [k, optional(form.get(k))]),
   );
   const parsed = enqueueForm.safeParse(raw);
   const fieldErrors: FieldErrors = {};
@@ -137,8 +196,19 @@ export async function enqueueTestJob(queue: Queue, actor: string, form: FormData
     if (!d) fieldErrors.runAt = "Run at must be a date and time, such as 2026-12-01T09:00";
     else runAt = d;
   }
-  if (!f.key && (f.scope || f.ttlMs !== undefined)) {
-    fieldErrors.key = "Scope and TTL apply to an idempotency key: enter a key, or clear Scope and TTL";
+  const mode = f.mode ?? "idempotency";
+  const keyLabel = KEY_LABELS[mode];
+  if (mode === "idempotency") {
+    if (!f.key && (f.scope || f.ttlMs !== undefined)) {
+      fieldErrors.key = "Scope and TTL apply to an idempotency key: enter a key, or clear Scope and TTL";
+    }
+  } else {
+    if (!f.key) fieldErrors.key = `${keyLabel} is required: ${mode} works on a key`;
+    if (f.windowMs === undefined) fieldErrors.windowMs = `Window is required for ${mode} (milliseconds)`;
+  }
+  if (mode !== "debounce" && (f.schedule !== undefined || f.maxWaitMs !== undefined)) {
+    fieldErrors[f.maxWaitMs !== undefined ? "maxWaitMs" : "schedule"] =
+      "Schedule and max wait apply to debounce only: choose debounce, or clear them";
   }
   if (Object.keys(fieldErrors).length > 0) {
     return { status: "error", message: "Check the highlighted fields.", fieldErrors };
@@ -154,15 +224,7 @@ export async function enqueueTestJob(queue: Queue, actor: string, form: FormData
     ...(runAt ? { runAt } : {}),
     ...(f.maxAttempts !== undefined ? { maxAttempts: f.maxAttempts } : {}),
     ...(tags && tags.length > 0 ? { tags } : {}),
-    ...(f.key
-      ? {
-          idempotency: {
-            key: f.key,
-            ...(f.scope ? { scope: f.scope } : {}),
-            ...(f.ttlMs !== undefined ? { ttlMs: f.ttlMs } : {}),
-          },
-        }
-      : {}),
+    ...keyedOption(mode, f),
     source: "console:enqueue-test",
   };
   const seq = ++submissionSeq;
@@ -187,6 +249,7 @@ export async function enqueueTestJob(queue: Queue, actor: string, form: FormData
         result: {
           status: "ok",
           outcome: result.outcome,
+          ...(result.outcome === "non_replaceable" ? { reason: result.reason } : {}),
           jobId: result.jobId,
           queue: options.queue ?? "default",
           type: f.type,
@@ -196,9 +259,17 @@ export async function enqueueTestJob(queue: Queue, actor: string, form: FormData
       return { result, keyed };
     });
     await queue.flushObservations();
-    return { status: "done", outcome: result.outcome, jobId: result.jobId, keyed, seq };
+    return {
+      status: "done",
+      outcome: result.outcome,
+      reason: result.outcome === "non_replaceable" ? result.reason : null,
+      mode: f.key ? mode : null,
+      jobId: result.jobId,
+      keyed,
+      seq,
+    };
   } catch (err) {
-    if (err instanceof EnqueueValidationError) return validationState(err);
+    if (err instanceof EnqueueValidationError) return validationState(err, keyLabel);
     if (err instanceof EnqueueIdempotencyConflictError) {
       await queue.recordOperatorAction({
         actor,
@@ -276,6 +347,7 @@ export async function findByKey(queue: Queue, pool: pg.Pool, form: FormData): Pr
         ...binding,
         createdAt: iso(binding.createdAt),
         expiresAt: iso(binding.expiresAt),
+        ...debounceFields(binding.createdAt, binding.schedule, binding.maxWaitMs),
       },
       job: j
         ? {

@@ -4,7 +4,16 @@ import type { SeriesDto, SeriesName, SeriesPoint, SeriesWindow } from "./types";
 
 /** Minutes per window: one point per minute, the last one being the current (partial) minute. */
 export const SERIES_MINUTES: Record<SeriesWindow, number> = { "1h": 60, "24h": 1440 };
-export const SERIES_NAMES: readonly SeriesName[] = ["accepted", "replayed", "conflicts", "succeeded", "failed"];
+export const SERIES_NAMES: readonly SeriesName[] = [
+  "accepted",
+  "replayed",
+  "conflicts",
+  "replaced",
+  "coalesced",
+  "nonReplaceable",
+  "succeeded",
+  "failed",
+];
 /**
  * A minute is settled (kept in memory and never read again) once it is this far behind the
  * database clock: a job's `created_at` / `finished_at` is its transaction's start, and observations
@@ -22,6 +31,9 @@ interface SeriesRow {
   accepted: string;
   replayed: string;
   conflicts: string;
+  replaced: string;
+  coalesced: string;
+  non_replaceable: string;
   succeeded: string;
   failed: string;
   now: Date;
@@ -31,10 +43,10 @@ interface SeriesRow {
  * Per-minute counts from `from` (a minute start, or the window start when null) up to the current
  * minute, in one statement:
  *   accepted  - jobs created that minute: a primary-key range (ids are UUIDv7, so time-ordered);
- *   replayed, conflicts - the observation log over its `at` index;
+ *   replayed, conflicts, coalesced, non_replaceable - the observation log over its `at` index;
+ *   replaced - `debounced` job events over their partial `at` index (migration 009);
  *   succeeded, failed - jobs by `finished_at` over the partial index of migration 005.
- * Each part is bounded by the time range, never by the size of the tables. Debounce outcomes
- * (replaced, coalesced) become two more columns here once the core records them.
+ * Each part is bounded by the time range, never by the size of the tables.
  */
 async function readMinutes(db: Db, minutes: number, from: number | null, queue: string | null): Promise<SeriesRow[]> {
   const lowest = Math.max(from ?? 0, Date.now() - (minutes + 1) * MINUTE);
@@ -55,9 +67,18 @@ async function readMinutes(db: Db, minutes: number, from: number | null, queue: 
      obs as (
        select date_trunc('minute', o.at) as m,
               count(*) filter (where o.outcome = 'replayed') as replayed,
-              count(*) filter (where o.outcome = 'conflict') as conflicts
+              count(*) filter (where o.outcome = 'conflict') as conflicts,
+              count(*) filter (where o.outcome = 'coalesced') as coalesced,
+              count(*) filter (where o.outcome = 'non_replaceable') as non_replaceable
          from workhorse.enqueue_observation o, span
         where o.at >= span.lo and ($4::text is null or o.queue = $4)
+        group by 1
+     ),
+     rep as (
+       select date_trunc('minute', e.at) as m, count(*) as n
+         from workhorse.job_event e, span
+        where e.kind = 'debounced' and e.at >= span.lo
+          and ($4::text is null or exists (select 1 from workhorse.job j where j.id = e.job_id and j.queue = $4))
         group by 1
      ),
      fin as (
@@ -69,12 +90,15 @@ async function readMinutes(db: Db, minutes: number, from: number | null, queue: 
         group by 1
      )
      select g.minute, coalesce(acc.n, 0)::text as accepted, coalesce(obs.replayed, 0)::text as replayed,
-            coalesce(obs.conflicts, 0)::text as conflicts, coalesce(fin.succeeded, 0)::text as succeeded,
+            coalesce(obs.conflicts, 0)::text as conflicts, coalesce(rep.n, 0)::text as replaced,
+            coalesce(obs.coalesced, 0)::text as coalesced, coalesce(obs.non_replaceable, 0)::text as non_replaceable,
+            coalesce(fin.succeeded, 0)::text as succeeded,
             coalesce(fin.failed, 0)::text as failed, span.now
        from span
       cross join generate_series(span.lo, date_trunc('minute', span.now), interval '1 minute') as g(minute)
        left join acc on acc.m = g.minute
        left join obs on obs.m = g.minute
+       left join rep on rep.m = g.minute
        left join fin on fin.m = g.minute
       order by g.minute`,
     [minutes, from === null ? null : new Date(from), floor, queue],
@@ -119,6 +143,9 @@ async function readSeries(db: Db, state: Settled, window: SeriesWindow, queue: s
       accepted: Number(r.accepted),
       replayed: Number(r.replayed),
       conflicts: Number(r.conflicts),
+      replaced: Number(r.replaced),
+      coalesced: Number(r.coalesced),
+      nonReplaceable: Number(r.non_replaceable),
       succeeded: Number(r.succeeded),
       failed: Number(r.failed),
     };
@@ -130,7 +157,7 @@ async function readSeries(db: Db, state: Settled, window: SeriesWindow, queue: s
   for (const t of state.minutes.keys()) if (t < oldest) state.minutes.delete(t);
   if (state.from < oldest) state.from = oldest;
 
-  const zero: Counts = { accepted: 0, replayed: 0, conflicts: 0, succeeded: 0, failed: 0 };
+  const zero = Object.fromEntries(SERIES_NAMES.map((k) => [k, 0])) as Counts;
   const totals: Counts = { ...zero };
   const points: SeriesPoint[] = [];
   for (let t = current - (minutes - 1) * MINUTE; t <= current; t += MINUTE) {

@@ -51,10 +51,18 @@ export interface BindingDto {
   jobId: string;
   mode: BindingMode;
   requestDigest: string;
+  /** The TTL (idempotency) or the window (debounce, throttle). */
   ttlMs: number;
+  /** When the key was bound: for debounce, the first acceptance (a replacement never moves it). */
   createdAt: string;
   expiresAt: string;
   expired: boolean;
+  /** Debounce only: `reset` or `preserve`. */
+  schedule: "reset" | "preserve" | null;
+  /** Debounce only: the cap on resets (ms), null without one. */
+  maxWaitMs: number | null;
+  /** Debounce with a cap: first acceptance + maxWaitMs (ISO); the job never runs later than this. */
+  maxWaitUntil: string | null;
 }
 
 export interface JobEventDto {
@@ -170,6 +178,12 @@ export interface SeriesPoint {
   accepted: number;
   replayed: number;
   conflicts: number;
+  /** Debounce repeats that replaced a pending job in place. */
+  replaced: number;
+  /** Throttle repeats answered with the window's job. */
+  coalesced: number;
+  /** Debounce repeats that could not replace the job (any reason). */
+  nonReplaceable: number;
   succeeded: number;
   failed: number;
 }

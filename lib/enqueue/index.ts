@@ -54,6 +54,8 @@ export type {
   Job,
   JobSelection,
   JobState,
+  KeyMode,
+  NonReplaceableReason,
   NormalizedRetryPolicy,
   OperatorContext,
   PruneFinishedJobsResult,

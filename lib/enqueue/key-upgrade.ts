@@ -14,14 +14,15 @@
 
 /**
  * `workhorse.enqueue_one(...)` call text with the key-hash argument ($14, next to the scope in $13)
- * replaced by "the live legacy binding's hash ($20) if there is one, else $14".
+ * replaced by "the live legacy binding's hash ($`legacyParam`, the parameter after the call's own)
+ * if there is one, else $14".
  */
-export function withLegacyProbe(enqueueOneSql: string): string {
+export function withLegacyProbe(enqueueOneSql: string, legacyParam = 20): string {
   if (!enqueueOneSql.includes("$14::bytea")) throw new Error("enqueue_one call text without $14::bytea");
   return enqueueOneSql.replace(
     "$14::bytea",
     `coalesce((select b.key_hash from workhorse.key_binding b
-        where b.scope = $13::text and b.key_hash = $20::bytea and b.expires_at > now() for key share), $14::bytea)`,
+        where b.scope = $13::text and b.key_hash = $${legacyParam}::bytea and b.expires_at > now() for key share), $14::bytea)`,
   );
 }
 

@@ -46,6 +46,7 @@ import type {
   Job,
   JobSelection,
   JobState,
+  NonReplaceableReason,
   NormalizedRetryPolicy,
   OperatorContext,
   PruneFinishedJobsResult,
@@ -156,23 +157,43 @@ const REDRIVE_SCOPE = "workhorse.redrive";
 /** Channel that workers LISTEN on; the payload is the queue name. */
 export const WAKE_CHANNEL = "workhorse_jobs";
 
-const ENQUEUE_BATCH_SQL = `select ordinal, job_id, outcome, request_digest
+const ENQUEUE_BATCH_SQL = `select ordinal, job_id, outcome, request_digest, reason
   from workhorse.enqueue_batch($1::uuid[], $2::text[], $3::text[], $4::jsonb, $5::timestamptz[], $6::integer[],
     $7::jsonb[], $8::timestamptz[], $9::bigint[], $10::text[], $11::text[], $12::integer[], $13::text[], $14::text[],
-    $15::bytea[], $16::text[], $17::integer[], $18::bigint[], $19::bytea[], $20::bytea[], $21::boolean)`;
-const ENQUEUE_ONE_SQL = `select 1 as ordinal, job_id, outcome, request_digest
+    $15::bytea[], $16::text[], $17::integer[], $18::bigint[], $19::bytea[], $20::bytea[], $21::boolean,
+    $22::text[], $23::bigint[])`;
+const ENQUEUE_ONE_SQL = `select 1 as ordinal, job_id, outcome, request_digest, reason
   from workhorse.enqueue_one($1::uuid, $2::text, $3::text, $4::jsonb, $5::timestamptz, $6::integer, $7::jsonb,
     $8::timestamptz, $9::bigint, $10::text, $11::text[], $12::text, $13::text, $14::bytea, $15::text, $16::integer,
     $17::bigint, $18::bytea, $19::boolean)`;
+/** Debounce: the idempotency call plus schedule ($20) and max wait ($21). */
+const ENQUEUE_DEBOUNCE_SQL = `select 1 as ordinal, job_id, outcome, request_digest, reason
+  from workhorse.enqueue_one($1::uuid, $2::text, $3::text, $4::jsonb, $5::timestamptz, $6::integer, $7::jsonb,
+    $8::timestamptz, $9::bigint, $10::text, $11::text[], $12::text, $13::text, $14::bytea, $15::text, $16::integer,
+    $17::bigint, $18::bytea, $19::boolean, $20::text, $21::bigint)`;
 
 const ENQUEUE_ONE_LEGACY_SQL = withLegacyProbe(ENQUEUE_ONE_SQL);
+const ENQUEUE_DEBOUNCE_LEGACY_SQL = withLegacyProbe(ENQUEUE_DEBOUNCE_SQL, 22);
+
+/** The statement (and its cached-plan name) for one request. */
+function oneRequestStatement(r: NormalizedRequest): { name: string; text: string } {
+  const legacy = !!r.keyed?.key.legacyKeyHash;
+  if (r.keyed?.mode === "debounce") {
+    return legacy
+      ? { name: "workhorse_enqueue_debounce_legacy", text: ENQUEUE_DEBOUNCE_LEGACY_SQL }
+      : { name: "workhorse_enqueue_debounce", text: ENQUEUE_DEBOUNCE_SQL };
+  }
+  return legacy
+    ? { name: "workhorse_enqueue_one_legacy", text: ENQUEUE_ONE_LEGACY_SQL }
+    : { name: "workhorse_enqueue_one", text: ENQUEUE_ONE_SQL };
+}
 
 // Distributed layout (Citus): the same decision, delegated to the node holding the request's bucket
 // ($1), which is also written into the job id (see bucketedId).
-const ENQUEUE_ONE_AT_SQL = `select 1 as ordinal, job_id, outcome, request_digest
-  from workhorse.enqueue_one_at($20::integer, 1, $1::uuid, $2::text, $3::text, $4::jsonb, $5::timestamptz, $6::integer,
-    $7::jsonb, $8::timestamptz, $9::bigint, $10::text, $11::text[], $12::text, $13::text, $14::bytea, $15::text,
-    $16::integer, $17::bigint, $18::bytea, $19::boolean)`;
+const ENQUEUE_ONE_AT_SQL = `select 1 as ordinal, job_id, outcome, request_digest, reason
+  from workhorse.enqueue_one_at($1::integer, 1, $2::uuid, $3::text, $4::text, $5::jsonb, $6::timestamptz, $7::integer,
+    $8::jsonb, $9::timestamptz, $10::bigint, $11::text, $12::text[], $13::text, $14::text, $15::bytea, $16::text,
+    $17::integer, $18::bigint, $19::bytea, $20::boolean, $21::text, $22::bigint)`;
 
 /**
  * The distributed layout's bucket (0..4095) of a keyed request: the first 12 bits of
@@ -198,8 +219,10 @@ const ZERO_BYTE = Buffer.from([0]);
 interface EnqueueRow {
   ordinal: number;
   job_id: string;
-  outcome: "accepted" | "replayed";
+  outcome: EnqueueOutcome;
+  /** The request's own digest (hex) when it did not create the job. */
   request_digest: string | null;
+  reason: NonReplaceableReason | null;
 }
 
 interface ConflictDetail {
@@ -363,8 +386,21 @@ function oneRequestValues(r: NormalizedRequest, id: string, notify: boolean): un
     k?.fieldDigests ?? null,
     notify,
   ];
+  if (k?.mode === "debounce") values.push(k.schedule, k.maxWaitMs);
   if (k?.key.legacyKeyHash) values.push(k.key.legacyKeyHash);
   return values;
+}
+
+/** Parameters of workhorse.enqueue_one_at() (distributed layout): the bucket, then as enqueue_one with debounce's two. */
+function distributedOneValues(r: NormalizedRequest, id: string, notify: boolean): unknown[] {
+  const values = oneRequestValues(r, id, notify).slice(0, 19);
+  const k = r.keyed;
+  return [
+    idBucket(id),
+    ...values,
+    k?.mode === "debounce" ? k.schedule : null,
+    k?.mode === "debounce" ? k.maxWaitMs : null,
+  ];
 }
 
 /** Parameters of workhorse.enqueue_batch(): one typed array per column, input order. */
@@ -389,6 +425,9 @@ function batchValues(requests: readonly NormalizedRequest[], ids: readonly strin
   const ttls = new Array<number | null>(n);
   const digests = new Array<Buffer | null>(n);
   let legacy: (Buffer | null)[] | null = null;
+  // Only a batch holding a debounce request sends these (null otherwise).
+  let schedules: (string | null)[] | null = null;
+  let maxWaits: (number | null)[] | null = null;
   for (let i = 0; i < n; i++) {
     const r = requests[i] as NormalizedRequest;
     const k = r.keyed;
@@ -414,6 +453,12 @@ function batchValues(requests: readonly NormalizedRequest[], ids: readonly strin
       legacy ??= new Array<Buffer | null>(n).fill(null);
       legacy[i] = k.key.legacyKeyHash;
     }
+    if (k?.mode === "debounce") {
+      schedules ??= new Array<string | null>(n).fill(null);
+      maxWaits ??= new Array<number | null>(n).fill(null);
+      schedules[i] = k.schedule;
+      maxWaits[i] = k.maxWaitMs;
+    }
   }
   return [
     ids,
@@ -437,6 +482,8 @@ function batchValues(requests: readonly NormalizedRequest[], ids: readonly strin
     digests,
     legacy,
     notify,
+    schedules,
+    maxWaits,
   ];
 }
 
@@ -525,6 +572,8 @@ interface BindingRow {
   created_at: Date;
   expires_at: Date;
   expired: boolean;
+  schedule: "reset" | "preserve" | null;
+  max_wait_ms: string | null;
 }
 
 export function bindingFromRow(r: BindingRow): BindingInfo {
@@ -540,6 +589,8 @@ export function bindingFromRow(r: BindingRow): BindingInfo {
     createdAt: r.created_at,
     expiresAt: r.expires_at,
     expired: r.expired,
+    schedule: r.schedule,
+    maxWaitMs: r.max_wait_ms === null ? null : Number(r.max_wait_ms),
   };
 }
 
@@ -732,20 +783,15 @@ export class QueueOperations {
       // One request: the scalar hot path (a named statement, so its plan is cached per connection).
       // A batch: one set-based statement; left unnamed so each batch is planned for its own size.
       const one = requests.length === 1 ? (requests[0] as NormalizedRequest) : null;
-      const legacy = !!one?.keyed?.key.legacyKeyHash;
       const res = one
         ? this.shared.layout === "distributed"
           ? await exec.query<EnqueueRow>({
               name: "workhorse_enqueue_one_at",
               text: ENQUEUE_ONE_AT_SQL,
-              values: [
-                ...oneRequestValues(one, ids[0] as string, notifyInside).slice(0, 19),
-                idBucket(ids[0] as string),
-              ],
+              values: distributedOneValues(one, ids[0] as string, notifyInside),
             })
           : await exec.query<EnqueueRow>({
-              name: legacy ? "workhorse_enqueue_one_legacy" : "workhorse_enqueue_one",
-              text: legacy ? ENQUEUE_ONE_LEGACY_SQL : ENQUEUE_ONE_SQL,
+              ...oneRequestStatement(one),
               values: oneRequestValues(one, ids[0] as string, notifyInside),
             })
         : await exec.query<EnqueueRow>({
@@ -758,25 +804,38 @@ export class QueueOperations {
     }
   }
 
-  /** Results in input order; replays are observed, accepted queues woken. */
+  /**
+   * Results in input order; replays, coalesces and non-replaceable requests are observed (a
+   * replacement is in the job's own history), accepted queues woken.
+   */
   private decide(requests: NormalizedRequest[], ids: string[], rows: EnqueueRow[], retried = false): EnqueueResult[] {
     const results: EnqueueResult[] = new Array(rows.length);
     const acceptedQueues = new Set<string>();
     const now = new Date();
     for (const row of rows) {
       const req = requests[row.ordinal - 1] as NormalizedRequest;
-      let outcome = row.outcome as EnqueueOutcome;
-      if (retried && outcome === "replayed" && row.job_id === ids[row.ordinal - 1]) {
+      let outcome = row.outcome;
+      if (retried && outcome !== "accepted" && row.job_id === ids[row.ordinal - 1]) {
         outcome = "accepted"; // an earlier try of this very call committed it
         this.shared.retryCounts.recoveredAccepts++;
       }
-      results[row.ordinal - 1] = { jobId: row.job_id, outcome };
+      if (outcome === "non_replaceable") {
+        results[row.ordinal - 1] = {
+          jobId: row.job_id,
+          outcome,
+          reason: row.reason as NonReplaceableReason,
+        };
+      } else {
+        results[row.ordinal - 1] = { jobId: row.job_id, outcome };
+      }
       if (outcome === "accepted") {
         acceptedQueues.add(req.queue);
-      } else if (req.keyed) {
+      } else if (req.keyed && outcome !== "replaced") {
+        const rejected = outcome === "non_replaceable";
         this.shared.recorder.record({
           at: now,
-          outcome: "replayed",
+          outcome,
+          reason: rejected ? row.reason : null,
           queue: req.queue,
           type: req.type,
           scope: req.keyed.key.scope,
@@ -784,8 +843,8 @@ export class QueueOperations {
           keyDigest: req.keyed.key.keyDigest,
           keyLength: req.keyed.key.keyLength,
           jobId: row.job_id,
-          storedRequestDigest: row.request_digest,
-          rejectedRequestDigest: null,
+          storedRequestDigest: rejected ? null : row.request_digest,
+          rejectedRequestDigest: rejected ? row.request_digest : null,
           source: req.source,
         });
       }
@@ -897,7 +956,7 @@ export class QueueOperations {
       name: "workhorse_find_binding",
       text: `select b.scope, b.key_hash, b.job_id, b.mode, b.key_preview, b.key_length,
                     encode(b.request_digest, 'hex') as request_digest, b.ttl_ms,
-                    b.created_at, b.expires_at, b.expires_at <= now() as expired
+                    b.created_at, b.expires_at, b.expires_at <= now() as expired, b.schedule, b.max_wait_ms
                from workhorse.key_binding b where b.scope = $1 and b.key_hash = any($2::bytea[])
               order by b.expires_at desc limit 1`,
       values: [scope, [this.shared.config.keys.hash(scope, key), legacyKeyHash(scope, key)]],
@@ -1248,6 +1307,8 @@ export class QueueOperations {
   /**
    * Deletes expired bindings, oldest first, `limit` per statement (1..100,000, default 1,000) with
    * `SKIP LOCKED`, until none are left or `maxBatches` (default: no limit) ran. Each batch is its own short statement: no long locks.
+   * A debounce binding whose job has not started yet is kept past its window: it is what answers
+   * `non_replaceable` / `window_elapsed_pending` instead of a second job (docs/decisions.md).
    * Returns how many were deleted.
    */
   async pruneExpiredBindings(options: { limit?: number; maxBatches?: number } = {}): Promise<number> {
@@ -1265,15 +1326,26 @@ export class QueueOperations {
               text: `delete from workhorse.key_binding b
                       where b.expires_at <= now()
                         and (b.bucket, b.scope, b.key_hash) in (
-                              select x.bucket, x.scope, x.key_hash from workhorse.key_binding x
-                               where x.expires_at <= now() order by x.expires_at limit $1)`,
+                              select k.bucket, k.scope, k.key_hash from workhorse.key_binding k
+                               where k.expires_at <= now()
+                                 and not (k.mode = 'debounce' and exists (
+                                       select 1 from workhorse.job j
+                                        where j.bucket = k.bucket and j.id = k.job_id
+                                          and j.state in ('scheduled', 'ready') and j.attempt = 0
+                                          and j.started_at is null))
+                               order by k.expires_at limit $1)`,
               values: [limit],
             }
           : {
               name: "workhorse_prune_bindings",
               text: `with doomed as (
-                 select scope, key_hash from workhorse.key_binding
-                  where expires_at <= now() order by expires_at limit $1 for update skip locked)
+                 select k.scope, k.key_hash from workhorse.key_binding k
+                  where k.expires_at <= now()
+                    and not (k.mode = 'debounce' and exists (
+                          select 1 from workhorse.job j
+                           where j.id = k.job_id and j.state in ('scheduled', 'ready') and j.attempt = 0
+                             and j.started_at is null))
+                  order by k.expires_at limit $1 for update of k skip locked)
                delete from workhorse.key_binding b using doomed d
                 where b.scope = d.scope and b.key_hash = d.key_hash`,
               values: [limit],

@@ -26,15 +26,31 @@ export interface IdempotencyOptions {
   ttlMs?: number;
 }
 
-/** Debounce (SPEC §8). Not supported yet: rejected with `EnqueueValidationError`. */
+/** The three ways a scoped key can be held. One key holds one mode until it expires or is released. */
+export type KeyMode = "idempotency" | "debounce" | "throttle";
+
+/**
+ * Debounce: repeats inside the window replace the pending job's definition in place (same id).
+ * `key`/`scope` as for idempotency. `windowMs`: 1..31,536,000,000; the job runs when the window
+ * closes (no `runAt` with debounce). `schedule`: `reset` (default) moves the run time and the window
+ * to now + `windowMs` on every replacement; `preserve` keeps both. `maxWaitMs` (>= `windowMs`,
+ * <= 31,536,000,000): `reset` never moves the run time past the first acceptance + `maxWaitMs`.
+ * Outcomes: `accepted`, `replaced`, `non_replaceable` (see `NonReplaceableReason`). docs/decisions.md.
+ */
 export interface DebounceOptions {
   key: string;
   scope?: string;
   windowMs: number;
   schedule?: "reset" | "preserve";
+  maxWaitMs?: number;
 }
 
-/** Throttle (SPEC §8). Not supported yet: rejected with `EnqueueValidationError`. */
+/**
+ * Throttle: at most one job per key per window. `windowMs`: 1..31,536,000,000 (the binding's
+ * lifetime); `runAt` is allowed and is part of the fingerprint. An equivalent request inside the
+ * window is `coalesced` (the first job's id, whatever its state, nothing written); a different one
+ * is an `EnqueueIdempotencyConflictError`.
+ */
 export interface ThrottleOptions {
   key: string;
   scope?: string;
@@ -71,12 +87,22 @@ export interface EnqueueRequest {
   options?: EnqueueOptions;
 }
 
-export interface EnqueueResult {
-  jobId: string;
-  outcome: EnqueueOutcome;
-  /** For `non_replaceable` (debounce): why the job could not be replaced. */
-  reason?: string;
-}
+/**
+ * Why a debounce request could not replace the job holding its key:
+ * - `incompatible_key_mode`: the live key is held by idempotency or throttle;
+ * - `not_pending`: the window is open but the job is active, has started before, or has ended;
+ * - `window_elapsed_pending`: the window is over but the job has not started yet (a new job would
+ *   do the work twice; it runs as it was last replaced).
+ */
+export type NonReplaceableReason = "incompatible_key_mode" | "not_pending" | "window_elapsed_pending";
+
+/**
+ * What PostgreSQL decided for one request; `jobId` is always the job that holds (or now holds) the
+ * key. `reason` exists only on `non_replaceable`, so `if (r.outcome === "non_replaceable") r.reason`.
+ */
+export type EnqueueResult =
+  | { jobId: string; outcome: "accepted" | "replayed" | "replaced" | "coalesced" }
+  | { jobId: string; outcome: "non_replaceable"; reason: NonReplaceableReason };
 
 export interface Job {
   id: string;
@@ -120,8 +146,12 @@ export interface BindingInfo {
   keyDigest: string;
   keyLength: number;
   jobId: string;
-  mode: "idempotency" | "debounce" | "throttle";
+  mode: KeyMode;
   requestDigest: string;
+  /** Debounce only (null otherwise): `reset` or `preserve`. */
+  schedule: "reset" | "preserve" | null;
+  /** Debounce only: the cap on resets; null without one. The max-wait deadline is `createdAt + maxWaitMs`. */
+  maxWaitMs: number | null;
   ttlMs: number;
   createdAt: Date;
   expiresAt: Date;

@@ -2,7 +2,7 @@ import { hash } from "node:crypto";
 import { z } from "zod";
 import { EnqueueValidationError, type ValidationIssue } from "./errors";
 import type { KeyIdentity, KeyRing } from "./keys";
-import type { EnqueueOptions, NormalizedRetryPolicy } from "./types";
+import type { EnqueueOptions, KeyMode, NormalizedRetryPolicy } from "./types";
 
 export const LIMITS = {
   keyBytes: 512,
@@ -122,11 +122,18 @@ const idempotency = z.strictObject({
   ttlMs: windowMs.optional(),
 });
 
-const windowed = z.strictObject({
+const debounce = z.strictObject({
   key: keyString,
   scope: scopeString.optional(),
   windowMs,
-  schedule: z.enum(["reset", "preserve"]).optional(),
+  schedule: z.enum(["reset", "preserve"], { error: 'must be "reset" or "preserve"' }).optional(),
+  maxWaitMs: windowMs.optional(),
+});
+
+const throttle = z.strictObject({
+  key: keyString,
+  scope: scopeString.optional(),
+  windowMs,
 });
 
 const optionsSchema = z
@@ -166,8 +173,8 @@ const optionsSchema = z
       .max(LIMITS.maxTags, { error: `at most ${LIMITS.maxTags} tags` })
       .optional(),
     idempotency: idempotency.optional(),
-    debounce: windowed.optional(),
-    throttle: windowed.optional(),
+    debounce: debounce.optional(),
+    throttle: throttle.optional(),
     source: sourceLabel.optional(),
   })
   .superRefine((o, ctx) => {
@@ -189,14 +196,19 @@ const optionsSchema = z
     if (o.retryPolicy?.type === "exponential" && o.retryPolicy.maxDelayMs < o.retryPolicy.initialDelayMs) {
       ctx.addIssue({ code: "custom", path: ["retryPolicy", "maxDelayMs"], message: "must be at least initialDelayMs" });
     }
-    for (const m of ["debounce", "throttle"] as const) {
-      if (o[m] !== undefined) {
-        ctx.addIssue({
-          code: "custom",
-          path: [m],
-          message: `is not supported yet: ${m} arrives in a later release; use idempotency for now`,
-        });
-      }
+    if (o.debounce && o.runAt) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["runAt"],
+        message: "cannot be combined with debounce: a debounced job runs when its window closes (use windowMs)",
+      });
+    }
+    if (o.debounce?.maxWaitMs !== undefined && o.debounce.maxWaitMs < o.debounce.windowMs) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["debounce", "maxWaitMs"],
+        message: `must be at least windowMs (${o.debounce.windowMs})`,
+      });
     }
   });
 
@@ -215,9 +227,14 @@ export interface NormalizedRequest {
   tags: string[];
   source: string | null;
   keyed: null | {
-    mode: "idempotency";
+    mode: KeyMode;
     key: KeyIdentity;
+    /** The binding's lifetime: `ttlMs` for idempotency, `windowMs` for debounce and throttle. */
     ttlMs: number;
+    /** Debounce only (null otherwise): `reset` (default) or `preserve`. */
+    schedule: "reset" | "preserve" | null;
+    /** Debounce only: the cap on resets, counted from the first acceptance; null without one. */
+    maxWaitMs: number | null;
     /**
      * 80 bytes: the 8-byte digests (first bytes of SHA-256 of the JSON form) of every fingerprint
      * field but the payload, in `workhorse.fingerprint_fields()` order (PostgreSQL digests the payload's
@@ -429,8 +446,10 @@ export function normalizeRequest(
     source: o.source ?? config.source,
     keyed: null,
   };
-  if (o.idempotency) {
-    const ttlMs = o.idempotency.ttlMs ?? LIMITS.defaultTtlMs;
+  const keyed = o.idempotency ?? o.debounce ?? o.throttle;
+  if (keyed) {
+    const mode: KeyMode = o.idempotency ? "idempotency" : o.debounce ? "debounce" : "throttle";
+    const ttlMs = "windowMs" in keyed ? keyed.windowMs : (keyed.ttlMs ?? LIMITS.defaultTtlMs);
     // Order of workhorse.fingerprint_fields(), without `payload` (5th), which PostgreSQL digests.
     // Requests of one stream mostly share every fingerprint field but the payload: the 80 bytes are
     // remembered per distinct combination (one JSON text, one map lookup on the hot path).
@@ -468,9 +487,11 @@ export function normalizeRequest(
       }
     }
     n.keyed = {
-      mode: "idempotency",
-      key: config.keys.identify(o.idempotency.scope ?? DEFAULT_SCOPE, o.idempotency.key),
+      mode,
+      key: config.keys.identify(keyed.scope ?? DEFAULT_SCOPE, keyed.key),
       ttlMs,
+      schedule: o.debounce ? (o.debounce.schedule ?? "reset") : null,
+      maxWaitMs: o.debounce?.maxWaitMs ?? null,
       fieldDigests,
     };
   }

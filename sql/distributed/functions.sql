@@ -4,14 +4,134 @@
 -- The decision for one request on the shard of its bucket (p_bucket = the key's bucket, or the
 -- unkeyed job id's). Delegated to the node that holds the shard: called outside a transaction block,
 -- the coordinator forwards the call whole, and every statement inside is a local read or write of
--- that one shard. Same body as workhorse.enqueue_one, with the bucket in every key and insert;
--- p_ordinal names the request in a conflict (batches call this once per request).
+-- that one shard. Same bodies as workhorse.enqueue_debounce and workhorse.enqueue_one, with the
+-- bucket in every key and insert; p_ordinal names the request in a conflict (batches call this once
+-- per request).
+create or replace function workhorse.enqueue_debounce_at(
+  p_bucket integer, p_id uuid, p_queue text, p_type text, p_payload jsonb, p_max_attempts integer, p_retry_policy jsonb,
+  p_deadline timestamptz, p_execution_timeout_ms bigint, p_concurrency_key text, p_tags text[], p_scope text,
+  p_key_hash bytea, p_key_preview text, p_key_length integer, p_window_ms bigint, p_digests bytea,
+  p_schedule text, p_max_wait_ms bigint, p_notify boolean,
+  out job_id uuid, out outcome text, out reason text, out request_digest text)
+language plpgsql as $$
+#variable_conflict use_variable
+declare
+  v_rdigest bytea := sha256(p_digests);
+  v_due timestamptz := now() + p_window_ms * interval '1 millisecond';
+  v_b record;
+  v_j record;
+  v_pending boolean;
+  v_max_wait bigint;
+  v_run_at timestamptz;
+  v_expires timestamptz;
+  v_bound boolean := false;
+  v_now timestamptz := now(); -- Citus evaluates no now() inside CASE
+begin
+  for attempt in 1 .. 5 loop
+    select b.job_id, b.mode, b.expires_at, b.created_at, b.request_digest, b.max_wait_ms into v_b
+      from workhorse.key_binding b
+     where b.bucket = p_bucket and b.scope = p_scope and b.key_hash = p_key_hash
+       for update;
+    if not found then
+      insert into workhorse.key_binding
+        (bucket, scope, key_hash, job_id, mode, key_preview, key_length, field_digests, request_digest, ttl_ms,
+         created_at, expires_at, schedule, max_wait_ms)
+      values (p_bucket, p_scope, p_key_hash, p_id, 'debounce', p_key_preview, p_key_length, p_digests, v_rdigest, p_window_ms,
+              now(), v_due, p_schedule, p_max_wait_ms)
+      on conflict (bucket, scope, key_hash) do nothing;
+      v_bound := found;
+      exit when v_bound;
+      -- Bound by another transaction after our snapshot: the next pass locks its row.
+      continue;
+    end if;
+
+    -- Pending and never started: a retried or released job has started before.
+    select j.state, j.run_at, j.attempt, j.started_at into v_j from workhorse.job j where j.bucket = p_bucket and j.id = v_b.job_id for update;
+    v_pending := found and v_j.state in ('scheduled', 'ready') and v_j.attempt = 0 and v_j.started_at is null;
+
+    if v_b.expires_at > now() then
+      job_id := v_b.job_id;
+      request_digest := encode(v_rdigest, 'hex');
+      if v_b.mode <> 'debounce' then
+        outcome := 'non_replaceable';
+        reason := 'incompatible_key_mode';
+        return;
+      end if;
+      if not v_pending then
+        outcome := 'non_replaceable';
+        reason := 'not_pending';
+        return;
+      end if;
+      -- Replace in place. The max wait is counted from the first acceptance; the smallest cap any
+      -- request of the stream asked for holds.
+      v_max_wait := least(v_b.max_wait_ms, p_max_wait_ms);
+      if p_schedule = 'preserve' then
+        v_run_at := v_j.run_at;
+        v_expires := v_b.expires_at;
+      else
+        v_run_at := least(v_due, v_b.created_at + v_max_wait * interval '1 millisecond');
+        v_expires := v_run_at;
+      end if;
+      update workhorse.job j
+         set queue = p_queue, type = p_type, payload = coalesce(p_payload, 'null'::jsonb),
+             max_attempts = p_max_attempts, retry_policy = p_retry_policy, deadline = p_deadline,
+             execution_timeout_ms = p_execution_timeout_ms, concurrency_key = p_concurrency_key, tags = p_tags,
+             request_digest = v_rdigest, run_at = v_run_at,
+             state = case when v_run_at > v_now then 'scheduled' else 'ready' end, updated_at = v_now
+       where j.bucket = p_bucket and j.id = v_b.job_id;
+      update workhorse.key_binding b
+         set field_digests = p_digests, request_digest = v_rdigest, ttl_ms = p_window_ms, expires_at = v_expires,
+             schedule = p_schedule, max_wait_ms = v_max_wait
+       where b.bucket = p_bucket and b.scope = p_scope and b.key_hash = p_key_hash;
+      insert into workhorse.job_event (job_id, kind, data)
+      values (v_b.job_id, 'debounced', jsonb_build_object(
+                'priorRequestDigest', encode(v_b.request_digest, 'hex'),
+                'requestDigest', encode(v_rdigest, 'hex'),
+                'schedule', p_schedule, 'windowMs', p_window_ms, 'runAt', v_run_at, 'expiresAt', v_expires,
+                'maxWaitUntil', v_b.created_at + v_max_wait * interval '1 millisecond'));
+      if p_notify and v_run_at <= now() then
+        perform pg_notify('workhorse_jobs', p_queue);
+      end if;
+      outcome := 'replaced';
+      return;
+    end if;
+
+    -- The window is over. A job that has not started yet will run: a second one would do the work twice.
+    if v_b.mode = 'debounce' and v_pending then
+      job_id := v_b.job_id;
+      request_digest := encode(v_rdigest, 'hex');
+      outcome := 'non_replaceable';
+      reason := 'window_elapsed_pending';
+      return;
+    end if;
+    update workhorse.key_binding b
+       set job_id = p_id, mode = 'debounce', key_preview = p_key_preview, key_length = p_key_length,
+           field_digests = p_digests, request_digest = v_rdigest, ttl_ms = p_window_ms, created_at = now(),
+           expires_at = v_due, schedule = p_schedule, max_wait_ms = p_max_wait_ms
+     where b.bucket = p_bucket and b.scope = p_scope and b.key_hash = p_key_hash;
+    v_bound := true;
+    exit;
+  end loop;
+  if not v_bound then
+    raise exception using errcode = '40001',
+      message = 'workhorse: the debounce binding kept changing under this enqueue; retry it';
+  end if;
+  insert into workhorse.job (bucket, id, queue, type, payload, state, run_at, max_attempts, retry_policy, deadline,
+                             execution_timeout_ms, concurrency_key, tags, key_scope, key_hash, key_mode,
+                             key_preview, key_length, key_ttl_ms, request_digest, enqueued_run_at)
+  values (p_bucket, p_id, p_queue, p_type, coalesce(p_payload, 'null'::jsonb), 'scheduled', v_due, p_max_attempts,
+          p_retry_policy, p_deadline, p_execution_timeout_ms, p_concurrency_key, p_tags, p_scope, p_key_hash,
+          'debounce', p_key_preview, p_key_length, p_window_ms, v_rdigest, v_due);
+  job_id := p_id;
+  outcome := 'accepted';
+end $$;
+
 create or replace function workhorse.enqueue_one_at(
   p_bucket integer, p_ordinal integer, p_id uuid, p_queue text, p_type text, p_payload jsonb, p_run_at timestamptz, p_max_attempts integer,
   p_retry_policy jsonb, p_deadline timestamptz, p_execution_timeout_ms bigint, p_concurrency_key text,
   p_tags text[], p_mode text, p_scope text, p_key_hash bytea, p_key_preview text, p_key_length integer,
-  p_ttl_ms bigint, p_field_digests bytea, p_notify boolean,
-  out job_id uuid, out outcome text, out request_digest text)
+  p_ttl_ms bigint, p_field_digests bytea, p_notify boolean, p_schedule text, p_max_wait_ms bigint,
+  out job_id uuid, out outcome text, out request_digest text, out reason text)
 language plpgsql as $$
 #variable_conflict use_variable
 declare
@@ -23,6 +143,17 @@ declare
   v_bound boolean := false;
   v_now timestamptz := now();
 begin
+  if p_mode = 'debounce' then
+    select d.job_id, d.outcome, d.request_digest, d.reason into job_id, outcome, request_digest, reason
+      from workhorse.enqueue_debounce_at(
+             p_bucket, p_id, p_queue, p_type, v_payload, p_max_attempts, p_retry_policy, p_deadline, p_execution_timeout_ms,
+             p_concurrency_key, p_tags, p_scope, p_key_hash, p_key_preview, p_key_length, p_ttl_ms,
+             substring(p_field_digests from 1 for 32)
+             || substring(sha256(convert_to(v_payload::text, 'UTF8')) from 1 for 8)
+             || substring(p_field_digests from 33),
+             coalesce(p_schedule, 'reset'), p_max_wait_ms, p_notify) d;
+    return;
+  end if;
   if p_key_hash is not null then
     v_digests := substring(p_field_digests from 1 for 32)
                  || substring(sha256(convert_to(v_payload::text, 'UTF8')) from 1 for 8)
@@ -35,7 +166,7 @@ begin
       if found then
         if v_live.request_digest = v_rdigest and v_live.mode = p_mode then
           job_id := v_live.job_id;
-          outcome := 'replayed';
+          outcome := case when p_mode = 'throttle' then 'coalesced' else 'replayed' end;
           request_digest := encode(v_rdigest, 'hex');
           return;
         end if;
@@ -53,7 +184,7 @@ begin
             key_length = excluded.key_length, field_digests = excluded.field_digests,
             request_digest = excluded.request_digest, ttl_ms = excluded.ttl_ms,
             created_at = excluded.created_at, expires_at = excluded.expires_at
-        where b.expires_at <= v_now; -- ON CONFLICT .. WHERE on a distributed table takes no now()
+        where b.expires_at <= v_now; -- Citus: no now() in ON CONFLICT .. WHERE
       v_bound := found;
       exit when v_bound;
       -- Another transaction bound the key after our snapshot. ON CONFLICT waited for it and holds the
@@ -77,23 +208,25 @@ begin
   job_id := p_id;
   outcome := 'accepted';
 end $$;
+
 select create_distributed_function(
-  'workhorse.enqueue_one_at(integer, integer, uuid, text, text, jsonb, timestamptz, integer, jsonb, timestamptz, bigint, text, text[], text, text, bytea, text, integer, bigint, bytea, boolean)',
+  'workhorse.enqueue_one_at(integer, integer, uuid, text, text, jsonb, timestamptz, integer, jsonb, timestamptz, bigint, text, text[], text, text, bytea, text, integer, bigint, bytea, boolean, text, bigint)',
   'p_bucket', colocate_with => 'workhorse.job');
 
 -- A batch on the coordinator, one transaction (two-phase commit across the workers it touched, so a
 -- conflict anywhere leaves nothing anywhere): the requests go shard by shard, each decided by
--- enqueue_one_at on its shard, in input order within a shard, so a key repeated in the batch sees
--- its first request's binding (the later ones replay it or conflict with it, as on one node).
--- Same signature and results as the single-node function; p_legacy_key_hashes is ignored (the
--- distributed layout starts empty, so no binding predates the keyed hashes).
+-- enqueue_one_at on its shard; within a shard keys in (scope, hash) order, so batches that share
+-- keys lock them in one order and never deadlock, and a key's requests in input order, so a
+-- repeated key sees its first request's binding (later ones replay, coalesce, replace or conflict,
+-- as on one node). Same signature and results as the single-node function; p_legacy_key_hashes is
+-- ignored (the distributed layout starts empty, so no binding predates the keyed hashes).
 create or replace function workhorse.enqueue_batch(
   p_ids uuid[], p_queues text[], p_types text[], p_payloads jsonb, p_run_ats timestamptz[],
   p_max_attempts integer[], p_retry_policies jsonb[], p_deadlines timestamptz[], p_execution_timeouts bigint[],
   p_concurrency_keys text[], p_tags text[], p_tag_counts integer[], p_modes text[], p_scopes text[],
   p_key_hashes bytea[], p_key_previews text[], p_key_lengths integer[], p_ttls bigint[], p_field_digests bytea[],
-  p_legacy_key_hashes bytea[], p_notify boolean)
-returns table (ordinal integer, job_id uuid, outcome text, request_digest text)
+  p_legacy_key_hashes bytea[], p_notify boolean, p_schedules text[] default null, p_max_waits bigint[] default null)
+returns table (ordinal integer, job_id uuid, outcome text, request_digest text, reason text)
 language plpgsql as $$
 #variable_conflict use_column
 declare
@@ -103,6 +236,7 @@ declare
   v_job uuid[] := '{}';
   v_out text[] := '{}';
   v_dig text[] := '{}';
+  v_why text[] := '{}';
   v_queues text[] := '{}';
   v_detail jsonb;
 begin
@@ -116,8 +250,6 @@ begin
                   p_key_previews, p_key_lengths, p_ttls, p_field_digests) with ordinality
            as u(id, queue, type, run_at, max_attempts, retry_policy, deadline, execution_timeout_ms,
                 concurrency_key, tag_count, mode, scope, kh, key_preview, key_length, ttl_ms, fd, o)
-     -- Shard by shard; within a shard keys in (scope, hash) order (so batches that share keys lock them
-     -- in one order and never deadlock), a repeated key's requests in input order.
      order by get_shard_id_for_distribution_column('workhorse.job', workhorse.id_bucket(u.id)), u.scope, u.kh, u.o
   loop
     select * into d
@@ -125,14 +257,15 @@ begin
              r.bucket, r.o::integer, r.id, r.queue, r.type, p_payloads -> (r.o::integer - 1), r.run_at,
              r.max_attempts, r.retry_policy, r.deadline, r.execution_timeout_ms, r.concurrency_key,
              coalesce(p_tags[r.tag_off + 1 : r.tag_off + r.tag_count], '{}'), r.mode, r.scope, r.kh, r.key_preview,
-             r.key_length, r.ttl_ms, r.fd, false);
-    if d.outcome = 'accepted' then
+             r.key_length, r.ttl_ms, r.fd, false, p_schedules[r.o], p_max_waits[r.o]);
+    if d.outcome = 'accepted' or (d.outcome = 'replaced' and p_notify) then
       v_queues := v_queues || r.queue;
     end if;
     v_ord := v_ord || r.o::integer;
     v_job := v_job || d.job_id;
     v_out := v_out || d.outcome;
     v_dig := v_dig || d.request_digest;
+    v_why := v_why || d.reason;
   end loop;
   exception when sqlstate 'WH409' then
     -- A conflict with an earlier request of this batch names no existing job (it was never
@@ -146,7 +279,8 @@ begin
   if p_notify then
     perform pg_notify('workhorse_jobs', q) from (select distinct q from unnest(v_queues) q) x;
   end if;
-  return query select u.o, u.j, u.oc, u.d from unnest(v_ord, v_job, v_out, v_dig) as u(o, j, oc, d) order by u.o;
+  return query
+    select u.o, u.j, u.oc, u.d, u.w from unnest(v_ord, v_job, v_out, v_dig, v_why) as u(o, j, oc, d, w) order by u.o;
 end $$;
 
 -- Claiming on Citus: FOR UPDATE SKIP LOCKED works within one shard, so claim_jobs visits the shards

@@ -5,6 +5,7 @@ import { Badge, PageHeader } from "@/components/ui";
 import { consolePool } from "@/lib/console/db";
 import { parseObservationFilters, TIME_WINDOWS, toQuery } from "@/lib/console/filters";
 import { listObservations } from "@/lib/console/observations";
+import { explainOutcome, REASON_LABELS } from "@/lib/console/outcomes";
 import { requireViewer } from "@/lib/console/session";
 import { OBSERVATION_OUTCOMES } from "@/lib/console/types";
 
@@ -23,9 +24,14 @@ const WINDOW_LABELS: Record<string, string> = {
 const OUTCOME_HELP: [string, string][] = [
   ["replayed", "the same request again: answered with the existing job, nothing written"],
   ["conflict", "the key was reused for different work: refused, naming the fields that differ"],
-  ["coalesced", "debounce: folded into a pending job (once the core supports debounce)"],
-  ["non_replaceable", "debounce: the pending job could no longer be replaced"],
+  ["coalesced", "throttle: a repeat inside the window, answered with the window's job; nothing written"],
+  ["non_replaceable", "debounce: the job could not be replaced (the reason says why); nothing written"],
 ];
+
+/** Why a debounce request was non-replaceable, and what to do (lib/console/outcomes.ts). */
+const REASON_HELP = (["incompatible_key_mode", "not_pending", "window_elapsed_pending"] as const).map(
+  (r) => [r, explainOutcome("non_replaceable", r)] as const,
+);
 
 export default async function ConflictsPage({ searchParams }: { searchParams: Search }) {
   await requireViewer();
@@ -48,7 +54,7 @@ export default async function ConflictsPage({ searchParams }: { searchParams: Se
     <>
       <PageHeader
         title="Conflicts & replays"
-        description="Every repeated request the queue answered with an existing job (replayed), and every key reused for different work (conflict), with the fields and payload paths that differed. Newest first."
+        description="Every repeated request the queue answered with an existing job (replayed, coalesced), every debounce repeat that could not change its job (non_replaceable, with the reason), and every key reused for different work (conflict), with the fields and payload paths that differed. Newest first."
       />
       <dl className="mb-4 grid gap-x-4 gap-y-1 text-sm sm:grid-cols-2">
         {OUTCOME_HELP.map(([o, text]) => (
@@ -60,6 +66,23 @@ export default async function ConflictsPage({ searchParams }: { searchParams: Se
           </div>
         ))}
       </dl>
+      <details className="mb-4 rounded border border-slate-200 bg-white p-3 text-sm" data-testid="reason-help">
+        <summary className="cursor-pointer font-medium text-slate-900">
+          Why a debounce request is non_replaceable
+        </summary>
+        <dl className="mt-2 space-y-2">
+          {REASON_HELP.map(([r, e]) => (
+            <div key={r}>
+              <dt>
+                <Badge tone="conflict">{r}</Badge> <span className="text-slate-700">{REASON_LABELS[r]}</span>
+              </dt>
+              <dd className="text-slate-700">
+                {e.meaning} {e.action ? `What to do: ${e.action}` : null}
+              </dd>
+            </div>
+          ))}
+        </dl>
+      </details>
       <FilterForm action="/conflicts" label="Filter observations" columns={5} filtered={filtered}>
         <FilterSelect id="o-outcome" name="outcome" label="Outcome" value={f.outcome} options={OBSERVATION_OUTCOMES} />
         <FilterText id="o-scope" name="scope" label="Scope starts with" value={f.scope} />
