@@ -52,14 +52,20 @@ interface BindingRowT {
 }
 /** The binding of the job's key (through the job's key columns). */
 async function bindingOf(jobId: string): Promise<BindingRowT | undefined> {
+  // Two reads rather than a join: on Citus a join must be on the distribution column.
+  const [key] = await jobKey(jobId);
+  if (!key) return undefined;
   const rows = await t.sql<BindingRowT>(
     `select b.job_id, b.mode, b.schedule, b.max_wait_ms, b.ttl_ms, b.created_at, b.expires_at,
             encode(b.request_digest, 'hex') as request_digest
-       from workhorse.job j join workhorse.key_binding b on b.scope = j.key_scope and b.key_hash = j.key_hash
-      where j.id = $1`,
-    [jobId],
+       from workhorse.key_binding b where b.scope = $1 and b.key_hash = $2`,
+    [key.key_scope, key.key_hash],
   );
   return rows[0];
+}
+
+async function jobKey(jobId: string): Promise<Array<{ key_scope: string; key_hash: Buffer }>> {
+  return t.sql("select key_scope, key_hash from workhorse.job where id = $1 and key_hash is not null", [jobId]);
 }
 
 async function events(jobId: string, kind: string): Promise<Array<{ at: Date; data: Record<string, unknown> }>> {
@@ -68,16 +74,30 @@ async function events(jobId: string, kind: string): Promise<Array<{ at: Date; da
 
 /** Moves a key's window into the past, as if `ms` had gone by since the binding was made. */
 async function age(jobId: string, ms: number): Promise<void> {
-  await t.sql(
-    `update workhorse.key_binding b set created_at = b.created_at - $2::bigint * interval '1 millisecond',
-            expires_at = b.expires_at - $2::bigint * interval '1 millisecond'
-       from workhorse.job j where j.id = $1 and b.scope = j.key_scope and b.key_hash = j.key_hash`,
+  // New times computed first, then written as values (Citus refuses timestamptz arithmetic on
+  // columns inside an UPDATE).
+  const [key] = await jobKey(jobId);
+  const [b] = await t.sql<{ c: Date; e: Date }>(
+    `select created_at - $3::bigint * interval '1 millisecond' as c, expires_at - $3::bigint * interval '1 millisecond' as e
+       from workhorse.key_binding where scope = $1 and key_hash = $2`,
+    [key?.key_scope, key?.key_hash, ms],
+  );
+  if (b) {
+    await t.sql("update workhorse.key_binding set created_at = $3, expires_at = $4 where scope = $1 and key_hash = $2", [
+      key?.key_scope,
+      key?.key_hash,
+      b.c,
+      b.e,
+    ]);
+  }
+  const [j] = await t.sql<{ c: Date; r: Date }>(
+    `select created_at - $2::bigint * interval '1 millisecond' as c, run_at - $2::bigint * interval '1 millisecond' as r
+       from workhorse.job where id = $1`,
     [jobId, ms],
   );
   await t.sql(
-    `update workhorse.job set created_at = created_at - $2::bigint * interval '1 millisecond',
-            run_at = run_at - $2::bigint * interval '1 millisecond' where id = $1`,
-    [jobId, ms],
+    "update workhorse.job set created_at = $2, run_at = $3 where id = $1",
+    [jobId, j?.c, j?.r],
   );
 }
 

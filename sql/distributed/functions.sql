@@ -439,7 +439,10 @@ begin
     select coalesce(array_agg(row(x.*)::workhorse.lapsed_lease), '{}') into v_rows
       from (select j.id, j.attempt, j.deadline, j.lease_owner, j.lease_expires_at, j.cancel_requested_at is not null,
                    j.cancel_requested_by, j.cancel_reason,
-                   case when j.attempt >= j.max_attempts or j.deadline <= v_now then 'failed' else 'ready' end
+                   case when j.attempt >= j.max_attempts or j.deadline <= v_now then 'failed' else 'ready' end,
+                   jsonb_build_object('name', 'LeaseExpired',
+                     'message', format('attempt %s: lease held by %s lapsed at %s', j.attempt, j.lease_owner,
+                                       j.lease_expires_at))
               from workhorse.job j
              where j.bucket = any (v_buckets) and j.state = 'active' and j.lease_expires_at < v_now
                and (p_queues is null or j.queue = any (p_queues))
@@ -453,9 +456,7 @@ begin
     update workhorse.job j
        set state = r.next_state, lease_expires_at = null, lease_owner = null, updated_at = v_now,
            finished_at = case when r.next_state = 'failed' then v_now end,
-           last_error = jsonb_build_object('name', 'LeaseExpired',
-                          'message', format('attempt %s: lease held by %s lapsed at %s', r.attempt, r.lease_owner,
-                                            r.lease_expires_at))
+           last_error = r.last_error -- formatted in the read (Citus runs no STABLE format() on columns in an UPDATE)
       from unnest(v_rows) r
      where j.bucket = any (v_buckets) and j.id = r.id;
 
@@ -694,4 +695,60 @@ begin
   insert into workhorse.job_event (job_id, kind, data)
   values (p_id, 'checkpoint_saved', jsonb_build_object('attempt', p_attempt, 'name', p_name, 'worker', p_owner));
   return query select 'saved'::text, p_value;
+end $$;
+
+-- Cancel (operator), job by job in id order: each job is locked on its shard (the bucket in its id),
+-- a pending one is canceled, an active one asked to stop (its worker sees it at the next heartbeat);
+-- any other state is counted as unchanged. One audit row, as on one node.
+create or replace function workhorse.cancel_jobs(p_ids uuid[], p_actor text, p_reason text)
+returns table (canceled integer, cancel_requested integer, unchanged jsonb)
+language plpgsql as $$
+#variable_conflict use_column
+declare
+  v_id uuid;
+  v_bucket integer;
+  v_state text;
+  v_attempt integer;
+  v_now timestamptz := now();
+  v_canceled integer := 0;
+  v_requested integer := 0;
+  v_other text[] := '{}';
+  v_unchanged jsonb;
+begin
+  for v_id in select distinct u.id from unnest(p_ids) u(id) order by 1 loop
+    v_bucket := workhorse.id_bucket(v_id);
+    select j.state, j.attempt into v_state, v_attempt
+      from workhorse.job j where j.bucket = v_bucket and j.id = v_id for update of j;
+    if not found then
+      v_other := v_other || 'missing'::text;
+    elsif v_state in ('scheduled', 'ready') then
+      update workhorse.job j
+         set state = 'canceled', finished_at = v_now, updated_at = v_now, cancel_requested_at = v_now,
+             cancel_requested_by = p_actor, cancel_reason = p_reason
+       where j.bucket = v_bucket and j.id = v_id;
+      insert into workhorse.job_event (job_id, kind, data)
+      values (v_id, 'canceled', jsonb_build_object('actor', p_actor, 'reason', p_reason));
+      v_canceled := v_canceled + 1;
+    elsif v_state = 'active' then
+      update workhorse.job j
+         set cancel_requested_at = v_now, cancel_requested_by = p_actor, cancel_reason = p_reason, updated_at = v_now
+       where j.bucket = v_bucket and j.id = v_id;
+      insert into workhorse.job_event (job_id, kind, data)
+      values (v_id, 'cancel_requested',
+              jsonb_build_object('actor', p_actor, 'reason', p_reason, 'attempt', v_attempt));
+      v_requested := v_requested + 1;
+    else
+      v_other := v_other || v_state;
+    end if;
+  end loop;
+  select coalesce(jsonb_object_agg(s.state, s.n), '{}') into v_unchanged
+    from (select u.state, count(*) as n from unnest(v_other) u(state) group by 1) s;
+
+  insert into workhorse.operator_audit (actor, action, target, reason, result)
+  values (p_actor, 'cancel',
+          case when cardinality(p_ids) = 1 then 'job:' || p_ids[1] else 'jobs:' || cardinality(p_ids) end,
+          p_reason,
+          jsonb_build_object('requested', cardinality(p_ids), 'canceled', v_canceled,
+                             'cancelRequested', v_requested, 'unchanged', v_unchanged));
+  return query select v_canceled, v_requested, v_unchanged;
 end $$;

@@ -103,7 +103,7 @@ select workhorse.refresh_shard_buckets();
 -- A lapsed lease as workhorse.reap_expired_leases reads it from one shard.
 create type workhorse.lapsed_lease as (
   id uuid, attempt integer, deadline timestamptz, lease_owner text, lease_expires_at timestamptz,
-  cancel_requested boolean, cancel_requested_by text, cancel_reason text, next_state text
+  cancel_requested boolean, cancel_requested_by text, cancel_reason text, next_state text, last_error jsonb
 );
 
 create view workhorse.idempotency_binding as
