@@ -83,22 +83,17 @@ async function age(jobId: string, ms: number): Promise<void> {
     [key?.key_scope, key?.key_hash, ms],
   );
   if (b) {
-    await t.sql("update workhorse.key_binding set created_at = $3, expires_at = $4 where scope = $1 and key_hash = $2", [
-      key?.key_scope,
-      key?.key_hash,
-      b.c,
-      b.e,
-    ]);
+    await t.sql(
+      "update workhorse.key_binding set created_at = $3, expires_at = $4 where scope = $1 and key_hash = $2",
+      [key?.key_scope, key?.key_hash, b.c, b.e],
+    );
   }
   const [j] = await t.sql<{ c: Date; r: Date }>(
     `select created_at - $2::bigint * interval '1 millisecond' as c, run_at - $2::bigint * interval '1 millisecond' as r
        from workhorse.job where id = $1`,
     [jobId, ms],
   );
-  await t.sql(
-    "update workhorse.job set created_at = $2, run_at = $3 where id = $1",
-    [jobId, j?.c, j?.r],
-  );
+  await t.sql("update workhorse.job set created_at = $2, run_at = $3 where id = $1", [jobId, j?.c, j?.r]);
 }
 
 const ms = (a: Date, b: Date) => a.getTime() - b.getTime();
