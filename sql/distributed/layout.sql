@@ -59,6 +59,25 @@ end $$;
 create trigger job_cancel_instead_of_retry before update of state on workhorse.job
   for each row when (old.state = 'active' and new.state in ('ready', 'scheduled') and old.cancel_requested_at is not null)
   execute function workhorse.job_cancel_instead_of_retry_on_shard();
+-- A deleted job takes its binding with it, also on a shard: the binding's shard is colocated with the
+-- job's (same bucket, same node), so the trigger deletes from that shard table directly.
+create function workhorse.job_deleted_on_shard() returns trigger language plpgsql as $$
+declare
+  v_bucket integer;
+begin
+  for v_bucket in select distinct d.bucket from deleted_jobs d where d.key_hash is not null loop
+    execute format(
+      'delete from %s b using deleted_jobs d
+        where d.bucket = $1 and b.bucket = d.bucket and b.scope = d.key_scope and b.key_hash = d.key_hash
+          and b.job_id = d.id',
+      shard_name('workhorse.key_binding'::regclass,
+                 get_shard_id_for_distribution_column('workhorse.key_binding', v_bucket)))
+      using v_bucket;
+  end loop;
+  return null;
+end $$;
+create trigger job_deleted_release_bindings after delete on workhorse.job
+  referencing old table as deleted_jobs for each statement execute function workhorse.job_deleted_on_shard();
 set local citus.enable_unsafe_triggers = on;
 
 drop view workhorse.idempotency_binding;
