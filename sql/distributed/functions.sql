@@ -301,6 +301,7 @@ declare
   v_run_ats timestamptz[];
   v_now timestamptz := now();
   v_overdue uuid[];
+  v_errors jsonb[];
   v_slotted uuid[];
   v_take uuid[];
 begin
@@ -324,14 +325,17 @@ begin
     return;
   end if;
 
-  select coalesce(array_agg(u.id), '{}') into v_overdue
+  -- The error is built here, not in the UPDATE: Citus runs no STABLE format() on a column there.
+  select coalesce(array_agg(u.id), '{}'),
+         array_agg(jsonb_build_object('name', 'DeadlineExceeded',
+                                      'message', format('deadline %s passed before the job ran', u.deadline)))
+    into v_overdue, v_errors
     from unnest(v_ids, v_deadlines) as u(id, deadline) where u.deadline <= v_now;
   if cardinality(v_overdue) > 0 then
     update workhorse.job j
-       set state = 'failed', finished_at = v_now, updated_at = v_now,
-           last_error = jsonb_build_object('name', 'DeadlineExceeded',
-                                           'message', format('deadline %s passed before the job ran', j.deadline))
-     where j.bucket = any (p_buckets) and j.id = any (v_overdue);
+       set state = 'failed', finished_at = v_now, updated_at = v_now, last_error = e.error
+      from unnest(v_overdue, v_errors) as e(id, error)
+     where j.bucket = any (p_buckets) and j.id = e.id;
     insert into workhorse.job_event (job_id, kind, data)
     select j.id, e.kind, jsonb_build_object('attempt', j.attempt, 'deadline', j.deadline)
                          || case when e.kind = 'failed' then '{"reason":"deadline_exceeded"}'::jsonb else '{}' end
