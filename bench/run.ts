@@ -6,6 +6,7 @@
  *   npm run bench -- --scenarios=accept,replay,conflict,batch,debounce,throttle,read,prune
  *   npm run bench -- --contenders=floor,ours,pg-boss,graphile,graphile-custom,bullmq-pg,bullmq-redis
  *   npm run bench -- --rounds=8 --read-rows=1000000 --no-docs --prototype=bench/prototypes/x.sql
+ *   npm run bench -- --citus [--quick]    one node against Citus with two workers (bench/citus.ts; root)
  *
  * One PostgreSQL (a private embedded server, or DATABASE_URL), a fresh database per contender on it,
  * default durability. Contenders run one at a time, in a shuffled order each round, so drift (WAL
@@ -297,6 +298,12 @@ function buildTargets(rows: WriteRow[], reads: { id: string; p95: number }[]): T
 }
 
 async function main() {
+  if (process.argv.includes("--citus")) {
+    // One node against Citus (coordinator + 2 workers): bench/citus.ts.
+    const { runCitusBench } = await import("./citus");
+    await runCitusBench(process.argv.includes("--quick"));
+    return;
+  }
   const opts = parseArgs(process.argv.slice(2));
   const { plan } = opts;
   const startedAt = new Date();

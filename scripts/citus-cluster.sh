@@ -7,6 +7,8 @@
 #   scripts/citus-cluster.sh stop [dir]        stops every node and removes the directory
 #   scripts/citus-cluster.sh install           unpacks Citus into Debian's PostgreSQL 15 if it is missing
 #
+# Nodes run with fsync off (tests); WORKHORSE_CITUS_DURABLE=1 keeps PostgreSQL's durable defaults.
+#
 # Citus comes from WORKHORSE_CITUS_DIR, else ../shared/citus beside the repository, else
 # /work/shared/citus (a directory with install.sh and the tarball). Run as root (it switches to postgres).
 set -euo pipefail
@@ -43,6 +45,8 @@ start() {
   install_citus
   local dir; dir=$(mktemp -d /tmp/workhorse-citus-XXXXXX)
   chown postgres "$dir"
+  # A start that fails half way stops what it started.
+  trap 'stop "'"$dir"'" >&2' ERR
   local ports=()
   for i in $(seq 0 "$workers"); do
     local n="node$i" port; port=$(free_port)
@@ -54,20 +58,22 @@ listen_addresses = '127.0.0.1'
 port = $port
 unix_socket_directories = '$dir'
 max_connections = 300
-fsync = off
-synchronous_commit = off
-full_page_writes = off
 max_prepared_transactions = 200
 citus.shard_count = 8
 citus.enable_create_database_propagation = on
 citus.max_cached_conns_per_worker = 4
 CONF
+    # Tests need no durability; WORKHORSE_CITUS_DURABLE=1 (the bench) keeps PostgreSQL's defaults.
+    if [ "${WORKHORSE_CITUS_DURABLE:-0}" != 1 ]; then
+      printf 'fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n' >>"$dir/$n/postgresql.conf"
+    fi
     su postgres -c "$B/pg_ctl -D $dir/$n -w -l $dir/$n.log start >/dev/null"
     echo "$port" >"$dir/$n.port"
   done
   for i in $(seq 1 "$workers"); do psql_at "${ports[$i]}" -c "create extension citus"; done
   psql_at "${ports[0]}" -c "create extension citus" -c "select citus_set_coordinator_host('127.0.0.1', ${ports[0]})" >/dev/null
   for i in $(seq 1 "$workers"); do psql_at "${ports[0]}" -c "select citus_add_node('127.0.0.1', ${ports[$i]})" >/dev/null; done
+  trap - ERR
   echo "export CITUS_CLUSTER_DIR=$dir"
   echo "export DATABASE_URL=postgres://postgres@127.0.0.1:${ports[0]}/postgres"
   echo "export WORKHORSE_DISTRIBUTED=1"

@@ -10,8 +10,8 @@ import {
   PurgeNotAllowedError,
   WorkhorseDatabaseError,
 } from "../lib/enqueue";
-import { setupQueueTests } from "./helpers";
 import { distributedTests } from "./citus";
+import { setupQueueTests } from "./helpers";
 
 const t = setupQueueTests();
 /** The installation secret that the first migrate() stored (tests may read it; operators back it up). */
