@@ -8,7 +8,7 @@
  * of 1,000 (half new keys). Prints a table and writes bench/results/citus-<time>.json.
  */
 import { execFileSync } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
@@ -37,6 +37,32 @@ function stopCluster(c: Cluster): void {
   execFileSync("bash", [path.join("scripts", "citus-cluster.sh"), "stop", c.dir], { stdio: "ignore" });
 }
 
+/**
+ * CPU seconds (user + system) used so far by each node of the cluster: its postmaster and every
+ * child process (backends, Citus's maintenance daemon), from /proc. Node 0 is the coordinator.
+ */
+function nodeCpu(dir: string): number[] {
+  const nodes = readdirSync(dir)
+    .filter((n) => /^node\d+$/.test(n))
+    .sort((a, b) => Number(a.slice(4)) - Number(b.slice(4)));
+  const stats = readdirSync("/proc")
+    .filter((p) => /^\d+$/.test(p))
+    .map((p) => {
+      try {
+        const f = readFileSync(`/proc/${p}/stat`, "utf8");
+        const rest = f.slice(f.lastIndexOf(")") + 2).split(" ");
+        return { pid: Number(p), ppid: Number(rest[1]), ticks: Number(rest[11]) + Number(rest[12]) };
+      } catch {
+        return null; // exited meanwhile
+      }
+    })
+    .filter((x) => x !== null);
+  return nodes.map((n) => {
+    const pid = Number(readFileSync(path.join(dir, n, "postmaster.pid"), "utf8").split("\n")[0]);
+    return stats.filter((x) => x.pid === pid || x.ppid === pid).reduce((a, x) => a + x.ticks, 0) / 100;
+  });
+}
+
 /** Runs `op` from CALLERS callers for `ms`; returns calls per second (and units per second for batches). */
 async function drive(ms: number, op: (caller: number, i: number) => Promise<unknown>): Promise<number> {
   let calls = 0;
@@ -52,6 +78,25 @@ async function drive(ms: number, op: (caller: number, i: number) => Promise<unkn
   );
   const secs = Number(process.hrtime.bigint() - started) / 1e9;
   return calls / secs;
+}
+
+interface Scenario {
+  perSecond: number;
+  /** CPU ms per call on the coordinator, and on each worker. */
+  coordinatorCpuMs: number;
+  workerCpuMs: number[];
+}
+
+async function scenario(cluster: Cluster, ms: number, op: (caller: number, i: number) => Promise<unknown>) {
+  const before = nodeCpu(cluster.dir);
+  let calls = 0;
+  const perSecond = await drive(ms, async (c, i) => {
+    await op(c, i);
+    calls++;
+  });
+  const after = nodeCpu(cluster.dir);
+  const perCall = after.map((a, i) => ((a - (before[i] ?? 0)) * 1000) / Math.max(calls, 1));
+  return { perSecond, coordinatorCpuMs: perCall[0] ?? 0, workerCpuMs: perCall.slice(1) } satisfies Scenario;
 }
 
 async function measure(label: string, cluster: Cluster, distributed: boolean, ms: number) {
@@ -70,7 +115,7 @@ async function measure(label: string, cluster: Cluster, distributed: boolean, ms
   await q.enqueue("warm", {}, { idempotency: { key: `warm-${run}` } });
 
   log(`${label}: accept`);
-  const accept = await drive(ms, (c, i) =>
+  const accept = await scenario(cluster, ms, (c, i) =>
     q.enqueue("email.send", { to: `u${c}-${i}@example.com` }, { idempotency: { key: `a-${run}-${c}-${i}` } }),
   );
   const live = Array.from({ length: 1000 }, (_, i) => `r-${run}-${i}`);
@@ -82,12 +127,12 @@ async function measure(label: string, cluster: Cluster, distributed: boolean, ms
     );
   }
   log(`${label}: replay`);
-  const replay = await drive(ms, (c, i) => {
+  const replay = await scenario(cluster, ms, (c, i) => {
     const key = live[(c * 7919 + i) % live.length] as string;
     return q.enqueue("email.send", { key }, { idempotency: { key } });
   });
   log(`${label}: batch`);
-  const batches = await drive(ms * 2, (c, i) =>
+  const batch = await scenario(cluster, ms * 2, (c, i) =>
     q.enqueueMany(
       Array.from({ length: BATCH }, (_, k) => {
         const key = k % 2 === 0 ? `b-${run}-${c}-${i}-${k}` : (live[k % live.length] as string);
@@ -97,14 +142,14 @@ async function measure(label: string, cluster: Cluster, distributed: boolean, ms
   );
   await q.close();
   await pool.end();
-  return { accept, replay, batchJobs: batches * BATCH };
+  return { accept, replay, batch };
 }
 
 export async function runCitusBench(quick: boolean): Promise<void> {
   const ms = quick ? 4000 : 15000;
   const load = os.loadavg()[0] ?? 0;
   log(`${quick ? "quick" : "full"} run, ${ms} ms per scenario, load average ${load.toFixed(2)}`);
-  const results: Record<string, { accept: number; replay: number; batchJobs: number }> = {};
+  const results: Record<string, { accept: Scenario; replay: Scenario; batch: Scenario }> = {};
   for (const [label, workers] of [
     ["single node", 0],
     ["Citus, coordinator + 2 workers", 2],
@@ -116,13 +161,16 @@ export async function runCitusBench(quick: boolean): Promise<void> {
       stopCluster(cluster);
     }
   }
+  const n = (x: number) => Math.round(x).toLocaleString("en");
+  const cpu = (x: Scenario) =>
+    `${x.coordinatorCpuMs.toFixed(2)}${x.workerCpuMs.length ? ` / ${x.workerCpuMs.map((w) => w.toFixed(2)).join(" + ")}` : ""}`;
   const rows = Object.entries(results).map(
     ([label, r]) =>
-      `| ${label} | ${Math.round(r.accept).toLocaleString("en")} | ${Math.round(r.replay).toLocaleString("en")} | ${Math.round(r.batchJobs).toLocaleString("en")} |`,
+      `| ${label} | ${n(r.accept.perSecond)} | ${n(r.replay.perSecond)} | ${n(r.batch.perSecond * BATCH)} | ${cpu(r.accept)} | ${cpu(r.replay)} | ${cpu(r.batch)} |`,
   );
   const table = [
-    "| layout (8 callers) | keyed accept, calls/s | replay, calls/s | batch of 1,000 (half new), jobs/s |",
-    "| --- | ---: | ---: | ---: |",
+    "| layout (8 callers) | keyed accept, calls/s | replay, calls/s | batch of 1,000 (half new), jobs/s | CPU ms per accept (coordinator / workers) | per replay | per batch |",
+    "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ...rows,
   ].join("\n");
   process.stdout.write(`${table}\n`);
