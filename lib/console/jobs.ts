@@ -155,8 +155,10 @@ const json = (v: unknown): string | null => (v === null || v === undefined ? nul
  */
 export async function jobDetail(db: Db, id: string): Promise<JobDetailDto | null> {
   const { rows } = await db.query<Record<string, unknown>>(
+    // Uncorrelated subquery and no join below: the same plans on one node, and runnable on Citus.
     `select j.*, now() as now,
-            array(select r.id::text from workhorse.job r where r.redriven_from = j.id order by r.id) as redrive_job_ids
+            coalesce((select array_agg(r.id::text order by r.id) from workhorse.job r
+                       where r.redriven_from = $1::uuid), '{}') as redrive_job_ids
        from workhorse.job j where j.id = $1::uuid`,
     [id],
   );
@@ -164,10 +166,9 @@ export async function jobDetail(db: Db, id: string): Promise<JobDetailDto | null
   if (!j) return null;
   const [binding, events] = await Promise.all([
     db.query<BindingRow>(
-      `select ${BINDING_COLUMNS} from workhorse.job j
-         join workhorse.key_binding b on b.scope = j.key_scope and b.key_hash = j.key_hash and b.job_id = j.id
-        where j.id = $1::uuid`,
-      [id],
+      `select ${BINDING_COLUMNS} from workhorse.key_binding b
+        where b.scope = $2 and b.key_hash = $3 and b.job_id = $1::uuid`,
+      [id, j.key_scope ?? null, j.key_hash ?? null],
     ),
     db.query<{ seq: string; at: Date; kind: string; data: unknown }>(
       "select seq, at, kind, data from workhorse.job_timeline where job_id = $1::uuid order by seq limit 500",

@@ -476,7 +476,7 @@ begin
                   jsonb_build_object('attempt', r.attempt,
                                      'reason', case when r.deadline <= v_now then 'deadline_exceeded'
                                                     else 'max_attempts' end)),
-              (4, case when r.next_state = 'ready' and r.cancel_requested then 'canceled' end,
+              (0, case when r.next_state = 'ready' and r.cancel_requested then 'canceled' end,
                   jsonb_build_object('attempt', r.attempt, 'actor', r.cancel_requested_by, 'reason', r.cancel_reason))
      ) as e(ord, kind, data)
      where e.kind is not null
@@ -555,14 +555,14 @@ begin
   if v_ids is null then
     return;
   end if;
-  insert into workhorse.job_event (job_id, kind, data)
-  select u.id, 'released', jsonb_build_object('attempt', u.attempt, 'worker', u.owner, 'reason', p_reason)
-    from unnest(v_ids, v_attempts, v_owners) as u(id, attempt, owner);
   -- The shard trigger turned a cancel-requested release into canceled: record it.
   insert into workhorse.job_event (job_id, kind, data)
   select u.id, 'canceled', jsonb_build_object('attempt', u.attempt, 'actor', u.by, 'reason', u.reason)
     from unnest(v_ids, v_attempts, v_canceled, v_by, v_reasons) as u(id, attempt, canceled, by, reason)
    where u.canceled;
+  insert into workhorse.job_event (job_id, kind, data)
+  select u.id, 'released', jsonb_build_object('attempt', u.attempt, 'worker', u.owner, 'reason', p_reason)
+    from unnest(v_ids, v_attempts, v_owners) as u(id, attempt, owner);
   return query select u.id from unnest(v_ids) as u(id);
 end $$;
 
@@ -599,7 +599,7 @@ end $$;
 
 -- A failed attempt and a checkpoint: the single-node functions with the job's bucket (from its id)
 -- in every statement on workhorse.job, so they reach one shard. A retry the shard trigger turned into
--- a cancel (an operator asked) records `canceled` rather than `retry_scheduled`.
+-- a cancel (an operator asked) gets its `canceled` event here.
 create or replace function workhorse.fail_job(p_id uuid, p_attempt integer, p_owner text, p_error jsonb, p_cause text,
                                    p_default_policy jsonb)
 returns table (state text, run_at timestamptz, delay_ms bigint)
@@ -645,6 +645,13 @@ begin
          updated_at = now()
    where x.bucket = v_bucket and x.id = p_id
   returning x.state into v_after;
+  if v_after = 'canceled' then
+    -- The shard trigger turned this retry into a cancel; its event, where the single-node trigger writes it.
+    insert into workhorse.job_event (job_id, kind, data)
+    select p_id, 'canceled', jsonb_build_object('attempt', x.attempt, 'actor', x.cancel_requested_by,
+                                                'reason', x.cancel_reason)
+      from workhorse.job x where x.bucket = v_bucket and x.id = p_id;
+  end if;
 
   if p_cause = 'execution_timed_out' then
     insert into workhorse.job_event (job_id, kind, data)
@@ -659,12 +666,6 @@ begin
     values (p_id, 'failed', jsonb_build_object('attempt', j.attempt, 'worker', p_owner, 'reason', v_reason,
                                                'cause', p_cause, 'error', p_error));
     return query select v_state, null::timestamptz, null::bigint;
-  elsif v_after = 'canceled' then
-    insert into workhorse.job_event (job_id, kind, data)
-    select p_id, 'canceled', jsonb_build_object('attempt', x.attempt, 'actor', x.cancel_requested_by,
-                                                'reason', x.cancel_reason)
-      from workhorse.job x where x.bucket = v_bucket and x.id = p_id;
-    return query select v_state, v_next, v_delay; -- what the single-node function answers here too
   else
     insert into workhorse.job_event (job_id, kind, data)
     values (p_id, 'retry_scheduled', jsonb_build_object('attempt', j.attempt, 'worker', p_owner, 'cause', p_cause,
