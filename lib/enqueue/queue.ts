@@ -216,6 +216,17 @@ export function idBucket(id: string): number {
 
 const ZERO_BYTE = Buffer.from([0]);
 
+/** Whether the schema has the distributed layout (migrate({ distributed: true }) made workhorse.shard_bucket). */
+const LAYOUT_SQL = "select to_regclass('workhorse.shard_bucket') is not null as distributed";
+
+/** Gives every keyed request its key's bucket in its job id (in place; the same ids on every try). */
+function bucketIds(requests: readonly NormalizedRequest[], ids: string[]): void {
+  for (let i = 0; i < requests.length; i++) {
+    const k = (requests[i] as NormalizedRequest).keyed;
+    if (k) ids[i] = bucketedId(ids[i] as string, keyBucket(k.key.scope, k.key.keyHash));
+  }
+}
+
 interface EnqueueRow {
   ordinal: number;
   job_id: string;
@@ -247,9 +258,8 @@ class Shared {
   private drained: (() => void) | null = null;
   closed = false;
   readonly retryCounts: RetryStats = { retriedCalls: 0, retries: 0, exhausted: 0, recoveredAccepts: 0 };
-  /** The schema's layout, read once (`distributed()`): Citus or one node. */
+  /** The schema's layout, read with the first call that needs it (LAYOUT_SQL), then kept: Citus or one node. */
   layout: "single" | "distributed" | null = null;
-  private layoutRead: Promise<boolean> | null = null;
 
   constructor(
     readonly pool: pg.Pool,
@@ -267,21 +277,6 @@ class Shared {
   ) {
     this.recorder = new ObservationRecorder(pool, observations);
     this.poolExec = poolExecutor(pool);
-  }
-
-  /** Whether the schema has the distributed (Citus) layout; one query the first time, then cached. */
-  distributed(): Promise<boolean> | boolean {
-    if (this.layout !== null) return this.layout === "distributed";
-    this.layoutRead ??= this.pool
-      .query<{ d: boolean }>("select to_regclass('workhorse.shard_bucket') is not null as d")
-      .then((r) => {
-        this.layout = r.rows[0]?.d === true ? "distributed" : "single";
-        return this.layout === "distributed";
-      })
-      .finally(() => {
-        this.layoutRead = null;
-      });
-    return this.layoutRead;
   }
 
   /** Coalesces wake-ups: at most one NOTIFY statement in flight, carrying every queue seen meanwhile. */
@@ -623,6 +618,15 @@ export class QueueOperations {
   }
 
   /** One statement for the non-enqueue operations: driver errors become WorkhorseDatabaseError. */
+  /** Whether the schema has the distributed layout (read once per Queue, through this.sql). */
+  private async distributed(what: string): Promise<boolean> {
+    if (this.shared.layout === null) {
+      const { rows } = await this.sql<{ distributed: boolean }>(what, { text: LAYOUT_SQL });
+      this.shared.layout = rows[0]?.distributed === true ? "distributed" : "single";
+    }
+    return this.shared.layout === "distributed";
+  }
+
   private async sql<R extends pg.QueryResultRow>(what: string, config: pg.QueryConfig): Promise<pg.QueryResult<R>> {
     try {
       return await this.exec.query<R>(config);
@@ -730,13 +734,6 @@ export class QueueOperations {
 
   private async run(requests: NormalizedRequest[]): Promise<EnqueueResult[]> {
     const ids = requests.map(() => uuidv7());
-    if (await this.shared.distributed()) {
-      // A keyed job lives in its key's bucket; an unkeyed one in the random bucket its id has already.
-      for (let i = 0; i < requests.length; i++) {
-        const k = (requests[i] as NormalizedRequest).keyed;
-        if (k) ids[i] = bucketedId(ids[i] as string, keyBucket(k.key.scope, k.key.keyHash));
-      }
-    }
     if (!this.mayRetry() || !requests.every((r) => r.keyed !== null)) {
       return this.decide(requests, ids, await this.send(this.exec, requests, ids));
     }
@@ -780,6 +777,12 @@ export class QueueOperations {
   private async send(exec: Executor, requests: NormalizedRequest[], ids: string[]): Promise<EnqueueRow[]> {
     const notifyInside = this.inCallerTransaction && this.shared.config.notify;
     try {
+      if (this.shared.layout === null) {
+        const { rows } = await exec.query<{ distributed: boolean }>({ text: LAYOUT_SQL });
+        this.shared.layout = rows[0]?.distributed === true ? "distributed" : "single";
+      }
+      // Citus: a keyed job lives in its key's bucket; an unkeyed one in the random bucket its id has.
+      if (this.shared.layout === "distributed") bucketIds(requests, ids);
       // One request: the scalar hot path (a named statement, so its plan is cached per connection).
       // A batch: one set-based statement; left unnamed so each batch is planned for its own size.
       const one = requests.length === 1 ? (requests[0] as NormalizedRequest) : null;
@@ -926,7 +929,7 @@ export class QueueOperations {
   /** The job with this id, or null. SQL: `select * from workhorse.job where id = $1`. */
   async getJob(jobId: string): Promise<Job | null> {
     const id = parseJobId(jobId);
-    const { rows } = (await this.shared.distributed())
+    const { rows } = (await this.distributed("getJob"))
       ? // Citus: the job's shard from the bucket in its id; the redrives (anywhere) by a separate subplan.
         await this.sql<JobRow>("getJob", {
           name: "workhorse_get_job_at",
@@ -1314,7 +1317,7 @@ export class QueueOperations {
   async pruneExpiredBindings(options: { limit?: number; maxBatches?: number } = {}): Promise<number> {
     const { limit, maxBatches } = parseMaintenanceOptions(pruneBindingsSchema, options);
     let total = 0;
-    const distributed = await this.shared.distributed();
+    const distributed = await this.distributed("pruneExpiredBindings");
     for (let batch = 0; batch < maxBatches; batch++) {
       const { rowCount } = await this.sql(
         "pruneExpiredBindings",
