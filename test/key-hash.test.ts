@@ -1,5 +1,5 @@
 /**
- * The keyed hash (SPEC §3): HMAC-SHA256 under a per-installation secret, and the upgrade from the
+ * The keyed hash (docs/enqueue.md, keys are never stored): HMAC-SHA256 under a per-installation secret, and the upgrade from the
  * plain SHA-256 hashes of earlier versions (a key bound before the upgrade still replays).
  */
 import { createHash, createHmac, randomBytes } from "node:crypto";
