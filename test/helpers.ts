@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
-import { afterAll, inject } from "vitest";
-import { Queue, type QueueOptions } from "../lib/enqueue";
+import { afterAll, afterEach, inject } from "vitest";
+import { type JobHandler, Queue, type QueueOptions, Worker, type WorkerOptions } from "../lib/enqueue";
 
 function urlFor(adminUrl: string, db: string): string {
   const u = new URL(adminUrl);
@@ -63,5 +63,43 @@ export function setupQueueTests(options: { max?: number } = {}) {
       const { rows } = await pool.query<{ n: string }>(`select count(*) as n from workhorse.${table} where ${where}`);
       return Number(rows[0]?.n ?? 0);
     },
+  };
+}
+
+/**
+ * Polls `fn` every `everyMs` until it returns something truthy (returned) or `ms` pass (throws,
+ * naming `what`). Errors from `fn` propagate.
+ */
+export async function waitFor<T>(
+  what: string,
+  fn: () => Promise<T | null | undefined | false>,
+  ms = 15_000,
+  everyMs = 20,
+): Promise<T> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+type WorkerStartOptions = Partial<WorkerOptions> & { handlers: Record<string, JobHandler<never>> };
+
+/**
+ * A `startWorker(options)` for one test file: workers on `pool` with the file's test-friendly
+ * `defaults` (options win), started, and stopped (no grace) after each test.
+ */
+export function workerStarter(pool: pg.Pool, defaults: Partial<WorkerOptions>) {
+  const workers: Worker[] = [];
+  afterEach(async () => {
+    await Promise.all(workers.splice(0).map((w) => w.stop({ graceMs: 0 })));
+  });
+  return async function startWorker(options: WorkerStartOptions): Promise<Worker> {
+    const w = new Worker({ pool, onError: () => {}, ...defaults, ...options });
+    workers.push(w);
+    await w.start();
+    return w;
   };
 }
