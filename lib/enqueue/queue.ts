@@ -545,7 +545,7 @@ export interface MaintenanceResult {
 }
 
 /**
- * The operations of SPEC §1, bound to an executor: the pool (`Queue`) or a caller's client
+ * The public operations (README, docs/enqueue.md), bound to an executor: the pool (`Queue`) or a caller's client
  * (`queue.withClient(client)`).
  */
 export class QueueOperations {
@@ -946,7 +946,7 @@ export class QueueOperations {
   }
 
   /**
-   * Cancels jobs (SPEC §9a), one round trip: `scheduled`/`ready` jobs become `canceled` at once (a
+   * Cancels jobs (docs/operator-actions.md), one round trip: `scheduled`/`ready` jobs become `canceled` at once (a
    * `canceled` event); `active` jobs are flagged (a `cancel_requested` event) and their worker aborts
    * the handler at its next heartbeat (`signal.reason` is a `JobCanceledError`), recording the
    * attempt `canceled` with no retry; terminal jobs are left alone. Key bindings are kept (a replay
@@ -1008,7 +1008,7 @@ export class QueueOperations {
   }
 
   /**
-   * Redrives failed jobs (SPEC §9a), one round trip. Each `failed` source gets a new `ready` job at
+   * Redrives failed jobs (docs/operator-actions.md), one round trip. Each `failed` source gets a new `ready` job at
    * attempt 0 copying queue, type, payload, tags, concurrency key, retry policy, max attempts and
    * execution timeout (not the deadline, not checkpoints), linked both ways (`redrivenFrom`,
    * `redriveJobIds`); a live key binding of the source moves to the new job, so a replay of the
