@@ -243,6 +243,34 @@ describe("upgrading from plain SHA-256 key hashes", () => {
     expect((err as EnqueueIdempotencyConflictError).existingJobId).toBe(oldJob);
     expect((err as EnqueueIdempotencyConflictError).conflictingFields).toEqual(["payload"]);
 
+    // Debounce and throttle see the old binding too (single call, with its own statement text, and
+    // a batch): the key is held by idempotency, so no second job.
+    const debounce = { debounce: { key: longKey, scope, windowMs: 60_000 } };
+    expect(await q.enqueueWithResult("invoice.capture", {}, debounce)).toEqual({
+      jobId: oldJob,
+      outcome: "non_replaceable",
+      reason: "incompatible_key_mode",
+    });
+    expect(
+      await q.enqueueManyWithResults([
+        { type: "invoice.capture", payload: {}, options: debounce },
+        {
+          type: "invoice.capture",
+          payload: {},
+          options: { throttle: { key: "capture:INV-T", scope, windowMs: 1000 } },
+        },
+      ]),
+    ).toMatchObject([
+      { jobId: oldJob, outcome: "non_replaceable", reason: "incompatible_key_mode" },
+      { outcome: "accepted" },
+    ]);
+    const throttled = await q
+      .enqueue("invoice.capture", {}, { throttle: { key: longKey, scope, windowMs: 60_000 } })
+      .catch((e: unknown) => e);
+    expect((throttled as EnqueueIdempotencyConflictError).existingJobId).toBe(oldJob);
+    expect((throttled as EnqueueIdempotencyConflictError).conflictingFields).toContain("mode");
+    expect(await jobs()).toBe(4); // + INV-T only
+
     // findBinding (and so the console's find-by-key) finds the old binding by the raw key.
     const found = (await q.findBinding({ key: longKey, scope }))!;
     expect(found.jobId).toBe(oldJob);
