@@ -577,6 +577,9 @@ export class QueueOperations {
    * Enqueues one job and returns its id (a UUID string). With `idempotency`, a repeated request
    * returns the original job's id and writes nothing. An accept writes the job row (which carries
    * its key and its `enqueued` timeline entry) and, when keyed, one `workhorse.key_binding` row.
+   * With `debounce`, a repeat while the job is pending rewrites it in place (same id, a `debounced`
+   * event); with `throttle`, an equivalent repeat inside the window returns the window's job and
+   * writes nothing (docs/debounce-throttle.md). Either way the id returned is the job holding the key.
    *
    * SQL: one round trip, `workhorse.enqueue_one(...)` (a batch: `workhorse.enqueue_batch(...)` over typed arrays).
    * @throws EnqueueValidationError bad input (nothing sent to PostgreSQL)
@@ -587,7 +590,13 @@ export class QueueOperations {
     return (await this.enqueueWithResult(type, payload, options)).jobId;
   }
 
-  /** Like `enqueue`, and says what PostgreSQL decided: `{ jobId, outcome }` (`accepted` | `replayed`). */
+  /**
+   * Like `enqueue`, and says what PostgreSQL decided: `{ jobId, outcome }` with outcome `accepted`,
+   * `replayed` (idempotency), `replaced` (debounce), `coalesced` (throttle), or
+   * `{ jobId, outcome: "non_replaceable", reason }` for a debounce repeat that could not change the
+   * job (`incompatible_key_mode` | `not_pending` | `window_elapsed_pending`; only the observation is
+   * written). `reason` exists only on that member of the union.
+   */
   async enqueueWithResult(type: string, payload: unknown, options?: EnqueueOptions): Promise<EnqueueResult> {
     if (!this.shared.config.keys.loaded && namesAKey(options)) await this.loadKeys(true);
     const request = normalizeRequest(type, payload, options, this.shared.config);
