@@ -17,7 +17,7 @@ import { createHash, randomBytes } from "node:crypto";
 import pg from "pg";
 import { ensureDatabase, startPrivateServer, stopEmbeddedPostgres } from "../lib/db";
 import { migrate, Queue } from "../lib/enqueue";
-import { migrations } from "../lib/enqueue/migrations.generated";
+import { migrateBefore } from "../lib/enqueue/migrate";
 
 const i = process.argv.indexOf("--calls");
 const CALLS = i > 0 ? Number(process.argv[i + 1]) : 3000;
@@ -50,6 +50,8 @@ async function main() {
     const db = async (name: string) => {
       await ensureDatabase(info, name);
       const pool = new pg.Pool({ connectionString: info.urlFor(name), max: 2 });
+      // The server is stopped at exit; a client still closing may hear the shutdown first.
+      pool.on("error", () => {});
       pools.push(pool);
       return pool;
     };
@@ -58,14 +60,7 @@ async function main() {
     await migrate(fresh);
     // An upgraded one: migrations before 004, legacy bindings for keys legacy-0.., then 004.
     const upgraded = await db("bench_upgraded");
-    await upgraded.query("create schema workhorse");
-    await upgraded.query(
-      "create table workhorse.migration (version integer primary key, name text not null, applied_at timestamptz not null default now())",
-    );
-    for (const m of migrations.filter((m) => m.version < 4)) {
-      await upgraded.query(m.sql);
-      await upgraded.query("insert into workhorse.migration (version, name) values ($1, $2)", [m.version, m.name]);
-    }
+    await migrateBefore(upgraded, 4);
     // Legacy bindings: take the fingerprint digests from a throwaway binding made by the core.
     const scratch = new Queue({ pool: fresh, maintenance: false, keySecret: randomBytes(32) });
     const sj = await scratch.enqueue("bench", {}, { idempotency: { key: "x", scope: "scratch", ttlMs: 3_600_000 } });

@@ -4,7 +4,7 @@
  * and `pruneExpiredBindings` while 8 callers keep enqueueing.
  *
  * The console's read models (lib/console) are not written yet, so the queries below are the ones
- * SPEC §10 implies: keyset pages, newest first on the UUIDv7 job id, filters from an allowlist.
+ * the console needs: keyset pages, newest first on the UUIDv7 job id, filters from an allowlist.
  */
 import type pg from "pg";
 import { migrate, Queue } from "../lib/enqueue";
@@ -175,7 +175,7 @@ async function consoleReadModels(): Promise<
 /**
  * The console's queries over the seeded database (N jobs, N bindings, N/2 observations): the read
  * models of lib/console when they load (`npm run bench` runs tsx with the react-server condition so
- * `server-only` imports resolve), else equivalent SQL kept here (SPEC §10), and says which.
+ * `server-only` imports resolve), else equivalent SQL kept here (docs/console.md), and says which.
  */
 export async function readQueries(
   pool: pg.Pool,

@@ -1,34 +1,10 @@
 "use client";
-import { useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
-import { useRouter } from "next/navigation";
-import { useActionState, useEffect, useId, useRef, useState } from "react";
+import { useActionState, useId, useState } from "react";
 import type { OperatorActionState, RedriveState } from "@/lib/console/action-state";
-import { buttonClass, dangerButtonClass, Field, inputClass, linkClass, Notice, secondaryButtonClass } from "./ui";
-
-type Action<S> = (prev: S, data: FormData) => Promise<S>;
-
-/** Hidden inputs carrying the target (jobIds, queue, filter) of an action. */
-function Hidden({ fields }: { fields: Record<string, string> }) {
-  return (
-    <>
-      {Object.entries(fields).map(([k, v]) => (
-        <input key={k} type="hidden" name={k} value={v} />
-      ))}
-    </>
-  );
-}
-
-/** After a change: refresh the server-rendered page and every live view now. */
-function useRefreshAfter(done: boolean) {
-  const router = useRouter();
-  const queryClient = useQueryClient();
-  useEffect(() => {
-    if (!done) return;
-    router.refresh();
-    void queryClient.invalidateQueries();
-  }, [done, router, queryClient]);
-}
+import { ConfirmDialog, DialogButtons, type FormAction, Hidden, ReasonField, useSettled } from "./confirm-dialog";
+import { Refusal } from "./purge-dialog";
+import { buttonClass, dangerButtonClass, linkClass, Notice } from "./ui";
 
 export function ActionResult({ state }: { state: OperatorActionState | RedriveState }) {
   if (state.status === "done") {
@@ -38,21 +14,7 @@ export function ActionResult({ state }: { state: OperatorActionState | RedriveSt
       </Notice>
     );
   }
-  if (state.status === "refused") {
-    return (
-      <Notice tone="error" role="alert">
-        Refused: {state.message}
-      </Notice>
-    );
-  }
-  if (state.status === "error" && !state.fieldErrors.reason) {
-    return (
-      <Notice tone="error" role="alert">
-        {state.message}
-      </Notice>
-    );
-  }
-  return null;
+  return <Refusal state={state} />;
 }
 
 /**
@@ -61,7 +23,7 @@ export function ActionResult({ state }: { state: OperatorActionState | RedriveSt
  * operator confirms. The result (how many changed and why the rest did not) stays beside the button.
  */
 export function ActionDialog(props: {
-  action: Action<OperatorActionState>;
+  action: FormAction<OperatorActionState>;
   hidden: Record<string, string>;
   label: string;
   title: string;
@@ -72,39 +34,22 @@ export function ActionDialog(props: {
   /** False hides the button (the state no longer allows it) but keeps an open dialog and its result. */
   allowed?: boolean;
 }) {
-  const [round, setRound] = useState(0);
-  const [last, setLast] = useState<OperatorActionState>({ status: "idle" });
-  const dialog = useRef<HTMLDialogElement>(null);
   return (
-    <div hidden={props.allowed === false && last.status === "idle"}>
-      <button
-        hidden={props.allowed === false}
-        type="button"
-        disabled={props.disabled}
-        className={props.danger ? dangerButtonClass : secondaryButtonClass}
-        onClick={() => {
-          setRound((r) => r + 1);
-          dialog.current?.showModal();
-        }}
-      >
-        {props.label}
-      </button>
-      <dialog
-        ref={dialog}
-        aria-label={props.title}
-        className="m-auto w-[min(32rem,calc(100vw-2rem))] whitespace-normal rounded-lg bg-white p-0 text-slate-900 shadow-xl"
-      >
-        <ActionForm key={round} {...props} onResult={setLast} close={() => dialog.current?.close()} />
-      </dialog>
-      <div className="mt-2">
-        <ActionResult state={last} />
-      </div>
-    </div>
+    <ConfirmDialog<OperatorActionState>
+      label={props.label}
+      title={props.title}
+      danger={props.danger}
+      disabled={props.disabled}
+      allowed={props.allowed}
+      idle={{ status: "idle" }}
+      form={(p) => <ActionForm {...props} {...p} />}
+      result={(last) => <ActionResult state={last} />}
+    />
   );
 }
 
 function ActionForm(props: {
-  action: Action<OperatorActionState>;
+  action: FormAction<OperatorActionState>;
   hidden: Record<string, string>;
   title: string;
   statement: string;
@@ -113,13 +58,10 @@ function ActionForm(props: {
   onResult: (s: OperatorActionState) => void;
   close: () => void;
 }) {
-  const { onResult } = props;
   const [state, formAction, pending] = useActionState(props.action, { status: "idle" });
   const id = useId();
-  useEffect(() => {
-    if (state.status !== "idle") onResult(state);
-  }, [state, onResult]);
-  useRefreshAfter(state.status === "done");
+  const [reason, setReason] = useState("");
+  useSettled(state, props.onResult, state.status === "done");
   const finished = state.status === "done" || state.status === "refused";
   return (
     <form action={formAction} className="space-y-4 p-5">
@@ -127,26 +69,20 @@ function ActionForm(props: {
       <p className="text-sm text-slate-700">{props.statement}</p>
       <Hidden fields={props.hidden} />
       {finished ? null : (
-        <Field
-          label="Reason"
-          name={`${id}-reason`}
+        <ReasonField
+          id={id}
           error={state.status === "error" ? state.fieldErrors.reason : undefined}
           hint="Kept in the job's timeline and in the audit log."
-        >
-          <textarea id={`${id}-reason`} name="reason" rows={3} required className={inputClass} />
-        </Field>
+          value={reason}
+          onChange={setReason}
+        />
       )}
       <ActionResult state={state} />
-      <div className="flex justify-end gap-2">
-        <button type="button" className={secondaryButtonClass} onClick={props.close}>
-          {finished ? "Close" : "Cancel"}
+      <DialogButtons finished={finished} close={props.close}>
+        <button type="submit" className={props.danger ? dangerButtonClass : buttonClass} disabled={pending}>
+          {pending ? "Working…" : props.confirmLabel}
         </button>
-        {finished ? null : (
-          <button type="submit" className={props.danger ? dangerButtonClass : buttonClass} disabled={pending}>
-            {pending ? "Working…" : props.confirmLabel}
-          </button>
-        )}
-      </div>
+      </DialogButtons>
     </form>
   );
 }
@@ -157,7 +93,7 @@ function ActionForm(props: {
  * submit replays instead of redriving twice.
  */
 export function RedriveDialog(props: {
-  action: Action<RedriveState>;
+  action: FormAction<RedriveState>;
   hidden: Record<string, string>;
   label: string;
   title: string;
@@ -166,53 +102,34 @@ export function RedriveDialog(props: {
   /** False hides the button but keeps an open dialog and its result. */
   allowed?: boolean;
 }) {
-  const [round, setRound] = useState(0);
-  const [last, setLast] = useState<RedriveState>({ status: "idle" });
-  const dialog = useRef<HTMLDialogElement>(null);
   return (
-    <div hidden={props.allowed === false && last.status === "idle"}>
-      <button
-        hidden={props.allowed === false}
-        type="button"
-        disabled={props.disabled}
-        className={secondaryButtonClass}
-        onClick={() => {
-          setRound((r) => r + 1);
-          dialog.current?.showModal();
-        }}
-      >
-        {props.label}
-      </button>
-      <dialog
-        ref={dialog}
-        aria-label={props.title}
-        className="m-auto w-[min(36rem,calc(100vw-2rem))] whitespace-normal rounded-lg bg-white p-0 text-slate-900 shadow-xl"
-      >
-        <RedriveForm key={round} {...props} onResult={setLast} close={() => dialog.current?.close()} />
-      </dialog>
-      <div className="mt-2">{last.status === "done" && last.dryRun ? null : <ActionResult state={last} />}</div>
-    </div>
+    <ConfirmDialog<RedriveState>
+      label={props.label}
+      title={props.title}
+      disabled={props.disabled}
+      allowed={props.allowed}
+      width="36rem"
+      idle={{ status: "idle" }}
+      form={(p) => <RedriveForm {...props} {...p} />}
+      result={(last) => (last.status === "done" && last.dryRun ? null : <ActionResult state={last} />)}
+    />
   );
 }
 
 function RedriveForm(props: {
-  action: Action<RedriveState>;
+  action: FormAction<RedriveState>;
   hidden: Record<string, string>;
   title: string;
   statement: string;
   onResult: (s: RedriveState) => void;
   close: () => void;
 }) {
-  const { onResult } = props;
   const [state, formAction, pending] = useActionState(props.action, { status: "idle" });
   const [reason, setReason] = useState("");
   const [requestId] = useState(() => crypto.randomUUID());
   const id = useId();
-  useEffect(() => {
-    if (state.status !== "idle") onResult(state);
-  }, [state, onResult]);
   const redrove = state.status === "done" && !state.dryRun;
-  useRefreshAfter(redrove);
+  useSettled(state, props.onResult, redrove);
   const dryRan = state.status === "done" && state.dryRun;
   const eligible = dryRan ? (state.counts.eligible ?? 0) : 0;
   const finished = redrove || state.status === "refused";
@@ -222,23 +139,14 @@ function RedriveForm(props: {
       <p className="text-sm text-slate-700">{props.statement}</p>
       <Hidden fields={{ ...props.hidden, requestId }} />
       {finished ? null : (
-        <Field
-          label="Reason"
-          name={`${id}-reason`}
+        <ReasonField
+          id={id}
           error={state.status === "error" ? state.fieldErrors.reason : undefined}
           hint="Kept in both jobs' timelines and in the audit log."
-        >
-          <textarea
-            id={`${id}-reason`}
-            name="reason"
-            rows={3}
-            required
-            value={reason}
-            onChange={(e) => setReason(e.target.value)}
-            readOnly={dryRan}
-            className={inputClass}
-          />
-        </Field>
+          value={reason}
+          onChange={setReason}
+          readOnly={dryRan}
+        />
       )}
       <ActionResult state={state} />
       {state.status === "done" && state.results.length > 0 ? (
@@ -264,11 +172,8 @@ function RedriveForm(props: {
           </ul>
         </details>
       ) : null}
-      <div className="flex justify-end gap-2">
-        <button type="button" className={secondaryButtonClass} onClick={props.close}>
-          {finished ? "Close" : "Cancel"}
-        </button>
-        {finished ? null : dryRan ? (
+      <DialogButtons finished={finished} close={props.close}>
+        {dryRan ? (
           <button
             type="submit"
             name="mode"
@@ -283,7 +188,7 @@ function RedriveForm(props: {
             {pending ? "Working…" : "Dry run"}
           </button>
         )}
-      </div>
+      </DialogButtons>
     </form>
   );
 }

@@ -1,5 +1,6 @@
 "use client";
 import Link from "next/link";
+import { liveUrl } from "@/lib/console/live-urls";
 import type { AuditDto, Page } from "@/lib/console/types";
 import { RelativeTime } from "./relative-time";
 import { pageHref, TableFooter } from "./table-footer";
@@ -36,7 +37,7 @@ export function AuditTable({
   query: string;
   filtered: boolean;
 }) {
-  const { data, error, dataUpdatedAt } = useLive(`/api/audit${query}`, initial);
+  const { data, error, dataUpdatedAt } = useLive(liveUrl.audit(query), initial);
   const params = new URLSearchParams(query);
   const page = (after: string | null) => pageHref("/audit", query, "after", after);
   return (

@@ -1,6 +1,7 @@
 "use client";
 import Link from "next/link";
 import { formatDuration, shortId } from "@/lib/console/format";
+import { liveUrl } from "@/lib/console/live-urls";
 import type { BindingDto, Page } from "@/lib/console/types";
 import { Countdown } from "./countdown";
 import { RelativeTime } from "./relative-time";
@@ -17,7 +18,7 @@ export function BindingsTable({
   query: string;
   filtered: boolean;
 }) {
-  const { data, error, dataUpdatedAt } = useLive(`/api/bindings${query}`, initial);
+  const { data, error, dataUpdatedAt } = useLive(liveUrl.bindings(query), initial);
   const params = new URLSearchParams(query);
   const nextHref = data.next ? pageHref("/bindings", query, "after", data.next) : null;
   const firstHref = pageHref("/bindings", query, "after", null);

@@ -1,14 +1,18 @@
 "use client";
 import Link from "next/link";
 import { useActionState } from "react";
-import { findByKeyAction } from "@/app/(console)/find/actions";
 import type { FindKeyState } from "@/lib/console/action-state";
 import { formatTime } from "@/lib/console/format";
 import { BindingDetails } from "./binding-card";
 import { Badge, buttonClass, Card, DefinitionList, DigestLink, Field, inputClass, linkClass, Notice } from "./ui";
 
-export function FindKeyForm() {
-  const [state, action, pending] = useActionState<FindKeyState, FormData>(findByKeyAction, { status: "idle" });
+/** `action`: the find-by-key server action, passed down by the page (components never import from app/). */
+export function FindKeyForm({
+  action: findByKey,
+}: {
+  action: (prev: FindKeyState, data: FormData) => Promise<FindKeyState>;
+}) {
+  const [state, action, pending] = useActionState<FindKeyState, FormData>(findByKey, { status: "idle" });
   const errors = state.status === "error" ? state.fieldErrors : {};
   const lastScope = state.status === "found" || state.status === "none" ? state.scope : undefined;
   return (

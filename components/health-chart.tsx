@@ -3,6 +3,7 @@ import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { CartesianGrid, Line, LineChart, Tooltip, XAxis, YAxis } from "recharts";
 import { formatCount } from "@/lib/console/format";
+import { liveUrl } from "@/lib/console/live-urls";
 import type { SeriesDto, SeriesName, SeriesWindow } from "@/lib/console/types";
 import { LiveStatus } from "./live-status";
 import { useRefreshPolicy } from "./refresh-policy";
@@ -87,7 +88,7 @@ export function HealthChart({ initial, queue }: { initial: SeriesDto; queue?: st
   const [span, setSpan] = useState<SeriesWindow>(initial.window);
   const qs = new URLSearchParams({ window: span });
   if (queue) qs.set("queue", queue);
-  const url = `/api/series?${qs}`;
+  const url = liveUrl.series(qs);
   const { intervalMs } = useRefreshPolicy();
   const q = useQuery<SeriesDto>({
     queryKey: [url],

@@ -1,6 +1,7 @@
 "use client";
 import Link from "next/link";
 import { formatDuration, formatTime } from "@/lib/console/format";
+import { liveUrl } from "@/lib/console/live-urls";
 import type { JobDetailDto } from "@/lib/console/types";
 import { BindingDetails } from "./binding-card";
 import { LiveJobState } from "./job-actions";
@@ -55,7 +56,7 @@ function LeaseNotice({ job }: { job: JobDetailDto }) {
 }
 
 export function JobLive({ initial, purge }: { initial: JobDetailDto; purge: React.ReactNode }) {
-  const { data: job, error, dataUpdatedAt } = useLive(`/api/jobs/${initial.id}`, initial);
+  const { data: job, error, dataUpdatedAt } = useLive(liveUrl.job(initial.id), initial);
   const canPurge = job.state === "ready" || job.state === "scheduled";
   const key = enqueuedKey(job);
   const retrying = job.state === "scheduled" && !!job.lastErrorJson;

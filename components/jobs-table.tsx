@@ -1,6 +1,7 @@
 "use client";
 import Link from "next/link";
 import { shortId } from "@/lib/console/format";
+import { liveUrl } from "@/lib/console/live-urls";
 import type { JobRowDto, Page } from "@/lib/console/types";
 import { useJobsSelection, useVisibleJobs } from "./jobs-bulk";
 import { RelativeTime } from "./relative-time";
@@ -18,7 +19,7 @@ export function JobsTable({
   query: string;
   filtered: boolean;
 }) {
-  const { data, error, dataUpdatedAt } = useLive(`/api/jobs${query}`, initial);
+  const { data, error, dataUpdatedAt } = useLive(liveUrl.jobs(query), initial);
   const view = useNewRows(data.rows, (j) => j.id);
   const link = (cursor: "after" | "before", id: string) => pageHref("/jobs", query, cursor, id);
   const selection = useJobsSelection();

@@ -2,9 +2,9 @@
 import { useQueryClient } from "@tanstack/react-query";
 import { useRouter } from "next/navigation";
 import { useActionState, useEffect } from "react";
-import { runMaintenanceAction } from "@/app/(console)/maintenance/actions";
 import type { MaintenanceState } from "@/lib/console/action-state";
 import { formatCount, formatTime } from "@/lib/console/format";
+import { liveUrl } from "@/lib/console/live-urls";
 import type { MaintenanceDto } from "@/lib/console/types";
 import { LiveStatus } from "./live-status";
 import { Badge, buttonClass, Card, EmptyState, Notice, Stat, Table, Td } from "./ui";
@@ -16,8 +16,17 @@ const TASK_LABEL: Record<string, string> = {
   reap_expired_leases: "Lapsed leases given back",
 };
 
-export function MaintenancePanel({ initial, readOnly }: { initial: MaintenanceDto; readOnly: boolean }) {
-  const { data, error, dataUpdatedAt } = useLive("/api/maintenance", initial);
+/** `action`: the run-maintenance server action, passed down by the page (components never import from app/). */
+export function MaintenancePanel({
+  initial,
+  readOnly,
+  action: runMaintenanceAction,
+}: {
+  initial: MaintenanceDto;
+  readOnly: boolean;
+  action: (prev: MaintenanceState, data: FormData) => Promise<MaintenanceState>;
+}) {
+  const { data, error, dataUpdatedAt } = useLive(liveUrl.maintenance(), initial);
   const [state, action, pending] = useActionState<MaintenanceState, FormData>(runMaintenanceAction, { status: "idle" });
   const router = useRouter();
   const queryClient = useQueryClient();

@@ -1,6 +1,7 @@
 "use client";
 import Link from "next/link";
 import { shortId } from "@/lib/console/format";
+import { liveUrl } from "@/lib/console/live-urls";
 import { explainOutcome, REASON_LABELS } from "@/lib/console/outcomes";
 import type { ObservationDto, Page } from "@/lib/console/types";
 import { RelativeTime } from "./relative-time";
@@ -18,7 +19,7 @@ export function ObservationsTable({
   query: string;
   filtered: boolean;
 }) {
-  const { data, error, dataUpdatedAt } = useLive(`/api/conflicts${query}`, initial);
+  const { data, error, dataUpdatedAt } = useLive(liveUrl.conflicts(query), initial);
   const view = useNewRows(data.rows, (o) => o.id);
   const params = new URLSearchParams(query);
   const page = (after: string | null) => pageHref("/conflicts", query, "after", after);

@@ -1,13 +1,14 @@
 "use client";
 import Link from "next/link";
 import { ago, formatCount } from "@/lib/console/format";
+import { liveUrl } from "@/lib/console/live-urls";
 import { JOB_STATES, type OverviewDto } from "@/lib/console/types";
 import { LiveStatus } from "./live-status";
 import { Card, DemoHint, EmptyState, linkClass, Stat, Table, Td } from "./ui";
 import { useLive } from "./use-live";
 
 export function OverviewLive({ initial }: { initial: OverviewDto }) {
-  const { data, error, dataUpdatedAt } = useLive("/api/overview", initial);
+  const { data, error, dataUpdatedAt } = useLive(liveUrl.overview(), initial);
   const states = JOB_STATES.filter((s) => data.byQueue.some((q) => q.counts[s]));
   return (
     <div className="space-y-6">

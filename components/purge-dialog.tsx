@@ -1,9 +1,8 @@
 "use client";
-import { useQueryClient } from "@tanstack/react-query";
-import { useRouter } from "next/navigation";
-import { createContext, useActionState, useContext, useEffect, useId, useRef, useState } from "react";
+import { createContext, useActionState, useContext, useId, useState } from "react";
 import type { PurgeState } from "@/lib/console/action-state";
-import { dangerButtonClass, Field, inputClass, Notice, secondaryButtonClass } from "./ui";
+import { ConfirmDialog, DialogButtons, type FormAction, Hidden, ReasonField, useSettled } from "./confirm-dialog";
+import { dangerButtonClass, Notice } from "./ui";
 
 /**
  * Whether the target can still be purged (the job page sets it from live data). When it turns false
@@ -11,122 +10,67 @@ import { dangerButtonClass, Field, inputClass, Notice, secondaryButtonClass } fr
  */
 export const PurgeAllowed = createContext(true);
 
-type PurgeAction = (prev: PurgeState, data: FormData) => Promise<PurgeState>;
-
 /**
  * A "Purge…" button that opens a confirmation dialog asking for a reason. `hidden` carries the target
  * (jobId or queue) as hidden inputs. The result (purged count, bindings released, or the refusal) is
  * shown in the dialog and beside the button.
  */
 export function PurgeDialog(props: {
-  action: PurgeAction;
+  action: FormAction<PurgeState>;
   hidden: Record<string, string>;
   label: string;
   title: string;
   description: string;
 }) {
-  // Each opening starts a fresh form (new action state); the last result stays beside the button.
-  const [round, setRound] = useState(0);
-  const [last, setLast] = useState<PurgeState>({ status: "idle" });
-  const dialog = useRef<HTMLDialogElement>(null);
   const allowed = useContext(PurgeAllowed);
   return (
-    <div>
-      {allowed ? (
-        <button
-          type="button"
-          className={dangerButtonClass}
-          onClick={() => {
-            setRound((r) => r + 1);
-            dialog.current?.showModal();
-          }}
-        >
-          {props.label}
-        </button>
-      ) : null}
-      <dialog
-        ref={dialog}
-        aria-label={props.title}
-        className="m-auto w-[min(32rem,calc(100vw-2rem))] whitespace-normal rounded-lg bg-white p-0 text-slate-900 shadow-xl"
-      >
-        <PurgeForm key={round} {...props} onResult={setLast} close={() => dialog.current?.close()} />
-      </dialog>
-      <div className="mt-2">
-        <PurgeResult state={last} />
-      </div>
-    </div>
+    <ConfirmDialog<PurgeState>
+      label={props.label}
+      title={props.title}
+      danger
+      allowed={allowed}
+      idle={{ status: "idle" }}
+      form={(p) => <PurgeForm {...props} {...p} />}
+      result={(last) => <PurgeResult state={last} />}
+    />
   );
 }
 
-function PurgeForm({
-  action,
-  hidden,
-  title,
-  description,
-  onResult,
-  close,
-}: {
-  action: PurgeAction;
+function PurgeForm(props: {
+  action: FormAction<PurgeState>;
   hidden: Record<string, string>;
   title: string;
   description: string;
   onResult: (s: PurgeState) => void;
   close: () => void;
 }) {
-  const [state, formAction, pending] = useActionState<PurgeState, FormData>(action, { status: "idle" });
-  const router = useRouter();
-  const queryClient = useQueryClient();
+  const [state, formAction, pending] = useActionState<PurgeState, FormData>(props.action, { status: "idle" });
   const id = useId();
-  // Controlled, so a refused or failed purge keeps the reason typed (React resets uncontrolled fields).
   const [reason, setReason] = useState("");
-  useEffect(() => {
-    if (state.status === "idle") return;
-    onResult(state);
-    if (state.status === "done") {
-      router.refresh();
-      // Live views keep their own cache: refetch now rather than at the next (possibly paused) poll.
-      void queryClient.invalidateQueries();
-    }
-  }, [state, router, queryClient, onResult]);
+  useSettled(state, props.onResult, state.status === "done");
   const finished = state.status === "done" || state.status === "refused";
   return (
     <form action={formAction} className="space-y-4 p-5">
       <h2 id={`${id}-title`} className="text-lg font-semibold">
-        {title}
+        {props.title}
       </h2>
-      <p className="text-sm text-slate-700">{description}</p>
-      {Object.entries(hidden).map(([k, v]) => (
-        <input key={k} type="hidden" name={k} value={v} />
-      ))}
+      <p className="text-sm text-slate-700">{props.description}</p>
+      <Hidden fields={props.hidden} />
       {finished ? null : (
-        <Field
-          label="Reason"
-          name={`${id}-reason`}
+        <ReasonField
+          id={id}
           error={state.status === "error" ? state.fieldErrors.reason : undefined}
           hint="Kept with the tombstone and in the audit log."
-        >
-          <textarea
-            id={`${id}-reason`}
-            name="reason"
-            rows={3}
-            required
-            className={inputClass}
-            value={reason}
-            onChange={(e) => setReason(e.target.value)}
-          />
-        </Field>
+          value={reason}
+          onChange={setReason}
+        />
       )}
       <PurgeResult state={state} />
-      <div className="flex justify-end gap-2">
-        <button type="button" className={secondaryButtonClass} onClick={close}>
-          {finished ? "Close" : "Cancel"}
+      <DialogButtons finished={finished} close={props.close}>
+        <button type="submit" className={dangerButtonClass} disabled={pending}>
+          {pending ? "Purging…" : "Confirm purge"}
         </button>
-        {finished ? null : (
-          <button type="submit" className={dangerButtonClass} disabled={pending}>
-            {pending ? "Purging…" : "Confirm purge"}
-          </button>
-        )}
-      </div>
+      </DialogButtons>
     </form>
   );
 }
@@ -140,6 +84,11 @@ function PurgeResult({ state }: { state: PurgeState }) {
       </Notice>
     );
   }
+  return <Refusal state={state} />;
+}
+
+/** A refusal, or an error that is not about the reason field (that one shows under the field). */
+export function Refusal({ state }: { state: { status: string; message?: string; fieldErrors?: { reason?: string } } }) {
   if (state.status === "refused") {
     return (
       <Notice tone="error" role="alert">
@@ -147,7 +96,7 @@ function PurgeResult({ state }: { state: PurgeState }) {
       </Notice>
     );
   }
-  if (state.status === "error" && !state.fieldErrors.reason) {
+  if (state.status === "error" && !state.fieldErrors?.reason) {
     return (
       <Notice tone="error" role="alert">
         {state.message}

@@ -1,6 +1,7 @@
 "use client";
 import Link from "next/link";
 import { formatCount } from "@/lib/console/format";
+import { liveUrl } from "@/lib/console/live-urls";
 import { JOB_STATES, type QueueHealthDto } from "@/lib/console/types";
 import { LiveStatus } from "./live-status";
 import { failureRateText, QueueFlags } from "./queues-live";
@@ -12,7 +13,7 @@ type Data = { now: string; queues: QueueHealthDto[] };
 
 /** One queue's health on its page, polled from /api/queues?queue=…. */
 export function QueueHealthCard({ initial, queue }: { initial: Data; queue: string }) {
-  const { data, error, dataUpdatedAt } = useLive(`/api/queues?queue=${encodeURIComponent(queue)}`, initial);
+  const { data, error, dataUpdatedAt } = useLive(liveUrl.queues(queue), initial);
   const q = data.queues[0];
   if (!q) return null;
   const href = (state: string) => `/jobs?queue=${encodeURIComponent(queue)}&state=${state}`;

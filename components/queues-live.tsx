@@ -1,6 +1,7 @@
 "use client";
 import Link from "next/link";
 import { formatCount, formatDuration } from "@/lib/console/format";
+import { liveUrl } from "@/lib/console/live-urls";
 import type { QueueHealthDto } from "@/lib/console/types";
 import { LiveStatus } from "./live-status";
 import { RelativeTime } from "./relative-time";
@@ -51,7 +52,7 @@ export function failureRateText(q: QueueHealthDto): string {
 }
 
 export function QueuesLive({ initial, purge }: { initial: Data; purge: Record<string, React.ReactNode> | null }) {
-  const { data, error, dataUpdatedAt } = useLive("/api/queues", initial);
+  const { data, error, dataUpdatedAt } = useLive(liveUrl.queues(), initial);
   return (
     <div>
       {data.queues.length === 0 ? (

@@ -34,11 +34,14 @@ export function RefreshPolicyProvider({ children }: { children: ReactNode }) {
       const sel = document.getSelection();
       setSelecting(!!sel && !sel.isCollapsed && sel.toString().trim().length > 0);
     };
+    // After focus leaves a field, document.activeElement is settled only on the next task.
+    const onBlur = () => setTimeout(onFocus, 0);
     document.addEventListener("focusin", onFocus);
-    document.addEventListener("focusout", () => setTimeout(onFocus, 0));
+    document.addEventListener("focusout", onBlur);
     document.addEventListener("selectionchange", onSelection);
     return () => {
       document.removeEventListener("focusin", onFocus);
+      document.removeEventListener("focusout", onBlur);
       document.removeEventListener("selectionchange", onSelection);
     };
   }, []);

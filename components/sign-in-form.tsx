@@ -1,10 +1,16 @@
 "use client";
 import { useActionState } from "react";
-import { signIn } from "@/app/sign-in/actions";
 import type { SignInState } from "@/lib/console/action-state";
 import { buttonClass, Field, inputClass, Notice } from "./ui";
 
-export function SignInForm({ next }: { next: string | null }) {
+/** `action`: the sign-in server action, passed down by the page (components never import from app/). */
+export function SignInForm({
+  next,
+  action: signIn,
+}: {
+  next: string | null;
+  action: (prev: SignInState, data: FormData) => Promise<SignInState>;
+}) {
   const [state, action, pending] = useActionState<SignInState, FormData>(signIn, { status: "idle" });
   const errors = state.status === "error" ? state.fieldErrors : {};
   return (

@@ -1,6 +1,7 @@
 "use client";
 import Link from "next/link";
 import { shortId } from "@/lib/console/format";
+import { liveUrl } from "@/lib/console/live-urls";
 import type { WorkersDto } from "@/lib/console/types";
 import { LiveStatus } from "./live-status";
 import { RelativeTime } from "./relative-time";
@@ -8,7 +9,7 @@ import { Badge, EmptyState, linkClass, Table, Td } from "./ui";
 import { useLive } from "./use-live";
 
 export function WorkersLive({ initial }: { initial: WorkersDto }) {
-  const { data, error, dataUpdatedAt } = useLive("/api/workers", initial);
+  const { data, error, dataUpdatedAt } = useLive(liveUrl.workers(), initial);
   return (
     <div>
       {data.workers.length === 0 ? (

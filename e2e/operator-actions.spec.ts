@@ -216,3 +216,30 @@ test("jobs list: select all N jobs matching the filter, the count stated before 
   expect(all).toBe("Canceled 2 jobs. Not changed: 1 already canceled.");
   for (const id of ids) expect((await queue.getJob(id))?.state).toBe("canceled");
 });
+
+test("pause and resume from the queue's own page: the page says who paused it and why", async ({ signedIn, queue }) => {
+  const q = `e2e-qpage-${tag()}`;
+  await queue.enqueue("e2e.quick", {}, { queue: q });
+  await signedIn.goto(`/queues/${encodeURIComponent(q)}`);
+  await expect(signedIn.getByText("Paused by")).toHaveCount(0);
+  const dialog = new OperatorDialog(signedIn);
+  const paused = await dialog.run(
+    signedIn.getByRole("button", { name: "Pause queue…" }),
+    "card network incident",
+    "Confirm pause",
+  );
+  expect(paused).toBe(`Paused queue ${q}: workers claim nothing from it until it is resumed.`);
+  await expect(signedIn.getByRole("status").filter({ hasText: "Paused by e2e-operator" })).toContainText(
+    "card network incident",
+  );
+  expect((await queue.listPausedQueues()).map((p) => p.queue)).toContain(q);
+
+  const resumed = await dialog.run(
+    signedIn.getByRole("button", { name: "Resume queue…" }),
+    "incident over",
+    "Confirm resume",
+  );
+  expect(resumed).toBe(`Resumed queue ${q}.`);
+  await expect(signedIn.getByText("Paused by e2e-operator")).toHaveCount(0);
+  expect((await queue.listPausedQueues()).map((p) => p.queue)).not.toContain(q);
+});

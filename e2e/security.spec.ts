@@ -1,5 +1,5 @@
 /**
- * Console security (SPEC §11): headers, framing, cross-origin mutations, sign-in throttling per
+ * Console security (docs/console.md, security): headers, framing, cross-origin mutations, sign-in throttling per
  * client address, and sessions that end on the server.
  */
 import http from "node:http";

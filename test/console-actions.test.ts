@@ -4,9 +4,8 @@ import { setupQueueTests } from "./helpers";
 
 vi.mock("server-only", () => ({}));
 
-const { enqueueTestJob, findByKey, purgeJob, purgeQueue, runMaintenanceNow, parseRunAt } = await import(
-  "@/lib/console/mutations"
-);
+const { enqueueTestJob, purgeJob, purgeQueue, runMaintenanceNow, parseRunAt } = await import("@/lib/console/mutations");
+const { findByKey } = await import("@/lib/console/find-key");
 const { listAudit } = await import("@/lib/console/audit");
 const { jobDetail } = await import("@/lib/console/jobs");
 const { listObservations } = await import("@/lib/console/observations");

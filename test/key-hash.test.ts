@@ -1,5 +1,5 @@
 /**
- * The keyed hash (SPEC §3): HMAC-SHA256 under a per-installation secret, and the upgrade from the
+ * The keyed hash (docs/enqueue.md, keys are never stored): HMAC-SHA256 under a per-installation secret, and the upgrade from the
  * plain SHA-256 hashes of earlier versions (a key bound before the upgrade still replays).
  */
 import { createHash, createHmac, randomBytes } from "node:crypto";
@@ -8,7 +8,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
 import { EnqueueIdempotencyConflictError, EnqueueValidationError, migrate, Queue } from "../lib/enqueue";
 import { KeyRing } from "../lib/enqueue/keys";
-import { migrations } from "../lib/enqueue/migrations.generated";
+import { migrateBefore } from "../lib/enqueue/migrate";
 import { dropDatabase, setupQueueTests } from "./helpers";
 
 const t = setupQueueTests();
@@ -152,23 +152,6 @@ describe("each installation has its own secret", () => {
   });
 });
 
-/** The schema as an earlier version left it: every migration before the one that added the secret. */
-async function migrateBeforeUpgrade(pool: pg.Pool) {
-  const c = await pool.connect();
-  try {
-    await c.query("create schema workhorse");
-    await c.query(
-      "create table workhorse.migration (version integer primary key, name text not null, applied_at timestamptz not null default now())",
-    );
-    for (const m of migrations.filter((m) => m.version < 4)) {
-      await c.query(m.sql);
-      await c.query("insert into workhorse.migration (version, name) values ($1, $2)", [m.version, m.name]);
-    }
-  } finally {
-    c.release();
-  }
-}
-
 /**
  * The fingerprint digests (all fields but the payload) that the core computes for a default
  * `invoice.capture` request with this TTL, read back from a binding it made (then removed) in a
@@ -197,7 +180,7 @@ async function fieldDigests(pool: pg.Pool, scratchScope: string, ttlMs: number):
 describe("upgrading from plain SHA-256 key hashes", () => {
   test("a key bound before the upgrade replays (no duplicate job) until it expires, then binds under the HMAC", async () => {
     const db = await freshDatabase();
-    await migrateBeforeUpgrade(db.pool);
+    await migrateBefore(db.pool, 4);
     const scratch = await freshDatabase();
     await migrate(scratch.pool);
     const digestsFor = (ttlMs: number) => fieldDigests(scratch.pool, "digests", ttlMs);
@@ -259,6 +242,34 @@ describe("upgrading from plain SHA-256 key hashes", () => {
     expect(err).toBeInstanceOf(EnqueueIdempotencyConflictError);
     expect((err as EnqueueIdempotencyConflictError).existingJobId).toBe(oldJob);
     expect((err as EnqueueIdempotencyConflictError).conflictingFields).toEqual(["payload"]);
+
+    // Debounce and throttle see the old binding too (single call, with its own statement text, and
+    // a batch): the key is held by idempotency, so no second job.
+    const debounce = { debounce: { key: longKey, scope, windowMs: 60_000 } };
+    expect(await q.enqueueWithResult("invoice.capture", {}, debounce)).toEqual({
+      jobId: oldJob,
+      outcome: "non_replaceable",
+      reason: "incompatible_key_mode",
+    });
+    expect(
+      await q.enqueueManyWithResults([
+        { type: "invoice.capture", payload: {}, options: debounce },
+        {
+          type: "invoice.capture",
+          payload: {},
+          options: { throttle: { key: "capture:INV-T", scope, windowMs: 1000 } },
+        },
+      ]),
+    ).toMatchObject([
+      { jobId: oldJob, outcome: "non_replaceable", reason: "incompatible_key_mode" },
+      { outcome: "accepted" },
+    ]);
+    const throttled = await q
+      .enqueue("invoice.capture", {}, { throttle: { key: longKey, scope, windowMs: 60_000 } })
+      .catch((e: unknown) => e);
+    expect((throttled as EnqueueIdempotencyConflictError).existingJobId).toBe(oldJob);
+    expect((throttled as EnqueueIdempotencyConflictError).conflictingFields).toContain("mode");
+    expect(await jobs()).toBe(4); // + INV-T only
 
     // findBinding (and so the console's find-by-key) finds the old binding by the raw key.
     const found = (await q.findBinding({ key: longKey, scope }))!;

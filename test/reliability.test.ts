@@ -2,42 +2,19 @@
 // must not cost other jobs anything, odd thrown values must still fail their attempt at once, jobs
 // due together are claimed in enqueue order, maintenance gives back lapsed leases, and payloads that
 // JSON would silently change are refused.
-import { afterEach, beforeAll, describe, expect, test } from "vitest";
-import { EnqueueValidationError, type JobHandler, summarizeError, Worker, type WorkerOptions } from "../lib/enqueue";
-import { setupQueueTests } from "./helpers";
+import { beforeAll, describe, expect, test } from "vitest";
+import { EnqueueValidationError, summarizeError } from "../lib/enqueue";
+import { setupQueueTests, waitFor, workerStarter } from "./helpers";
 
 const t = setupQueueTests();
 beforeAll(() => t.ready());
 
-const workers: Worker[] = [];
-afterEach(async () => {
-  await Promise.all(workers.splice(0).map((w) => w.stop({ graceMs: 0 })));
+const startWorker = workerStarter(t.pool, {
+  pollIntervalMs: 25,
+  reapIntervalMs: 0,
+  leaseMs: 30_000,
+  abortGraceMs: 200,
 });
-
-async function startWorker(options: Partial<WorkerOptions> & { handlers: Record<string, JobHandler<never>> }) {
-  const w = new Worker({
-    pool: t.pool,
-    pollIntervalMs: 25,
-    reapIntervalMs: 0,
-    leaseMs: 30_000,
-    abortGraceMs: 200,
-    onError: () => {},
-    ...options,
-  });
-  workers.push(w);
-  await w.start();
-  return w;
-}
-
-async function waitFor<T>(what: string, fn: () => Promise<T | null | undefined | false>, ms = 15_000): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 async function statesOf(queue: string): Promise<Record<string, number>> {
   const rows = await t.sql<{ state: string; n: string }>(

@@ -7,6 +7,7 @@ import { createHmac, randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
 import { EnqueueIdempotencyConflictError, migrate, Queue } from "../lib/enqueue";
+import { migrateBefore } from "../lib/enqueue/migrate";
 import { migrations } from "../lib/enqueue/migrations.generated";
 import { dropDatabase, setupQueueTests } from "./helpers";
 
@@ -37,23 +38,6 @@ afterAll(async () => {
   await admin.end();
 });
 
-/** The schema as the previous storage shape left it: every migration before 006. */
-async function migrateBeforeStorage(p: pg.Pool) {
-  const c = await p.connect();
-  try {
-    await c.query("create schema workhorse");
-    await c.query(
-      "create table workhorse.migration (version integer primary key, name text not null, applied_at timestamptz not null default now())",
-    );
-    for (const m of migrations.filter((m) => m.version < 6)) {
-      await c.query(m.sql);
-      await c.query("insert into workhorse.migration (version, name) values ($1, $2)", [m.version, m.name]);
-    }
-  } finally {
-    c.release();
-  }
-}
-
 /**
  * The old-format (hex text) fingerprint digests, all fields but the payload, of a default
  * `invoice.capture` request with this TTL: read back through the `idempotency_binding` view from a
@@ -79,7 +63,7 @@ async function oldFieldDigests(ttlMs: number): Promise<string[]> {
 }
 
 test("keys bound by the old shape replay, conflict, expire and are released by purge after 006; no duplicates", async () => {
-  await migrateBeforeStorage(pool);
+  await migrateBefore(pool, 6);
   const { rows: inst } = await pool.query<{ key_secret: Buffer }>("select key_secret from workhorse.installation");
   const secret = inst[0]!.key_secret;
   const scope = "invoice-capture";

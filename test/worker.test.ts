@@ -1,50 +1,18 @@
-import { afterEach, beforeAll, describe, expect, test } from "vitest";
+import { beforeAll, describe, expect, test } from "vitest";
 import {
   DeadlineExceededError,
   ExecutionTimeoutError,
   type HandlerContext,
-  type JobHandler,
   LeaseLostError,
-  Worker,
   type WorkerEvent,
-  type WorkerOptions,
   WorkerStoppingError,
 } from "../lib/enqueue";
-import { setupQueueTests } from "./helpers";
+import { setupQueueTests, waitFor, workerStarter } from "./helpers";
 
 const t = setupQueueTests();
 beforeAll(() => t.ready());
 
-const workers: Worker[] = [];
-afterEach(async () => {
-  await Promise.all(workers.splice(0).map((w) => w.stop({ graceMs: 0 })));
-});
-
-/** A started worker with test-friendly timings, stopped after each test. */
-async function startWorker(options: Partial<WorkerOptions> & { handlers: Record<string, JobHandler<never>> }) {
-  const w = new Worker({
-    pool: t.pool,
-    pollIntervalMs: 25,
-    reapIntervalMs: 0,
-    leaseMs: 2000,
-    abortGraceMs: 200,
-    onError: () => {},
-    ...options,
-  });
-  workers.push(w);
-  await w.start();
-  return w;
-}
-
-async function waitFor<T>(what: string, fn: () => Promise<T | null | undefined | false>, ms = 15_000): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+const startWorker = workerStarter(t.pool, { pollIntervalMs: 25, reapIntervalMs: 0, leaseMs: 2000, abortGraceMs: 200 });
 
 async function jobRow(id: string) {
   const [row] = await t.sql<{

@@ -4,6 +4,7 @@ import { SignInForm } from "@/components/sign-in-form";
 import { Notice } from "@/components/ui";
 import { safeReturnPath } from "@/lib/console/return-to";
 import { currentViewer } from "@/lib/console/session";
+import { signIn } from "./actions";
 
 export const metadata: Metadata = { title: "Sign in" };
 export const dynamic = "force-dynamic";
@@ -26,7 +27,7 @@ export default async function SignInPage({
           {r.message}
         </Notice>
       ) : (
-        <SignInForm next={next} />
+        <SignInForm next={next} action={signIn} />
       )}
     </main>
   );

@@ -5,7 +5,9 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
-import { type ServerInfo, startPrivateServer, stopEmbeddedPostgres } from "../../lib/db";
+import { freePort, type ServerInfo, startPrivateServer, stopEmbeddedPostgres } from "../../lib/db";
+
+export { freePort };
 
 export interface BenchServer {
   info: ServerInfo;
@@ -78,18 +80,6 @@ export async function startBenchServer(): Promise<BenchServer> {
       await stopEmbeddedPostgres();
     },
   };
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address();
-      const port = typeof addr === "object" && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 export interface RedisHandle {

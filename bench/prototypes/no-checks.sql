@@ -1,7 +1,7 @@
 -- Measurement only, not a proposal: drops every CHECK constraint on workhorse.job and
 -- workhorse.key_binding in this contender's database, to show what they cost an accept.
 -- PostgreSQL prepares CHECK expressions again for every INSERT statement (stringToNode, planning,
--- ExecInitExpr per executor start), which a one-row INSERT cannot amortise. SPEC §2 wants the
+-- ExecInitExpr per executor start), which a one-row INSERT cannot amortise. The contract (docs/enqueue.md) wants the
 -- bounds enforced in PostgreSQL, so the fix to test next is cheaper enforcement (domains, whose
 -- checks are prepared once per backend), not removal.
 do $$

@@ -67,6 +67,12 @@ export function jobFilterWhere(f: Omit<JobFilters, "after" | "before">): Where {
   return w;
 }
 
+/** Whether a job with this id exists (the jobs page's "open by id" box); `id` must be a UUID. */
+export async function jobExists(db: Db, id: string): Promise<boolean> {
+  const { rowCount } = await db.query("select 1 from workhorse.job where id = $1::uuid", [id]);
+  return (rowCount ?? 0) > 0;
+}
+
 export async function listJobs(db: Db, f: JobFilters, limit = JOBS_PAGE_SIZE): Promise<Page<JobRowDto>> {
   const w = jobFilterWhere(f);
   const backwards = !f.after && !!f.before;

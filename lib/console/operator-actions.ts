@@ -128,114 +128,87 @@ function addUnchanged(into: Unchanged, more: Unchanged) {
   }
 }
 
+/** What one bulk core call returns: counters, and the jobs it left alone by state. */
+type BulkCounts<K extends string> = Record<K, number> & { unchanged: Unchanged };
+
+/**
+ * The shape every bulk action shares: parse the selection and the reason, call the core in chunks
+ * of at most MAX_JOB_IDS ids, add the counters up, and say what changed and what did not.
+ */
+async function bulkAction<K extends string>(
+  form: FormData,
+  db: Db | null,
+  counters: readonly K[],
+  call: (jobIds: string[], reason: string) => Promise<BulkCounts<K>>,
+  summary: (totals: Record<K, number>, rest: string) => string,
+): Promise<OperatorActionState> {
+  const parsed = z
+    .object({ jobIds: bulkIds, reason })
+    .safeParse({ jobIds: await selectionOf(form, db), reason: text(form.get("reason")) });
+  if (!parsed.success) return errorsOf(parsed.error);
+  try {
+    const totals = Object.fromEntries(counters.map((k) => [k, 0])) as Record<K, number>;
+    const unchanged: Unchanged = {};
+    for (const ids of chunks(parsed.data.jobIds)) {
+      const r = await call(ids, parsed.data.reason);
+      for (const k of counters) totals[k] += r[k];
+      addUnchanged(unchanged, r.unchanged);
+    }
+    return {
+      status: "done",
+      summary: summary(totals, describeUnchanged(unchanged)),
+      counts: { ...totals, ...unchangedCounts(unchanged) },
+      seq: ++seqCounter,
+    };
+  } catch (err) {
+    const r = refusalOf(err);
+    if (r) return r;
+    throw err;
+  }
+}
+
 /**
  * Cancel the selected jobs (pending ones at once, active ones at their worker's next heartbeat), in
  * calls of at most 1,000 ids. `db` resolves "all matching this filter" selections.
  */
-export async function cancelJobs(
-  queue: Queue,
-  actor: string,
-  form: FormData,
-  db: Db | null = null,
-): Promise<OperatorActionState> {
-  const parsed = z
-    .object({ jobIds: bulkIds, reason })
-    .safeParse({ jobIds: await selectionOf(form, db), reason: text(form.get("reason")) });
-  if (!parsed.success) return errorsOf(parsed.error);
-  try {
-    let canceled = 0;
-    let cancelRequested = 0;
-    const unchanged: Unchanged = {};
-    for (const ids of chunks(parsed.data.jobIds)) {
-      const r = await queue.cancel({ jobIds: ids }, { actor, reason: parsed.data.reason });
-      canceled += r.canceled;
-      cancelRequested += r.cancelRequested;
-      addUnchanged(unchanged, r.unchanged);
-    }
-    const parts = [`Canceled ${plural(canceled, "job")}`];
-    if (cancelRequested > 0) {
-      parts.push(`asked the workers of ${plural(cancelRequested, "active job")} to stop at their next heartbeat`);
-    }
-    const rest = describeUnchanged(unchanged);
-    return {
-      status: "done",
-      summary: `${parts.join("; ")}.${rest ? ` Not changed: ${rest}.` : ""}`,
-      counts: { canceled, cancelRequested, ...unchangedCounts(unchanged) },
-      seq: ++seqCounter,
-    };
-  } catch (err) {
-    const r = refusalOf(err);
-    if (r) return r;
-    throw err;
-  }
+export function cancelJobs(queue: Queue, actor: string, form: FormData, db: Db | null = null) {
+  return bulkAction(
+    form,
+    db,
+    ["canceled", "cancelRequested"],
+    (jobIds, reason) => queue.cancel({ jobIds }, { actor, reason }),
+    ({ canceled, cancelRequested }, rest) => {
+      const parts = [`Canceled ${plural(canceled, "job")}`];
+      if (cancelRequested > 0) {
+        parts.push(`asked the workers of ${plural(cancelRequested, "active job")} to stop at their next heartbeat`);
+      }
+      return `${parts.join("; ")}.${rest ? ` Not changed: ${rest}.` : ""}`;
+    },
+  );
 }
 
 /** Make the selected scheduled jobs ready now, in calls of at most 1,000 ids. */
-export async function runJobsNow(
-  queue: Queue,
-  actor: string,
-  form: FormData,
-  db: Db | null = null,
-): Promise<OperatorActionState> {
-  const parsed = z
-    .object({ jobIds: bulkIds, reason })
-    .safeParse({ jobIds: await selectionOf(form, db), reason: text(form.get("reason")) });
-  if (!parsed.success) return errorsOf(parsed.error);
-  try {
-    let updated = 0;
-    const unchanged: Unchanged = {};
-    for (const ids of chunks(parsed.data.jobIds)) {
-      const r = await queue.runNow({ jobIds: ids }, { actor, reason: parsed.data.reason });
-      updated += r.updated;
-      addUnchanged(unchanged, r.unchanged);
-    }
-    const rest = describeUnchanged(unchanged);
-    return {
-      status: "done",
-      summary: `${plural(updated, "scheduled job")} now ready to run.${rest ? ` Not changed (only scheduled jobs can run now): ${rest}.` : ""}`,
-      counts: { updated, ...unchangedCounts(unchanged) },
-      seq: ++seqCounter,
-    };
-  } catch (err) {
-    const r = refusalOf(err);
-    if (r) return r;
-    throw err;
-  }
+export function runJobsNow(queue: Queue, actor: string, form: FormData, db: Db | null = null) {
+  return bulkAction(
+    form,
+    db,
+    ["updated"],
+    (jobIds, reason) => queue.runNow({ jobIds }, { actor, reason }),
+    ({ updated }, rest) =>
+      `${plural(updated, "scheduled job")} now ready to run.${rest ? ` Not changed (only scheduled jobs can run now): ${rest}.` : ""}`,
+  );
 }
 
 /** Purge the selected pending jobs (tombstones; their keys are released), in calls of at most 1,000 ids. */
-export async function purgeSelected(
-  queue: Queue,
-  actor: string,
-  form: FormData,
-  db: Db | null = null,
-): Promise<OperatorActionState> {
-  const parsed = z
-    .object({ jobIds: bulkIds, reason })
-    .safeParse({ jobIds: await selectionOf(form, db), reason: text(form.get("reason")) });
-  if (!parsed.success) return errorsOf(parsed.error);
-  try {
-    let purged = 0;
-    let releasedBindings = 0;
-    const unchanged: Unchanged = {};
-    for (const ids of chunks(parsed.data.jobIds)) {
-      const r = await queue.purgeJobs({ jobIds: ids }, { actor, reason: parsed.data.reason });
-      purged += r.purged;
-      releasedBindings += r.releasedBindings;
-      addUnchanged(unchanged, r.unchanged);
-    }
-    const rest = describeUnchanged(unchanged);
-    return {
-      status: "done",
-      summary: `Purged ${plural(purged, "job")}; released ${plural(releasedBindings, "binding")}.${rest ? ` Not changed (only ready and scheduled jobs can be purged): ${rest}.` : ""}`,
-      counts: { purged, releasedBindings, ...unchangedCounts(unchanged) },
-      seq: ++seqCounter,
-    };
-  } catch (err) {
-    const r = refusalOf(err);
-    if (r) return r;
-    throw err;
-  }
+export function purgeSelected(queue: Queue, actor: string, form: FormData, db: Db | null = null) {
+  return bulkAction(
+    form,
+    db,
+    ["purged", "releasedBindings"],
+    (jobIds, reason) => queue.purgeJobs({ jobIds }, { actor, reason }),
+    ({ purged, releasedBindings }, rest) =>
+      `Purged ${plural(purged, "job")}; released ${plural(releasedBindings, "binding")}.${rest ? ` Not changed (only ready and scheduled jobs can be purged): ${rest}.` : ""}`,
+  );
 }
 
 const REDRIVE_WORDS: Record<string, string> = {

@@ -108,7 +108,8 @@ export async function startPrivateServer(
   return starting;
 }
 
-async function freePort(): Promise<number> {
+/** A TCP port on 127.0.0.1 that nothing listened on a moment ago. */
+export async function freePort(): Promise<number> {
   const net = await import("node:net");
   return new Promise((resolve, reject) => {
     const srv = net.createServer();

@@ -73,7 +73,7 @@ export interface IdempotencyConflictDetails {
   existingJobId: string | null;
   /** The mode that holds the key (`idempotency`, `debounce`, `throttle`). */
   existingMode: string;
-  /** Sorted fingerprint field names that differ (SPEC §4), plus `mode` when the key is held in another mode. */
+  /** Sorted fingerprint field names that differ (docs/enqueue.md, what counts as the same request), plus `mode` when the key is held in another mode. */
   conflictingFields: string[];
   storedRequestDigest: string;
   rejectedRequestDigest: string;

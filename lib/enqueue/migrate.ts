@@ -83,3 +83,21 @@ async function migrateOn(c: pg.ClientBase, wantDistributed: boolean): Promise<Mi
     throw err;
   }
 }
+
+/**
+ * The schema as an earlier version of this code left it: every migration below `version`, recorded
+ * in `workhorse.migration` as `migrate()` records them, on an empty database. For upgrade tests and
+ * benchmarks (a later `migrate()` applies the rest); not exported from `lib/enqueue/index.ts`.
+ */
+export async function migrateBefore(pool: pg.Pool, version: number): Promise<void> {
+  await withPoolClient(pool, async (c) => {
+    await c.query("create schema workhorse");
+    await c.query(
+      "create table workhorse.migration (version integer primary key, name text not null, applied_at timestamptz not null default now())",
+    );
+    for (const m of migrations.filter((m) => m.version < version)) {
+      await c.query(m.sql);
+      await c.query("insert into workhorse.migration (version, name) values ($1, $2)", [m.version, m.name]);
+    }
+  });
+}

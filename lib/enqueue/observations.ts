@@ -1,6 +1,6 @@
 import type pg from "pg";
 
-/** One replay, conflict, coalesce or non-replaceable decision, as operators see it (SPEC §7). */
+/** One replay, conflict, coalesce or non-replaceable decision, as operators see it (docs/enqueue.md, observations). */
 export interface Observation {
   at: Date;
   outcome: "replayed" | "conflict" | "coalesced" | "non_replaceable";

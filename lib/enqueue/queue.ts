@@ -599,7 +599,7 @@ export interface MaintenanceResult {
 }
 
 /**
- * The operations of SPEC §1, bound to an executor: the pool (`Queue`) or a caller's client
+ * The public operations (README, docs/enqueue.md), bound to an executor: the pool (`Queue`) or a caller's client
  * (`queue.withClient(client)`).
  */
 export class QueueOperations {
@@ -640,6 +640,9 @@ export class QueueOperations {
    * Enqueues one job and returns its id (a UUID string). With `idempotency`, a repeated request
    * returns the original job's id and writes nothing. An accept writes the job row (which carries
    * its key and its `enqueued` timeline entry) and, when keyed, one `workhorse.key_binding` row.
+   * With `debounce`, a repeat while the job is pending rewrites it in place (same id, a `debounced`
+   * event); with `throttle`, an equivalent repeat inside the window returns the window's job and
+   * writes nothing (docs/debounce-throttle.md). Either way the id returned is the job holding the key.
    *
    * SQL: one round trip, `workhorse.enqueue_one(...)` (a batch: `workhorse.enqueue_batch(...)` over typed arrays).
    * @throws EnqueueValidationError bad input (nothing sent to PostgreSQL)
@@ -650,7 +653,13 @@ export class QueueOperations {
     return (await this.enqueueWithResult(type, payload, options)).jobId;
   }
 
-  /** Like `enqueue`, and says what PostgreSQL decided: `{ jobId, outcome }` (`accepted` | `replayed`). */
+  /**
+   * Like `enqueue`, and says what PostgreSQL decided: `{ jobId, outcome }` with outcome `accepted`,
+   * `replayed` (idempotency), `replaced` (debounce), `coalesced` (throttle), or
+   * `{ jobId, outcome: "non_replaceable", reason }` for a debounce repeat that could not change the
+   * job (`incompatible_key_mode` | `not_pending` | `window_elapsed_pending`; only the observation is
+   * written). `reason` exists only on that member of the union.
+   */
   async enqueueWithResult(type: string, payload: unknown, options?: EnqueueOptions): Promise<EnqueueResult> {
     if (!this.shared.config.keys.loaded && namesAKey(options)) await this.loadKeys(true);
     const request = normalizeRequest(type, payload, options, this.shared.config);
@@ -1030,7 +1039,7 @@ export class QueueOperations {
   }
 
   /**
-   * Cancels jobs (SPEC §9a), one round trip: `scheduled`/`ready` jobs become `canceled` at once (a
+   * Cancels jobs (docs/operator-actions.md), one round trip: `scheduled`/`ready` jobs become `canceled` at once (a
    * `canceled` event); `active` jobs are flagged (a `cancel_requested` event) and their worker aborts
    * the handler at its next heartbeat (`signal.reason` is a `JobCanceledError`), recording the
    * attempt `canceled` with no retry; terminal jobs are left alone. Key bindings are kept (a replay
@@ -1092,7 +1101,7 @@ export class QueueOperations {
   }
 
   /**
-   * Redrives failed jobs (SPEC §9a), one round trip. Each `failed` source gets a new `ready` job at
+   * Redrives failed jobs (docs/operator-actions.md), one round trip. Each `failed` source gets a new `ready` job at
    * attempt 0 copying queue, type, payload, tags, concurrency key, retry policy, max attempts and
    * execution timeout (not the deadline, not checkpoints), linked both ways (`redrivenFrom`,
    * `redriveJobIds`); a live key binding of the source moves to the new job, so a replay of the

@@ -1,4 +1,4 @@
-/** Job states (SPEC §9). */
+/** Job states (docs/worker.md, lifecycle). */
 export type JobState = "scheduled" | "ready" | "active" | "succeeded" | "failed" | "canceled" | "purged";
 
 /** What PostgreSQL decided for one request. */

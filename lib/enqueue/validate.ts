@@ -396,7 +396,7 @@ function readOptions(options: unknown, optBase: string): ReturnType<typeof optio
 }
 
 /**
- * Checks one request against SPEC §2 and returns its canonical form.
+ * Checks one request against the input rules (docs/enqueue.md) and returns its canonical form.
  * Throws `EnqueueValidationError` naming every failing option; `base` prefixes the option paths
  * (e.g. `requests[3]`) for batches.
  */

@@ -1,5 +1,5 @@
 /**
- * The worker runtime (SPEC §9): claims due jobs with leases, runs their handlers, heartbeats, and
+ * The worker runtime (docs/worker.md): claims due jobs with leases, runs their handlers, heartbeats, and
  * records fenced outcomes. Delivery is at least once: a handler may run again after a crash, a
  * lost lease or a lost acknowledgement, so handlers must tolerate repeats (checkpoints help).
  */

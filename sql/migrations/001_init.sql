@@ -1,7 +1,7 @@
 -- Workhorse schema: jobs, idempotency bindings, job events, enqueue observations, operator audit.
 -- Runs on PostgreSQL 14..18: gen_random_uuid() and sha256() are core since 13/11; nothing newer.
 
--- Stored bounds (SPEC §2) are CHECK constraints on domains rather than on the tables: PostgreSQL
+-- Stored bounds (docs/enqueue.md, input rules) are CHECK constraints on domains rather than on the tables: PostgreSQL
 -- rebuilds a table's CHECK expressions for every INSERT statement it executes (about 40-50 µs for
 -- these, measured by bench/micro-checks.ts), while a domain's checks are prepared once per session.
 -- A buggy client is refused all the same.
@@ -212,7 +212,7 @@ begin
       'rejectedRequestDigest', p_rejected_request_digest)::text;
 end $$;
 
--- The enqueue decision for one request (SPEC §5): the hot path, with scalar parameters and plain
+-- The enqueue decision for one request (docs/enqueue.md, the decision): the hot path, with scalar parameters and plain
 -- statements whose plans stay cached. workhorse.enqueue() below decides batches the same way.
 --   p_field_digests: every fingerprint field but the payload, in fingerprint_fields() order; the
 --   payload's digest is taken here from PostgreSQL's canonical jsonb text.
@@ -292,7 +292,7 @@ begin
   outcome := 'accepted';
 end $$;
 
--- The enqueue decision for 1..1000 requests in one call (SPEC §5).
+-- The enqueue decision for 1..1000 requests in one call (docs/enqueue.md, the decision).
 --   p_requests: jsonb array of {ordinal, id, queue, type, payload, run_at, max_attempts, retry_policy,
 --     deadline, execution_timeout_ms, concurrency_key, tags, and for keyed requests mode, scope,
 --     key_hash (hex), key_preview, key_length, ttl_ms, field_digests (every fingerprint field but the

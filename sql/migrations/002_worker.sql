@@ -1,5 +1,5 @@
 -- Worker runtime: claiming with leases, fenced outcomes, retries, deadlines, checkpoints and
--- concurrency keys (SPEC §9). Runs on PostgreSQL 14..18.
+-- concurrency keys (docs/worker.md). Runs on PostgreSQL 14..18.
 --
 -- Fencing: an attempt is identified by (job id, attempt, lease_owner). lease_owner is a lease token,
 -- '<worker id>~<claim>', new for every claim call, so it stays unique even if a claim is lost in a

@@ -66,7 +66,7 @@ update workhorse.job j
   from workhorse.key_binding b
  where b.job_id = j.id;
 
--- A deleted or truncated job takes its binding with it (SPEC §6), found through the job's key.
+-- A deleted or truncated job takes its binding with it (docs/enqueue.md, expiry), found through the job's key.
 create or replace function workhorse.job_deleted() returns trigger language plpgsql as $$
 begin
   delete from workhorse.key_binding b using deleted_jobs d
@@ -146,7 +146,7 @@ begin
       'rejectedRequestDigest', encode(p_rejected_request_digest, 'hex'))::text;
 end $$;
 
--- The decision for one request (SPEC §5), the hot path: scalar parameters, plain statements whose
+-- The decision for one request (docs/enqueue.md, the decision), the hot path: scalar parameters, plain statements whose
 -- plans stay cached. A replay is one primary-key read (no lock, no write); an accept writes the
 -- binding and the job; a conflict raises WH409 before anything is written.
 --   p_field_digests: 80 bytes, the 8-byte digests of every fingerprint field but the payload, in
@@ -223,7 +223,7 @@ begin
   outcome := 'accepted';
 end $$;
 
--- The decision for 1..1000 requests in one call (SPEC §5), over typed arrays (one element per
+-- The decision for 1..1000 requests in one call (docs/enqueue.md, the decision), over typed arrays (one element per
 -- request, input order) instead of a JSON document:
 --   p_ids, p_queues, p_types; p_payloads: one jsonb array of the payloads; p_run_ats, p_max_attempts,
 --   p_retry_policies, p_deadlines, p_execution_timeouts, p_concurrency_keys; p_tags: every request's

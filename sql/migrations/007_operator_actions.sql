@@ -6,7 +6,7 @@
 -- change to how bindings are stored only has to touch those.
 
 -- Cancel of an active job is a request: the worker sees it at its next heartbeat.
--- redriven_from: the failed job this one was redriven from (SPEC §9a); the reverse link is the index.
+-- redriven_from: the failed job this one was redriven from (docs/operator-actions.md); the reverse link is the index.
 alter table workhorse.job
   add column cancel_requested_at timestamptz,
   add column cancel_requested_by text,
@@ -73,7 +73,7 @@ language sql stable as $$
 $$;
 -- ---------------------------------------------------------------------------------------------
 
--- Cancel (SPEC §9a). scheduled/ready jobs become canceled at once (canceled event); active jobs are
+-- Cancel (docs/operator-actions.md). scheduled/ready jobs become canceled at once (canceled event); active jobs are
 -- flagged (cancel_requested event) and their worker stops them at its next heartbeat; anything else
 -- is left alone. Bindings are kept. One operator_audit row.
 -- Returns canceled, cancel_requested, and unchanged: {state or 'missing': count} for the rest.
@@ -213,7 +213,7 @@ begin
   return query select v_updated, v_unchanged;
 end $$;
 
--- Redrive (SPEC §9a). For each source (p_sources[i], with p_new_ids[i] the id a new job would get):
+-- Redrive (docs/operator-actions.md). For each source (p_sources[i], with p_new_ids[i] the id a new job would get):
 --   a redrive_request for (source, p_request_hash) exists -> 'replayed' with its job, provided the
 --     requester and reason match, else WH412 (nothing written: the whole call rolls back);
 --   no such job -> 'not_found'; not failed -> 'not_failed';

@@ -1,7 +1,7 @@
 "use server";
 import type { FindKeyState } from "@/lib/console/action-state";
 import { consoleDb } from "@/lib/console/db";
-import { findByKey } from "@/lib/console/mutations";
+import { findByKey } from "@/lib/console/find-key";
 import { currentViewer, sameOriginRequest } from "@/lib/console/session";
 
 /** POST only: the raw key travels in the request body, is hashed by lib/enqueue, and is never returned. */

@@ -5,6 +5,7 @@ import { buttonClass, Card, Field, inputClass, Notice, PageHeader } from "@/comp
 import { consolePool } from "@/lib/console/db";
 import { DIGEST_RE, lookupDigest } from "@/lib/console/digest";
 import { requireViewer } from "@/lib/console/session";
+import { findByKeyAction } from "./actions";
 
 export const metadata: Metadata = { title: "Find by key" };
 
@@ -24,7 +25,7 @@ export default async function FindPage({ searchParams }: { searchParams: Promise
         description="For support: paste the idempotency key a customer's request used, or the 12-character key digest an application logged. The key lookup is a POST; the key is hashed on the server and never appears in a URL, a page or a log."
       />
       <div className="space-y-6">
-        {raw ? null : <FindKeyForm />}
+        {raw ? null : <FindKeyForm action={findByKeyAction} />}
         <section aria-labelledby="by-digest" className="space-y-4">
           <h2 id="by-digest" className="text-base font-semibold text-slate-900">
             By key digest
@@ -65,7 +66,7 @@ export default async function FindPage({ searchParams }: { searchParams: Promise
             </Notice>
           ) : null}
         </section>
-        {raw ? <FindKeyForm /> : null}
+        {raw ? <FindKeyForm action={findByKeyAction} /> : null}
       </div>
     </>
   );

@@ -8,7 +8,7 @@ import { StateTabs } from "@/components/state-tabs";
 import { buttonClass, inputClass, Notice, PageHeader, secondaryButtonClass } from "@/components/ui";
 import { consolePool } from "@/lib/console/db";
 import { parseJobFilters, toQuery, UUID_RE } from "@/lib/console/filters";
-import { listJobs, stateTabCounts } from "@/lib/console/jobs";
+import { jobExists, listJobs, stateTabCounts } from "@/lib/console/jobs";
 import { MAX_BULK_JOBS } from "@/lib/console/operator-reads";
 import { requireViewer } from "@/lib/console/session";
 import { cancelJobsAction, countMatchingAction, purgeSelectedAction, redriveAction, runNowAction } from "./actions";
@@ -26,8 +26,7 @@ export default async function JobsPage({ searchParams }: { searchParams: Search 
   if (rawId) {
     if (!UUID_RE.test(rawId)) idNotice = "That is not a job id. Job ids are UUIDs such as 019a…-…";
     else {
-      const { rowCount } = await pool.query("select 1 from workhorse.job where id = $1::uuid", [rawId.toLowerCase()]);
-      if (rowCount) redirect(`/jobs/${rawId.toLowerCase()}`);
+      if (await jobExists(pool, rawId.toLowerCase())) redirect(`/jobs/${rawId.toLowerCase()}`);
       idNotice = "No job has that id.";
     }
   }

@@ -4,6 +4,7 @@ import { PageHeader } from "@/components/ui";
 import { consolePool } from "@/lib/console/db";
 import { maintenanceStatus } from "@/lib/console/maintenance";
 import { requireViewer } from "@/lib/console/session";
+import { runMaintenanceAction } from "./actions";
 
 export const metadata: Metadata = { title: "Maintenance" };
 
@@ -16,7 +17,7 @@ export default async function MaintenancePage() {
         title="Maintenance"
         description="Expired bindings stop owning their keys at once; cleanup only deletes the rows. It also enforces the observation log's retention (7 days)."
       />
-      <MaintenancePanel initial={data} readOnly={viewer.readOnly} />
+      <MaintenancePanel initial={data} readOnly={viewer.readOnly} action={runMaintenanceAction} />
     </>
   );
 }

@@ -1,16 +1,20 @@
 import type { Metadata } from "next";
 import Link from "next/link";
 import { notFound } from "next/navigation";
+import { ActionDialog } from "@/components/action-dialog";
 import { HealthChart } from "@/components/health-chart";
 import { PurgeDialog } from "@/components/purge-dialog";
 import { QueueHealthCard } from "@/components/queue-health-card";
-import { linkClass, PageHeader, secondaryButtonClass } from "@/components/ui";
+import { linkClass, Notice, PageHeader, secondaryButtonClass } from "@/components/ui";
 import { consolePool } from "@/lib/console/db";
 import { parseQueueName } from "@/lib/console/filters";
+import { formatTime } from "@/lib/console/format";
+import { pausedQueues } from "@/lib/console/operator-reads";
 import { queueHealth } from "@/lib/console/queues";
 import { series } from "@/lib/console/series";
 import { requireViewer } from "@/lib/console/session";
 import { purgeQueueAction } from "../../jobs/actions";
+import { queuePauseAction } from "../actions";
 
 export const metadata: Metadata = { title: "Queue" };
 
@@ -25,7 +29,11 @@ export default async function QueuePage({ params }: { params: Promise<{ queue: s
   const queue = parseQueueName(decoded);
   if (!queue) notFound();
   const db = await consolePool();
-  const [health, lastHour] = await Promise.all([queueHealth(db, queue), series(db, "1h", queue)]);
+  const [health, lastHour, paused] = await Promise.all([
+    queueHealth(db, queue),
+    series(db, "1h", queue),
+    pausedQueues(db).then((all) => all.find((p) => p.queue === queue) ?? null),
+  ]);
   return (
     <>
       <p className="mb-2 text-sm">
@@ -42,6 +50,20 @@ export default async function QueuePage({ params }: { params: Promise<{ queue: s
               Browse jobs
             </Link>
             {viewer.readOnly ? null : (
+              <ActionDialog
+                action={queuePauseAction}
+                hidden={{ queue, action: paused ? "resume" : "pause" }}
+                label={paused ? "Resume queue…" : "Pause queue…"}
+                title={paused ? `Resume queue “${queue}”?` : `Pause queue “${queue}”?`}
+                statement={
+                  paused
+                    ? "Workers start claiming this queue's jobs again right away."
+                    : "Workers claim no new jobs from this queue until it is resumed (every worker sees this by its next poll). Jobs already running finish."
+                }
+                confirmLabel={paused ? "Confirm resume" : "Confirm pause"}
+              />
+            )}
+            {viewer.readOnly ? null : (
               <PurgeDialog
                 action={purgeQueueAction}
                 hidden={{ queue }}
@@ -54,6 +76,12 @@ export default async function QueuePage({ params }: { params: Promise<{ queue: s
         }
       />
       <div className="space-y-6">
+        {paused ? (
+          <Notice tone="warn" role="status">
+            Paused by {paused.pausedBy} since {formatTime(paused.pausedAt)}: {paused.reason}. Workers claim nothing from
+            this queue until it is resumed; jobs already running finish.
+          </Notice>
+        ) : null}
         <HealthChart initial={lastHour} queue={queue} />
         <QueueHealthCard initial={health} queue={queue} />
       </div>

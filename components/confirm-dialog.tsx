@@ -1,0 +1,129 @@
+"use client";
+import { useQueryClient } from "@tanstack/react-query";
+import { useRouter } from "next/navigation";
+import { type ReactNode, useEffect, useRef, useState } from "react";
+import { dangerButtonClass, Field, inputClass, secondaryButtonClass } from "./ui";
+
+/** A server action as React's useActionState takes it. */
+export type FormAction<S> = (prev: S, data: FormData) => Promise<S>;
+
+/**
+ * The frame every confirming action shares (purge, cancel, run now, pause, resume, redrive): a
+ * button that opens a modal dialog holding a fresh form each time (`form` gets `onResult` and
+ * `close`), and the last result kept beside the button after the dialog closes. `allowed` false
+ * hides the button (the state no longer allows the action) but keeps a result already shown.
+ */
+export function ConfirmDialog<S extends { status: string }>(props: {
+  label: string;
+  title: string;
+  danger?: boolean;
+  disabled?: boolean;
+  allowed?: boolean;
+  width?: "32rem" | "36rem";
+  form: (p: { onResult: (s: S) => void; close: () => void }) => ReactNode;
+  result: (last: S) => ReactNode;
+  idle: S;
+}) {
+  const [round, setRound] = useState(0);
+  const [last, setLast] = useState<S>(props.idle);
+  const dialog = useRef<HTMLDialogElement>(null);
+  const width = props.width === "36rem" ? "w-[min(36rem,calc(100vw-2rem))]" : "w-[min(32rem,calc(100vw-2rem))]";
+  return (
+    <div hidden={props.allowed === false && last.status === "idle"}>
+      <button
+        hidden={props.allowed === false}
+        type="button"
+        disabled={props.disabled}
+        className={props.danger ? dangerButtonClass : secondaryButtonClass}
+        onClick={() => {
+          setRound((r) => r + 1);
+          dialog.current?.showModal();
+        }}
+      >
+        {props.label}
+      </button>
+      <dialog
+        ref={dialog}
+        aria-label={props.title}
+        className={`m-auto ${width} whitespace-normal rounded-lg bg-white p-0 text-slate-900 shadow-xl`}
+      >
+        <div key={round}>{props.form({ onResult: setLast, close: () => dialog.current?.close() })}</div>
+      </dialog>
+      <div className="mt-2">{props.result(last)}</div>
+    </div>
+  );
+}
+
+/** Reports every settled state of a dialog's form to the frame, and refreshes the views after a change. */
+export function useSettled<S extends { status: string }>(state: S, onResult: (s: S) => void, changed: boolean) {
+  useEffect(() => {
+    if (state.status !== "idle") onResult(state);
+  }, [state, onResult]);
+  const router = useRouter();
+  const queryClient = useQueryClient();
+  useEffect(() => {
+    if (!changed) return;
+    router.refresh();
+    // Live views keep their own cache: refetch now rather than at the next (possibly paused) poll.
+    void queryClient.invalidateQueries();
+  }, [changed, router, queryClient]);
+}
+
+/** Hidden inputs carrying the target (jobIds, queue, filter) of an action. */
+export function Hidden({ fields }: { fields: Record<string, string> }) {
+  return (
+    <>
+      {Object.entries(fields).map(([k, v]) => (
+        <input key={k} type="hidden" name={k} value={v} />
+      ))}
+    </>
+  );
+}
+
+/**
+ * The reason every operator action asks for. Controlled, so a refused or failed submit keeps what
+ * was typed (React resets uncontrolled fields after a form action).
+ */
+export function ReasonField(props: {
+  id: string;
+  error: string | undefined;
+  hint: string;
+  value: string;
+  onChange: (v: string) => void;
+  readOnly?: boolean;
+}) {
+  return (
+    <Field label="Reason" name={`${props.id}-reason`} error={props.error} hint={props.hint}>
+      <textarea
+        id={`${props.id}-reason`}
+        name="reason"
+        rows={3}
+        required
+        className={inputClass}
+        value={props.value}
+        onChange={(e) => props.onChange(e.target.value)}
+        readOnly={props.readOnly}
+      />
+    </Field>
+  );
+}
+
+/** "Cancel" / "Close" and, until the action finished, the submit button(s). */
+export function DialogButtons({
+  finished,
+  close,
+  children,
+}: {
+  finished: boolean;
+  close: () => void;
+  children: ReactNode;
+}) {
+  return (
+    <div className="flex justify-end gap-2">
+      <button type="button" className={secondaryButtonClass} onClick={close}>
+        {finished ? "Close" : "Cancel"}
+      </button>
+      {finished ? null : children}
+    </div>
+  );
+}
