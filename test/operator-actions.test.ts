@@ -387,9 +387,11 @@ describe("listDeadLetters", () => {
   test("failed jobs newest first, filtered and keyset-paged", async () => {
     const q = t.queue();
     const ids = await failedJobs("dl1", 5, { type: "dl.fail" });
+    // Times computed here: Citus runs no STABLE function on a column inside an UPDATE.
+    const now = Date.now();
     await t.sql(
-      "update workhorse.job set finished_at = now() - (ord || ' minutes')::interval from unnest($1::uuid[]) with ordinality u(id, ord) where job.id = u.id",
-      [ids],
+      "update workhorse.job set finished_at = u.at from unnest($1::uuid[], $2::timestamptz[]) u(id, at) where job.id = u.id",
+      [ids, ids.map((_, i) => new Date(now - (i + 1) * 60_000))],
     );
     const expected = [...ids]; // ord 1 is newest
     const page1 = await q.listDeadLetters({ queue: "dl1", limit: 2 });
@@ -464,9 +466,7 @@ describe("retention", () => {
     expect(await stateOf(pending)).toBe("ready");
 
     // Once the key expires the job may go; maintenance does it and records the run.
-    await t.sql("update workhorse.idempotency_binding set expires_at = now() - interval '1 second' where job_id = $1", [
-      keyed,
-    ]);
+    await t.sql("update workhorse.key_binding set expires_at = now() - interval '1 second' where job_id = $1", [keyed]);
     const m = await q.runMaintenance({ trigger: "manual" });
     expect(m.finishedJobsDeleted).toBe(1);
     expect(await stateOf(keyed)).toBeUndefined();

@@ -1122,6 +1122,11 @@ export class QueueOperations {
     if (!this.shared.config.keys.loaded) await this.loadKeys();
     const requestHash = this.shared.config.keys.hash(REDRIVE_SCOPE, r.requestId);
     const newIds = r.jobIds.map(() => uuidv7());
+    // Citus: a redriven job lives in its source's bucket, where the key it may take over is.
+    if (await this.distributed("redrive")) {
+      for (let i = 0; i < newIds.length; i++)
+        newIds[i] = bucketedId(newIds[i] as string, idBucket(r.jobIds[i] as string));
+    }
     type Row = { source_job_id: string; status: RedriveStatus; job_id: string | null };
     let rows: Row[];
     try {
@@ -1159,10 +1164,16 @@ export class QueueOperations {
    */
   async listDeadLetters(query: DeadLetterQuery = {}): Promise<DeadLetterPage> {
     const q = parseDeadLetterQuery(query);
+    // Citus runs no correlated subquery across shards: there the redrives are read by a second query.
+    const distributed = await this.distributed("listDeadLetters");
     const { rows } = await this.sql<JobRow & { finished_at_text: string }>("listDeadLetters", {
-      name: "workhorse_list_dead_letters",
+      name: distributed ? "workhorse_list_dead_letters_at" : "workhorse_list_dead_letters",
       text: `select j.*, to_char(j.finished_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as finished_at_text,
-                    array(select r.id from workhorse.job r where r.redriven_from = j.id order by r.id) as redrive_job_ids
+                    ${
+                      distributed
+                        ? "'{}'::uuid[]"
+                        : "array(select r.id from workhorse.job r where r.redriven_from = j.id order by r.id)"
+                    } as redrive_job_ids
                from workhorse.job j
               where j.state = 'failed'
                 and ($1::text is null or j.queue = $1::text)
@@ -1185,6 +1196,15 @@ export class QueueOperations {
       ],
     });
     const page = rows.slice(0, q.limit);
+    if (distributed && page.length > 0) {
+      const { rows: redrives } = await this.sql<{ source: string; ids: string[] }>("listDeadLetters", {
+        text: `select redriven_from as source, array_agg(id order by id) as ids from workhorse.job
+                where redriven_from = any($1::uuid[]) group by redriven_from`,
+        values: [page.map((r) => r.id)],
+      });
+      const bySource = new Map(redrives.map((r) => [r.source, r.ids]));
+      for (const r of page) r.redrive_job_ids = bySource.get(r.id) ?? [];
+    }
     const last = page[page.length - 1];
     return {
       jobs: page.map(jobFromRow),

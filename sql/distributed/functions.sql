@@ -799,3 +799,182 @@ begin
   end loop;
   return query select v_jobs, v_events;
 end $$;
+
+-- Purge by ids (operator), job by job on each job's shard; then the bindings the purged jobs own are
+-- released through a colocated join (job and binding share the bucket). One audit row.
+create or replace function workhorse.release_keys(p_jobs uuid[]) returns integer
+language plpgsql as $$
+declare
+  v_released integer;
+begin
+  delete from workhorse.key_binding b
+   using workhorse.job j
+   where j.id = any (p_jobs) and b.bucket = j.bucket and b.scope = j.key_scope and b.key_hash = j.key_hash
+     and b.job_id = j.id;
+  get diagnostics v_released = row_count;
+  return v_released;
+end $$;
+
+create or replace function workhorse.purge_job_list(p_ids uuid[], p_actor text, p_reason text)
+returns table (purged integer, released_bindings integer, unchanged jsonb)
+language plpgsql as $$
+#variable_conflict use_column
+declare
+  v_id uuid;
+  v_bucket integer;
+  v_state text;
+  v_now timestamptz := now();
+  v_purged uuid[] := '{}';
+  v_other text[] := '{}';
+  v_released integer;
+  v_unchanged jsonb;
+begin
+  for v_id in select distinct u.id from unnest(p_ids) u(id) order by 1 loop
+    v_bucket := workhorse.id_bucket(v_id);
+    update workhorse.job j
+       set state = 'purged', purged_at = v_now, purged_by = p_actor, purge_reason = p_reason, updated_at = v_now
+     where j.bucket = v_bucket and j.id = v_id and j.state in ('ready', 'scheduled');
+    if found then
+      v_purged := v_purged || v_id;
+      insert into workhorse.job_event (job_id, kind, data)
+      values (v_id, 'purged', jsonb_build_object('actor', p_actor, 'reason', p_reason));
+    else
+      select j.state into v_state from workhorse.job j where j.bucket = v_bucket and j.id = v_id;
+      v_other := v_other || coalesce(v_state, 'missing');
+    end if;
+  end loop;
+  select coalesce(jsonb_object_agg(s.state, s.n), '{}') into v_unchanged
+    from (select u.state, count(*) as n from unnest(v_other) u(state) group by 1) s;
+  v_released := workhorse.release_keys(v_purged);
+  insert into workhorse.operator_audit (actor, action, target, reason, result)
+  values (p_actor, 'purge_job',
+          case when cardinality(p_ids) = 1 then 'job:' || p_ids[1] else 'jobs:' || cardinality(p_ids) end,
+          p_reason,
+          jsonb_build_object('status', 'ok', 'requested', cardinality(p_ids), 'purged', cardinality(v_purged),
+                             'releasedBindings', v_released, 'unchanged', v_unchanged));
+  return query select cardinality(v_purged), v_released, v_unchanged;
+end $$;
+
+-- Redrive (operator): sources locked one by one on their shards, in id order; the redriven job is
+-- made in its source's bucket (the client gives the new id the source's bucket), so a live key of the
+-- source moves to it within one shard.
+create or replace function workhorse.move_live_keys(p_from uuid, p_to uuid) returns integer
+language plpgsql as $$
+declare
+  v_moved integer;
+  v_bucket integer := workhorse.id_bucket(p_from);
+  v_now timestamptz := now();
+begin
+  update workhorse.key_binding b set job_id = p_to
+    from workhorse.job s
+   where s.bucket = v_bucket and s.id = p_from and b.bucket = s.bucket and b.scope = s.key_scope
+     and b.key_hash = s.key_hash and b.job_id = p_from and b.expires_at > v_now;
+  get diagnostics v_moved = row_count;
+  if v_moved > 0 then
+    update workhorse.job t
+       set key_scope = s.key_scope, key_hash = s.key_hash, key_mode = s.key_mode, key_preview = s.key_preview,
+           key_length = s.key_length, key_ttl_ms = s.key_ttl_ms, request_digest = s.request_digest
+      from workhorse.job s
+     where t.bucket = v_bucket and t.id = p_to and s.bucket = t.bucket and s.id = p_from;
+  end if;
+  return v_moved;
+end $$;
+
+create or replace function workhorse.redrive_jobs(p_sources uuid[], p_new_ids uuid[], p_request_hash bytea, p_actor text,
+                                       p_reason text, p_dry_run boolean)
+returns table (source_job_id uuid, status text, job_id uuid)
+language plpgsql as $$
+#variable_conflict use_column
+declare
+  r record;
+  v_src record;
+  v_status text[] := '{}';
+  v_src_ids uuid[] := '{}';
+  v_job_ids uuid[] := '{}';
+  v_moved integer := 0;
+  v_queues text[] := '{}';
+  v_lock uuid;
+begin
+  -- Every source is locked up front, in id order: overlapping bulk redrives queue instead of
+  -- deadlocking, and a concurrent identical request, once the first commits, finds its
+  -- redrive_request (each statement below reads a fresh snapshot) and replays.
+  if not p_dry_run then
+    for v_lock in select distinct u.id from unnest(p_sources) u(id) order by 1 loop
+      perform 1 from workhorse.job j where j.bucket = workhorse.id_bucket(v_lock) and j.id = v_lock for update;
+    end loop;
+  end if;
+  for r in select s.src, s.new_id, s.ord
+             from unnest(p_sources, p_new_ids) with ordinality as s(src, new_id, ord)
+            order by s.ord loop
+    if r.src = any (v_src_ids) then
+      -- The same source twice in one call: same answer as the first time.
+      v_src_ids := v_src_ids || r.src;
+      v_status := v_status || (case when v_status[array_position(v_src_ids, r.src)] = 'redriven' then 'replayed'
+                                    else v_status[array_position(v_src_ids, r.src)] end);
+      v_job_ids := v_job_ids || v_job_ids[array_position(v_src_ids, r.src)];
+      continue;
+    end if;
+    select q.job_id, q.requested_by, q.reason into v_src
+      from workhorse.redrive_request q where q.source_job_id = r.src and q.request_hash = p_request_hash;
+    if found then
+      if v_src.requested_by is distinct from p_actor or v_src.reason is distinct from p_reason then
+        raise exception using
+          errcode = 'WH412',
+          message = 'workhorse: redrive request id reused with a different request',
+          detail = jsonb_build_object(
+            'sourceJobId', r.src, 'existingJobId', v_src.job_id,
+            'conflictingFields', to_jsonb(array_remove(array[
+              case when v_src.reason is distinct from p_reason then 'reason' end,
+              case when v_src.requested_by is distinct from p_actor then 'requestedBy' end], null)))::text;
+      end if;
+      v_src_ids := v_src_ids || r.src;
+      v_status := v_status || 'replayed'::text;
+      v_job_ids := v_job_ids || v_src.job_id;
+      continue;
+    end if;
+    select j.id, j.state, j.queue, j.type, j.payload, j.tags, j.concurrency_key, j.retry_policy, j.max_attempts,
+           j.execution_timeout_ms
+      into v_src
+      from workhorse.job j where j.bucket = workhorse.id_bucket(r.src) and j.id = r.src for update;
+    v_src_ids := v_src_ids || r.src;
+    if not found then
+      v_status := v_status || 'not_found'::text;
+      v_job_ids := v_job_ids || null::uuid;
+    elsif v_src.state <> 'failed' then
+      v_status := v_status || 'not_failed'::text;
+      v_job_ids := v_job_ids || null::uuid;
+    elsif p_dry_run then
+      v_status := v_status || 'eligible'::text;
+      v_job_ids := v_job_ids || null::uuid;
+    else
+      -- enqueued_inline null: this job's timeline starts with the explicit `enqueued` event below
+      -- (it names the source and the operator), not with an entry made from key columns.
+      insert into workhorse.job (bucket, id, queue, type, payload, state, run_at, max_attempts, retry_policy,
+                                 execution_timeout_ms, concurrency_key, tags, redriven_from, enqueued_inline)
+      values (workhorse.id_bucket(r.new_id), r.new_id, v_src.queue, v_src.type, v_src.payload, 'ready', now(), v_src.max_attempts,
+              v_src.retry_policy, v_src.execution_timeout_ms, v_src.concurrency_key, v_src.tags, r.src, null);
+      insert into workhorse.redrive_request (source_job_id, request_hash, requested_by, reason, job_id)
+      values (r.src, p_request_hash, p_actor, p_reason, r.new_id);
+      v_moved := v_moved + workhorse.move_live_keys(r.src, r.new_id);
+      insert into workhorse.job_event (job_id, kind, data)
+      values (r.new_id, 'enqueued', jsonb_build_object('queue', v_src.queue, 'runAt', now(), 'redrivenFrom', r.src,
+                                                       'actor', p_actor, 'reason', p_reason)),
+             (r.src, 'redriven', jsonb_build_object('jobId', r.new_id, 'actor', p_actor, 'reason', p_reason));
+      v_queues := v_queues || v_src.queue::text;
+      v_status := v_status || 'redriven'::text;
+      v_job_ids := v_job_ids || r.new_id;
+    end if;
+  end loop;
+
+  perform pg_notify('workhorse_jobs', q) from (select distinct unnest(v_queues) as q) x;
+  if not p_dry_run then
+    insert into workhorse.operator_audit (actor, action, target, reason, result)
+    select p_actor, 'redrive',
+           case when cardinality(p_sources) = 1 then 'job:' || p_sources[1] else 'jobs:' || cardinality(p_sources) end,
+           p_reason,
+           jsonb_build_object('requested', cardinality(p_sources), 'movedKeys', v_moved)
+             || coalesce((select jsonb_object_agg(s.status, s.n)
+                            from (select u.st as status, count(*) as n from unnest(v_status) u(st) group by 1) s), '{}');
+  end if;
+  return query select * from unnest(v_src_ids, v_status, v_job_ids);
+end $$;
