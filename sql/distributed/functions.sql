@@ -288,8 +288,10 @@ end $$;
 -- starting from a random shard on every call so claimers spread over the shards and none is
 -- starved, and stops once p_limit jobs are claimed. Within a shard: as on one node (oldest run_at
 -- first, paused queues skipped, concurrency keys decided by concurrency_slot, overdue jobs fail).
--- A job that left 'active' frees its concurrency slot here (no trigger can reach a reference table
--- from a shard): slots whose job is no longer active are deleted before claiming.
+-- concurrency_slot stays a table of the coordinator, where claims run: keys held by active jobs are
+-- read into an array and filtered in the shard query; the slot insert decides races as on one node.
+-- A job that left 'active' frees its slot here (no trigger on a shard can reach the coordinator):
+-- slots whose job is no longer active are deleted before claiming.
 create or replace function workhorse.claim_shard(p_buckets integer[], p_queues text[], p_types text[], p_owner text,
                                                  p_limit integer, p_lease_ms integer)
 returns setof workhorse.job
@@ -304,6 +306,7 @@ declare
   v_errors jsonb[];
   v_slotted uuid[];
   v_take uuid[];
+  v_taken text[] := array(select s.concurrency_key from workhorse.concurrency_slot s);
 begin
   select coalesce(array_agg(x.id order by x.run_at, x.id), '{}'), array_agg(x.concurrency_key order by x.run_at, x.id),
          array_agg(x.deadline order by x.run_at, x.id), array_agg(x.run_at order by x.run_at, x.id)
@@ -316,8 +319,7 @@ begin
              and j.run_at <= v_now
              and (p_types is null or j.type = any (p_types))
              and not exists (select 1 from workhorse.queue_pause p where p.queue = j.queue)
-             and (j.concurrency_key is null
-                  or not exists (select 1 from workhorse.concurrency_slot s where s.concurrency_key = j.concurrency_key))
+             and (j.concurrency_key is null or not (j.concurrency_key = any (v_taken)))
            order by j.run_at, j.id
            limit p_limit
              for update of j skip locked) x;
@@ -390,11 +392,17 @@ declare
   v_claimed workhorse.job[] := '{}';
   v_part workhorse.job[];
   v_buckets integer[];
+  v_slot_jobs uuid[];
+  v_active uuid[];
 begin
   perform set_config('synchronous_commit', 'off', true);
-  if exists (select 1 from workhorse.concurrency_slot) then
-    delete from workhorse.concurrency_slot s
-     where s.job_id not in (select j.id from workhorse.job j where j.state = 'active' and j.concurrency_key is not null);
+  select array_agg(s.job_id) into v_slot_jobs from workhorse.concurrency_slot s;
+  if v_slot_jobs is not null then
+    -- concurrency_slot is local to the coordinator: read the jobs, then delete, never one query
+    -- joining it with the distributed job table.
+    select coalesce(array_agg(j.id), '{}') into v_active
+      from workhorse.job j where j.id = any (v_slot_jobs) and j.state = 'active';
+    delete from workhorse.concurrency_slot s where s.job_id = any (v_slot_jobs) and not (s.job_id = any (v_active));
   end if;
   if p_reap then
     perform workhorse.reap_expired_leases(p_queues, 100);
@@ -598,7 +606,8 @@ begin
 end $$;
 
 -- A failed attempt and a checkpoint: the single-node functions with the job's bucket (from its id)
--- in every statement on workhorse.job, so they reach one shard. A retry the shard trigger turned into
+-- in every statement on workhorse.job, so they reach one shard. Events carry the coordinator's
+-- now() explicitly: a worker that joins the transaction later has a later now() of its own. A retry the shard trigger turned into
 -- a cancel (an operator asked) gets its `canceled` event here.
 create or replace function workhorse.fail_job(p_id uuid, p_attempt integer, p_owner text, p_error jsonb, p_cause text,
                                    p_default_policy jsonb)
@@ -654,21 +663,21 @@ begin
   end if;
 
   if p_cause = 'execution_timed_out' then
-    insert into workhorse.job_event (job_id, kind, data)
-    values (p_id, 'execution_timed_out', jsonb_build_object('attempt', j.attempt, 'worker', p_owner));
+    insert into workhorse.job_event (job_id, at, kind, data)
+    values (p_id, v_now, 'execution_timed_out', jsonb_build_object('attempt', j.attempt, 'worker', p_owner));
   end if;
   if v_reason = 'deadline_exceeded' then
-    insert into workhorse.job_event (job_id, kind, data)
-    values (p_id, 'deadline_exceeded', jsonb_build_object('attempt', j.attempt, 'deadline', j.deadline));
+    insert into workhorse.job_event (job_id, at, kind, data)
+    values (p_id, v_now, 'deadline_exceeded', jsonb_build_object('attempt', j.attempt, 'deadline', j.deadline));
   end if;
   if v_state = 'failed' then
-    insert into workhorse.job_event (job_id, kind, data)
-    values (p_id, 'failed', jsonb_build_object('attempt', j.attempt, 'worker', p_owner, 'reason', v_reason,
+    insert into workhorse.job_event (job_id, at, kind, data)
+    values (p_id, v_now, 'failed', jsonb_build_object('attempt', j.attempt, 'worker', p_owner, 'reason', v_reason,
                                                'cause', p_cause, 'error', p_error));
     return query select v_state, null::timestamptz, null::bigint;
   else
-    insert into workhorse.job_event (job_id, kind, data)
-    values (p_id, 'retry_scheduled', jsonb_build_object('attempt', j.attempt, 'worker', p_owner, 'cause', p_cause,
+    insert into workhorse.job_event (job_id, at, kind, data)
+    values (p_id, v_now, 'retry_scheduled', jsonb_build_object('attempt', j.attempt, 'worker', p_owner, 'cause', p_cause,
                                                         'runAt', v_next, 'delayMs', v_delay, 'error', p_error));
     return query select v_state, v_next, v_delay;
   end if;

@@ -13,8 +13,9 @@
 -- Tables:
 --   distributed, colocated by bucket: job, key_binding (every decision touches one shard);
 --   distributed by job_id: job_event, job_checkpoint (written by job id; a job's rows in one shard);
---   reference (on every node): queue_pause, concurrency_slot (read or enforced by every claim);
---   local on the coordinator: migration, installation, console_session, operator_audit,
+--   reference (on every node): queue_pause (read by every claim);
+--   local on the coordinator: concurrency_slot (claims run on the coordinator and decide keys
+--     there, as on one node), migration, installation, console_session, operator_audit,
 --     maintenance_run, enqueue_observation, redrive_request (operator and console tables).
 
 do $$
@@ -99,7 +100,6 @@ select create_distributed_table('workhorse.key_binding', 'bucket', colocate_with
 select create_distributed_table('workhorse.job_event', 'job_id');
 select create_distributed_table('workhorse.job_checkpoint', 'job_id', colocate_with => 'workhorse.job_event');
 select create_reference_table('workhorse.queue_pause');
-select create_reference_table('workhorse.concurrency_slot');
 
 -- Which buckets each shard of workhorse.job holds (refreshed by workhorse.refresh_shard_buckets()
 -- after shards are split; moving a shard to another node keeps its id).
