@@ -32,6 +32,19 @@ async function run(url: string, statements: string[]): Promise<pg.QueryResultRow
  * (citus.enable_create_database_propagation creates it there).
  */
 export async function prepareCitusDatabase(adminUrl: string, url: string): Promise<void> {
+  // Test files start at once; node registration in several new databases at the same time can
+  // fail on Citus ("failure on connection marked as essential"), so they take turns.
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    await admin.query("select pg_advisory_lock(7294301120)");
+    await prepare(adminUrl, url);
+  } finally {
+    await admin.end();
+  }
+}
+
+async function prepare(adminUrl: string, url: string): Promise<void> {
   const db = new URL(url).pathname.slice(1);
   const [nodes] = await run(adminUrl, [
     "select nodename, nodeport from pg_dist_node where noderole = 'primary' and groupid <> 0 order by nodeid",

@@ -396,6 +396,10 @@ declare
   v_active uuid[];
 begin
   perform set_config('synchronous_commit', 'off', true);
+  -- One connection per worker for this claim: a multi-shard read (the slot check below) would
+  -- otherwise open several, and a later update of a row this claim locked through one of them could
+  -- be sent through another and wait on itself (Citus reports that as a distributed deadlock).
+  perform set_config('citus.max_adaptive_executor_pool_size', '1', true);
   select array_agg(s.job_id) into v_slot_jobs from workhorse.concurrency_slot s;
   if v_slot_jobs is not null then
     -- concurrency_slot is local to the coordinator: read the jobs, then delete, never one query
