@@ -14,17 +14,23 @@
  */
 
 export {
+  DeadlineExceededError,
   EnqueueIdempotencyConflictError,
   EnqueueValidationError,
+  ExecutionTimeoutError,
   type IdempotencyConflictDetails,
   isRetryableDbError,
   JobCanceledError,
   JobNotFoundError,
+  LeaseLostError,
+  NotStorableError,
   PurgeNotAllowedError,
   QueueClosedError,
   RedriveIdempotencyConflictError,
   SqlState,
   type ValidationIssue,
+  WorkerConfigError,
+  WorkerStoppingError,
   WorkhorseDatabaseError,
   WorkhorseError,
 } from "./errors";
@@ -69,7 +75,7 @@ export type {
   ThrottleOptions,
   Unchanged,
 } from "./types";
-export { DEFAULT_QUEUE, DEFAULT_SCOPE, LIMITS, MAX_JOB_IDS } from "./validate";
+export { DEFAULT_QUEUE, DEFAULT_RETRY_POLICY, DEFAULT_SCOPE, LIMITS, MAX_JOB_IDS } from "./validate";
 export {
   type ClaimedJob,
   type FailureCause,
@@ -79,16 +85,5 @@ export {
   type WorkerEvent,
   type WorkerOptions,
   type WorkerStats,
-} from "./worker";
-export {
-  DEFAULT_RETRY_POLICY,
-  DeadlineExceededError,
-  type ErrorSummary,
-  ExecutionTimeoutError,
-  LeaseLostError,
-  NotStorableError,
-  retryDelayMs,
-  summarizeError,
-  WorkerConfigError,
-  WorkerStoppingError,
-} from "./worker-support";
+} from "./worker/index";
+export { type ErrorSummary, retryDelayMs, summarizeError } from "./worker/support";
