@@ -216,10 +216,6 @@ export async function jobDetail(db: Db, id: string): Promise<JobDetailDto | null
   };
 }
 
-export function canPurge(state: JobStateName): boolean {
-  return state === "ready" || state === "scheduled";
-}
-
 /** Above this many matching rows the state tabs show the planner's estimate instead of a count. */
 export const EXACT_COUNT_LIMIT = 50_000;
 /** The exact tab count is one scan; past this it gives way to estimates. */

@@ -77,6 +77,20 @@ export type {
 } from "./types";
 export { DEFAULT_QUEUE, DEFAULT_RETRY_POLICY, DEFAULT_SCOPE, LIMITS, MAX_JOB_IDS } from "./validate";
 export {
+  AUDIT_ACTIONS,
+  type AuditAction,
+  canPurge,
+  ENQUEUE_OUTCOMES,
+  JOB_STATES,
+  KEY_MODES,
+  MAINTENANCE_TASKS,
+  type MaintenanceTask,
+  NON_REPLACEABLE_REASONS,
+  OBSERVATION_OUTCOMES,
+  type ObservationOutcome,
+  PENDING_STATES,
+} from "./vocabulary";
+export {
   type ClaimedJob,
   type FailureCause,
   type HandlerContext,

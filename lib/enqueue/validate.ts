@@ -4,6 +4,7 @@ import { z } from "zod";
 import { EnqueueValidationError, type ValidationIssue, WorkerConfigError } from "./errors";
 import type { KeyIdentity, KeyRing } from "./keys";
 import type { EnqueueOptions, KeyMode, NormalizedRetryPolicy } from "./types";
+import { KEY_MODES } from "./vocabulary";
 import type { JobHandler, WorkerOptions } from "./worker/types";
 
 export const LIMITS = {
@@ -22,6 +23,10 @@ export const LIMITS = {
   maxBatchPayloadBytes: 64 * 1024 * 1024,
   concurrencyKeyChars: 256,
   sourceChars: 128,
+  /** Who acted, in the audit log (a signed-in operator's name, or a service's). */
+  actorChars: 200,
+  /** Why, in the audit log and the job's timeline. */
+  reasonChars: 1000,
 } as const;
 
 export const DEFAULT_QUEUE = "default";
@@ -180,7 +185,7 @@ const optionsSchema = z
     source: sourceLabel.optional(),
   })
   .superRefine((o, ctx) => {
-    const modes = (["idempotency", "debounce", "throttle"] as const).filter((m) => o[m] !== undefined);
+    const modes = KEY_MODES.filter((m) => o[m] !== undefined);
     if (modes.length > 1) {
       ctx.addIssue({
         code: "custom",
@@ -386,7 +391,7 @@ function readOptions(options: unknown, optBase: string): ReturnType<typeof optio
   if (options === undefined || options === null) return optionsSchema.safeParse({});
   if (!isPlainObject(options)) refuse(optBase, "must be a plain object of options");
   try {
-    for (const nested of ["idempotency", "debounce", "throttle", "retryPolicy"]) {
+    for (const nested of [...KEY_MODES, "retryPolicy"]) {
       const v = (options as Record<string, unknown>)[nested];
       if (v !== undefined && !isPlainObject(v)) refuse(`${optBase}.${nested}`, "must be a plain object");
     }
@@ -540,13 +545,13 @@ const operatorContextSchema = z.strictObject({
     .string({ error: "must be a string" })
     .trim()
     .min(1, { error: "is required" })
-    .max(200, { error: "must be at most 200 characters" })
+    .max(LIMITS.actorChars, { error: `must be at most ${LIMITS.actorChars} characters` })
     .refine(storableText, { error: STORABLE_TEXT_RULE }),
   reason: z
     .string({ error: "must be a string" })
     .trim()
     .min(1, { error: "is required: say why" })
-    .max(1000, { error: "must be at most 1000 characters" })
+    .max(LIMITS.reasonChars, { error: `must be at most ${LIMITS.reasonChars} characters` })
     .refine(storableText, { error: STORABLE_TEXT_RULE }),
 });
 
