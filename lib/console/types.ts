@@ -4,6 +4,7 @@
  * Shared by server and client code (type-only imports on the client).
  */
 
+import type { StoredObservation } from "@/lib/enqueue/observations";
 // The core's word lists, from its pure vocabulary module (safe in client bundles, unlike lib/enqueue's index).
 import {
   JOB_STATES,
@@ -114,24 +115,8 @@ export interface JobDetailDto {
   now: string;
 }
 
-export interface ObservationDto {
-  id: string;
-  at: string;
-  outcome: ObservationOutcome;
-  reason: string | null;
-  queue: string;
-  type: string;
-  scope: string;
-  keyPreview: string;
-  keyDigest: string;
-  keyLength: number;
-  jobId: string | null;
-  conflictingFields: string[] | null;
-  payloadPaths: string[] | null;
-  storedRequestDigest: string | null;
-  rejectedRequestDigest: string | null;
-  source: string | null;
-}
+/** An observation as the core maps it (lib/enqueue/rows.ts), its time as an ISO string. */
+export type ObservationDto = Omit<StoredObservation, "at"> & { at: string };
 
 export interface AuditDto {
   id: string;

@@ -46,6 +46,14 @@ export {
   type RetryStats,
   WAKE_CHANNEL,
 } from "./queue";
+/** For read models (the console): binding and observation rows mapped as the core maps them. */
+export {
+  BINDING_COLUMNS,
+  type BindingRow,
+  bindingFromRow,
+  type ObservationRow,
+  observationFromRow,
+} from "./rows";
 export type {
   BindingInfo,
   CancelResult,
