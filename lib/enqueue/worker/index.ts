@@ -607,6 +607,11 @@ export class Worker {
     } else if (row.state === "failed") {
       this.counters.failed++;
       this.onEvent({ kind: "failed", job, cause, error });
+    } else if (row.state === "canceled") {
+      // An operator's cancel arrived before this worker's next heartbeat: the would-be retry became
+      // `canceled` (the job's cancel trigger), and that is what happened.
+      this.counters.canceled++;
+      this.onEvent({ kind: "canceled", job });
     } else {
       this.counters.retried++;
       this.onEvent({
