@@ -1,12 +1,11 @@
 "use client";
-import Link from "next/link";
-import { formatDuration, shortId } from "@/lib/console/format";
+import { formatDuration } from "@/lib/console/format";
 import { liveUrl } from "@/lib/console/live-urls";
 import type { BindingDto, Page } from "@/lib/console/types";
 import { Countdown } from "./countdown";
 import { RelativeTime } from "./relative-time";
 import { pageHref, TableFooter } from "./table-footer";
-import { Badge, DemoHint, DigestLink, EmptyState, linkClass, Mono, Table, Td } from "./ui";
+import { Badge, DemoHint, DigestLink, EmptyState, JobLink, Mono, Table, Td } from "./ui";
 import { useLive } from "./use-live";
 
 export function BindingsTable({
@@ -69,9 +68,7 @@ export function BindingsTable({
                 </Td>
               ) : null}
               <Td>
-                <Link className={`${linkClass} font-mono text-xs`} href={`/jobs/${b.jobId}`} title={b.jobId}>
-                  {shortId(b.jobId)}
-                </Link>
+                <JobLink id={b.jobId} />
               </Td>
               <Td>
                 <RelativeTime iso={b.createdAt} now={data.now} />

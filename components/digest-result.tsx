@@ -1,8 +1,8 @@
 import Link from "next/link";
-import { formatTime, shortId } from "@/lib/console/format";
+import { formatTime } from "@/lib/console/format";
 import type { DigestLookupDto } from "@/lib/console/types";
 import { BindingDetails } from "./binding-card";
-import { Badge, Card, DefinitionList, EmptyState, linkClass, Mono, Notice, Table, Td } from "./ui";
+import { Badge, Card, DefinitionList, EmptyState, JobLink, linkClass, Mono, Notice, Table, Td } from "./ui";
 
 /** Everything known under one key digest: its bindings (with their jobs) and its observations. */
 export function DigestResult({ data }: { data: DigestLookupDto }) {
@@ -92,13 +92,7 @@ export function DigestResult({ data }: { data: DigestLookupDto }) {
                   {o.queue} / {o.type}
                 </Td>
                 <Td>
-                  {o.jobId ? (
-                    <Link className={`${linkClass} font-mono text-xs`} href={`/jobs/${o.jobId}`} title={o.jobId}>
-                      {shortId(o.jobId)}
-                    </Link>
-                  ) : (
-                    "—"
-                  )}
+                  <JobLink id={o.jobId} />
                 </Td>
               </tr>
             ))}

@@ -3,6 +3,7 @@ import Link from "next/link";
 import { formatDuration, formatTime } from "@/lib/console/format";
 import { liveUrl } from "@/lib/console/live-urls";
 import type { JobDetailDto } from "@/lib/console/types";
+import { canPurge } from "@/lib/enqueue/vocabulary";
 import { BindingDetails } from "./binding-card";
 import { LiveJobState } from "./job-actions";
 import { LiveStatus } from "./live-status";
@@ -57,7 +58,7 @@ function LeaseNotice({ job }: { job: JobDetailDto }) {
 
 export function JobLive({ initial, purge }: { initial: JobDetailDto; purge: React.ReactNode }) {
   const { data: job, error, dataUpdatedAt } = useLive(liveUrl.job(initial.id), initial);
-  const canPurge = job.state === "ready" || job.state === "scheduled";
+  const purgeAllowed = canPurge(job.state);
   const key = enqueuedKey(job);
   const retrying = job.state === "scheduled" && !!job.lastErrorJson;
   return (
@@ -199,7 +200,7 @@ export function JobLive({ initial, purge }: { initial: JobDetailDto; purge: Reac
         </Card>
         <Card title="Actions">
           <LiveJobState.Provider value={{ state: job.state, cancelRequested: job.cancelRequestedAt !== null }}>
-            <PurgeAllowed.Provider value={canPurge}>{purge}</PurgeAllowed.Provider>
+            <PurgeAllowed.Provider value={purgeAllowed}>{purge}</PurgeAllowed.Provider>
           </LiveJobState.Provider>
         </Card>
         <p className="text-xs text-slate-600">

@@ -1,12 +1,11 @@
 "use client";
 import Link from "next/link";
-import { shortId } from "@/lib/console/format";
 import { liveUrl } from "@/lib/console/live-urls";
 import type { JobRowDto, Page } from "@/lib/console/types";
 import { useJobsSelection, useVisibleJobs } from "./jobs-bulk";
 import { RelativeTime } from "./relative-time";
 import { pageHref, TableFooter } from "./table-footer";
-import { Badge, DemoHint, EmptyState, linkClass, Table, Td } from "./ui";
+import { Badge, DemoHint, EmptyState, JobLink, linkClass, Table, Td } from "./ui";
 import { useLive } from "./use-live";
 import { NewRowsBar, useNewRows } from "./use-new-rows";
 
@@ -68,9 +67,7 @@ export function JobsTable({
                 </Td>
               ) : null}
               <Td>
-                <Link className={`${linkClass} font-mono text-xs`} href={`/jobs/${j.id}`} title={j.id}>
-                  {shortId(j.id)}
-                </Link>
+                <JobLink id={j.id} />
               </Td>
               <Td>
                 {j.state === "scheduled" && j.hasError ? <Badge>retrying</Badge> : <Badge>{j.state}</Badge>}

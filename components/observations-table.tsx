@@ -1,12 +1,10 @@
 "use client";
-import Link from "next/link";
-import { shortId } from "@/lib/console/format";
 import { liveUrl } from "@/lib/console/live-urls";
 import { explainOutcome, REASON_LABELS } from "@/lib/console/outcomes";
 import type { ObservationDto, Page } from "@/lib/console/types";
 import { RelativeTime } from "./relative-time";
 import { pageHref, TableFooter } from "./table-footer";
-import { Badge, DemoHint, DigestLink, EmptyState, linkClass, Mono, Table, Td } from "./ui";
+import { Badge, DemoHint, DigestLink, EmptyState, JobLink, Mono, Table, Td } from "./ui";
 import { useLive } from "./use-live";
 import { NewRowsBar, useNewRows } from "./use-new-rows";
 
@@ -94,13 +92,7 @@ export function ObservationsTable({
                 ) : null}
               </Td>
               <Td>
-                {o.jobId ? (
-                  <Link className={`${linkClass} font-mono text-xs`} href={`/jobs/${o.jobId}`} title={o.jobId}>
-                    {shortId(o.jobId)}
-                  </Link>
-                ) : (
-                  "—"
-                )}
+                <JobLink id={o.jobId} />
               </Td>
               <Td className="text-xs">{o.source ?? "—"}</Td>
             </tr>

@@ -1,11 +1,10 @@
 "use client";
 import Link from "next/link";
-import { shortId } from "@/lib/console/format";
 import { liveUrl } from "@/lib/console/live-urls";
 import type { WorkersDto } from "@/lib/console/types";
 import { LiveStatus } from "./live-status";
 import { RelativeTime } from "./relative-time";
-import { Badge, EmptyState, linkClass, Table, Td } from "./ui";
+import { Badge, EmptyState, JobLink, linkClass, Table, Td } from "./ui";
 import { useLive } from "./use-live";
 
 export function WorkersLive({ initial }: { initial: WorkersDto }) {
@@ -30,9 +29,7 @@ export function WorkersLive({ initial }: { initial: WorkersDto }) {
                 </div>
                 <div className="flex flex-wrap gap-1 text-xs">
                   {w.jobIds.map((id) => (
-                    <Link key={id} className={`${linkClass} font-mono`} href={`/jobs/${id}`} title={id}>
-                      {shortId(id)}
-                    </Link>
+                    <JobLink key={id} id={id} className="" />
                   ))}
                 </div>
               </Td>

@@ -171,6 +171,34 @@ describe("cancel", () => {
     expect(await eventKinds(b)).toEqual(["enqueued", "claimed", "cancel_requested", "canceled", "lease_expired"]);
   });
 
+  test("a handler that throws after a cancel was requested (before its worker saw it): the worker reports canceled, not a retry", async () => {
+    const q = t.queue();
+    const id = await q.enqueue("x", {}, { queue: "c4", maxAttempts: 5, retryPolicy: { type: "fixed", delayMs: 0 } });
+    let started = false;
+    let fail: (err: Error) => void = () => {};
+    const events: string[] = [];
+    const w = await startWorker({
+      queues: ["c4"],
+      heartbeatIntervalMs: 1400, // the cancel lands between heartbeats
+      onEvent: (e) => events.push(e.kind),
+      handlers: {
+        x: () =>
+          new Promise((_resolve, reject) => {
+            started = true;
+            fail = reject;
+          }),
+      },
+    });
+    await waitFor("handler running", async () => started);
+    expect(await q.cancel({ jobIds: [id] }, ctx)).toEqual({ canceled: 0, cancelRequested: 1, unchanged: {} });
+    fail(new Error("boom"));
+    await waitFor("job canceled", async () => (await stateOf(id)) === "canceled");
+    await waitFor("the worker's report", async () => events.includes("canceled") || events.includes("retry_scheduled"));
+    expect(events).toEqual(["claimed", "canceled"]);
+    expect(w.stats()).toMatchObject({ canceled: 1, retried: 0, failed: 0 });
+    expect(await eventKinds(id)).toEqual(["enqueued", "claimed", "cancel_requested", "canceled"]);
+  });
+
   test("bad input is refused before anything is written; a single missing id is JobNotFoundError", async () => {
     const q = t.queue();
     const before = await t.count("operator_audit");

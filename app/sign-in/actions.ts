@@ -8,11 +8,12 @@ import { signInLimiter } from "@/lib/console/rate-limit";
 import { safeReturnPath } from "@/lib/console/return-to";
 import { getSession, requestInfo, sameOriginRequest } from "@/lib/console/session";
 import { createSession, deleteSession, lookupSession, passwordFingerprint } from "@/lib/console/sessions";
+import { LIMITS } from "@/lib/enqueue";
 
 /** The name typed, given back after a failed sign-in so it need not be typed again. */
 function actorOf(data: FormData): string {
   const v = data.get("actor");
-  return typeof v === "string" ? v.slice(0, 100) : "";
+  return typeof v === "string" ? v.slice(0, LIMITS.actorChars) : "";
 }
 
 const form = z.object({
@@ -20,7 +21,7 @@ const form = z.object({
     .string()
     .trim()
     .min(1, { error: "Enter your name: it is recorded in the audit log" })
-    .max(100, { error: "At most 100 characters" })
+    .max(LIMITS.actorChars, { error: `At most ${LIMITS.actorChars} characters` })
     .regex(/^[^\p{Cc}]+$/u, { error: "No control characters" }),
   password: z.string().min(1, { error: "Enter the password" }).max(1024),
 });

@@ -1,6 +1,7 @@
 /** Presentational primitives (server- and client-safe). Colours chosen for WCAG AA on white. */
 import Link from "next/link";
 import type { ReactNode } from "react";
+import { shortId } from "@/lib/console/format";
 
 export function cx(...parts: (string | false | null | undefined)[]): string {
   return parts.filter(Boolean).join(" ");
@@ -232,6 +233,16 @@ export function DigestLink({ digest }: { digest: string }) {
       title="Everything under this key digest"
     >
       {digest}
+    </Link>
+  );
+}
+
+/** A job id as a short monospace link to its page (full id on hover), or "—" when there is none. */
+export function JobLink({ id, className = "text-xs" }: { id: string | null | undefined; className?: string }) {
+  if (!id) return <>—</>;
+  return (
+    <Link className={`${linkClass} font-mono ${className}`} href={`/jobs/${id}`} title={id}>
+      {shortId(id)}
     </Link>
   );
 }

@@ -4,6 +4,7 @@
  * direction comes from an allowlist, every value is a bound parameter.
  */
 import { z } from "zod";
+import { AUDIT_ACTIONS } from "@/lib/enqueue/vocabulary";
 import { BINDING_MODES, JOB_STATES, OBSERVATION_OUTCOMES, SERIES_WINDOWS, type SeriesWindow } from "./types";
 
 export type RawParams = Record<string, string | string[] | undefined> | URLSearchParams;
@@ -142,20 +143,7 @@ export function parseObservationFilters(params: RawParams): ObservationFilters {
   };
 }
 
-export const AUDIT_ACTIONS = [
-  "cancel",
-  "enqueue_test",
-  "pause_queue",
-  "purge_job",
-  "purge_queue",
-  "redrive",
-  "resume_queue",
-  "run_maintenance",
-  "run_now",
-  "sign_in",
-  "sign_out",
-  "sign_out_everywhere",
-] as const;
+export { AUDIT_ACTIONS };
 
 export interface AuditFilters {
   action?: (typeof AUDIT_ACTIONS)[number];

@@ -1,5 +1,6 @@
 import "server-only";
 import type pg from "pg";
+import { BINDING_COLUMNS, type BindingRow, bindingFromRow } from "@/lib/enqueue";
 import { type JobFilters, STATE_TABS, type StateTab } from "./filters";
 import { stateCounts } from "./overview";
 import { type Db, iso, isoOrNull, Where } from "./sql";
@@ -100,41 +101,16 @@ export async function listJobs(db: Db, f: JobFilters, limit = JOBS_PAGE_SIZE): P
   };
 }
 
-export interface BindingRow {
-  scope: string;
-  key_hash: Buffer;
-  job_id: string;
-  mode: BindingDto["mode"];
-  key_preview: string;
-  key_length: number;
-  request_digest: string;
-  ttl_ms: string;
-  created_at: Date;
-  expires_at: Date;
-  expired: boolean;
-  schedule: "reset" | "preserve" | null;
-  max_wait_ms: string | null;
-}
+export { BINDING_COLUMNS, type BindingRow };
 
-/** Columns of `workhorse.key_binding` (alias `b`) as a `BindingRow`. */
-export const BINDING_COLUMNS = `b.scope, b.key_hash, b.job_id, b.mode, b.key_preview, b.key_length,
-  encode(b.request_digest, 'hex') as request_digest, b.ttl_ms,
-  b.created_at, b.expires_at, b.expires_at <= now() as expired, b.schedule, b.max_wait_ms`;
-
+/** The core's mapping of a binding row, with dates as ISO strings and the max-wait deadline added. */
 export function bindingDto(r: BindingRow): BindingDto {
+  const b = bindingFromRow(r);
   return {
-    scope: r.scope,
-    keyPreview: r.key_preview,
-    keyDigest: r.key_hash.toString("hex", 0, 6),
-    keyLength: r.key_length,
-    jobId: r.job_id,
-    mode: r.mode,
-    requestDigest: r.request_digest,
-    ttlMs: Number(r.ttl_ms),
-    createdAt: iso(r.created_at),
-    expiresAt: iso(r.expires_at),
-    expired: r.expired,
-    ...debounceFields(r.created_at, r.schedule, r.max_wait_ms === null ? null : Number(r.max_wait_ms)),
+    ...b,
+    createdAt: iso(b.createdAt),
+    expiresAt: iso(b.expiresAt),
+    ...debounceFields(b.createdAt, b.schedule, b.maxWaitMs),
   };
 }
 
@@ -215,10 +191,6 @@ export async function jobDetail(db: Db, id: string): Promise<JobDetailDto | null
     events: events.rows.map((e) => ({ seq: Number(e.seq), at: iso(e.at), kind: e.kind, data: e.data })),
     now: iso(j.now as Date),
   };
-}
-
-export function canPurge(state: JobStateName): boolean {
-  return state === "ready" || state === "scheduled";
 }
 
 /** Above this many matching rows the state tabs show the planner's estimate instead of a count. */

@@ -1,9 +1,11 @@
 import "server-only";
+import { MAINTENANCE_TASKS } from "@/lib/enqueue";
 import { COUNT_CAP } from "./overview";
 import { cappedCount, type Db, iso } from "./sql";
 import type { MaintenanceDto } from "./types";
 
-const TASKS = ["prune_expired_bindings", "prune_observations", "reap_expired_leases"] as const;
+// The panel shows the tasks that keep keys and leases healthy; job retention has its own line.
+const TASKS = MAINTENANCE_TASKS.filter((t) => t !== "prune_finished_jobs");
 
 /** Recent maintenance runs per task (index on (task, started_at)) and the expired-binding backlog. */
 export async function maintenanceStatus(db: Db): Promise<MaintenanceDto> {

@@ -10,6 +10,8 @@ import {
   type EnqueueOptions,
   EnqueueValidationError,
   JobNotFoundError,
+  KEY_MODES,
+  LIMITS,
   PurgeNotAllowedError,
   type Queue,
 } from "@/lib/enqueue";
@@ -74,26 +76,24 @@ const intField = (label: string, min: number, max: number) =>
       error: `${label} must be between ${min} and ${max.toLocaleString("en-US")}`,
     });
 
-const KEY_MODES = ["idempotency", "debounce", "throttle"] as const;
-
 const enqueueForm = z.object({
   type: z.string({ error: "Type is required" }).min(1, { error: "Type is required" }),
   queue: z.string().optional(),
   payload: z.string().optional(),
   key: z.string().optional(),
   scope: z.string().optional(),
-  ttlMs: intField("TTL", 1, 31_536_000_000).optional(),
+  ttlMs: intField("TTL", 1, LIMITS.maxWindowMs).optional(),
   mode: z.enum(KEY_MODES, { error: "Key mode must be idempotency, debounce or throttle" }).optional(),
-  windowMs: intField("Window", 1, 31_536_000_000).optional(),
+  windowMs: intField("Window", 1, LIMITS.maxWindowMs).optional(),
   schedule: z.enum(["reset", "preserve"], { error: "Schedule must be reset or preserve" }).optional(),
-  maxWaitMs: intField("Max wait", 1, 31_536_000_000).optional(),
+  maxWaitMs: intField("Max wait", 1, LIMITS.maxWindowMs).optional(),
   runAt: z.string().optional(),
   tzOffset: z
     .string()
     .regex(/^-?\d{1,4}$/)
     .optional(),
   tags: z.string().optional(),
-  maxAttempts: intField("Max attempts", 1, 1000).optional(),
+  maxAttempts: intField("Max attempts", 1, LIMITS.maxAttempts).optional(),
 });
 
 /** datetime-local value + the browser's `getTimezoneOffset()` (minutes) -> instant. ISO with zone also accepted. */
@@ -298,7 +298,7 @@ const reasonField = z
   .string()
   .trim()
   .min(1, { error: "Give a reason: it is kept with the tombstone and in the audit log" })
-  .max(1000, { error: "Reason must be at most 1000 characters" });
+  .max(LIMITS.reasonChars, { error: `Reason must be at most ${LIMITS.reasonChars} characters` });
 
 /** Both purge actions: a required reason, then the core call; refusals and bad input are returned. */
 async function purgeWith(

@@ -1,4 +1,5 @@
 import "server-only";
+import { type ObservationRow, observationFromRow } from "@/lib/enqueue";
 import { type ObservationFilters, TIME_WINDOWS } from "./filters";
 import { prefixPattern } from "./jobs";
 import { type Db, iso, Where } from "./sql";
@@ -6,44 +7,10 @@ import type { ObservationDto, ObservationOutcome, Page } from "./types";
 
 export const OBSERVATIONS_PAGE_SIZE = 50;
 
-export interface ObservationRow {
-  id: string;
-  at: Date;
-  outcome: ObservationOutcome;
-  reason: string | null;
-  queue: string;
-  type: string;
-  scope: string;
-  key_preview: string;
-  key_digest: string;
-  key_length: number;
-  job_id: string | null;
-  conflicting_fields: string[] | null;
-  payload_paths: string[] | null;
-  stored_request_digest: string | null;
-  rejected_request_digest: string | null;
-  source: string | null;
-}
+export type { ObservationRow };
 
 export function observationDto(r: ObservationRow): ObservationDto {
-  return {
-    id: String(r.id),
-    at: iso(r.at),
-    outcome: r.outcome,
-    reason: r.reason,
-    queue: r.queue,
-    type: r.type,
-    scope: r.scope,
-    keyPreview: r.key_preview,
-    keyDigest: r.key_digest,
-    keyLength: r.key_length,
-    jobId: r.job_id,
-    conflictingFields: r.conflicting_fields,
-    payloadPaths: r.payload_paths,
-    storedRequestDigest: r.stored_request_digest,
-    rejectedRequestDigest: r.rejected_request_digest,
-    source: r.source,
-  };
+  return { ...observationFromRow(r), at: iso(r.at) };
 }
 
 /** The observation log (replays, conflicts, …), newest first by its identity key; keyset on id. */

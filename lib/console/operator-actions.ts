@@ -8,6 +8,7 @@ import { z } from "zod";
 import {
   EnqueueValidationError,
   JobNotFoundError,
+  LIMITS,
   MAX_JOB_IDS,
   type Queue,
   RedriveIdempotencyConflictError,
@@ -22,7 +23,7 @@ const reason = z
   .string({ error: "Give a reason: it is kept in the job's timeline and in the audit log" })
   .trim()
   .min(1, { error: "Give a reason: it is kept in the job's timeline and in the audit log" })
-  .max(1000, { error: "Reason must be at most 1000 characters" });
+  .max(LIMITS.reasonChars, { error: `Reason must be at most ${LIMITS.reasonChars} characters` });
 
 const jobIds = z
   .array(z.uuid({ error: "Not a job id" }))

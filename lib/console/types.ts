@@ -4,14 +4,22 @@
  * Shared by server and client code (type-only imports on the client).
  */
 
-export const JOB_STATES = ["scheduled", "ready", "active", "succeeded", "failed", "canceled", "purged"] as const;
-export type JobStateName = (typeof JOB_STATES)[number];
+import type { StoredObservation } from "@/lib/enqueue/observations";
+// The core's word lists, from its pure vocabulary module (safe in client bundles, unlike lib/enqueue's index).
+import {
+  JOB_STATES,
+  type JobState,
+  KEY_MODES,
+  type KeyMode,
+  OBSERVATION_OUTCOMES,
+  type ObservationOutcome,
+} from "@/lib/enqueue/vocabulary";
 
-export const OBSERVATION_OUTCOMES = ["replayed", "conflict", "coalesced", "non_replaceable"] as const;
-export type ObservationOutcome = (typeof OBSERVATION_OUTCOMES)[number];
-
-export const BINDING_MODES = ["idempotency", "debounce", "throttle"] as const;
-export type BindingMode = (typeof BINDING_MODES)[number];
+export type { ObservationOutcome };
+export { JOB_STATES, OBSERVATION_OUTCOMES };
+export const BINDING_MODES = KEY_MODES;
+export type JobStateName = JobState;
+export type BindingMode = KeyMode;
 
 export interface JobRowDto {
   id: string;
@@ -107,24 +115,8 @@ export interface JobDetailDto {
   now: string;
 }
 
-export interface ObservationDto {
-  id: string;
-  at: string;
-  outcome: ObservationOutcome;
-  reason: string | null;
-  queue: string;
-  type: string;
-  scope: string;
-  keyPreview: string;
-  keyDigest: string;
-  keyLength: number;
-  jobId: string | null;
-  conflictingFields: string[] | null;
-  payloadPaths: string[] | null;
-  storedRequestDigest: string | null;
-  rejectedRequestDigest: string | null;
-  source: string | null;
-}
+/** An observation as the core maps it (lib/enqueue/rows.ts), its time as an ISO string. */
+export type ObservationDto = Omit<StoredObservation, "at"> & { at: string };
 
 export interface AuditDto {
   id: string;

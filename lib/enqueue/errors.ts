@@ -291,3 +291,61 @@ export function readSafely(read: () => unknown): unknown {
     return undefined;
   }
 }
+
+// The worker's errors (lib/enqueue/worker): its configuration, and the reasons a handler's signal fires.
+
+/** A worker's option was out of range. Thrown by `new Worker(...)`. */
+export class WorkerConfigError extends WorkhorseError {
+  readonly option: string;
+  constructor(option: string, rule: string) {
+    super("WORKER_CONFIG", `${option}: ${rule}`);
+    this.option = option;
+  }
+}
+
+/** The attempt's `executionTimeoutMs` elapsed: the handler's signal fires with this reason. */
+export class ExecutionTimeoutError extends WorkhorseError {
+  readonly timeoutMs: number;
+  constructor(timeoutMs: number) {
+    super("EXECUTION_TIMED_OUT", `The attempt ran longer than its executionTimeoutMs (${timeoutMs} ms).`);
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+/** The job's deadline passed while the attempt ran: the handler's signal fires with this reason. */
+export class DeadlineExceededError extends WorkhorseError {
+  readonly deadline: Date;
+  constructor(deadline: Date) {
+    super("DEADLINE_EXCEEDED", `The job's deadline (${deadline.toISOString()}) passed.`);
+    this.deadline = deadline;
+  }
+}
+
+/**
+ * This attempt no longer holds the job: its lease lapsed and the job was reaped or claimed again.
+ * Its signal fires with this reason, and `heartbeat()`/`checkpoint()` throw it. Nothing the stale
+ * attempt reports afterwards is recorded.
+ */
+export class LeaseLostError extends WorkhorseError {
+  readonly jobId: string;
+  readonly attempt: number;
+  constructor(jobId: string, attempt: number) {
+    super("LEASE_LOST", `Attempt ${attempt} of job ${jobId} lost its lease; another attempt owns the job now.`);
+    this.jobId = jobId;
+    this.attempt = attempt;
+  }
+}
+
+/** The worker is stopping and its grace period ran out: the signal fires with this reason. */
+export class WorkerStoppingError extends WorkhorseError {
+  constructor() {
+    super("WORKER_STOPPING", "The worker is shutting down; the attempt will be released and run again.");
+  }
+}
+
+/** A handler's result or a checkpoint value that cannot be stored as JSON. */
+export class NotStorableError extends WorkhorseError {
+  constructor(what: string, reason: string) {
+    super("NOT_STORABLE", `${what} cannot be stored as JSON: ${reason}`);
+  }
+}

@@ -14,17 +14,23 @@
  */
 
 export {
+  DeadlineExceededError,
   EnqueueIdempotencyConflictError,
   EnqueueValidationError,
+  ExecutionTimeoutError,
   type IdempotencyConflictDetails,
   isRetryableDbError,
   JobCanceledError,
   JobNotFoundError,
+  LeaseLostError,
+  NotStorableError,
   PurgeNotAllowedError,
   QueueClosedError,
   RedriveIdempotencyConflictError,
   SqlState,
   type ValidationIssue,
+  WorkerConfigError,
+  WorkerStoppingError,
   WorkhorseDatabaseError,
   WorkhorseError,
 } from "./errors";
@@ -40,6 +46,14 @@ export {
   type RetryStats,
   WAKE_CHANNEL,
 } from "./queue";
+/** For read models (the console): binding and observation rows mapped as the core maps them. */
+export {
+  BINDING_COLUMNS,
+  type BindingRow,
+  bindingFromRow,
+  type ObservationRow,
+  observationFromRow,
+} from "./rows";
 export type {
   BindingInfo,
   CancelResult,
@@ -69,7 +83,21 @@ export type {
   ThrottleOptions,
   Unchanged,
 } from "./types";
-export { DEFAULT_QUEUE, DEFAULT_SCOPE, LIMITS, MAX_JOB_IDS } from "./validate";
+export { DEFAULT_QUEUE, DEFAULT_RETRY_POLICY, DEFAULT_SCOPE, LIMITS, MAX_JOB_IDS } from "./validate";
+export {
+  AUDIT_ACTIONS,
+  type AuditAction,
+  canPurge,
+  ENQUEUE_OUTCOMES,
+  JOB_STATES,
+  KEY_MODES,
+  MAINTENANCE_TASKS,
+  type MaintenanceTask,
+  NON_REPLACEABLE_REASONS,
+  OBSERVATION_OUTCOMES,
+  type ObservationOutcome,
+  PENDING_STATES,
+} from "./vocabulary";
 export {
   type ClaimedJob,
   type FailureCause,
@@ -79,16 +107,5 @@ export {
   type WorkerEvent,
   type WorkerOptions,
   type WorkerStats,
-} from "./worker";
-export {
-  DEFAULT_RETRY_POLICY,
-  DeadlineExceededError,
-  type ErrorSummary,
-  ExecutionTimeoutError,
-  LeaseLostError,
-  NotStorableError,
-  retryDelayMs,
-  summarizeError,
-  WorkerConfigError,
-  WorkerStoppingError,
-} from "./worker-support";
+} from "./worker/index";
+export { type ErrorSummary, retryDelayMs, summarizeError } from "./worker/support";

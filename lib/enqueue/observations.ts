@@ -1,9 +1,10 @@
 import type pg from "pg";
+import type { ObservationOutcome } from "./vocabulary";
 
 /** One replay, conflict, coalesce or non-replaceable decision, as operators see it (docs/enqueue.md, observations). */
 export interface Observation {
   at: Date;
-  outcome: "replayed" | "conflict" | "coalesced" | "non_replaceable";
+  outcome: ObservationOutcome;
   reason?: string | null;
   queue: string;
   type: string;
@@ -18,6 +19,9 @@ export interface Observation {
   rejectedRequestDigest?: string | null;
   source?: string | null;
 }
+
+/** An observation as `workhorse.enqueue_observation` holds it: every field present, `null` when absent. */
+export type StoredObservation = { id: string } & { [K in keyof Observation]-?: Exclude<Observation[K], undefined> };
 
 export interface ObservationStats {
   /** Handed to the recorder. */

@@ -34,6 +34,7 @@ import {
   type ObservationStats,
 } from "./observations";
 import { answeredByServer, withPoolClient } from "./pool-client";
+import { BINDING_COLUMNS, type BindingRow, bindingFromRow } from "./rows";
 import type {
   BindingInfo,
   CancelResult,
@@ -555,40 +556,6 @@ export function jobFromRow(r: JobRow): Job {
   };
 }
 
-interface BindingRow {
-  scope: string;
-  key_hash: Buffer;
-  job_id: string;
-  mode: BindingInfo["mode"];
-  key_preview: string;
-  key_length: number;
-  request_digest: string;
-  ttl_ms: string;
-  created_at: Date;
-  expires_at: Date;
-  expired: boolean;
-  schedule: "reset" | "preserve" | null;
-  max_wait_ms: string | null;
-}
-
-export function bindingFromRow(r: BindingRow): BindingInfo {
-  return {
-    scope: r.scope,
-    keyPreview: r.key_preview,
-    keyDigest: r.key_hash.toString("hex", 0, 6),
-    keyLength: r.key_length,
-    jobId: r.job_id,
-    mode: r.mode,
-    requestDigest: r.request_digest,
-    ttlMs: Number(r.ttl_ms),
-    createdAt: r.created_at,
-    expiresAt: r.expires_at,
-    expired: r.expired,
-    schedule: r.schedule,
-    maxWaitMs: r.max_wait_ms === null ? null : Number(r.max_wait_ms),
-  };
-}
-
 export interface MaintenanceResult {
   expiredBindingsDeleted: number;
   observationsDeleted: number;
@@ -966,9 +933,7 @@ export class QueueOperations {
     // Both hashes: a binding made before the HMAC upgrade is found too. The live one wins.
     const { rows } = await this.sql<BindingRow>("findBinding", {
       name: "workhorse_find_binding",
-      text: `select b.scope, b.key_hash, b.job_id, b.mode, b.key_preview, b.key_length,
-                    encode(b.request_digest, 'hex') as request_digest, b.ttl_ms,
-                    b.created_at, b.expires_at, b.expires_at <= now() as expired, b.schedule, b.max_wait_ms
+      text: `select ${BINDING_COLUMNS}
                from workhorse.key_binding b where b.scope = $1 and b.key_hash = any($2::bytea[])
               order by b.expires_at desc limit 1`,
       values: [scope, [this.shared.config.keys.hash(scope, key), legacyKeyHash(scope, key)]],

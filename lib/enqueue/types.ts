@@ -1,8 +1,7 @@
-/** Job states (docs/worker.md, lifecycle). */
-export type JobState = "scheduled" | "ready" | "active" | "succeeded" | "failed" | "canceled" | "purged";
+import type { EnqueueOutcome, JobState, KeyMode, NonReplaceableReason } from "./vocabulary";
 
-/** What PostgreSQL decided for one request. */
-export type EnqueueOutcome = "accepted" | "replayed" | "replaced" | "non_replaceable" | "coalesced";
+// The word lists (states, modes, outcomes, reasons) live in vocabulary.ts.
+export type { EnqueueOutcome, JobState, KeyMode, NonReplaceableReason };
 
 /** Retry policy as given by the caller. Integers, delays in milliseconds, 0..31,536,000,000. */
 export type RetryPolicy =
@@ -25,9 +24,6 @@ export interface IdempotencyOptions {
   scope?: string;
   ttlMs?: number;
 }
-
-/** The three ways a scoped key can be held. One key holds one mode until it expires or is released. */
-export type KeyMode = "idempotency" | "debounce" | "throttle";
 
 /**
  * Debounce: repeats inside the window replace the pending job's definition in place (same id).
@@ -86,15 +82,6 @@ export interface EnqueueRequest {
   payload: unknown;
   options?: EnqueueOptions;
 }
-
-/**
- * Why a debounce request could not replace the job holding its key:
- * - `incompatible_key_mode`: the live key is held by idempotency or throttle;
- * - `not_pending`: the window is open but the job is active, has started before, or has ended;
- * - `window_elapsed_pending`: the window is over but the job has not started yet (a new job would
- *   do the work twice; it runs as it was last replaced).
- */
-export type NonReplaceableReason = "incompatible_key_mode" | "not_pending" | "window_elapsed_pending";
 
 /**
  * What PostgreSQL decided for one request; `jobId` is always the job that holds (or now holds) the

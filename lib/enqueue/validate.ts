@@ -1,8 +1,11 @@
-import { hash } from "node:crypto";
+import { hash, randomUUID } from "node:crypto";
+import { hostname } from "node:os";
 import { z } from "zod";
-import { EnqueueValidationError, type ValidationIssue } from "./errors";
+import { EnqueueValidationError, type ValidationIssue, WorkerConfigError } from "./errors";
 import type { KeyIdentity, KeyRing } from "./keys";
 import type { EnqueueOptions, KeyMode, NormalizedRetryPolicy } from "./types";
+import { KEY_MODES } from "./vocabulary";
+import type { JobHandler, WorkerOptions } from "./worker/types";
 
 export const LIMITS = {
   keyBytes: 512,
@@ -20,6 +23,10 @@ export const LIMITS = {
   maxBatchPayloadBytes: 64 * 1024 * 1024,
   concurrencyKeyChars: 256,
   sourceChars: 128,
+  /** Who acted, in the audit log (a signed-in operator's name, or a service's). */
+  actorChars: 200,
+  /** Why, in the audit log and the job's timeline. */
+  reasonChars: 1000,
 } as const;
 
 export const DEFAULT_QUEUE = "default";
@@ -178,7 +185,7 @@ const optionsSchema = z
     source: sourceLabel.optional(),
   })
   .superRefine((o, ctx) => {
-    const modes = (["idempotency", "debounce", "throttle"] as const).filter((m) => o[m] !== undefined);
+    const modes = KEY_MODES.filter((m) => o[m] !== undefined);
     if (modes.length > 1) {
       ctx.addIssue({
         code: "custom",
@@ -384,7 +391,7 @@ function readOptions(options: unknown, optBase: string): ReturnType<typeof optio
   if (options === undefined || options === null) return optionsSchema.safeParse({});
   if (!isPlainObject(options)) refuse(optBase, "must be a plain object of options");
   try {
-    for (const nested of ["idempotency", "debounce", "throttle", "retryPolicy"]) {
+    for (const nested of [...KEY_MODES, "retryPolicy"]) {
       const v = (options as Record<string, unknown>)[nested];
       if (v !== undefined && !isPlainObject(v)) refuse(`${optBase}.${nested}`, "must be a plain object");
     }
@@ -538,13 +545,13 @@ const operatorContextSchema = z.strictObject({
     .string({ error: "must be a string" })
     .trim()
     .min(1, { error: "is required" })
-    .max(200, { error: "must be at most 200 characters" })
+    .max(LIMITS.actorChars, { error: `must be at most ${LIMITS.actorChars} characters` })
     .refine(storableText, { error: STORABLE_TEXT_RULE }),
   reason: z
     .string({ error: "must be a string" })
     .trim()
     .min(1, { error: "is required: say why" })
-    .max(1000, { error: "must be at most 1000 characters" })
+    .max(LIMITS.reasonChars, { error: `must be at most ${LIMITS.reasonChars} characters` })
     .refine(storableText, { error: STORABLE_TEXT_RULE }),
 });
 
@@ -729,3 +736,92 @@ export const pruneFinishedJobsSchema = z.strictObject({
     .union([count(Number.MAX_SAFE_INTEGER), z.literal(Number.POSITIVE_INFINITY)])
     .default(Number.POSITIVE_INFINITY),
 });
+
+// ---------------------------------------------------------------------------------------------
+// Worker options (docs/worker.md, "Options")
+
+function int(option: string, value: number | undefined, fallback: number, min: number, max: number): number {
+  const v = value ?? fallback;
+  if (!Number.isInteger(v) || v < min || v > max) {
+    throw new WorkerConfigError(option, `must be an integer ${min}..${max} (got ${String(value)})`);
+  }
+  return v;
+}
+
+/** Default retry policy when a job has none: 1 s, doubling, capped at 1 h. */
+export const DEFAULT_RETRY_POLICY: NormalizedRetryPolicy = {
+  initialDelayMs: 1000,
+  multiplier: 2,
+  maxDelayMs: 3_600_000,
+};
+
+/**
+ * `new Worker(options)`'s options checked and defaulted (bounds in docs/worker.md). Throws
+ * `WorkerConfigError` naming the option and its rule.
+ */
+export function workerSettings(options: WorkerOptions) {
+  if (!options || typeof options.pool?.connect !== "function") throw new WorkerConfigError("pool", "must be a pg.Pool");
+  const pool = options.pool;
+  const queues = options.queues ?? ["default"];
+  if (!Array.isArray(queues) || queues.length === 0 || queues.some((q) => typeof q !== "string" || !q)) {
+    throw new WorkerConfigError("queues", "must be a non-empty array of queue names");
+  }
+  const uniqueQueues = [...new Set(queues)];
+  if (!options.handlers || typeof options.handlers !== "object") {
+    throw new WorkerConfigError("handlers", 'must map job types (or "*") to functions');
+  }
+  const handlers = new Map<string, JobHandler<unknown>>();
+  for (const [type, fn] of Object.entries(options.handlers)) {
+    if (typeof fn !== "function") throw new WorkerConfigError(`handlers.${type}`, "must be a function");
+    handlers.set(type, fn as JobHandler<unknown>);
+  }
+  if (handlers.size === 0) throw new WorkerConfigError("handlers", "must have at least one handler");
+  const types = handlers.has("*") ? null : [...handlers.keys()];
+  const concurrency = int("concurrency", options.concurrency, 1, 1, 1000);
+  const leaseMs = int("leaseMs", options.leaseMs, 30_000, 200, 86_400_000);
+  const heartbeatIntervalMs = int(
+    "heartbeatIntervalMs",
+    options.heartbeatIntervalMs,
+    Math.floor(leaseMs / 3),
+    10,
+    leaseMs - 1,
+  );
+  const pollIntervalMs = int("pollIntervalMs", options.pollIntervalMs, 1000, 10, 3_600_000);
+  const reapIntervalMs = int("reapIntervalMs", options.reapIntervalMs, 1000, 0, 3_600_000);
+  const abortGraceMs = int("abortGraceMs", options.abortGraceMs, 5000, 0, 3_600_000);
+  const maxResultBytes = int(
+    "maxResultBytes",
+    options.maxResultBytes,
+    LIMITS.defaultPayloadBytes,
+    2,
+    256 * 1024 * 1024,
+  );
+  const policy: NormalizedRetryPolicy = options.defaultRetryPolicy
+    ? (normalizeRetryPolicy(options.defaultRetryPolicy) as NormalizedRetryPolicy)
+    : DEFAULT_RETRY_POLICY;
+  for (const [k, v] of Object.entries(policy)) {
+    if (!Number.isInteger(v) || v < 0 || v > 31_536_000_000) {
+      throw new WorkerConfigError(`defaultRetryPolicy.${k}`, "must be an integer 0..31536000000");
+    }
+  }
+  const defaultPolicyJson = JSON.stringify(policy);
+  const workerId = options.workerId ?? `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`;
+  if (typeof workerId !== "string" || workerId.length < 1 || workerId.length > 200) {
+    throw new WorkerConfigError("workerId", "must be 1..200 characters");
+  }
+  return {
+    pool,
+    queues: uniqueQueues,
+    handlers,
+    types,
+    concurrency,
+    leaseMs,
+    heartbeatIntervalMs,
+    pollIntervalMs,
+    reapIntervalMs,
+    abortGraceMs,
+    maxResultBytes,
+    defaultPolicyJson,
+    workerId,
+  };
+}

@@ -3,9 +3,9 @@
  * summary stored in `last_error`, JSON checks for values headed to `jsonb`, timers, and the
  * classification of database errors a worker may simply retry.
  */
-import { EnqueueValidationError, isRetryableDbError, readSafely, WorkhorseError } from "./errors";
-import type { NormalizedRetryPolicy } from "./types";
-import { LIMITS, serializePayload } from "./validate";
+import { EnqueueValidationError, isRetryableDbError, NotStorableError, readSafely } from "../errors";
+import type { NormalizedRetryPolicy } from "../types";
+import { LIMITS, serializePayload } from "../validate";
 
 /** Why an attempt failed, as stored in `workhorse.job.last_error` and in the event data. */
 export interface ErrorSummary {
@@ -84,62 +84,6 @@ export function summarizeError(err: unknown, depth = 0): ErrorSummary {
   }
 }
 
-/** A worker's option was out of range. Thrown by `new Worker(...)`. */
-export class WorkerConfigError extends WorkhorseError {
-  readonly option: string;
-  constructor(option: string, rule: string) {
-    super("WORKER_CONFIG", `${option}: ${rule}`);
-    this.option = option;
-  }
-}
-
-/** The attempt's `executionTimeoutMs` elapsed: the handler's signal fires with this reason. */
-export class ExecutionTimeoutError extends WorkhorseError {
-  readonly timeoutMs: number;
-  constructor(timeoutMs: number) {
-    super("EXECUTION_TIMED_OUT", `The attempt ran longer than its executionTimeoutMs (${timeoutMs} ms).`);
-    this.timeoutMs = timeoutMs;
-  }
-}
-
-/** The job's deadline passed while the attempt ran: the handler's signal fires with this reason. */
-export class DeadlineExceededError extends WorkhorseError {
-  readonly deadline: Date;
-  constructor(deadline: Date) {
-    super("DEADLINE_EXCEEDED", `The job's deadline (${deadline.toISOString()}) passed.`);
-    this.deadline = deadline;
-  }
-}
-
-/**
- * This attempt no longer holds the job: its lease lapsed and the job was reaped or claimed again.
- * Its signal fires with this reason, and `heartbeat()`/`checkpoint()` throw it. Nothing the stale
- * attempt reports afterwards is recorded.
- */
-export class LeaseLostError extends WorkhorseError {
-  readonly jobId: string;
-  readonly attempt: number;
-  constructor(jobId: string, attempt: number) {
-    super("LEASE_LOST", `Attempt ${attempt} of job ${jobId} lost its lease; another attempt owns the job now.`);
-    this.jobId = jobId;
-    this.attempt = attempt;
-  }
-}
-
-/** The worker is stopping and its grace period ran out: the signal fires with this reason. */
-export class WorkerStoppingError extends WorkhorseError {
-  constructor() {
-    super("WORKER_STOPPING", "The worker is shutting down; the attempt will be released and run again.");
-  }
-}
-
-/** A handler's result or a checkpoint value that cannot be stored as JSON. */
-export class NotStorableError extends WorkhorseError {
-  constructor(what: string, reason: string) {
-    super("NOT_STORABLE", `${what} cannot be stored as JSON: ${reason}`);
-  }
-}
-
 /**
  * JSON text for a `jsonb` column (a handler's result, a checkpoint value); `undefined` becomes `null`.
  * The payload's rules apply (see `serializePayload`): JSON values only (no BigInt, Map, Set, typed
@@ -154,13 +98,6 @@ export function toJsonText(value: unknown, what: string, maxBytes: number = LIMI
     throw new NotStorableError(what, err instanceof EnqueueValidationError ? err.rule : describeValue(err));
   }
 }
-
-/** Default retry policy when a job has none: 1 s, doubling, capped at 1 h. */
-export const DEFAULT_RETRY_POLICY: NormalizedRetryPolicy = {
-  initialDelayMs: 1000,
-  multiplier: 2,
-  maxDelayMs: 3_600_000,
-};
 
 /** The delay after attempt `attempt` (1-based) failed; mirrors `workhorse.retry_delay_ms`. */
 export function retryDelayMs(policy: NormalizedRetryPolicy, attempt: number): number {

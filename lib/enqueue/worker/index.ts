@@ -3,162 +3,31 @@
  * records fenced outcomes. Delivery is at least once: a handler may run again after a crash, a
  * lost lease or a lost acknowledgement, so handlers must tolerate repeats (checkpoints help).
  */
-import { randomUUID } from "node:crypto";
-import { hostname } from "node:os";
-import pg from "pg";
-import { JobCanceledError } from "./errors";
-import { WAKE_CHANNEL } from "./queue";
-import type { NormalizedRetryPolicy, RetryPolicy } from "./types";
-import { LIMITS, normalizeRetryPolicy } from "./validate";
+import type pg from "pg";
 import {
-  DEFAULT_RETRY_POLICY,
   DeadlineExceededError,
-  type ErrorSummary,
   ExecutionTimeoutError,
-  isTransientDbError,
+  JobCanceledError,
   LeaseLostError,
-  longTimeout,
   NotStorableError,
-  sleep,
-  summarizeError,
-  toJsonText,
   WorkerConfigError,
   WorkerStoppingError,
-} from "./worker-support";
+} from "../errors";
+import { workerSettings } from "../validate";
+import { Listener } from "./listener";
+import * as sql from "./sql";
+import { type ErrorSummary, isTransientDbError, longTimeout, sleep, summarizeError, toJsonText } from "./support";
+import type {
+  ClaimedJob,
+  FailureCause,
+  HandlerContext,
+  JobHandler,
+  WorkerEvent,
+  WorkerOptions,
+  WorkerStats,
+} from "./types";
 
-/** A job as its handler receives it: the claimed attempt. */
-export interface ClaimedJob {
-  id: string;
-  queue: string;
-  type: string;
-  payload: unknown;
-  /** 1-based attempt number of this run. */
-  attempt: number;
-  maxAttempts: number;
-  runAt: Date;
-  deadline: Date | null;
-  executionTimeoutMs: number | null;
-  concurrencyKey: string | null;
-  tags: string[];
-  createdAt: Date;
-  /** When the lease lapses unless heartbeats extend it (PostgreSQL's clock). */
-  leaseExpiresAt: Date;
-  /** The lease token stored as `lease_owner`: `<workerId>~<claim>`, new for every claim call. */
-  leaseOwner: string;
-}
-
-/** What a handler gets besides the payload. */
-export interface HandlerContext {
-  readonly jobId: string;
-  /** 1-based attempt number. */
-  readonly attempt: number;
-  /**
-   * Fires when the attempt should stop: `ExecutionTimeoutError` (executionTimeoutMs elapsed),
-   * `DeadlineExceededError` (the job's deadline passed), `LeaseLostError` (another attempt owns the
-   * job now), `WorkerStoppingError` (shutdown grace ran out) or `JobCanceledError` (an operator
-   * canceled the job; seen at the next heartbeat). `signal.reason` says which.
-   */
-  readonly signal: AbortSignal;
-  readonly job: ClaimedJob;
-  readonly workerId: string;
-  /**
-   * Extends this attempt's lease now (the worker also heartbeats on its own every
-   * `heartbeatIntervalMs`). Throws `LeaseLostError` when the attempt no longer holds the job.
-   */
-  heartbeat(): Promise<void>;
-  /**
-   * Runs `fn` once per job: its JSON result is stored in `workhorse.job_checkpoint` (with a
-   * `checkpoint_saved` event, in one transaction), and a later attempt gets the stored value back
-   * without running `fn`. The value is returned as JSON round-trips it (`undefined` -> `null`, Dates
-   * -> strings), the same on every attempt. Crash window: if the process dies after `fn`'s external
-   * effect but before the checkpoint commits, the next attempt runs `fn` again, so give the effect
-   * its own idempotency key (e.g. `${jobId}:${name}`). Names: 1..128 characters.
-   * Throws `LeaseLostError` (nothing stored) when the attempt lost the job meanwhile.
-   */
-  checkpoint<T>(name: string, fn: () => T | Promise<T>): Promise<T>;
-}
-
-/**
- * Runs one attempt. Resolve with a JSON-serialisable result (stored; `undefined` -> `null`), or
- * throw to fail the attempt (retried per the job's retry policy until maxAttempts).
- */
-export type JobHandler<P = unknown> = (payload: P, ctx: HandlerContext) => unknown;
-
-/** Why an attempt failed. */
-export type FailureCause = "error" | "execution_timed_out" | "deadline_exceeded";
-
-/** What the worker reports about its own attempts (`onEvent`); the durable record is `workhorse.job_event`. */
-export type WorkerEvent =
-  | { kind: "claimed"; job: ClaimedJob }
-  | { kind: "succeeded"; job: ClaimedJob; durationMs: number }
-  | {
-      kind: "retry_scheduled";
-      job: ClaimedJob;
-      cause: FailureCause;
-      error: ErrorSummary;
-      runAt: Date;
-      delayMs: number;
-    }
-  | { kind: "failed"; job: ClaimedJob; cause: FailureCause; error: ErrorSummary }
-  | { kind: "checkpoint_saved"; job: ClaimedJob; name: string }
-  /** Another attempt owns the job now; this one's outcome will not be recorded. */
-  | { kind: "lease_lost"; job: ClaimedJob }
-  /** The attempt finished but its outcome was fenced out (the lease had been lost). */
-  | { kind: "stale"; job: ClaimedJob }
-  /** Shutdown grace ran out: the attempt was given back uncounted. */
-  | { kind: "released"; job: ClaimedJob }
-  /** After its signal fired the handler did not settle within `abortGraceMs`; its slot was freed anyway. */
-  | { kind: "abandoned"; job: ClaimedJob }
-  /** An operator canceled the job while it ran; the attempt was recorded `canceled` (no retry). */
-  | { kind: "canceled"; job: ClaimedJob };
-
-export interface WorkerOptions {
-  /** Caller-owned pool; `stop()` never ends it. The worker adds one dedicated LISTEN connection. */
-  pool: pg.Pool;
-  /** Queues to take jobs from. Default `["default"]`. */
-  queues?: string[];
-  /** Handlers by job `type`; `"*"` catches every other type. Only types with a handler are claimed. */
-  handlers: Record<string, JobHandler<never>>;
-  /** Attempts run at once, 1..1000. Default 1. */
-  concurrency?: number;
-  /** Prefix of the lease tokens stored as `lease_owner` (`<workerId>~<claim>`). Default `<host>/<pid>/<random>`. */
-  workerId?: string;
-  /** Lease length in ms, 200..86,400,000. Default 30,000. */
-  leaseMs?: number;
-  /** Heartbeat period in ms, below `leaseMs`. Default `leaseMs / 3`. */
-  heartbeatIntervalMs?: number;
-  /** Polling fallback in ms (a lost notification delays a job by at most this). Default 1,000. */
-  pollIntervalMs?: number;
-  /** How often this worker looks for lapsed leases, in ms. Default 1,000. */
-  reapIntervalMs?: number;
-  /** After a handler's signal fires, how long to wait for it to settle, in ms. Default 5,000. */
-  abortGraceMs?: number;
-  /**
-   * Largest handler result (and checkpoint value) stored, in bytes of JSON, 2..268,435,456. Default
-   * 1 MiB, as for payloads. A larger or unstorable result fails the attempt with `NotStorableError`.
-   */
-  maxResultBytes?: number;
-  /** Retry policy for jobs enqueued without one. Default exponential: 1 s, x2, capped at 1 h. */
-  defaultRetryPolicy?: RetryPolicy;
-  /** LISTEN for wake-ups (`WAKE_CHANNEL`). Default true; false means polling only. */
-  listen?: boolean;
-  /** Called for every attempt transition this worker makes. Must not throw. */
-  onEvent?: (event: WorkerEvent) => void;
-  /** Unexpected errors (database outages while retrying, handler misbehaviour). Default: console.warn. */
-  onError?: (error: Error) => void;
-}
-
-/** Counters since `start()`. */
-export interface WorkerStats {
-  claimed: number;
-  succeeded: number;
-  retried: number;
-  failed: number;
-  stale: number;
-  released: number;
-  canceled: number;
-  running: number;
-}
+export type { ClaimedJob, FailureCause, HandlerContext, JobHandler, WorkerEvent, WorkerOptions, WorkerStats };
 
 type StopCause = "execution_timed_out" | "deadline_exceeded" | "lease_lost" | "shutdown" | "canceled";
 
@@ -175,71 +44,12 @@ interface Running {
   startedAt: number;
 }
 
-interface ClaimRow {
-  id: string;
-  queue: string;
-  type: string;
-  payload: unknown;
-  attempt: number;
-  max_attempts: number;
-  run_at: Date;
-  deadline: Date | null;
-  execution_timeout_ms: string | null;
-  concurrency_key: string | null;
-  tags: string[];
-  created_at: Date;
-  lease_expires_at: Date;
-  lease_owner: string;
-}
-
-const SQL = {
-  claim: `select id, queue, type, payload, attempt, max_attempts, run_at, deadline, execution_timeout_ms,
-                 concurrency_key, tags, created_at, lease_expires_at, $3::text as lease_owner
-            from workhorse.claim_jobs($1::text[], $2::text[], $3::text, $4::integer, $5::integer, $6::boolean)`,
-  heartbeat:
-    "select id, lease_owner, cancel_requested from workhorse.heartbeat_jobs($1::uuid[], $2::integer[], $3::text[], $4::integer)",
-  cancelAttempt: "select id from workhorse.cancel_attempt($1::uuid, $2::integer, $3::text)",
-  complete: "select id from workhorse.complete_jobs($1::uuid[], $2::integer[], $3::text[], $4::jsonb[])",
-  fail: "select state, run_at, delay_ms from workhorse.fail_job($1::uuid, $2::integer, $3::text, $4::jsonb, $5::text, $6::jsonb)",
-  release: "select id from workhorse.release_jobs($1::uuid[], $2::integer[], $3::text[], $4::text)",
-  readCheckpoint: "select value from workhorse.job_checkpoint where job_id = $1::uuid and name = $2::text",
-  saveCheckpoint:
-    "select status, value from workhorse.save_checkpoint($1::uuid, $2::integer, $3::text, $4::text, $5::jsonb, $6::integer)",
-} as const;
-
 const COMPLETE_BATCH = 500;
-
-function int(option: string, value: number | undefined, fallback: number, min: number, max: number): number {
-  const v = value ?? fallback;
-  if (!Number.isInteger(v) || v < min || v > max) {
-    throw new WorkerConfigError(option, `must be an integer ${min}..${max} (got ${String(value)})`);
-  }
-  return v;
-}
 
 /** A refused write's reason in words (the driver error's message, bounded by the error summary). */
 function describeRefusal(err: unknown): string {
   const summary = summarizeError(err);
   return summary.code ? `${summary.message} (SQLSTATE ${summary.code})` : summary.message;
-}
-
-function jobFromClaim(r: ClaimRow): ClaimedJob {
-  return {
-    id: r.id,
-    queue: r.queue,
-    type: r.type,
-    payload: r.payload,
-    attempt: r.attempt,
-    maxAttempts: r.max_attempts,
-    runAt: r.run_at,
-    deadline: r.deadline,
-    executionTimeoutMs: r.execution_timeout_ms === null ? null : Number(r.execution_timeout_ms),
-    concurrencyKey: r.concurrency_key,
-    tags: r.tags,
-    createdAt: r.created_at,
-    leaseExpiresAt: r.lease_expires_at,
-    leaseOwner: r.lease_owner,
-  };
 }
 
 /**
@@ -324,57 +134,21 @@ export class Worker {
 
   /** @throws WorkerConfigError an option is missing or out of range */
   constructor(options: WorkerOptions) {
-    if (!options || typeof options.pool?.connect !== "function")
-      throw new WorkerConfigError("pool", "must be a pg.Pool");
-    this.pool = options.pool;
-    const queues = options.queues ?? ["default"];
-    if (!Array.isArray(queues) || queues.length === 0 || queues.some((q) => typeof q !== "string" || !q)) {
-      throw new WorkerConfigError("queues", "must be a non-empty array of queue names");
-    }
-    this.queues = [...new Set(queues)];
-    if (!options.handlers || typeof options.handlers !== "object") {
-      throw new WorkerConfigError("handlers", 'must map job types (or "*") to functions');
-    }
-    this.handlers = new Map();
-    for (const [type, fn] of Object.entries(options.handlers)) {
-      if (typeof fn !== "function") throw new WorkerConfigError(`handlers.${type}`, "must be a function");
-      this.handlers.set(type, fn as JobHandler<unknown>);
-    }
-    if (this.handlers.size === 0) throw new WorkerConfigError("handlers", "must have at least one handler");
-    this.types = this.handlers.has("*") ? null : [...this.handlers.keys()];
-    this.concurrency = int("concurrency", options.concurrency, 1, 1, 1000);
+    const settings = workerSettings(options);
+    this.pool = settings.pool;
+    this.queues = settings.queues;
+    this.handlers = settings.handlers;
+    this.types = settings.types;
+    this.concurrency = settings.concurrency;
     this.maxPendingOutcomes = Math.max(this.concurrency, 32);
-    this.leaseMs = int("leaseMs", options.leaseMs, 30_000, 200, 86_400_000);
-    this.heartbeatIntervalMs = int(
-      "heartbeatIntervalMs",
-      options.heartbeatIntervalMs,
-      Math.floor(this.leaseMs / 3),
-      10,
-      this.leaseMs - 1,
-    );
-    this.pollIntervalMs = int("pollIntervalMs", options.pollIntervalMs, 1000, 10, 3_600_000);
-    this.reapIntervalMs = int("reapIntervalMs", options.reapIntervalMs, 1000, 0, 3_600_000);
-    this.abortGraceMs = int("abortGraceMs", options.abortGraceMs, 5000, 0, 3_600_000);
-    this.maxResultBytes = int(
-      "maxResultBytes",
-      options.maxResultBytes,
-      LIMITS.defaultPayloadBytes,
-      2,
-      256 * 1024 * 1024,
-    );
-    const policy: NormalizedRetryPolicy = options.defaultRetryPolicy
-      ? (normalizeRetryPolicy(options.defaultRetryPolicy) as NormalizedRetryPolicy)
-      : DEFAULT_RETRY_POLICY;
-    for (const [k, v] of Object.entries(policy)) {
-      if (!Number.isInteger(v) || v < 0 || v > 31_536_000_000) {
-        throw new WorkerConfigError(`defaultRetryPolicy.${k}`, "must be an integer 0..31536000000");
-      }
-    }
-    this.defaultPolicyJson = JSON.stringify(policy);
-    this.workerId = options.workerId ?? `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`;
-    if (typeof this.workerId !== "string" || this.workerId.length < 1 || this.workerId.length > 200) {
-      throw new WorkerConfigError("workerId", "must be 1..200 characters");
-    }
+    this.leaseMs = settings.leaseMs;
+    this.heartbeatIntervalMs = settings.heartbeatIntervalMs;
+    this.pollIntervalMs = settings.pollIntervalMs;
+    this.reapIntervalMs = settings.reapIntervalMs;
+    this.abortGraceMs = settings.abortGraceMs;
+    this.maxResultBytes = settings.maxResultBytes;
+    this.defaultPolicyJson = settings.defaultPolicyJson;
+    this.workerId = settings.workerId;
     this.listenEnabled = options.listen ?? true;
     const onEvent = options.onEvent;
     this.onEvent = onEvent
@@ -494,14 +268,16 @@ export class Worker {
       }
       this.wanted = false;
       const reap = Date.now() - this.lastReap >= this.reapIntervalMs;
-      let rows: ClaimRow[];
+      let jobs: ClaimedJob[];
       try {
-        const res = await this.pool.query<ClaimRow>({
-          name: "workhorse_claim_jobs",
-          text: SQL.claim,
-          values: [this.queues, this.types, this.leaseToken(), free, this.leaseMs, reap],
+        jobs = await sql.claimJobs(this.pool, {
+          queues: this.queues,
+          types: this.types,
+          leaseToken: this.leaseToken(),
+          limit: free,
+          leaseMs: this.leaseMs,
+          reap,
         });
-        rows = res.rows;
         if (reap) this.lastReap = Date.now();
         backoff = 0;
       } catch (err) {
@@ -511,8 +287,7 @@ export class Worker {
         await this.waitForKick(backoff);
         continue;
       }
-      for (const row of rows) {
-        const job = jobFromClaim(row);
+      for (const job of jobs) {
         this.counters.claimed++;
         if (this.state !== "running") {
           // stop() began while the claim was in flight: give the job straight back.
@@ -525,14 +300,12 @@ export class Worker {
         }
         this.launch(job);
       }
-      if (rows.length === free) this.wanted = true;
+      if (jobs.length === free) this.wanted = true;
     }
   }
 
   private async releaseUnstarted(job: ClaimedJob): Promise<void> {
-    await this.persist(() =>
-      this.pool.query({ text: SQL.release, values: [[job.id], [job.attempt], [job.leaseOwner], "shutdown"] }),
-    ).catch((err) => this.report(err));
+    await this.persist(() => sql.releaseJob(this.pool, job, "shutdown")).catch((err) => this.report(err));
   }
 
   private launch(job: ClaimedJob): void {
@@ -681,16 +454,12 @@ export class Worker {
       workerId: this.workerId,
       heartbeat: async () => {
         if (r.cause === "lease_lost") throw new LeaseLostError(job.id, job.attempt);
-        const { rows } = await this.pool.query<{ id: string; cancel_requested: boolean }>({
-          name: "workhorse_heartbeat_jobs",
-          text: SQL.heartbeat,
-          values: [[job.id], [job.attempt], [job.leaseOwner], this.leaseMs],
-        });
+        const rows = await sql.heartbeat(this.pool, [job], this.leaseMs);
         if (rows.length === 0) {
           this.loseLease(r);
           throw new LeaseLostError(job.id, job.attempt);
         }
-        if (rows[0]?.cancel_requested) this.interrupt(r, "canceled", new JobCanceledError(job.id));
+        if (rows[0]?.cancelRequested) this.interrupt(r, "canceled", new JobCanceledError(job.id));
       },
       checkpoint: async <T>(name: string, fn: () => T | Promise<T>): Promise<T> => {
         if (typeof name !== "string" || name.length < 1 || name.length > 128 || /\p{Cc}/u.test(name)) {
@@ -698,23 +467,12 @@ export class Worker {
         }
         if (typeof fn !== "function") throw new TypeError("checkpoint(name, fn): fn must be a function");
         if (r.cause === "lease_lost") throw new LeaseLostError(job.id, job.attempt);
-        const stored = await this.retrying(r, () =>
-          this.pool.query<{ value: unknown }>({
-            name: "workhorse_read_checkpoint",
-            text: SQL.readCheckpoint,
-            values: [job.id, name],
-          }),
+        const stored = await this.retrying(r, () => sql.readCheckpoint(this.pool, job.id, name));
+        if (stored) return stored.value as T;
+        const valueJson = toJsonText(await fn(), `checkpoint ${JSON.stringify(name)}`, this.maxResultBytes);
+        const row = await this.retrying(r, () =>
+          sql.saveCheckpoint(this.pool, job, { name, valueJson, leaseMs: this.leaseMs }),
         );
-        if (stored.rows[0]) return stored.rows[0].value as T;
-        const text = toJsonText(await fn(), `checkpoint ${JSON.stringify(name)}`, this.maxResultBytes);
-        const saved = await this.retrying(r, () =>
-          this.pool.query<{ status: "saved" | "exists" | "stale"; value: unknown }>({
-            name: "workhorse_save_checkpoint",
-            text: SQL.saveCheckpoint,
-            values: [job.id, job.attempt, job.leaseOwner, name, text, this.leaseMs],
-          }),
-        );
-        const row = saved.rows[0];
         if (!row || row.status === "stale") {
           this.loseLease(r);
           throw new LeaseLostError(job.id, job.attempt);
@@ -804,33 +562,19 @@ export class Worker {
 
   /** `workhorse.complete_jobs` for these attempts; the ids whose outcome was recorded (fenced by lease). */
   private async writeCompletions(batch: Array<{ r: Running; result: string }>): Promise<Set<string>> {
-    const { rows } = await this.persist(() =>
-      this.pool.query<{ id: string }>({
-        name: "workhorse_complete_jobs",
-        text: SQL.complete,
-        values: [
-          batch.map((b) => b.r.job.id),
-          batch.map((b) => b.r.job.attempt),
-          batch.map((b) => b.r.job.leaseOwner),
-          batch.map((b) => b.result),
-        ],
-      }),
+    return this.persist(() =>
+      sql.completeJobs(
+        this.pool,
+        batch.map((b) => ({ attempt: b.r.job, result: b.result })),
+      ),
     );
-    return new Set(rows.map((row) => row.id));
   }
 
   /** Records an operator-canceled attempt as `canceled` (fenced: a stale attempt changes nothing). */
   private async recordCanceled(r: Running): Promise<void> {
     const { job } = r;
     try {
-      const { rows } = await this.persist(() =>
-        this.pool.query({
-          name: "workhorse_cancel_attempt",
-          text: SQL.cancelAttempt,
-          values: [job.id, job.attempt, job.leaseOwner],
-        }),
-      );
-      if (rows.length > 0) {
+      if (await this.persist(() => sql.cancelAttempt(this.pool, job))) {
         this.counters.canceled++;
         this.onEvent({ kind: "canceled", job });
       } else {
@@ -844,28 +588,30 @@ export class Worker {
 
   private async fail(r: Running, error: ErrorSummary, cause: FailureCause): Promise<void> {
     const { job } = r;
-    let rows: Array<{ state: string; run_at: Date | null; delay_ms: string | null }>;
+    let row: Awaited<ReturnType<typeof sql.failJob>>;
     try {
-      rows = (
-        await this.persist(() =>
-          this.pool.query<{ state: string; run_at: Date | null; delay_ms: string | null }>({
-            name: "workhorse_fail_job",
-            text: SQL.fail,
-            values: [job.id, job.attempt, job.leaseOwner, JSON.stringify(error), cause, this.defaultPolicyJson],
-          }),
-        )
-      ).rows;
+      row = await this.persist(() =>
+        sql.failJob(this.pool, job, {
+          errorJson: JSON.stringify(error),
+          cause,
+          defaultPolicyJson: this.defaultPolicyJson,
+        }),
+      );
     } catch (err) {
       this.report(err);
       return;
     }
-    const row = rows[0];
     if (!row) {
       this.counters.stale++;
       this.onEvent({ kind: "stale", job });
     } else if (row.state === "failed") {
       this.counters.failed++;
       this.onEvent({ kind: "failed", job, cause, error });
+    } else if (row.state === "canceled") {
+      // An operator's cancel arrived before this worker's next heartbeat: the would-be retry became
+      // `canceled` (the job's cancel trigger), and that is what happened.
+      this.counters.canceled++;
+      this.onEvent({ kind: "canceled", job });
     } else {
       this.counters.retried++;
       this.onEvent({
@@ -873,8 +619,8 @@ export class Worker {
         job,
         cause,
         error,
-        runAt: row.run_at as Date,
-        delayMs: Number(row.delay_ms),
+        runAt: row.runAt as Date,
+        delayMs: Number(row.delayMs),
       });
     }
   }
@@ -882,10 +628,7 @@ export class Worker {
   private async release(r: Running): Promise<void> {
     const { job } = r;
     try {
-      const { rows } = await this.persist(() =>
-        this.pool.query({ text: SQL.release, values: [[job.id], [job.attempt], [job.leaseOwner], "shutdown"] }),
-      );
-      if (rows.length > 0) {
+      if (await this.persist(() => sql.releaseJob(this.pool, job, "shutdown"))) {
         this.counters.released++;
         this.onEvent({ kind: "released", job });
       }
@@ -901,18 +644,13 @@ export class Worker {
     if (list.length === 0) return;
     this.heartbeating = true;
     try {
-      const { rows } = await this.pool.query<{ id: string; lease_owner: string; cancel_requested: boolean }>({
-        name: "workhorse_heartbeat_jobs",
-        text: SQL.heartbeat,
-        values: [
-          list.map((r) => r.job.id),
-          list.map((r) => r.job.attempt),
-          list.map((r) => r.job.leaseOwner),
-          this.leaseMs,
-        ],
-      });
-      const held = new Set(rows.map((row) => `${row.id}:${row.lease_owner}`));
-      const canceled = new Set(rows.filter((row) => row.cancel_requested).map((row) => `${row.id}:${row.lease_owner}`));
+      const rows = await sql.heartbeat(
+        this.pool,
+        list.map((r) => r.job),
+        this.leaseMs,
+      );
+      const held = new Set(rows.map((row) => `${row.id}:${row.leaseOwner}`));
+      const canceled = new Set(rows.filter((row) => row.cancelRequested).map((row) => `${row.id}:${row.leaseOwner}`));
       for (const r of list) {
         // A settled attempt may be missing because its own outcome just landed; its write is fenced anyway.
         if (!held.has(r.key) && !r.settled) this.loseLease(r);
@@ -923,71 +661,5 @@ export class Worker {
     } finally {
       this.heartbeating = false;
     }
-  }
-}
-
-/** The dedicated LISTEN connection, reconnected with backoff; `onReconnect` covers notifications missed meanwhile. */
-class Listener {
-  private client: pg.Client | null = null;
-  private stopped = false;
-  private retryTimer: NodeJS.Timeout | null = null;
-  private backoff = 0;
-
-  constructor(
-    private readonly pool: pg.Pool,
-    private readonly onWake: (queue: string) => void,
-    private readonly onReconnect: () => void,
-    private readonly onError: (err: Error) => void,
-  ) {}
-
-  start(): void {
-    void this.connect();
-  }
-
-  private async connect(): Promise<void> {
-    if (this.stopped) return;
-    const client = new pg.Client(this.pool.options);
-    this.client = client;
-    let lost = false;
-    const onLost = (err?: Error) => {
-      if (lost) return;
-      lost = true;
-      if (err && !this.stopped) this.onError(new Error(`LISTEN connection lost: ${err.message}`, { cause: err }));
-      if (this.client === client) this.client = null;
-      client.end().catch(() => {});
-      this.scheduleReconnect();
-    };
-    client.on("error", (err) => onLost(err));
-    client.on("end", () => onLost());
-    client.on("notification", (msg) => {
-      if (msg.channel === WAKE_CHANNEL && msg.payload) this.onWake(msg.payload);
-    });
-    try {
-      await client.connect();
-      await client.query(`listen ${WAKE_CHANNEL}`);
-      this.backoff = 0;
-      this.onReconnect();
-    } catch (err) {
-      onLost(err as Error);
-    }
-  }
-
-  private scheduleReconnect(): void {
-    if (this.stopped || this.retryTimer) return;
-    this.backoff = Math.min(this.backoff ? this.backoff * 2 : 100, 5000);
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = null;
-      void this.connect();
-    }, this.backoff);
-    this.retryTimer.unref();
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.retryTimer) clearTimeout(this.retryTimer);
-    this.retryTimer = null;
-    const c = this.client;
-    this.client = null;
-    await c?.end().catch(() => {});
   }
 }

@@ -1,0 +1,86 @@
+/**
+ * Rows of the core's tables as the public types (BindingInfo, …): each mapping written once, for
+ * the core's own reads and for read models such as the console's (exported from index.ts).
+ */
+import type { StoredObservation } from "./observations";
+import type { BindingInfo } from "./types";
+
+/** `workhorse.key_binding` (alias `b`) as a `BindingRow`: digests as hex, `expired` by the server's clock. */
+export const BINDING_COLUMNS = `b.scope, b.key_hash, b.job_id, b.mode, b.key_preview, b.key_length,
+  encode(b.request_digest, 'hex') as request_digest, b.ttl_ms,
+  b.created_at, b.expires_at, b.expires_at <= now() as expired, b.schedule, b.max_wait_ms`;
+
+export interface BindingRow {
+  scope: string;
+  key_hash: Buffer;
+  job_id: string;
+  mode: BindingInfo["mode"];
+  key_preview: string;
+  key_length: number;
+  request_digest: string;
+  ttl_ms: string;
+  created_at: Date;
+  expires_at: Date;
+  expired: boolean;
+  schedule: "reset" | "preserve" | null;
+  max_wait_ms: string | null;
+}
+
+export function bindingFromRow(r: BindingRow): BindingInfo {
+  return {
+    scope: r.scope,
+    keyPreview: r.key_preview,
+    keyDigest: r.key_hash.toString("hex", 0, 6),
+    keyLength: r.key_length,
+    jobId: r.job_id,
+    mode: r.mode,
+    requestDigest: r.request_digest,
+    ttlMs: Number(r.ttl_ms),
+    createdAt: r.created_at,
+    expiresAt: r.expires_at,
+    expired: r.expired,
+    schedule: r.schedule,
+    maxWaitMs: r.max_wait_ms === null ? null : Number(r.max_wait_ms),
+  };
+}
+
+/** A `workhorse.enqueue_observation` row (`select *`). */
+export interface ObservationRow {
+  id: string;
+  at: Date;
+  outcome: StoredObservation["outcome"];
+  reason: string | null;
+  queue: string;
+  type: string;
+  scope: string;
+  key_preview: string;
+  key_digest: string;
+  key_length: number;
+  job_id: string | null;
+  conflicting_fields: string[] | null;
+  payload_paths: string[] | null;
+  stored_request_digest: string | null;
+  rejected_request_digest: string | null;
+  source: string | null;
+}
+
+export function observationFromRow(r: ObservationRow): StoredObservation {
+  return {
+    id: String(r.id),
+    at: r.at,
+    outcome: r.outcome,
+    reason: r.reason,
+    queue: r.queue,
+    type: r.type,
+    scope: r.scope,
+    keyPreview: r.key_preview,
+    keyDigest: r.key_digest,
+    keyLength: r.key_length,
+    jobId: r.job_id,
+    conflictingFields: r.conflicting_fields,
+    payloadPaths: r.payload_paths,
+    storedRequestDigest: r.stored_request_digest,
+    rejectedRequestDigest: r.rejected_request_digest,
+    source: r.source,
+  };
+}

@@ -1,0 +1,164 @@
+/**
+ * Every statement the worker sends, one typed function each (the PL/pgSQL they call is in
+ * sql/migrations: 002 worker, 003 reliability, 007 operator actions). Outcomes are fenced by the
+ * attempt: (job id, attempt number, lease token); a stale attempt's write changes nothing and
+ * comes back empty. Statements the worker repeats are named, so PostgreSQL keeps their plans.
+ */
+import type pg from "pg";
+import type { ClaimedJob } from "./types";
+
+/** What fences one attempt's writes. */
+export type Attempt = Pick<ClaimedJob, "id" | "attempt" | "leaseOwner">;
+
+interface ClaimRow {
+  id: string;
+  queue: string;
+  type: string;
+  payload: unknown;
+  attempt: number;
+  max_attempts: number;
+  run_at: Date;
+  deadline: Date | null;
+  execution_timeout_ms: string | null;
+  concurrency_key: string | null;
+  tags: string[];
+  created_at: Date;
+  lease_expires_at: Date;
+  lease_owner: string;
+}
+
+function jobFromClaim(r: ClaimRow): ClaimedJob {
+  return {
+    id: r.id,
+    queue: r.queue,
+    type: r.type,
+    payload: r.payload,
+    attempt: r.attempt,
+    maxAttempts: r.max_attempts,
+    runAt: r.run_at,
+    deadline: r.deadline,
+    executionTimeoutMs: r.execution_timeout_ms === null ? null : Number(r.execution_timeout_ms),
+    concurrencyKey: r.concurrency_key,
+    tags: r.tags,
+    createdAt: r.created_at,
+    leaseExpiresAt: r.lease_expires_at,
+    leaseOwner: r.lease_owner,
+  };
+}
+
+/**
+ * `workhorse.claim_jobs`: up to `limit` due jobs of `queues` (only `types`, or any when null), oldest
+ * `run_at` first, leased to `leaseToken` for `leaseMs`; `reap` gives lapsed leases back first.
+ */
+export async function claimJobs(
+  pool: pg.Pool,
+  c: { queues: string[]; types: string[] | null; leaseToken: string; limit: number; leaseMs: number; reap: boolean },
+): Promise<ClaimedJob[]> {
+  const { rows } = await pool.query<ClaimRow>({
+    name: "workhorse_claim_jobs",
+    text: `select id, queue, type, payload, attempt, max_attempts, run_at, deadline, execution_timeout_ms,
+                  concurrency_key, tags, created_at, lease_expires_at, $3::text as lease_owner
+             from workhorse.claim_jobs($1::text[], $2::text[], $3::text, $4::integer, $5::integer, $6::boolean)`,
+    values: [c.queues, c.types, c.leaseToken, c.limit, c.leaseMs, c.reap],
+  });
+  return rows.map(jobFromClaim);
+}
+
+/**
+ * `workhorse.heartbeat_jobs`: extends the leases of these attempts by `leaseMs`. Attempts missing
+ * from the answer lost their lease; `cancelRequested` says an operator asked to stop the job.
+ */
+export async function heartbeat(
+  pool: pg.Pool,
+  attempts: Attempt[],
+  leaseMs: number,
+): Promise<Array<{ id: string; leaseOwner: string; cancelRequested: boolean }>> {
+  const { rows } = await pool.query<{ id: string; lease_owner: string; cancel_requested: boolean }>({
+    name: "workhorse_heartbeat_jobs",
+    text: "select id, lease_owner, cancel_requested from workhorse.heartbeat_jobs($1::uuid[], $2::integer[], $3::text[], $4::integer)",
+    values: [attempts.map((a) => a.id), attempts.map((a) => a.attempt), attempts.map((a) => a.leaseOwner), leaseMs],
+  });
+  return rows.map((r) => ({ id: r.id, leaseOwner: r.lease_owner, cancelRequested: r.cancel_requested }));
+}
+
+/** `workhorse.complete_jobs`: records these attempts `succeeded` with their results (JSON text); the ids recorded. */
+export async function completeJobs(
+  pool: pg.Pool,
+  batch: Array<{ attempt: Attempt; result: string }>,
+): Promise<Set<string>> {
+  const { rows } = await pool.query<{ id: string }>({
+    name: "workhorse_complete_jobs",
+    text: "select id from workhorse.complete_jobs($1::uuid[], $2::integer[], $3::text[], $4::jsonb[])",
+    values: [
+      batch.map((b) => b.attempt.id),
+      batch.map((b) => b.attempt.attempt),
+      batch.map((b) => b.attempt.leaseOwner),
+      batch.map((b) => b.result),
+    ],
+  });
+  return new Set(rows.map((row) => row.id));
+}
+
+/** `workhorse.cancel_attempt`: records an operator-canceled attempt `canceled`; false when the attempt was stale. */
+export async function cancelAttempt(pool: pg.Pool, a: Attempt): Promise<boolean> {
+  const { rows } = await pool.query({
+    name: "workhorse_cancel_attempt",
+    text: "select id from workhorse.cancel_attempt($1::uuid, $2::integer, $3::text)",
+    values: [a.id, a.attempt, a.leaseOwner],
+  });
+  return rows.length > 0;
+}
+
+/**
+ * `workhorse.fail_job`: records a failed attempt (`errorJson`, a bounded error summary) and either
+ * schedules a retry by the job's policy (else `defaultPolicyJson`) or fails the job. Null when stale.
+ */
+export async function failJob(
+  pool: pg.Pool,
+  a: Attempt,
+  f: { errorJson: string; cause: string; defaultPolicyJson: string },
+): Promise<{ state: string; runAt: Date | null; delayMs: number | null } | null> {
+  const { rows } = await pool.query<{ state: string; run_at: Date | null; delay_ms: string | null }>({
+    name: "workhorse_fail_job",
+    text: "select state, run_at, delay_ms from workhorse.fail_job($1::uuid, $2::integer, $3::text, $4::jsonb, $5::text, $6::jsonb)",
+    values: [a.id, a.attempt, a.leaseOwner, f.errorJson, f.cause, f.defaultPolicyJson],
+  });
+  const r = rows[0];
+  return r ? { state: r.state, runAt: r.run_at, delayMs: r.delay_ms === null ? null : Number(r.delay_ms) } : null;
+}
+
+/** `workhorse.release_jobs`: gives an attempt back (`ready` again, attempt not counted); false when stale. */
+export async function releaseJob(pool: pg.Pool, a: Attempt, reason: "shutdown"): Promise<boolean> {
+  const { rows } = await pool.query({
+    text: "select id from workhorse.release_jobs($1::uuid[], $2::integer[], $3::text[], $4::text)",
+    values: [[a.id], [a.attempt], [a.leaseOwner], reason],
+  });
+  return rows.length > 0;
+}
+
+/** A checkpoint an earlier attempt of this job stored under `name`, if any. */
+export async function readCheckpoint(pool: pg.Pool, jobId: string, name: string): Promise<{ value: unknown } | null> {
+  const { rows } = await pool.query<{ value: unknown }>({
+    name: "workhorse_read_checkpoint",
+    text: "select value from workhorse.job_checkpoint where job_id = $1::uuid and name = $2::text",
+    values: [jobId, name],
+  });
+  return rows[0] ?? null;
+}
+
+/**
+ * `workhorse.save_checkpoint`: stores `valueJson` under `name` for this attempt (and extends its
+ * lease): `saved`, `exists` (another run stored it first: its value comes back), or `stale`.
+ */
+export async function saveCheckpoint(
+  pool: pg.Pool,
+  a: Attempt,
+  c: { name: string; valueJson: string; leaseMs: number },
+): Promise<{ status: "saved" | "exists" | "stale"; value: unknown } | null> {
+  const { rows } = await pool.query<{ status: "saved" | "exists" | "stale"; value: unknown }>({
+    name: "workhorse_save_checkpoint",
+    text: "select status, value from workhorse.save_checkpoint($1::uuid, $2::integer, $3::text, $4::text, $5::jsonb, $6::integer)",
+    values: [a.id, a.attempt, a.leaseOwner, c.name, c.valueJson, c.leaseMs],
+  });
+  return rows[0] ?? null;
+}
