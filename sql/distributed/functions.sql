@@ -609,10 +609,11 @@ begin
      where j.bucket = workhorse.id_bucket(p_job) and j.id = p_job and b.expires_at > now());
 end $$;
 
--- A failed attempt and a checkpoint: the single-node functions with the job's bucket (from its id)
--- in every statement on workhorse.job, so they reach one shard. Events carry the coordinator's
--- now() explicitly: a worker that joins the transaction later has a later now() of its own. A retry the shard trigger turned into
--- a cancel (an operator asked) gets its `canceled` event here.
+-- A failed attempt and a checkpoint: the single-node functions (fail_job as of migration 012) with
+-- the job's bucket (from its id) in every statement on workhorse.job, so they reach one shard.
+-- Events carry the coordinator's now() explicitly: a worker that joins the transaction later has a
+-- later now() of its own. A retry the shard trigger turned into a cancel (an operator asked) gets
+-- its `canceled` event here.
 create or replace function workhorse.fail_job(p_id uuid, p_attempt integer, p_owner text, p_error jsonb, p_cause text,
                                    p_default_policy jsonb)
 returns table (state text, run_at timestamptz, delay_ms bigint)
@@ -624,7 +625,7 @@ declare
   v_next timestamptz;
   v_state text;
   v_reason text;
-  v_after text;
+  v_actual text;
   v_bucket integer := workhorse.id_bucket(p_id);
   v_now timestamptz := now();
 begin
@@ -657,13 +658,19 @@ begin
          last_error = p_error,
          updated_at = now()
    where x.bucket = v_bucket and x.id = p_id
-  returning x.state into v_after;
-  if v_after = 'canceled' then
-    -- The shard trigger turned this retry into a cancel; its event, where the single-node trigger writes it.
-    insert into workhorse.job_event (job_id, kind, data)
-    select p_id, 'canceled', jsonb_build_object('attempt', x.attempt, 'actor', x.cancel_requested_by,
-                                                'reason', x.cancel_reason)
+  returning x.state into v_actual;
+
+  -- An operator asked to cancel this job before its worker saw it: the would-be retry became
+  -- 'canceled' (trigger job_cancel_instead_of_retry, which wrote the 'canceled' event). Say so, and
+  -- write no 'retry_scheduled' event for a retry that will not happen.
+  if v_actual = 'canceled' then
+    -- The shard trigger cannot write the event (job_event lives elsewhere): written here.
+    insert into workhorse.job_event (job_id, at, kind, data)
+    select p_id, v_now, 'canceled', jsonb_build_object('attempt', x.attempt, 'actor', x.cancel_requested_by,
+                                                       'reason', x.cancel_reason)
       from workhorse.job x where x.bucket = v_bucket and x.id = p_id;
+    return query select v_actual, null::timestamptz, null::bigint;
+    return;
   end if;
 
   if p_cause = 'execution_timed_out' then
