@@ -28,7 +28,17 @@ export async function dropDatabase(admin: pg.Client, name: string): Promise<void
     if (Number(rows[0]?.n ?? 0) === 0) break;
     await new Promise((r) => setTimeout(r, 50));
   }
-  await admin.query(`drop database if exists ${pg.escapeIdentifier(name)} with (force)`);
+  // On Citus the drop also runs on the workers, where the coordinator's cached connections to the
+  // database may still be closing: try again for a few seconds.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await admin.query(`drop database if exists ${pg.escapeIdentifier(name)} with (force)`);
+      return;
+    } catch (err) {
+      if (!distributedTests() || attempt >= 20) throw err;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
 }
 
 /** Creates the database and returns a helper that builds queues closed after the file. */

@@ -153,6 +153,12 @@ describe("outcomes", () => {
           const row = await jobRow(id);
           return row.attempt === attempt && row.state === "scheduled";
         });
+        // On Citus the job row and its events may live on different workers, and a reader can see
+        // one worker's commit of the failure before the other's: wait for this attempt's event too.
+        await waitFor(
+          "its retry event",
+          async () => (await events(id)).filter((e) => e.kind === "retry_scheduled").length === attempt,
+        );
         const row = await jobRow(id);
         const retry = (await events(id)).filter((e) => e.kind === "retry_scheduled").at(-1);
         observed.get(id)?.push(row.run_at.getTime() - (retry as { at: Date }).at.getTime());
