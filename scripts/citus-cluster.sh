@@ -9,14 +9,16 @@
 #
 # Nodes run with fsync off (tests); WORKHORSE_CITUS_DURABLE=1 keeps PostgreSQL's durable defaults.
 #
-# Citus comes from WORKHORSE_CITUS_DIR, else ../shared/citus beside the repository, else
-# /work/shared/citus (a directory with install.sh and the tarball). Run as root (it switches to postgres).
+# Citus comes from WORKHORSE_CITUS_DIR, else a shared/citus folder next to the checkout or next to
+# its parent, else the machine-wide /work/shared/citus (a directory with install.sh and the tarball).
+# Run as root (it switches to postgres).
 set -euo pipefail
 B=/usr/lib/postgresql/15/bin
 here=$(cd "$(dirname "$0")/.." && pwd)
 
 citus_dir() {
-  for d in "${WORKHORSE_CITUS_DIR:-}" "$here/../shared/citus" /work/shared/citus; do
+  local up; up=$(dirname "$here")
+  for d in "${WORKHORSE_CITUS_DIR:-}" "$up/shared/citus" "$(dirname "$up")/shared/citus" /work/shared/citus; do
     if [ -n "$d" ] && [ -x "$d/install.sh" ]; then (cd "$d" && pwd); return 0; fi
   done
   echo "citus-cluster: no Citus found (set WORKHORSE_CITUS_DIR to a folder with install.sh)" >&2
