@@ -1,10 +1,29 @@
-import { createHash } from "node:crypto";
+/**
+ * The public operations (README, docs/enqueue.md): `Queue` over a pool and the `QueueOperations`
+ * views over a caller's client or transaction. Enqueue calls validate (validate.ts), send one
+ * statement (enqueue-sql.ts) and turn its rows into results or typed errors; operator actions and
+ * maintenance each call one SQL function. What the views share is in shared.ts, row mapping in
+ * rows.ts.
+ */
 import type pg from "pg";
 import { v7 as uuidv7 } from "uuid";
 import {
+  batchValues,
+  bucketedId,
+  bucketIds,
+  type ConflictDetail,
+  distributedOneValues,
+  ENQUEUE_BATCH_SQL,
+  ENQUEUE_ONE_AT_SQL,
+  type EnqueueRow,
+  idBucket,
+  LAYOUT_SQL,
+  oneRequestStatement,
+  oneRequestValues,
+} from "./enqueue-sql";
+import {
   EnqueueIdempotencyConflictError,
   EnqueueValidationError,
-  EXPECTED_SQLSTATES,
   isConnectionLoss,
   isRetryableDbError,
   JobNotFoundError,
@@ -17,7 +36,7 @@ import {
   WorkhorseDatabaseError,
   WorkhorseError,
 } from "./errors";
-import { installationSql, withLegacyProbe } from "./key-upgrade";
+import { installationSql } from "./key-upgrade";
 import {
   type InstallationRow,
   KeyRing,
@@ -27,28 +46,21 @@ import {
   legacyKeyHash,
   parseKeySecret,
 } from "./keys";
-import {
-  type Observation,
-  ObservationRecorder,
-  type ObservationRecorderOptions,
-  type ObservationStats,
-} from "./observations";
+import type { Observation, ObservationRecorderOptions, ObservationStats } from "./observations";
 import { answeredByServer, withPoolClient } from "./pool-client";
-import { BINDING_COLUMNS, type BindingRow, bindingFromRow } from "./rows";
+import { BINDING_COLUMNS, type BindingRow, bindingFromRow, type JobRow, jobFromRow } from "./rows";
+import { clientExecutor, type Executor, Shared, WAKE_CHANNEL } from "./shared";
 import type {
   BindingInfo,
   CancelResult,
   DeadLetterPage,
   DeadLetterQuery,
   EnqueueOptions,
-  EnqueueOutcome,
   EnqueueRequest,
   EnqueueResult,
   Job,
   JobSelection,
-  JobState,
   NonReplaceableReason,
-  NormalizedRetryPolicy,
   OperatorContext,
   PruneFinishedJobsResult,
   PurgeJobsResult,
@@ -83,27 +95,6 @@ import {
   sourceLabel,
   storableText,
 } from "./validate";
-
-/** Runs one statement. The pool flavour keeps the connection for expected SQLSTATEs (a conflict
- * must not cost a reconnect: pg-pool destroys a client released with an error). */
-interface Executor {
-  query<R extends pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<R>>;
-}
-
-function poolExecutor(pool: pg.Pool): Executor {
-  const keep = (err: unknown) => {
-    const state = sqlStateOf(err);
-    return state !== undefined && EXPECTED_SQLSTATES.has(state);
-  };
-  return {
-    query: <R extends pg.QueryResultRow>(config: pg.QueryConfig) =>
-      withPoolClient(pool, (client) => client.query<R>(config), keep),
-  };
-}
-
-function clientExecutor(client: pg.ClientBase): Executor {
-  return { query: <R extends pg.QueryResultRow>(config: pg.QueryConfig) => client.query<R>(config) };
-}
 
 export interface QueueOptions {
   /** Caller-owned pool. `close()` never ends it. */
@@ -155,197 +146,9 @@ export interface RetryStats {
 /** The scope a redrive request id is hashed under (kept apart from every caller's key scope by the 0x1F separator and name). */
 const REDRIVE_SCOPE = "workhorse.redrive";
 
-/** Channel that workers LISTEN on; the payload is the queue name. */
-export const WAKE_CHANNEL = "workhorse_jobs";
-
-const ENQUEUE_BATCH_SQL = `select ordinal, job_id, outcome, request_digest, reason
-  from workhorse.enqueue_batch($1::uuid[], $2::text[], $3::text[], $4::jsonb, $5::timestamptz[], $6::integer[],
-    $7::jsonb[], $8::timestamptz[], $9::bigint[], $10::text[], $11::text[], $12::integer[], $13::text[], $14::text[],
-    $15::bytea[], $16::text[], $17::integer[], $18::bigint[], $19::bytea[], $20::bytea[], $21::boolean,
-    $22::text[], $23::bigint[])`;
-const ENQUEUE_ONE_SQL = `select 1 as ordinal, job_id, outcome, request_digest, reason
-  from workhorse.enqueue_one($1::uuid, $2::text, $3::text, $4::jsonb, $5::timestamptz, $6::integer, $7::jsonb,
-    $8::timestamptz, $9::bigint, $10::text, $11::text[], $12::text, $13::text, $14::bytea, $15::text, $16::integer,
-    $17::bigint, $18::bytea, $19::boolean)`;
-/** Debounce: the idempotency call plus schedule ($20) and max wait ($21). */
-const ENQUEUE_DEBOUNCE_SQL = `select 1 as ordinal, job_id, outcome, request_digest, reason
-  from workhorse.enqueue_one($1::uuid, $2::text, $3::text, $4::jsonb, $5::timestamptz, $6::integer, $7::jsonb,
-    $8::timestamptz, $9::bigint, $10::text, $11::text[], $12::text, $13::text, $14::bytea, $15::text, $16::integer,
-    $17::bigint, $18::bytea, $19::boolean, $20::text, $21::bigint)`;
-
-const ENQUEUE_ONE_LEGACY_SQL = withLegacyProbe(ENQUEUE_ONE_SQL);
-const ENQUEUE_DEBOUNCE_LEGACY_SQL = withLegacyProbe(ENQUEUE_DEBOUNCE_SQL, 22);
-
-/** The statement (and its cached-plan name) for one request. */
-function oneRequestStatement(r: NormalizedRequest): { name: string; text: string } {
-  const legacy = !!r.keyed?.key.legacyKeyHash;
-  if (r.keyed?.mode === "debounce") {
-    return legacy
-      ? { name: "workhorse_enqueue_debounce_legacy", text: ENQUEUE_DEBOUNCE_LEGACY_SQL }
-      : { name: "workhorse_enqueue_debounce", text: ENQUEUE_DEBOUNCE_SQL };
-  }
-  return legacy
-    ? { name: "workhorse_enqueue_one_legacy", text: ENQUEUE_ONE_LEGACY_SQL }
-    : { name: "workhorse_enqueue_one", text: ENQUEUE_ONE_SQL };
-}
-
-// Distributed layout (Citus): the same decision, delegated to the node holding the request's bucket
-// ($1), which is also written into the job id (see bucketedId).
-const ENQUEUE_ONE_AT_SQL = `select 1 as ordinal, job_id, outcome, request_digest, reason
-  from workhorse.enqueue_one_at($1::integer, 1, $2::uuid, $3::text, $4::text, $5::jsonb, $6::timestamptz, $7::integer,
-    $8::jsonb, $9::timestamptz, $10::bigint, $11::text, $12::text[], $13::text, $14::text, $15::bytea, $16::text,
-    $17::integer, $18::bigint, $19::bytea, $20::boolean, $21::text, $22::bigint)`;
-
-/**
- * The distributed layout's bucket (0..4095) of a keyed request: the first 12 bits of
- * SHA-256(scope ‖ 0x00 ‖ key hash), as workhorse.key_bucket() computes it.
- */
-export function keyBucket(scope: string, keyHash: Buffer): number {
-  const d = createHash("sha256").update(scope, "utf8").update(ZERO_BYTE).update(keyHash).digest();
-  return ((d[0] as number) << 4) | ((d[1] as number) >> 4);
-}
-
-/** The job id with its last 12 bits set to the bucket (workhorse.id_bucket() reads them back). */
-export function bucketedId(id: string, bucket: number): string {
-  return id.slice(0, 33) + bucket.toString(16).padStart(3, "0");
-}
-
-/** The bucket a job id carries (its last 12 bits). */
-export function idBucket(id: string): number {
-  return Number.parseInt(id.slice(33), 16);
-}
-
-const ZERO_BYTE = Buffer.from([0]);
-
-/** Whether the schema has the distributed layout (migrate({ distributed: true }) made workhorse.shard_bucket). */
-const LAYOUT_SQL = "select to_regclass('workhorse.shard_bucket') is not null as distributed";
-
-/** Gives every keyed request its key's bucket in its job id (in place; the same ids on every try). */
-function bucketIds(requests: readonly NormalizedRequest[], ids: string[]): void {
-  for (let i = 0; i < requests.length; i++) {
-    const k = (requests[i] as NormalizedRequest).keyed;
-    if (k) ids[i] = bucketedId(ids[i] as string, keyBucket(k.key.scope, k.key.keyHash));
-  }
-}
-
-interface EnqueueRow {
-  ordinal: number;
-  job_id: string;
-  outcome: EnqueueOutcome;
-  /** The request's own digest (hex) when it did not create the job. */
-  request_digest: string | null;
-  reason: NonReplaceableReason | null;
-}
-
-interface ConflictDetail {
-  ordinal: number;
-  existingJobId: string | null;
-  existingMode: string;
-  conflictingFields: string[];
-  payloadPaths: string[] | null;
-  payloadPathsTruncated: boolean;
-  storedRequestDigest: string;
-  rejectedRequestDigest: string;
-}
-
-/** What every view of the queue shares: the pool, the observation log, the wake-ups. */
-class Shared {
-  readonly recorder: ObservationRecorder;
-  readonly poolExec: Executor;
-  private pendingWake = new Set<string>();
-  private waking: Promise<void> | null = null;
-  private maintenanceTimer: NodeJS.Timeout | null = null;
-  private inflight = 0;
-  private drained: (() => void) | null = null;
-  closed = false;
-  readonly retryCounts: RetryStats = { retriedCalls: 0, retries: 0, exhausted: 0, recoveredAccepts: 0 };
-  /** The schema's layout, read with the first call that needs it (LAYOUT_SQL), then kept: Citus or one node. */
-  layout: "single" | "distributed" | null = null;
-
-  constructor(
-    readonly pool: pg.Pool,
-    readonly config: {
-      maxPayloadBytes: number;
-      source: string | null;
-      notify: boolean;
-      keys: KeyRing;
-      maintenance:
-        | false
-        | { intervalMs: number; observationRetentionMs: number; jobRetentionMs: number; batchSize: number };
-      retry: false | { attempts: number; maxDelayMs: number };
-    },
-    observations: ObservationRecorderOptions | undefined,
-  ) {
-    this.recorder = new ObservationRecorder(pool, observations);
-    this.poolExec = poolExecutor(pool);
-  }
-
-  /** Coalesces wake-ups: at most one NOTIFY statement in flight, carrying every queue seen meanwhile. */
-  wake(queues: Iterable<string>): void {
-    if (!this.config.notify || this.closed) return;
-    for (const q of queues) this.pendingWake.add(q);
-    if (!this.waking) this.waking = this.sendWake();
-  }
-
-  private async sendWake(): Promise<void> {
-    try {
-      while (this.pendingWake.size > 0) {
-        const queues = [...this.pendingWake];
-        this.pendingWake.clear();
-        try {
-          await this.pool.query("select pg_notify($1, q) from unnest($2::text[]) q", [WAKE_CHANNEL, queues]);
-        } catch {
-          // A lost wake-up only delays a job: workers poll as well.
-        }
-      }
-    } finally {
-      this.waking = null;
-    }
-  }
-
-  startMaintenance(run: () => Promise<unknown>): void {
-    const m = this.config.maintenance;
-    if (!m || this.maintenanceTimer) return;
-    const tick = () => {
-      this.maintenanceTimer = setTimeout(async () => {
-        try {
-          await run();
-        } catch {
-          // Next tick tries again; runMaintenance() reports errors to callers who ask.
-        }
-        if (!this.closed) tick();
-      }, m.intervalMs);
-      this.maintenanceTimer.unref();
-    };
-    tick();
-  }
-
-  /** Runs one database call unless the queue is closed; close() waits for calls in flight. */
-  async guard<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.closed) throw new QueueClosedError();
-    this.inflight++;
-    try {
-      return await fn();
-    } finally {
-      this.inflight--;
-      if (this.inflight === 0 && this.drained) this.drained();
-    }
-  }
-
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    if (this.maintenanceTimer) clearTimeout(this.maintenanceTimer);
-    this.maintenanceTimer = null;
-    if (this.inflight > 0) {
-      await new Promise<void>((resolve) => {
-        this.drained = resolve;
-      });
-    }
-    await this.waking;
-    await this.recorder.close();
-  }
-}
+export { bucketedId, idBucket, keyBucket } from "./enqueue-sql";
+export { jobFromRow } from "./rows";
+export { WAKE_CHANNEL };
 
 /** Whether these enqueue options ask for a keyed mode (so the installation key is needed). */
 function namesAKey(options: unknown): boolean {
@@ -359,203 +162,6 @@ function namesAKey(options: unknown): boolean {
 }
 
 /** Parameters of workhorse.enqueue_one() for one normalised request. */
-function oneRequestValues(r: NormalizedRequest, id: string, notify: boolean): unknown[] {
-  const k = r.keyed;
-  const values = [
-    id,
-    r.queue,
-    r.type,
-    r.payloadJson,
-    r.runAt?.toISOString() ?? null,
-    r.maxAttempts,
-    r.retryPolicy === null ? null : JSON.stringify(r.retryPolicy),
-    r.deadline?.toISOString() ?? null,
-    r.executionTimeoutMs,
-    r.concurrencyKey,
-    r.tags,
-    k?.mode ?? null,
-    k?.key.scope ?? null,
-    k?.key.keyHash ?? null,
-    k?.key.keyPreview ?? null,
-    k?.key.keyLength ?? null,
-    k?.ttlMs ?? null,
-    k?.fieldDigests ?? null,
-    notify,
-  ];
-  if (k?.mode === "debounce") values.push(k.schedule, k.maxWaitMs);
-  if (k?.key.legacyKeyHash) values.push(k.key.legacyKeyHash);
-  return values;
-}
-
-/** Parameters of workhorse.enqueue_one_at() (distributed layout): the bucket, then as enqueue_one with debounce's two. */
-function distributedOneValues(r: NormalizedRequest, id: string, notify: boolean): unknown[] {
-  const values = oneRequestValues(r, id, notify).slice(0, 19);
-  const k = r.keyed;
-  return [
-    idBucket(id),
-    ...values,
-    k?.mode === "debounce" ? k.schedule : null,
-    k?.mode === "debounce" ? k.maxWaitMs : null,
-  ];
-}
-
-/** Parameters of workhorse.enqueue_batch(): one typed array per column, input order. */
-function batchValues(requests: readonly NormalizedRequest[], ids: readonly string[], notify: boolean): unknown[] {
-  const n = requests.length;
-  const queues = new Array<string>(n);
-  const types = new Array<string>(n);
-  const payloads = new Array<string>(n);
-  const runAts = new Array<string | null>(n);
-  const maxAttempts = new Array<number>(n);
-  const policies = new Array<string | null>(n);
-  const deadlines = new Array<string | null>(n);
-  const timeouts = new Array<number | null>(n);
-  const concurrencyKeys = new Array<string | null>(n);
-  const tags: string[] = [];
-  const tagCounts = new Array<number>(n);
-  const modes = new Array<string | null>(n);
-  const scopes = new Array<string | null>(n);
-  const hashes = new Array<Buffer | null>(n);
-  const previews = new Array<string | null>(n);
-  const lengths = new Array<number | null>(n);
-  const ttls = new Array<number | null>(n);
-  const digests = new Array<Buffer | null>(n);
-  let legacy: (Buffer | null)[] | null = null;
-  // Only a batch holding a debounce request sends these (null otherwise).
-  let schedules: (string | null)[] | null = null;
-  let maxWaits: (number | null)[] | null = null;
-  for (let i = 0; i < n; i++) {
-    const r = requests[i] as NormalizedRequest;
-    const k = r.keyed;
-    queues[i] = r.queue;
-    types[i] = r.type;
-    payloads[i] = r.payloadJson;
-    runAts[i] = r.runAt?.toISOString() ?? null;
-    maxAttempts[i] = r.maxAttempts;
-    policies[i] = r.retryPolicy === null ? null : JSON.stringify(r.retryPolicy);
-    deadlines[i] = r.deadline?.toISOString() ?? null;
-    timeouts[i] = r.executionTimeoutMs;
-    concurrencyKeys[i] = r.concurrencyKey;
-    for (const tag of r.tags) tags.push(tag);
-    tagCounts[i] = r.tags.length;
-    modes[i] = k?.mode ?? null;
-    scopes[i] = k?.key.scope ?? null;
-    hashes[i] = k?.key.keyHash ?? null;
-    previews[i] = k?.key.keyPreview ?? null;
-    lengths[i] = k?.key.keyLength ?? null;
-    ttls[i] = k?.ttlMs ?? null;
-    digests[i] = k?.fieldDigests ?? null;
-    if (k?.key.legacyKeyHash) {
-      legacy ??= new Array<Buffer | null>(n).fill(null);
-      legacy[i] = k.key.legacyKeyHash;
-    }
-    if (k?.mode === "debounce") {
-      schedules ??= new Array<string | null>(n).fill(null);
-      maxWaits ??= new Array<number | null>(n).fill(null);
-      schedules[i] = k.schedule;
-      maxWaits[i] = k.maxWaitMs;
-    }
-  }
-  return [
-    ids,
-    queues,
-    types,
-    `[${payloads.join(",")}]`,
-    runAts,
-    maxAttempts,
-    policies,
-    deadlines,
-    timeouts,
-    concurrencyKeys,
-    tags,
-    tagCounts,
-    modes,
-    scopes,
-    hashes,
-    previews,
-    lengths,
-    ttls,
-    digests,
-    legacy,
-    notify,
-    schedules,
-    maxWaits,
-  ];
-}
-
-function toDate(v: Date | string | null): Date | null {
-  if (v === null) return null;
-  return v instanceof Date ? v : new Date(v);
-}
-
-interface JobRow {
-  id: string;
-  queue: string;
-  type: string;
-  payload: unknown;
-  state: JobState;
-  run_at: Date;
-  attempt: number;
-  max_attempts: number;
-  retry_policy: NormalizedRetryPolicy | null;
-  deadline: Date | null;
-  execution_timeout_ms: string | null;
-  concurrency_key: string | null;
-  tags: string[];
-  created_at: Date;
-  updated_at: Date;
-  lease_owner: string | null;
-  lease_expires_at: Date | null;
-  started_at: Date | null;
-  finished_at: Date | null;
-  result: unknown;
-  last_error: unknown;
-  purged_at: Date | null;
-  purged_by: string | null;
-  purge_reason: string | null;
-  cancel_requested_at?: Date | null;
-  cancel_requested_by?: string | null;
-  cancel_reason?: string | null;
-  redriven_from?: string | null;
-  /** Only from getJob. */
-  redrive_job_ids?: string[];
-}
-
-/** Maps a `workhorse.job` row to the domain type. The one place wire rows become `Job`s. */
-export function jobFromRow(r: JobRow): Job {
-  return {
-    id: r.id,
-    queue: r.queue,
-    type: r.type,
-    payload: r.payload,
-    state: r.state,
-    runAt: r.run_at,
-    attempt: r.attempt,
-    maxAttempts: r.max_attempts,
-    retryPolicy: r.retry_policy,
-    deadline: toDate(r.deadline),
-    executionTimeoutMs: r.execution_timeout_ms === null ? null : Number(r.execution_timeout_ms),
-    concurrencyKey: r.concurrency_key,
-    tags: r.tags,
-    createdAt: r.created_at,
-    updatedAt: r.updated_at,
-    leaseOwner: r.lease_owner,
-    leaseExpiresAt: toDate(r.lease_expires_at),
-    startedAt: toDate(r.started_at),
-    finishedAt: toDate(r.finished_at),
-    result: r.result,
-    lastError: r.last_error,
-    purgedAt: toDate(r.purged_at),
-    purgedBy: r.purged_by,
-    purgeReason: r.purge_reason,
-    cancelRequestedAt: toDate(r.cancel_requested_at ?? null),
-    cancelRequestedBy: r.cancel_requested_by ?? null,
-    cancelReason: r.cancel_reason ?? null,
-    redrivenFrom: r.redriven_from ?? null,
-    redriveJobIds: r.redrive_job_ids ?? [],
-  };
-}
-
 export interface MaintenanceResult {
   expiredBindingsDeleted: number;
   observationsDeleted: number;
