@@ -9,7 +9,6 @@ import type pg from "pg";
 import { v7 as uuidv7 } from "uuid";
 import {
   batchValues,
-  bucketedId,
   bucketIds,
   type ConflictDetail,
   distributedOneValues,
@@ -26,10 +25,7 @@ import {
   EnqueueValidationError,
   isConnectionLoss,
   isRetryableDbError,
-  JobNotFoundError,
-  PurgeNotAllowedError,
   QueueClosedError,
-  RedriveIdempotencyConflictError,
   readSafely,
   SqlState,
   sqlStateOf,
@@ -46,10 +42,16 @@ import {
   legacyKeyHash,
   parseKeySecret,
 } from "./keys";
+import type { MaintenanceResult } from "./maintenance";
+import * as maintenance from "./maintenance";
 import type { Observation, ObservationRecorderOptions, ObservationStats } from "./observations";
 import { answeredByServer, withPoolClient } from "./pool-client";
 import { BINDING_COLUMNS, type BindingRow, bindingFromRow, type JobRow, jobFromRow } from "./rows";
-import { clientExecutor, type Executor, Shared, WAKE_CHANNEL } from "./shared";
+
+export type { MaintenanceResult };
+
+import * as actions from "./operator-actions";
+import { clientExecutor, type Executor, type OperationsDb, Shared, WAKE_CHANNEL } from "./shared";
 import type {
   BindingInfo,
   CancelResult,
@@ -67,33 +69,18 @@ import type {
   PurgeResult,
   RedriveRequest,
   RedriveResult,
-  RedriveStatus,
   RunNowResult,
-  Unchanged,
 } from "./types";
 import {
-  encodeDeadLetterCursor,
   LIMITS,
   maintenanceConfigSchema,
   type NormalizedRequest,
   normalizeRequest,
-  parseDeadLetterQuery,
   parseJobId,
-  parseJobSelection,
   parseMaintenanceOptions,
-  parseOperatorContext,
-  parseQueueName,
-  parseRedriveRequest,
   parseRetryOption,
   parseScopedKey,
-  pruneBindingsSchema,
-  pruneFinishedJobsSchema,
-  pruneObservationsSchema,
-  reapLeasesSchema,
-  STORABLE_TEXT_RULE,
-  serializePayload,
   sourceLabel,
-  storableText,
 } from "./validate";
 
 export interface QueueOptions {
@@ -143,9 +130,6 @@ export interface RetryStats {
   recoveredAccepts: number;
 }
 
-/** The scope a redrive request id is hashed under (kept apart from every caller's key scope by the 0x1F separator and name). */
-const REDRIVE_SCOPE = "workhorse.redrive";
-
 export { bucketedId, idBucket, keyBucket } from "./enqueue-sql";
 export { jobFromRow } from "./rows";
 export { WAKE_CHANNEL };
@@ -162,14 +146,6 @@ function namesAKey(options: unknown): boolean {
 }
 
 /** Parameters of workhorse.enqueue_one() for one normalised request. */
-export interface MaintenanceResult {
-  expiredBindingsDeleted: number;
-  observationsDeleted: number;
-  /** Active jobs whose lease had lapsed (their worker died or stalled), given back for a new attempt or failed. */
-  expiredLeasesReaped: number;
-  /** Terminal jobs past retention deleted (with their events); never one owning a live key. */
-  finishedJobsDeleted: number;
-}
 
 /**
  * The public operations (README, docs/enqueue.md), bound to an executor: the pool (`Queue`) or a caller's client
@@ -187,6 +163,17 @@ export class QueueOperations {
     const executor = rawExec;
     this.exec = {
       query: <R extends pg.QueryResultRow>(config: pg.QueryConfig) => shared.guard(() => executor.query<R>(config)),
+    };
+  }
+
+  /** What operator actions and maintenance (operator-actions.ts, maintenance.ts) run on. */
+  protected get db(): OperationsDb {
+    return {
+      sql: (what, config) => this.sql(what, config),
+      distributed: (what) => this.distributed(what),
+      exec: this.exec,
+      shared: this.shared,
+      loadKeys: () => this.loadKeys(),
     };
   }
 
@@ -593,20 +580,12 @@ export class QueueOperations {
    * @throws JobNotFoundError no job has this id
    */
   async purge(target: { jobId: string }, context: OperatorContext): Promise<PurgeResult> {
-    const jobId = parseJobId(target?.jobId);
-    const ctx = parseOperatorContext(context);
-    const row = await this.purgeCall([jobId], null, ctx);
-    if (row.refused_state === "missing") throw new JobNotFoundError(jobId);
-    if (row.refused_state) throw new PurgeNotAllowedError(jobId, row.refused_state);
-    return { purged: row.purged, releasedBindings: row.released_bindings };
+    return actions.purge(this.db, target, context);
   }
 
   /** Purges every `ready` and `scheduled` job of one queue, as `purge` does for one job. */
   async purgeQueue(queue: string, context: OperatorContext): Promise<PurgeResult> {
-    const name = parseQueueName(queue);
-    const ctx = parseOperatorContext(context);
-    const row = await this.purgeCall(null, name, ctx);
-    return { purged: row.purged, releasedBindings: row.released_bindings };
+    return actions.purgeQueue(this.db, queue, context);
   }
 
   /**
@@ -621,15 +600,7 @@ export class QueueOperations {
    * @throws JobNotFoundError a single id was given and no job has it
    */
   async cancel(selection: JobSelection, context: OperatorContext): Promise<CancelResult> {
-    const ids = parseJobSelection(selection);
-    const ctx = parseOperatorContext(context);
-    const { rows } = await this.sql<{ canceled: number; cancel_requested: number; unchanged: Unchanged }>("cancel", {
-      text: "select canceled, cancel_requested, unchanged from workhorse.cancel_jobs($1::uuid[], $2::text, $3::text)",
-      values: [ids, ctx.actor, ctx.reason],
-    });
-    const row = rows[0] as { canceled: number; cancel_requested: number; unchanged: Unchanged };
-    if (ids.length === 1 && row.unchanged.missing === 1) throw new JobNotFoundError(ids[0] as string);
-    return { canceled: row.canceled, cancelRequested: row.cancel_requested, unchanged: row.unchanged };
+    return actions.cancel(this.db, selection, context);
   }
 
   /**
@@ -641,14 +612,7 @@ export class QueueOperations {
    * @throws EnqueueValidationError bad ids or context
    */
   async purgeJobs(selection: JobSelection, context: OperatorContext): Promise<PurgeJobsResult> {
-    const ids = parseJobSelection(selection);
-    const ctx = parseOperatorContext(context);
-    const { rows } = await this.sql<{ purged: number; released_bindings: number; unchanged: Unchanged }>("purgeJobs", {
-      text: "select purged, released_bindings, unchanged from workhorse.purge_job_list($1::uuid[], $2::text, $3::text)",
-      values: [ids, ctx.actor, ctx.reason],
-    });
-    const row = rows[0] as { purged: number; released_bindings: number; unchanged: Unchanged };
-    return { purged: row.purged, releasedBindings: row.released_bindings, unchanged: row.unchanged };
+    return actions.purgeJobs(this.db, selection, context);
   }
 
   /**
@@ -660,15 +624,7 @@ export class QueueOperations {
    * @throws JobNotFoundError a single id was given and no job has it
    */
   async runNow(selection: JobSelection, context: OperatorContext): Promise<RunNowResult> {
-    const ids = parseJobSelection(selection);
-    const ctx = parseOperatorContext(context);
-    const { rows } = await this.sql<{ updated: number; unchanged: Unchanged }>("runNow", {
-      text: "select updated, unchanged from workhorse.run_jobs_now($1::uuid[], $2::text, $3::text)",
-      values: [ids, ctx.actor, ctx.reason],
-    });
-    const row = rows[0] as { updated: number; unchanged: Unchanged };
-    if (ids.length === 1 && row.unchanged.missing === 1) throw new JobNotFoundError(ids[0] as string);
-    return { updated: row.updated, unchanged: row.unchanged };
+    return actions.runNow(this.db, selection, context);
   }
 
   /**
@@ -689,41 +645,7 @@ export class QueueOperations {
    *   or reason (nothing written)
    */
   async redrive(request: RedriveRequest): Promise<RedriveResult> {
-    const r = parseRedriveRequest(request);
-    if (!this.shared.config.keys.loaded) await this.loadKeys();
-    const requestHash = this.shared.config.keys.hash(REDRIVE_SCOPE, r.requestId);
-    const newIds = r.jobIds.map(() => uuidv7());
-    // Citus: a redriven job lives in its source's bucket, where the key it may take over is.
-    if (await this.distributed("redrive")) {
-      for (let i = 0; i < newIds.length; i++)
-        newIds[i] = bucketedId(newIds[i] as string, idBucket(r.jobIds[i] as string));
-    }
-    type Row = { source_job_id: string; status: RedriveStatus; job_id: string | null };
-    let rows: Row[];
-    try {
-      ({ rows } = await this.exec.query<Row>({
-        text: `select source_job_id, status, job_id
-                 from workhorse.redrive_jobs($1::uuid[], $2::uuid[], $3::bytea, $4::text, $5::text, $6::boolean)`,
-        values: [r.jobIds, newIds, requestHash, r.requestedBy, r.reason, r.dryRun],
-      }));
-    } catch (err) {
-      if (err instanceof QueueClosedError) throw err;
-      if (sqlStateOf(err) === SqlState.redriveConflict) {
-        const d = JSON.parse((err as { detail?: string }).detail ?? "{}") as {
-          sourceJobId: string;
-          existingJobId: string;
-          conflictingFields: string[];
-        };
-        throw new RedriveIdempotencyConflictError(d, { cause: err });
-      }
-      throw new WorkhorseDatabaseError(`redrive failed: ${(err as Error)?.message ?? String(err)}`, err);
-    }
-    const results = rows.map((row) => ({
-      sourceJobId: row.source_job_id,
-      status: row.status,
-      ...(row.job_id ? { jobId: row.job_id } : {}),
-    }));
-    return { results };
+    return actions.redrive(this.db, request);
   }
 
   /**
@@ -734,56 +656,7 @@ export class QueueOperations {
    * @throws EnqueueValidationError bad filters or a cursor that is not a `nextCursor`
    */
   async listDeadLetters(query: DeadLetterQuery = {}): Promise<DeadLetterPage> {
-    const q = parseDeadLetterQuery(query);
-    // Citus runs no correlated subquery across shards: there the redrives are read by a second query.
-    const distributed = await this.distributed("listDeadLetters");
-    const { rows } = await this.sql<JobRow & { finished_at_text: string }>("listDeadLetters", {
-      name: distributed ? "workhorse_list_dead_letters_at" : "workhorse_list_dead_letters",
-      text: `select j.*, to_char(j.finished_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as finished_at_text,
-                    ${
-                      distributed
-                        ? "'{}'::uuid[]"
-                        : "array(select r.id from workhorse.job r where r.redriven_from = j.id order by r.id)"
-                    } as redrive_job_ids
-               from workhorse.job j
-              where j.state = 'failed'
-                and ($1::text is null or j.queue = $1::text)
-                and ($2::text is null or j.type = $2::text)
-                and ($3::text is null or j.last_error ->> 'name' = $3::text)
-                and ($4::timestamptz is null or j.finished_at > $4::timestamptz)
-                and ($5::timestamptz is null or j.finished_at < $5::timestamptz)
-                and ($6::timestamptz is null or (j.finished_at, j.id) < ($6::timestamptz, $7::uuid))
-              order by j.finished_at desc, j.id desc
-              limit $8::integer`,
-      values: [
-        q.queue ?? null,
-        q.type ?? null,
-        q.errorName ?? null,
-        q.finishedAfter?.toISOString() ?? null,
-        q.finishedBefore?.toISOString() ?? null,
-        q.cursor?.finishedAt ?? null,
-        q.cursor?.id ?? null,
-        q.limit + 1,
-      ],
-    });
-    const page = rows.slice(0, q.limit);
-    if (distributed && page.length > 0) {
-      const { rows: redrives } = await this.sql<{ source: string; ids: string[] }>("listDeadLetters", {
-        text: `select redriven_from as source, array_agg(id order by id) as ids from workhorse.job
-                where redriven_from = any($1::uuid[]) group by redriven_from`,
-        values: [page.map((r) => r.id)],
-      });
-      const bySource = new Map(redrives.map((r) => [r.source, r.ids]));
-      for (const r of page) r.redrive_job_ids = bySource.get(r.id) ?? [];
-    }
-    const last = page[page.length - 1];
-    return {
-      jobs: page.map(jobFromRow),
-      nextCursor:
-        rows.length > q.limit && last
-          ? encodeDeadLetterCursor({ finishedAt: last.finished_at_text, id: last.id })
-          : null,
-    };
+    return actions.listDeadLetters(this.db, query);
   }
 
   /**
@@ -794,13 +667,7 @@ export class QueueOperations {
    * @throws EnqueueValidationError bad queue name or context
    */
   async pauseQueue(queue: string, context: OperatorContext): Promise<{ paused: boolean }> {
-    const name = parseQueueName(queue);
-    const ctx = parseOperatorContext(context);
-    const { rows } = await this.sql<{ changed: boolean }>("pauseQueue", {
-      text: "select workhorse.pause_queue($1::text, $2::text, $3::text) as changed",
-      values: [name, ctx.actor, ctx.reason],
-    });
-    return { paused: rows[0]?.changed === true };
+    return actions.pauseQueue(this.db, queue, context);
   }
 
   /**
@@ -809,22 +676,12 @@ export class QueueOperations {
    * @returns `{ resumed }`: true when it was paused
    */
   async resumeQueue(queue: string, context: OperatorContext): Promise<{ resumed: boolean }> {
-    const name = parseQueueName(queue);
-    const ctx = parseOperatorContext(context);
-    const { rows } = await this.sql<{ changed: boolean }>("resumeQueue", {
-      text: "select workhorse.resume_queue($1::text, $2::text, $3::text) as changed",
-      values: [name, ctx.actor, ctx.reason],
-    });
-    return { resumed: rows[0]?.changed === true };
+    return actions.resumeQueue(this.db, queue, context);
   }
 
   /** Paused queues with who paused them, when and why (name order). */
   async listPausedQueues(): Promise<Array<{ queue: string; pausedAt: Date; pausedBy: string; reason: string }>> {
-    const { rows } = await this.sql<{ queue: string; paused_at: Date; paused_by: string; reason: string }>(
-      "listPausedQueues",
-      { text: "select queue, paused_at, paused_by, reason from workhorse.queue_pause order by queue" },
-    );
-    return rows.map((r) => ({ queue: r.queue, pausedAt: r.paused_at, pausedBy: r.paused_by, reason: r.reason }));
+    return actions.listPausedQueues(this.db);
   }
 
   /**
@@ -837,37 +694,7 @@ export class QueueOperations {
   async pruneFinishedJobs(
     options: { olderThanMs?: number; limit?: number; maxBatches?: number } = {},
   ): Promise<PruneFinishedJobsResult> {
-    const { olderThanMs, limit, maxBatches } = parseMaintenanceOptions(pruneFinishedJobsSchema, options);
-    let jobsDeleted = 0;
-    let eventsDeleted = 0;
-    for (let batch = 0; batch < maxBatches; batch++) {
-      const { rows } = await this.sql<{ jobs_deleted: number; events_deleted: number }>("pruneFinishedJobs", {
-        name: "workhorse_prune_finished_jobs",
-        text: "select jobs_deleted, events_deleted from workhorse.prune_finished_jobs($1::bigint, $2::integer)",
-        values: [olderThanMs, limit],
-      });
-      const n = rows[0]?.jobs_deleted ?? 0;
-      jobsDeleted += n;
-      eventsDeleted += rows[0]?.events_deleted ?? 0;
-      if (n < limit) break;
-    }
-    return { jobsDeleted, eventsDeleted };
-  }
-
-  private async purgeCall(ids: string[] | null, queue: string | null, ctx: OperatorContext) {
-    try {
-      const { rows } = await this.exec.query<{
-        purged: number;
-        released_bindings: number;
-        refused_state: string | null;
-      }>({
-        text: "select purged, released_bindings, refused_state from workhorse.purge_jobs($1::uuid[], $2::text, $3::text, $4::text)",
-        values: [ids, queue, ctx.actor, ctx.reason],
-      });
-      return rows[0] as { purged: number; released_bindings: number; refused_state: string | null };
-    } catch (err) {
-      throw new WorkhorseDatabaseError(`purge failed: ${(err as Error).message}`, err);
-    }
+    return actions.pruneFinishedJobs(this.db, options);
   }
 
   /**
@@ -882,29 +709,7 @@ export class QueueOperations {
     reason?: string | null;
     result: Record<string, unknown>;
   }): Promise<void> {
-    const actor = typeof entry?.actor === "string" ? entry.actor.trim() : "";
-    if (!actor || actor.length > 200) {
-      throw new EnqueueValidationError([{ option: "actor", rule: "is required (1..200 characters)" }]);
-    }
-    if (typeof entry.action !== "string" || !/^[a-z_]{1,64}$/.test(entry.action)) {
-      throw new EnqueueValidationError([{ option: "action", rule: "must be 1..64 lowercase letters or underscores" }]);
-    }
-    if (typeof entry.target !== "string" || entry.target.length < 1 || entry.target.length > 300) {
-      throw new EnqueueValidationError([{ option: "target", rule: "must be 1..300 characters" }]);
-    }
-    if (!storableText(actor) || !storableText(entry.target)) {
-      throw new EnqueueValidationError([
-        { option: storableText(actor) ? "target" : "actor", rule: STORABLE_TEXT_RULE },
-      ]);
-    }
-    if (entry.reason != null && (typeof entry.reason !== "string" || !storableText(entry.reason))) {
-      throw new EnqueueValidationError([{ option: "reason", rule: `must be a string; ${STORABLE_TEXT_RULE}` }]);
-    }
-    const resultJson = serializePayload(entry.result ?? {}, LIMITS.defaultPayloadBytes, "result");
-    await this.sql("recordOperatorAction", {
-      text: "insert into workhorse.operator_audit (actor, action, target, reason, result) values ($1, $2, $3, $4, $5::jsonb)",
-      values: [actor, entry.action, entry.target, entry.reason ?? null, resultJson],
-    });
+    return actions.recordOperatorAction(this.db, entry);
   }
 
   /**
@@ -915,49 +720,7 @@ export class QueueOperations {
    * Returns how many were deleted.
    */
   async pruneExpiredBindings(options: { limit?: number; maxBatches?: number } = {}): Promise<number> {
-    const { limit, maxBatches } = parseMaintenanceOptions(pruneBindingsSchema, options);
-    let total = 0;
-    const distributed = await this.distributed("pruneExpiredBindings");
-    for (let batch = 0; batch < maxBatches; batch++) {
-      const { rowCount } = await this.sql(
-        "pruneExpiredBindings",
-        distributed
-          ? // Citus locks rows within one shard only: the oldest are picked across shards, then deleted
-            // where still expired (a key re-bound meanwhile is not).
-            {
-              name: "workhorse_prune_bindings_at",
-              text: `delete from workhorse.key_binding b
-                      where b.expires_at <= now()
-                        and (b.bucket, b.scope, b.key_hash) in (
-                              select k.bucket, k.scope, k.key_hash from workhorse.key_binding k
-                               where k.expires_at <= now()
-                                 and not (k.mode = 'debounce' and exists (
-                                       select 1 from workhorse.job j
-                                        where j.bucket = k.bucket and j.id = k.job_id
-                                          and j.state in ('scheduled', 'ready') and j.attempt = 0
-                                          and j.started_at is null))
-                               order by k.expires_at limit $1)`,
-              values: [limit],
-            }
-          : {
-              name: "workhorse_prune_bindings",
-              text: `with doomed as (
-                 select k.scope, k.key_hash from workhorse.key_binding k
-                  where k.expires_at <= now()
-                    and not (k.mode = 'debounce' and exists (
-                          select 1 from workhorse.job j
-                           where j.id = k.job_id and j.state in ('scheduled', 'ready') and j.attempt = 0
-                             and j.started_at is null))
-                  order by k.expires_at limit $1 for update of k skip locked)
-               delete from workhorse.key_binding b using doomed d
-                where b.scope = d.scope and b.key_hash = d.key_hash`,
-              values: [limit],
-            },
-      );
-      total += rowCount ?? 0;
-      if ((rowCount ?? 0) < limit) break;
-    }
-    return total;
+    return maintenance.pruneExpiredBindings(this.db, options);
   }
 
   /**
@@ -965,20 +728,7 @@ export class QueueOperations {
    * batches of `limit` (1..100,000, default 5,000).
    */
   async pruneObservations(options: { olderThanMs?: number; limit?: number } = {}): Promise<number> {
-    const { olderThanMs, limit } = parseMaintenanceOptions(pruneObservationsSchema, options);
-    let total = 0;
-    for (;;) {
-      const { rowCount } = await this.sql("pruneObservations", {
-        name: "workhorse_prune_observations",
-        text: `delete from workhorse.enqueue_observation where id in (
-                 select id from workhorse.enqueue_observation
-                  where at < now() - $1::bigint * interval '1 millisecond' order by at limit $2)`,
-        values: [olderThanMs, limit],
-      });
-      total += rowCount ?? 0;
-      if ((rowCount ?? 0) < limit) break;
-    }
-    return total;
+    return maintenance.pruneObservations(this.db, options);
   }
 
   /**
@@ -989,19 +739,7 @@ export class QueueOperations {
    * default 1,000), `SKIP LOCKED`. SQL: `workhorse.reap_expired_leases(null, $1)`. Returns the count.
    */
   async reapExpiredLeases(options: { limit?: number } = {}): Promise<number> {
-    const { limit } = parseMaintenanceOptions(reapLeasesSchema, options);
-    let total = 0;
-    for (;;) {
-      const { rows } = await this.sql<{ n: number }>("reapExpiredLeases", {
-        name: "workhorse_reap_expired_leases",
-        text: "select workhorse.reap_expired_leases(null, $1::integer) as n",
-        values: [limit],
-      });
-      const n = rows[0]?.n ?? 0;
-      total += n;
-      if (n < limit) break;
-    }
-    return total;
+    return maintenance.reapExpiredLeases(this.db, options);
   }
 
   /**
@@ -1011,36 +749,7 @@ export class QueueOperations {
   async runMaintenance(
     options: { trigger?: "schedule" | "manual"; observationRetentionMs?: number; jobRetentionMs?: number } = {},
   ): Promise<MaintenanceResult> {
-    const started = new Date();
-    const m = this.shared.config.maintenance;
-    const expiredBindingsDeleted = await this.pruneExpiredBindings({ limit: m ? m.batchSize : 1000 });
-    const observationsDeleted = await this.pruneObservations({
-      olderThanMs: options.observationRetentionMs ?? (m ? m.observationRetentionMs : undefined),
-    });
-    const expiredLeasesReaped = await this.reapExpiredLeases({ limit: m ? m.batchSize : 1000 });
-    const pruned = await this.pruneFinishedJobs({
-      olderThanMs: options.jobRetentionMs ?? (m ? m.jobRetentionMs : undefined),
-      limit: m ? m.batchSize : 1000,
-    });
-    await this.sql("runMaintenance", {
-      text: `insert into workhorse.maintenance_run (task, started_at, finished_at, removed, trigger)
-             values ('prune_expired_bindings', $1, now(), $2, $4), ('prune_observations', $1, now(), $3, $4),
-                    ('reap_expired_leases', $1, now(), $5, $4), ('prune_finished_jobs', $1, now(), $6, $4)`,
-      values: [
-        started,
-        expiredBindingsDeleted,
-        observationsDeleted,
-        options.trigger ?? "manual",
-        expiredLeasesReaped,
-        pruned.jobsDeleted,
-      ],
-    });
-    return {
-      expiredBindingsDeleted,
-      observationsDeleted,
-      expiredLeasesReaped,
-      finishedJobsDeleted: pruned.jobsDeleted,
-    };
+    return maintenance.runMaintenance(this.db, options);
   }
 }
 

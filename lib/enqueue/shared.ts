@@ -132,3 +132,16 @@ export class Shared {
     await this.recorder.close();
   }
 }
+
+/** What operator actions and maintenance need from a view of the queue (queue.ts builds it). */
+export interface OperationsDb {
+  /** One statement; driver errors become `WorkhorseDatabaseError` naming `what`. */
+  sql<R extends pg.QueryResultRow>(what: string, config: pg.QueryConfig): Promise<pg.QueryResult<R>>;
+  /** Whether the schema has the distributed (Citus) layout; read once per queue. */
+  distributed(what: string): Promise<boolean>;
+  /** The raw executor (driver errors untouched), for calls that translate SQLSTATEs themselves. */
+  exec: Executor;
+  shared: Shared;
+  /** Reads the installation key once (for hashing redrive request ids). */
+  loadKeys(): Promise<void>;
+}

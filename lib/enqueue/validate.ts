@@ -737,6 +737,38 @@ export const pruneFinishedJobsSchema = z.strictObject({
     .default(Number.POSITIVE_INFINITY),
 });
 
+/**
+ * `recordOperatorAction`'s entry checked: actor 1..LIMITS.actorChars after trimming, action 1..64
+ * lowercase letters or underscores, target 1..300 characters, reason optional; all storable text;
+ * the result a JSON object within the payload limit. Throws `EnqueueValidationError`.
+ */
+export function parseOperatorEntry(entry: {
+  actor: string;
+  action: string;
+  target: string;
+  reason?: string | null;
+  result: Record<string, unknown>;
+}): { actor: string; action: string; target: string; reason: string | null; resultJson: string } {
+  const actor = typeof entry?.actor === "string" ? entry.actor.trim() : "";
+  if (!actor || actor.length > LIMITS.actorChars) {
+    throw new EnqueueValidationError([{ option: "actor", rule: `is required (1..${LIMITS.actorChars} characters)` }]);
+  }
+  if (typeof entry.action !== "string" || !/^[a-z_]{1,64}$/.test(entry.action)) {
+    throw new EnqueueValidationError([{ option: "action", rule: "must be 1..64 lowercase letters or underscores" }]);
+  }
+  if (typeof entry.target !== "string" || entry.target.length < 1 || entry.target.length > 300) {
+    throw new EnqueueValidationError([{ option: "target", rule: "must be 1..300 characters" }]);
+  }
+  if (!storableText(actor) || !storableText(entry.target)) {
+    throw new EnqueueValidationError([{ option: storableText(actor) ? "target" : "actor", rule: STORABLE_TEXT_RULE }]);
+  }
+  if (entry.reason != null && (typeof entry.reason !== "string" || !storableText(entry.reason))) {
+    throw new EnqueueValidationError([{ option: "reason", rule: `must be a string; ${STORABLE_TEXT_RULE}` }]);
+  }
+  const resultJson = serializePayload(entry.result ?? {}, LIMITS.defaultPayloadBytes, "result");
+  return { actor, action: entry.action, target: entry.target, reason: entry.reason ?? null, resultJson };
+}
+
 // ---------------------------------------------------------------------------------------------
 // Worker options (docs/worker.md, "Options")
 
