@@ -9,23 +9,97 @@ import { withLegacyProbe } from "./key-upgrade";
 import type { EnqueueOutcome, NonReplaceableReason } from "./types";
 import type { NormalizedRequest } from "./validate";
 
-export const ENQUEUE_BATCH_SQL = `select ordinal, job_id, outcome, request_digest, reason
-  from workhorse.enqueue_batch($1::uuid[], $2::text[], $3::text[], $4::jsonb, $5::timestamptz[], $6::integer[],
-    $7::jsonb[], $8::timestamptz[], $9::bigint[], $10::text[], $11::text[], $12::integer[], $13::text[], $14::text[],
-    $15::bytea[], $16::text[], $17::integer[], $18::bigint[], $19::bytea[], $20::bytea[], $21::boolean,
-    $22::text[], $23::bigint[])`;
-const ENQUEUE_ONE_SQL = `select 1 as ordinal, job_id, outcome, request_digest, reason
-  from workhorse.enqueue_one($1::uuid, $2::text, $3::text, $4::jsonb, $5::timestamptz, $6::integer, $7::jsonb,
-    $8::timestamptz, $9::bigint, $10::text, $11::text[], $12::text, $13::text, $14::bytea, $15::text, $16::integer,
-    $17::bigint, $18::bytea, $19::boolean)`;
-/** Debounce: the idempotency call plus schedule ($20) and max wait ($21). */
-const ENQUEUE_DEBOUNCE_SQL = `select 1 as ordinal, job_id, outcome, request_digest, reason
-  from workhorse.enqueue_one($1::uuid, $2::text, $3::text, $4::jsonb, $5::timestamptz, $6::integer, $7::jsonb,
-    $8::timestamptz, $9::bigint, $10::text, $11::text[], $12::text, $13::text, $14::bytea, $15::text, $16::integer,
-    $17::bigint, $18::bytea, $19::boolean, $20::text, $21::bigint)`;
+/**
+ * The request's fields as enqueue_one and enqueue_batch take them, in their parameter order: one
+ * table drives the statements' text, the single call's values and the batch's typed arrays.
+ * test/request-fields.test.ts compares it with the functions' signatures in pg_proc.
+ *   one / batch: the parameter's name in workhorse.enqueue_one / workhorse.enqueue_batch;
+ *   type: its SQL type in enqueue_one (enqueue_batch takes an array of it, except as noted).
+ */
+interface Field {
+  one: string;
+  batch: string;
+  type: string;
+  of: (r: NormalizedRequest, id: string) => unknown;
+}
+const FIELDS: readonly Field[] = [
+  { one: "p_id", batch: "p_ids", type: "uuid", of: (_r, id) => id },
+  { one: "p_queue", batch: "p_queues", type: "text", of: (r) => r.queue },
+  { one: "p_type", batch: "p_types", type: "text", of: (r) => r.type },
+  // enqueue_batch: one jsonb array of every payload (JSON text joined, parsed once by PostgreSQL).
+  { one: "p_payload", batch: "p_payloads", type: "jsonb", of: (r) => r.payloadJson },
+  { one: "p_run_at", batch: "p_run_ats", type: "timestamptz", of: (r) => r.runAt?.toISOString() ?? null },
+  { one: "p_max_attempts", batch: "p_max_attempts", type: "integer", of: (r) => r.maxAttempts },
+  {
+    one: "p_retry_policy",
+    batch: "p_retry_policies",
+    type: "jsonb",
+    of: (r) => (r.retryPolicy === null ? null : JSON.stringify(r.retryPolicy)),
+  },
+  { one: "p_deadline", batch: "p_deadlines", type: "timestamptz", of: (r) => r.deadline?.toISOString() ?? null },
+  { one: "p_execution_timeout_ms", batch: "p_execution_timeouts", type: "bigint", of: (r) => r.executionTimeoutMs },
+  { one: "p_concurrency_key", batch: "p_concurrency_keys", type: "text", of: (r) => r.concurrencyKey },
+  // enqueue_batch: every request's tags one after another (text[]), and p_tag_counts (integer[]).
+  { one: "p_tags", batch: "p_tags", type: "text[]", of: (r) => r.tags },
+  { one: "p_mode", batch: "p_modes", type: "text", of: (r) => r.keyed?.mode ?? null },
+  { one: "p_scope", batch: "p_scopes", type: "text", of: (r) => r.keyed?.key.scope ?? null },
+  { one: "p_key_hash", batch: "p_key_hashes", type: "bytea", of: (r) => r.keyed?.key.keyHash ?? null },
+  { one: "p_key_preview", batch: "p_key_previews", type: "text", of: (r) => r.keyed?.key.keyPreview ?? null },
+  { one: "p_key_length", batch: "p_key_lengths", type: "integer", of: (r) => r.keyed?.key.keyLength ?? null },
+  { one: "p_ttl_ms", batch: "p_ttls", type: "bigint", of: (r) => r.keyed?.ttlMs ?? null },
+  { one: "p_field_digests", batch: "p_field_digests", type: "bytea", of: (r) => r.keyed?.fieldDigests ?? null },
+];
 
-const ENQUEUE_ONE_LEGACY_SQL = withLegacyProbe(ENQUEUE_ONE_SQL);
-const ENQUEUE_DEBOUNCE_LEGACY_SQL = withLegacyProbe(ENQUEUE_DEBOUNCE_SQL, 22);
+/** enqueue_one's parameters after the fields: the wake-up flag, then debounce's two (defaulted to null). */
+const ONE_TAIL = [
+  { name: "p_notify", type: "boolean" },
+  { name: "p_schedule", type: "text" },
+  { name: "p_max_wait_ms", type: "bigint" },
+] as const;
+
+/** workhorse.enqueue_one's parameters, in order, with their SQL types. */
+export const ENQUEUE_ONE_PARAMS: readonly { name: string; type: string }[] = [
+  ...FIELDS.map((f) => ({ name: f.one, type: f.type })),
+  ...ONE_TAIL,
+];
+
+/** workhorse.enqueue_batch's parameters, in order, with their SQL types. */
+export const ENQUEUE_BATCH_PARAMS: readonly { name: string; type: string }[] = [
+  ...FIELDS.flatMap((f) => {
+    if (f.one === "p_payload") return [{ name: f.batch, type: "jsonb" }];
+    if (f.one === "p_tags")
+      return [
+        { name: f.batch, type: "text[]" },
+        { name: "p_tag_counts", type: "integer[]" },
+      ];
+    return [{ name: f.batch, type: `${f.type}[]` }];
+  }),
+  { name: "p_legacy_key_hashes", type: "bytea[]" },
+  { name: "p_notify", type: "boolean" },
+  { name: "p_schedules", type: "text[]" },
+  { name: "p_max_waits", type: "bigint[]" },
+];
+
+/** `$1::uuid, $2::text, …` for these parameter types, numbered from `from`. */
+function placeholders(types: readonly string[], from = 1): string {
+  return types.map((t, i) => `$${i + from}::${t}`).join(", ");
+}
+
+const RESULT_COLUMNS = "ordinal, job_id, outcome, request_digest, reason";
+const oneCall = (count: number) =>
+  `select 1 as ordinal, job_id, outcome, request_digest, reason
+  from workhorse.enqueue_one(${placeholders(ENQUEUE_ONE_PARAMS.slice(0, count).map((p) => p.type))})`;
+
+export const ENQUEUE_BATCH_SQL = `select ${RESULT_COLUMNS}
+  from workhorse.enqueue_batch(${placeholders(ENQUEUE_BATCH_PARAMS.map((p) => p.type))})`;
+/** Idempotency and throttle: the fields and the wake-up flag. */
+const ENQUEUE_ONE_SQL = oneCall(FIELDS.length + 1);
+/** Debounce: the idempotency call plus schedule and max wait. */
+const ENQUEUE_DEBOUNCE_SQL = oneCall(FIELDS.length + 3);
+
+// While pre-HMAC bindings can be live, the legacy hash travels as one more parameter.
+const ENQUEUE_ONE_LEGACY_SQL = withLegacyProbe(ENQUEUE_ONE_SQL, FIELDS.length + 2);
+const ENQUEUE_DEBOUNCE_LEGACY_SQL = withLegacyProbe(ENQUEUE_DEBOUNCE_SQL, FIELDS.length + 4);
 
 /** The statement (and its cached-plan name) for one request. */
 export function oneRequestStatement(r: NormalizedRequest): { name: string; text: string } {
@@ -41,11 +115,12 @@ export function oneRequestStatement(r: NormalizedRequest): { name: string; text:
 }
 
 // Distributed layout (Citus): the same decision, delegated to the node holding the request's bucket
-// ($1), which is also written into the job id (see bucketedId).
+// ($1), which is also written into the job id (see bucketedId); the literal 1 is the ordinal.
 export const ENQUEUE_ONE_AT_SQL = `select 1 as ordinal, job_id, outcome, request_digest, reason
-  from workhorse.enqueue_one_at($1::integer, 1, $2::uuid, $3::text, $4::text, $5::jsonb, $6::timestamptz, $7::integer,
-    $8::jsonb, $9::timestamptz, $10::bigint, $11::text, $12::text[], $13::text, $14::text, $15::bytea, $16::text,
-    $17::integer, $18::bigint, $19::bytea, $20::boolean, $21::text, $22::bigint)`;
+  from workhorse.enqueue_one_at($1::integer, 1, ${placeholders(
+    ENQUEUE_ONE_PARAMS.map((p) => p.type),
+    2,
+  )})`;
 
 /**
  * The distributed layout's bucket (0..4095) of a keyed request: the first 12 bits of
@@ -99,130 +174,58 @@ export interface ConflictDetail {
   rejectedRequestDigest: string;
 }
 
+/** Parameters of the statement oneRequestStatement(r) chose, in FIELDS order. */
 export function oneRequestValues(r: NormalizedRequest, id: string, notify: boolean): unknown[] {
   const k = r.keyed;
-  const values = [
-    id,
-    r.queue,
-    r.type,
-    r.payloadJson,
-    r.runAt?.toISOString() ?? null,
-    r.maxAttempts,
-    r.retryPolicy === null ? null : JSON.stringify(r.retryPolicy),
-    r.deadline?.toISOString() ?? null,
-    r.executionTimeoutMs,
-    r.concurrencyKey,
-    r.tags,
-    k?.mode ?? null,
-    k?.key.scope ?? null,
-    k?.key.keyHash ?? null,
-    k?.key.keyPreview ?? null,
-    k?.key.keyLength ?? null,
-    k?.ttlMs ?? null,
-    k?.fieldDigests ?? null,
-    notify,
-  ];
+  const values = FIELDS.map((f) => f.of(r, id));
+  values.push(notify);
   if (k?.mode === "debounce") values.push(k.schedule, k.maxWaitMs);
   if (k?.key.legacyKeyHash) values.push(k.key.legacyKeyHash);
   return values;
 }
 
-/** Parameters of workhorse.enqueue_one_at() (distributed layout): the bucket, then as enqueue_one with debounce's two. */
+/** Parameters of workhorse.enqueue_one_at() (distributed layout): the bucket, then enqueue_one's, debounce's two always. */
 export function distributedOneValues(r: NormalizedRequest, id: string, notify: boolean): unknown[] {
-  const values = oneRequestValues(r, id, notify).slice(0, 19);
   const k = r.keyed;
   return [
     idBucket(id),
-    ...values,
+    ...FIELDS.map((f) => f.of(r, id)),
+    notify,
     k?.mode === "debounce" ? k.schedule : null,
     k?.mode === "debounce" ? k.maxWaitMs : null,
   ];
 }
 
-/** Parameters of workhorse.enqueue_batch(): one typed array per column, input order. */
+/** Parameters of workhorse.enqueue_batch(): one typed array per field (ENQUEUE_BATCH_PARAMS), input order. */
 export function batchValues(
   requests: readonly NormalizedRequest[],
   ids: readonly string[],
   notify: boolean,
 ): unknown[] {
   const n = requests.length;
-  const queues = new Array<string>(n);
-  const types = new Array<string>(n);
-  const payloads = new Array<string>(n);
-  const runAts = new Array<string | null>(n);
-  const maxAttempts = new Array<number>(n);
-  const policies = new Array<string | null>(n);
-  const deadlines = new Array<string | null>(n);
-  const timeouts = new Array<number | null>(n);
-  const concurrencyKeys = new Array<string | null>(n);
-  const tags: string[] = [];
-  const tagCounts = new Array<number>(n);
-  const modes = new Array<string | null>(n);
-  const scopes = new Array<string | null>(n);
-  const hashes = new Array<Buffer | null>(n);
-  const previews = new Array<string | null>(n);
-  const lengths = new Array<number | null>(n);
-  const ttls = new Array<number | null>(n);
-  const digests = new Array<Buffer | null>(n);
-  let legacy: (Buffer | null)[] | null = null;
-  // Only a batch holding a debounce request sends these (null otherwise).
-  let schedules: (string | null)[] | null = null;
-  let maxWaits: (number | null)[] | null = null;
-  for (let i = 0; i < n; i++) {
-    const r = requests[i] as NormalizedRequest;
-    const k = r.keyed;
-    queues[i] = r.queue;
-    types[i] = r.type;
-    payloads[i] = r.payloadJson;
-    runAts[i] = r.runAt?.toISOString() ?? null;
-    maxAttempts[i] = r.maxAttempts;
-    policies[i] = r.retryPolicy === null ? null : JSON.stringify(r.retryPolicy);
-    deadlines[i] = r.deadline?.toISOString() ?? null;
-    timeouts[i] = r.executionTimeoutMs;
-    concurrencyKeys[i] = r.concurrencyKey;
-    for (const tag of r.tags) tags.push(tag);
-    tagCounts[i] = r.tags.length;
-    modes[i] = k?.mode ?? null;
-    scopes[i] = k?.key.scope ?? null;
-    hashes[i] = k?.key.keyHash ?? null;
-    previews[i] = k?.key.keyPreview ?? null;
-    lengths[i] = k?.key.keyLength ?? null;
-    ttls[i] = k?.ttlMs ?? null;
-    digests[i] = k?.fieldDigests ?? null;
-    if (k?.key.legacyKeyHash) {
-      legacy ??= new Array<Buffer | null>(n).fill(null);
-      legacy[i] = k.key.legacyKeyHash;
-    }
-    if (k?.mode === "debounce") {
-      schedules ??= new Array<string | null>(n).fill(null);
-      maxWaits ??= new Array<number | null>(n).fill(null);
-      schedules[i] = k.schedule;
-      maxWaits[i] = k.maxWaitMs;
+  const values: unknown[] = [];
+  for (const f of FIELDS) {
+    if (f.one === "p_payload") {
+      values.push(`[${requests.map((r) => r.payloadJson).join(",")}]`);
+    } else if (f.one === "p_tags") {
+      values.push(requests.flatMap((r) => r.tags));
+      values.push(requests.map((r) => r.tags.length));
+    } else {
+      const column = new Array<unknown>(n);
+      for (let i = 0; i < n; i++) column[i] = f.of(requests[i] as NormalizedRequest, ids[i] as string);
+      values.push(column);
     }
   }
-  return [
-    ids,
-    queues,
-    types,
-    `[${payloads.join(",")}]`,
-    runAts,
-    maxAttempts,
-    policies,
-    deadlines,
-    timeouts,
-    concurrencyKeys,
-    tags,
-    tagCounts,
-    modes,
-    scopes,
-    hashes,
-    previews,
-    lengths,
-    ttls,
-    digests,
+  // Sent only when some request needs them (null otherwise).
+  const legacy = requests.some((r) => r.keyed?.key.legacyKeyHash)
+    ? requests.map((r) => r.keyed?.key.legacyKeyHash ?? null)
+    : null;
+  const debounce = requests.some((r) => r.keyed?.mode === "debounce");
+  values.push(
     legacy,
     notify,
-    schedules,
-    maxWaits,
-  ];
+    debounce ? requests.map((r) => (r.keyed?.mode === "debounce" ? r.keyed.schedule : null)) : null,
+    debounce ? requests.map((r) => (r.keyed?.mode === "debounce" ? r.keyed.maxWaitMs : null)) : null,
+  );
+  return values;
 }
