@@ -4,7 +4,11 @@ import { z } from "zod";
 import { EnqueueValidationError, type ValidationIssue, WorkerConfigError } from "./errors";
 import type { KeyIdentity, KeyRing } from "./keys";
 import type { EnqueueOptions, KeyMode, NormalizedRetryPolicy } from "./types";
-import { KEY_MODES } from "./vocabulary";
+import { FINGERPRINT_FIELDS, type FingerprintField, KEY_MODES } from "./vocabulary";
+
+/** The fingerprint fields the process digests (all but the payload), in their stored order. */
+const DIGESTED_FIELDS = FINGERPRINT_FIELDS.filter((f): f is Exclude<FingerprintField, "payload"> => f !== "payload");
+
 import type { JobHandler, WorkerOptions } from "./worker/types";
 
 export const LIMITS = {
@@ -457,37 +461,26 @@ export function normalizeRequest(
   if (keyed) {
     const mode: KeyMode = o.idempotency ? "idempotency" : o.debounce ? "debounce" : "throttle";
     const ttlMs = "windowMs" in keyed ? keyed.windowMs : (keyed.ttlMs ?? LIMITS.defaultTtlMs);
-    // Order of workhorse.fingerprint_fields(), without `payload` (5th), which PostgreSQL digests.
-    // Requests of one stream mostly share every fingerprint field but the payload: the 80 bytes are
-    // remembered per distinct combination (one JSON text, one map lookup on the hot path).
+    // Every fingerprint field but the payload (PostgreSQL digests that one), in FINGERPRINT_FIELDS
+    // order. Requests of one stream mostly share these: the 80 bytes are remembered per distinct
+    // combination (one JSON text, one map lookup on the hot path).
     const runAtIso = n.runAt ? n.runAt.toISOString() : null; // given runAt is never null: null = omitted
-    const deadlineIso = n.deadline?.toISOString() ?? null;
-    const signature = JSON.stringify([
-      n.concurrencyKey,
-      deadlineIso,
-      n.executionTimeoutMs,
-      n.maxAttempts,
-      n.queue,
-      n.retryPolicy,
-      runAtIso,
-      n.tags,
+    const values: Record<Exclude<FingerprintField, "payload">, unknown> = {
+      concurrencyKey: n.concurrencyKey,
+      deadline: n.deadline?.toISOString() ?? null,
+      executionTimeoutMs: n.executionTimeoutMs,
+      maxAttempts: n.maxAttempts,
+      queue: n.queue,
+      retryPolicy: n.retryPolicy,
+      runAt: runAtIso !== null ? runAtIso : { omitted: true },
+      tags: n.tags,
       ttlMs,
-      n.type,
-    ]);
+      type: n.type,
+    };
+    const signature = JSON.stringify(DIGESTED_FIELDS.map((f) => values[f]));
     let fieldDigests = fieldDigestCache.get(signature);
     if (fieldDigests === undefined) {
-      fieldDigests = Buffer.concat([
-        digest(n.concurrencyKey),
-        digest(deadlineIso),
-        digest(n.executionTimeoutMs),
-        digest(n.maxAttempts),
-        digest(n.queue),
-        digest(n.retryPolicy),
-        runAtIso !== null ? digest(runAtIso) : digest({ omitted: true }),
-        digest(n.tags),
-        digest(ttlMs),
-        digest(n.type),
-      ]);
+      fieldDigests = Buffer.concat(DIGESTED_FIELDS.map((f) => digest(values[f])));
       if (signature.length <= 1024) {
         if (fieldDigestCache.size >= 4096) fieldDigestCache.clear();
         fieldDigestCache.set(signature, fieldDigests);
