@@ -6,10 +6,10 @@ import type { KeyIdentity, KeyRing } from "./keys";
 import type { EnqueueOptions, KeyMode, NormalizedRetryPolicy } from "./types";
 import { FINGERPRINT_FIELDS, type FingerprintField, KEY_MODES } from "./vocabulary";
 
+import type { JobHandler, WorkerOptions } from "./worker/types";
+
 /** The fingerprint fields the process digests (all but the payload), in their stored order. */
 const DIGESTED_FIELDS = FINGERPRINT_FIELDS.filter((f): f is Exclude<FingerprintField, "payload"> => f !== "payload");
-
-import type { JobHandler, WorkerOptions } from "./worker/types";
 
 export const LIMITS = {
   keyBytes: 512,
