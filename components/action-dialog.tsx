@@ -2,9 +2,9 @@
 import Link from "next/link";
 import { useActionState, useId, useState } from "react";
 import type { OperatorActionState, RedriveState } from "@/lib/console/action-state";
-import { ConfirmDialog, DialogButtons, type FormAction, Hidden, ReasonField, useSettled } from "./confirm-dialog";
+import { ConfirmDialog, ConfirmForm, type FormAction, ReasonForm, useSettled } from "./confirm-dialog";
 import { Refusal } from "./purge-dialog";
-import { buttonClass, dangerButtonClass, linkClass, Notice } from "./ui";
+import { buttonClass, linkClass, Notice } from "./ui";
 
 export function ActionResult({ state }: { state: OperatorActionState | RedriveState }) {
   if (state.status === "done") {
@@ -42,48 +42,17 @@ export function ActionDialog(props: {
       disabled={props.disabled}
       allowed={props.allowed}
       idle={{ status: "idle" }}
-      form={(p) => <ActionForm {...props} {...p} />}
-      result={(last) => <ActionResult state={last} />}
-    />
-  );
-}
-
-function ActionForm(props: {
-  action: FormAction<OperatorActionState>;
-  hidden: Record<string, string>;
-  title: string;
-  statement: string;
-  confirmLabel: string;
-  danger?: boolean;
-  onResult: (s: OperatorActionState) => void;
-  close: () => void;
-}) {
-  const [state, formAction, pending] = useActionState(props.action, { status: "idle" });
-  const id = useId();
-  const [reason, setReason] = useState("");
-  useSettled(state, props.onResult, state.status === "done");
-  const finished = state.status === "done" || state.status === "refused";
-  return (
-    <form action={formAction} className="space-y-4 p-5">
-      <h2 className="text-lg font-semibold">{props.title}</h2>
-      <p className="text-sm text-slate-700">{props.statement}</p>
-      <Hidden fields={props.hidden} />
-      {finished ? null : (
-        <ReasonField
-          id={id}
-          error={state.status === "error" ? state.fieldErrors.reason : undefined}
+      form={(p) => (
+        <ConfirmForm<OperatorActionState>
+          {...props}
+          {...p}
           hint="Kept in the job's timeline and in the audit log."
-          value={reason}
-          onChange={setReason}
+          pendingLabel="Working…"
+          result={(state) => <ActionResult state={state} />}
         />
       )}
-      <ActionResult state={state} />
-      <DialogButtons finished={finished} close={props.close}>
-        <button type="submit" className={props.danger ? dangerButtonClass : buttonClass} disabled={pending}>
-          {pending ? "Working…" : props.confirmLabel}
-        </button>
-      </DialogButtons>
-    </form>
+      result={(last) => <ActionResult state={last} />}
+    />
   );
 }
 
@@ -134,46 +103,49 @@ function RedriveForm(props: {
   const eligible = dryRan ? (state.counts.eligible ?? 0) : 0;
   const finished = redrove || state.status === "refused";
   return (
-    <form action={formAction} className="space-y-4 p-5">
-      <h2 className="text-lg font-semibold">{props.title}</h2>
-      <p className="text-sm text-slate-700">{props.statement}</p>
-      <Hidden fields={{ ...props.hidden, requestId }} />
-      {finished ? null : (
-        <ReasonField
-          id={id}
-          error={state.status === "error" ? state.fieldErrors.reason : undefined}
-          hint="Kept in both jobs' timelines and in the audit log."
-          value={reason}
-          onChange={setReason}
-          readOnly={dryRan}
-        />
-      )}
-      <ActionResult state={state} />
-      {state.status === "done" && state.results.length > 0 ? (
-        <details className="text-sm" open={state.results.length <= 10}>
-          <summary>Jobs ({state.results.length})</summary>
-          <ul className="mt-1 max-h-48 space-y-1 overflow-auto font-mono text-xs">
-            {state.results.map((r) => (
-              <li key={r.sourceJobId}>
-                <Link className={linkClass} href={`/jobs/${r.sourceJobId}`}>
-                  {r.sourceJobId}
-                </Link>{" "}
-                {r.status}
-                {r.jobId ? (
-                  <>
-                    {" → "}
-                    <Link className={linkClass} href={`/jobs/${r.jobId}`}>
-                      {r.jobId}
-                    </Link>
-                  </>
-                ) : null}
-              </li>
-            ))}
-          </ul>
-        </details>
-      ) : null}
-      <DialogButtons finished={finished} close={props.close}>
-        {dryRan ? (
+    <ReasonForm
+      formAction={formAction}
+      title={props.title}
+      statement={props.statement}
+      hidden={{ ...props.hidden, requestId }}
+      finished={finished}
+      reason={{
+        id,
+        error: state.status === "error" ? state.fieldErrors.reason : undefined,
+        hint: "Kept in both jobs' timelines and in the audit log.",
+        value: reason,
+        onChange: setReason,
+        readOnly: dryRan,
+      }}
+      result={<ActionResult state={state} />}
+      close={props.close}
+      after={
+        state.status === "done" && state.results.length > 0 ? (
+          <details className="text-sm" open={state.results.length <= 10}>
+            <summary>Jobs ({state.results.length})</summary>
+            <ul className="mt-1 max-h-48 space-y-1 overflow-auto font-mono text-xs">
+              {state.results.map((r) => (
+                <li key={r.sourceJobId}>
+                  <Link className={linkClass} href={`/jobs/${r.sourceJobId}`}>
+                    {r.sourceJobId}
+                  </Link>{" "}
+                  {r.status}
+                  {r.jobId ? (
+                    <>
+                      {" → "}
+                      <Link className={linkClass} href={`/jobs/${r.jobId}`}>
+                        {r.jobId}
+                      </Link>
+                    </>
+                  ) : null}
+                </li>
+              ))}
+            </ul>
+          </details>
+        ) : null
+      }
+      submit={
+        dryRan ? (
           <button
             type="submit"
             name="mode"
@@ -187,8 +159,8 @@ function RedriveForm(props: {
           <button type="submit" name="mode" value="dry-run" className={buttonClass} disabled={pending}>
             {pending ? "Working…" : "Dry run"}
           </button>
-        )}
-      </DialogButtons>
-    </form>
+        )
+      }
+    />
   );
 }

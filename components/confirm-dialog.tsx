@@ -1,8 +1,8 @@
 "use client";
 import { useQueryClient } from "@tanstack/react-query";
 import { useRouter } from "next/navigation";
-import { type ReactNode, useEffect, useRef, useState } from "react";
-import { dangerButtonClass, Field, inputClass, secondaryButtonClass } from "./ui";
+import { type ReactNode, useActionState, useEffect, useId, useRef, useState } from "react";
+import { buttonClass, dangerButtonClass, Field, inputClass, secondaryButtonClass } from "./ui";
 
 /** A server action as React's useActionState takes it. */
 export type FormAction<S> = (prev: S, data: FormData) => Promise<S>;
@@ -125,5 +125,93 @@ export function DialogButtons({
       </button>
       {finished ? null : children}
     </div>
+  );
+}
+
+/**
+ * The body every confirming dialog shares: title, what will happen, the target as hidden inputs,
+ * the reason (until the action finished), the result, then `after` (e.g. a list of jobs), and the
+ * buttons (`submit` until finished, then only "Close").
+ */
+export function ReasonForm(props: {
+  formAction: (data: FormData) => void;
+  title: string;
+  statement: string;
+  hidden: Record<string, string>;
+  finished: boolean;
+  reason: {
+    id: string;
+    error: string | undefined;
+    hint: string;
+    value: string;
+    onChange: (v: string) => void;
+    readOnly?: boolean;
+  };
+  result: ReactNode;
+  after?: ReactNode;
+  close: () => void;
+  submit: ReactNode;
+}) {
+  return (
+    <form action={props.formAction} className="space-y-4 p-5">
+      <h2 id={`${props.reason.id}-title`} className="text-lg font-semibold">
+        {props.title}
+      </h2>
+      <p className="text-sm text-slate-700">{props.statement}</p>
+      <Hidden fields={props.hidden} />
+      {props.finished ? null : <ReasonField {...props.reason} />}
+      {props.result}
+      {props.after}
+      <DialogButtons finished={props.finished} close={props.close}>
+        {props.submit}
+      </DialogButtons>
+    </form>
+  );
+}
+
+/**
+ * A dialog's form for a one-step action (cancel, run now, pause, resume, purge): a reason, then one
+ * confirm button. `result` renders the action's state (in the dialog, and later beside the button).
+ */
+export function ConfirmForm<S extends { status: string; fieldErrors?: { reason?: string } }>(props: {
+  action: FormAction<S>;
+  hidden: Record<string, string>;
+  title: string;
+  statement: string;
+  hint: string;
+  confirmLabel: string;
+  pendingLabel: string;
+  danger?: boolean;
+  result: (state: S) => ReactNode;
+  onResult: (s: S) => void;
+  close: () => void;
+}) {
+  const [state, formAction, pending] = useActionState<S, FormData>(props.action, { status: "idle" } as Awaited<S>);
+  const id = useId();
+  const [reason, setReason] = useState("");
+  useSettled(state, props.onResult, state.status === "done");
+  const finished = state.status === "done" || state.status === "refused";
+  return (
+    <ReasonForm
+      formAction={formAction}
+      title={props.title}
+      statement={props.statement}
+      hidden={props.hidden}
+      finished={finished}
+      reason={{
+        id,
+        error: state.status === "error" ? state.fieldErrors?.reason : undefined,
+        hint: props.hint,
+        value: reason,
+        onChange: setReason,
+      }}
+      result={props.result(state)}
+      close={props.close}
+      submit={
+        <button type="submit" className={props.danger ? dangerButtonClass : buttonClass} disabled={pending}>
+          {pending ? props.pendingLabel : props.confirmLabel}
+        </button>
+      }
+    />
   );
 }

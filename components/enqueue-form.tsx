@@ -1,7 +1,6 @@
 "use client";
 import Link from "next/link";
 import { type FormEvent, startTransition, useActionState, useState } from "react";
-import { enqueueTestJobAction } from "@/app/(console)/enqueue/actions";
 import type { EnqueueFormState, FieldErrors } from "@/lib/console/action-state";
 import { explainOutcome, KEY_LABELS, type KeyModeName, REASON_LABELS } from "@/lib/console/outcomes";
 import { Badge, buttonClass, Card, DefinitionList, DigestLink, Field, inputClass, linkClass, Mono, Notice } from "./ui";
@@ -21,7 +20,12 @@ const MODE_HINTS: Record<Mode, string> = {
   throttle: "The first request in a window makes the job; equal repeats until the window closes get that job.",
 };
 
-export function EnqueueForm() {
+/** `action`: the enqueue-test-job server action, passed down by the page (components never import from app/). */
+export function EnqueueForm({
+  action: enqueueTestJobAction,
+}: {
+  action: (prev: EnqueueFormState, data: FormData) => Promise<EnqueueFormState>;
+}) {
   const [state, action, pending] = useActionState<EnqueueFormState, FormData>(enqueueTestJobAction, {
     status: "idle",
   });

@@ -1,8 +1,8 @@
 "use client";
-import { createContext, useActionState, useContext, useId, useState } from "react";
+import { createContext, useContext } from "react";
 import type { PurgeState } from "@/lib/console/action-state";
-import { ConfirmDialog, DialogButtons, type FormAction, Hidden, ReasonField, useSettled } from "./confirm-dialog";
-import { dangerButtonClass, Notice } from "./ui";
+import { ConfirmDialog, ConfirmForm, type FormAction } from "./confirm-dialog";
+import { Notice } from "./ui";
 
 /**
  * Whether the target can still be purged (the job page sets it from live data). When it turns false
@@ -30,48 +30,22 @@ export function PurgeDialog(props: {
       danger
       allowed={allowed}
       idle={{ status: "idle" }}
-      form={(p) => <PurgeForm {...props} {...p} />}
-      result={(last) => <PurgeResult state={last} />}
-    />
-  );
-}
-
-function PurgeForm(props: {
-  action: FormAction<PurgeState>;
-  hidden: Record<string, string>;
-  title: string;
-  description: string;
-  onResult: (s: PurgeState) => void;
-  close: () => void;
-}) {
-  const [state, formAction, pending] = useActionState<PurgeState, FormData>(props.action, { status: "idle" });
-  const id = useId();
-  const [reason, setReason] = useState("");
-  useSettled(state, props.onResult, state.status === "done");
-  const finished = state.status === "done" || state.status === "refused";
-  return (
-    <form action={formAction} className="space-y-4 p-5">
-      <h2 id={`${id}-title`} className="text-lg font-semibold">
-        {props.title}
-      </h2>
-      <p className="text-sm text-slate-700">{props.description}</p>
-      <Hidden fields={props.hidden} />
-      {finished ? null : (
-        <ReasonField
-          id={id}
-          error={state.status === "error" ? state.fieldErrors.reason : undefined}
+      form={(p) => (
+        <ConfirmForm<PurgeState>
+          {...p}
+          action={props.action}
+          hidden={props.hidden}
+          title={props.title}
+          statement={props.description}
           hint="Kept with the tombstone and in the audit log."
-          value={reason}
-          onChange={setReason}
+          confirmLabel="Confirm purge"
+          pendingLabel="Purging…"
+          danger
+          result={(state) => <PurgeResult state={state} />}
         />
       )}
-      <PurgeResult state={state} />
-      <DialogButtons finished={finished} close={props.close}>
-        <button type="submit" className={dangerButtonClass} disabled={pending}>
-          {pending ? "Purging…" : "Confirm purge"}
-        </button>
-      </DialogButtons>
-    </form>
+      result={(last) => <PurgeResult state={last} />}
+    />
   );
 }
 

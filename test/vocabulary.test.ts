@@ -3,6 +3,7 @@
 // outcome added on one side only fails here.
 import { beforeAll, expect, test } from "vitest";
 import { JOB_STATES, KEY_MODES, MAINTENANCE_TASKS, OBSERVATION_OUTCOMES } from "../lib/enqueue";
+import { FINGERPRINT_FIELDS } from "../lib/enqueue/vocabulary";
 import { setupQueueTests } from "./helpers";
 
 const t = setupQueueTests();
@@ -47,4 +48,9 @@ test("maintenance tasks: one runMaintenance() records exactly MAINTENANCE_TASKS"
   await t.queue().runMaintenance({ trigger: "manual" });
   const rows = await t.sql<{ task: string }>("select distinct task from workhorse.maintenance_run order by task");
   expect(rows.map((r) => r.task)).toEqual([...MAINTENANCE_TASKS].sort());
+});
+
+test("fingerprint fields: workhorse.fingerprint_fields() lists FINGERPRINT_FIELDS in the same order", async () => {
+  const [row] = await t.sql<{ f: string[] }>("select workhorse.fingerprint_fields() as f");
+  expect(row?.f).toEqual([...FINGERPRINT_FIELDS]);
 });

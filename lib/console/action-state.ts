@@ -1,4 +1,5 @@
 /** Typed results of the console's server actions, rendered by `useActionState`. Never carries a raw key. */
+import type { IdempotencyConflictDetails } from "@/lib/enqueue/errors";
 import type { BindingDto, JobStateName } from "./types";
 
 export type FieldErrors = Partial<Record<string, string>>;
@@ -6,20 +7,11 @@ export type FieldErrors = Partial<Record<string, string>>;
 export type FormError = { status: "error"; message: string; fieldErrors: FieldErrors };
 export type Idle = { status: "idle" };
 
-export interface ConflictView {
+/** A conflict as the enqueue form shows it: the core's conflict details (never a value), with the message. */
+export type ConflictView = Omit<IdempotencyConflictDetails, "ordinal" | "payloadPaths" | "payloadPathsTruncated"> & {
   message: string;
-  scope: string;
-  keyPreview: string;
-  keyDigest: string;
-  keyLength: number;
-  /** Null only for a conflict inside one batch (never for the console's single enqueue). */
-  existingJobId: string | null;
-  existingMode: string;
-  conflictingFields: string[];
   payloadPaths: string[] | null;
-  storedRequestDigest: string;
-  rejectedRequestDigest: string;
-}
+};
 
 export type EnqueueFormState =
   | Idle

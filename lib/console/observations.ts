@@ -3,7 +3,7 @@ import { type ObservationRow, observationFromRow } from "@/lib/enqueue";
 import { type ObservationFilters, TIME_WINDOWS } from "./filters";
 import { prefixPattern } from "./jobs";
 import { type Db, iso, Where } from "./sql";
-import type { ObservationDto, ObservationOutcome, Page } from "./types";
+import type { ObservationDto, Page } from "./types";
 
 export const OBSERVATIONS_PAGE_SIZE = 50;
 

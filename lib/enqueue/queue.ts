@@ -1,23 +1,38 @@
-import { createHash } from "node:crypto";
+/**
+ * The public operations (README, docs/enqueue.md): `Queue` over a pool and the `QueueOperations`
+ * views over a caller's client or transaction. Enqueue calls validate (validate.ts), send one
+ * statement (enqueue-sql.ts) and turn its rows into results or typed errors; operator actions and
+ * maintenance each call one SQL function. What the views share is in shared.ts, row mapping in
+ * rows.ts.
+ */
 import type pg from "pg";
 import { v7 as uuidv7 } from "uuid";
 import {
+  batchValues,
+  bucketIds,
+  type ConflictDetail,
+  distributedOneValues,
+  ENQUEUE_BATCH_SQL,
+  ENQUEUE_ONE_AT_SQL,
+  type EnqueueRow,
+  idBucket,
+  LAYOUT_SQL,
+  oneRequestStatement,
+  oneRequestValues,
+} from "./enqueue-sql";
+import {
   EnqueueIdempotencyConflictError,
   EnqueueValidationError,
-  EXPECTED_SQLSTATES,
   isConnectionLoss,
   isRetryableDbError,
-  JobNotFoundError,
-  PurgeNotAllowedError,
   QueueClosedError,
-  RedriveIdempotencyConflictError,
   readSafely,
   SqlState,
   sqlStateOf,
   WorkhorseDatabaseError,
   WorkhorseError,
 } from "./errors";
-import { installationSql, withLegacyProbe } from "./key-upgrade";
+import { installationSql } from "./key-upgrade";
 import {
   type InstallationRow,
   KeyRing,
@@ -27,83 +42,46 @@ import {
   legacyKeyHash,
   parseKeySecret,
 } from "./keys";
-import {
-  type Observation,
-  ObservationRecorder,
-  type ObservationRecorderOptions,
-  type ObservationStats,
-} from "./observations";
+import type { MaintenanceResult } from "./maintenance";
+import * as maintenance from "./maintenance";
+import type { Observation, ObservationRecorderOptions, ObservationStats } from "./observations";
 import { answeredByServer, withPoolClient } from "./pool-client";
-import { BINDING_COLUMNS, type BindingRow, bindingFromRow } from "./rows";
+import { BINDING_COLUMNS, type BindingRow, bindingFromRow, type JobRow, jobFromRow } from "./rows";
+
+export type { MaintenanceResult };
+
+import * as actions from "./operator-actions";
+import { clientExecutor, type Executor, type OperationsDb, Shared, WAKE_CHANNEL } from "./shared";
 import type {
   BindingInfo,
   CancelResult,
   DeadLetterPage,
   DeadLetterQuery,
   EnqueueOptions,
-  EnqueueOutcome,
   EnqueueRequest,
   EnqueueResult,
   Job,
   JobSelection,
-  JobState,
   NonReplaceableReason,
-  NormalizedRetryPolicy,
   OperatorContext,
   PruneFinishedJobsResult,
   PurgeJobsResult,
   PurgeResult,
   RedriveRequest,
   RedriveResult,
-  RedriveStatus,
   RunNowResult,
-  Unchanged,
 } from "./types";
 import {
-  encodeDeadLetterCursor,
   LIMITS,
   maintenanceConfigSchema,
   type NormalizedRequest,
   normalizeRequest,
-  parseDeadLetterQuery,
   parseJobId,
-  parseJobSelection,
   parseMaintenanceOptions,
-  parseOperatorContext,
-  parseQueueName,
-  parseRedriveRequest,
   parseRetryOption,
   parseScopedKey,
-  pruneBindingsSchema,
-  pruneFinishedJobsSchema,
-  pruneObservationsSchema,
-  reapLeasesSchema,
-  STORABLE_TEXT_RULE,
-  serializePayload,
   sourceLabel,
-  storableText,
 } from "./validate";
-
-/** Runs one statement. The pool flavour keeps the connection for expected SQLSTATEs (a conflict
- * must not cost a reconnect: pg-pool destroys a client released with an error). */
-interface Executor {
-  query<R extends pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<R>>;
-}
-
-function poolExecutor(pool: pg.Pool): Executor {
-  const keep = (err: unknown) => {
-    const state = sqlStateOf(err);
-    return state !== undefined && EXPECTED_SQLSTATES.has(state);
-  };
-  return {
-    query: <R extends pg.QueryResultRow>(config: pg.QueryConfig) =>
-      withPoolClient(pool, (client) => client.query<R>(config), keep),
-  };
-}
-
-function clientExecutor(client: pg.ClientBase): Executor {
-  return { query: <R extends pg.QueryResultRow>(config: pg.QueryConfig) => client.query<R>(config) };
-}
 
 export interface QueueOptions {
   /** Caller-owned pool. `close()` never ends it. */
@@ -152,200 +130,9 @@ export interface RetryStats {
   recoveredAccepts: number;
 }
 
-/** The scope a redrive request id is hashed under (kept apart from every caller's key scope by the 0x1F separator and name). */
-const REDRIVE_SCOPE = "workhorse.redrive";
-
-/** Channel that workers LISTEN on; the payload is the queue name. */
-export const WAKE_CHANNEL = "workhorse_jobs";
-
-const ENQUEUE_BATCH_SQL = `select ordinal, job_id, outcome, request_digest, reason
-  from workhorse.enqueue_batch($1::uuid[], $2::text[], $3::text[], $4::jsonb, $5::timestamptz[], $6::integer[],
-    $7::jsonb[], $8::timestamptz[], $9::bigint[], $10::text[], $11::text[], $12::integer[], $13::text[], $14::text[],
-    $15::bytea[], $16::text[], $17::integer[], $18::bigint[], $19::bytea[], $20::bytea[], $21::boolean,
-    $22::text[], $23::bigint[])`;
-const ENQUEUE_ONE_SQL = `select 1 as ordinal, job_id, outcome, request_digest, reason
-  from workhorse.enqueue_one($1::uuid, $2::text, $3::text, $4::jsonb, $5::timestamptz, $6::integer, $7::jsonb,
-    $8::timestamptz, $9::bigint, $10::text, $11::text[], $12::text, $13::text, $14::bytea, $15::text, $16::integer,
-    $17::bigint, $18::bytea, $19::boolean)`;
-/** Debounce: the idempotency call plus schedule ($20) and max wait ($21). */
-const ENQUEUE_DEBOUNCE_SQL = `select 1 as ordinal, job_id, outcome, request_digest, reason
-  from workhorse.enqueue_one($1::uuid, $2::text, $3::text, $4::jsonb, $5::timestamptz, $6::integer, $7::jsonb,
-    $8::timestamptz, $9::bigint, $10::text, $11::text[], $12::text, $13::text, $14::bytea, $15::text, $16::integer,
-    $17::bigint, $18::bytea, $19::boolean, $20::text, $21::bigint)`;
-
-const ENQUEUE_ONE_LEGACY_SQL = withLegacyProbe(ENQUEUE_ONE_SQL);
-const ENQUEUE_DEBOUNCE_LEGACY_SQL = withLegacyProbe(ENQUEUE_DEBOUNCE_SQL, 22);
-
-/** The statement (and its cached-plan name) for one request. */
-function oneRequestStatement(r: NormalizedRequest): { name: string; text: string } {
-  const legacy = !!r.keyed?.key.legacyKeyHash;
-  if (r.keyed?.mode === "debounce") {
-    return legacy
-      ? { name: "workhorse_enqueue_debounce_legacy", text: ENQUEUE_DEBOUNCE_LEGACY_SQL }
-      : { name: "workhorse_enqueue_debounce", text: ENQUEUE_DEBOUNCE_SQL };
-  }
-  return legacy
-    ? { name: "workhorse_enqueue_one_legacy", text: ENQUEUE_ONE_LEGACY_SQL }
-    : { name: "workhorse_enqueue_one", text: ENQUEUE_ONE_SQL };
-}
-
-// Distributed layout (Citus): the same decision, delegated to the node holding the request's bucket
-// ($1), which is also written into the job id (see bucketedId).
-const ENQUEUE_ONE_AT_SQL = `select 1 as ordinal, job_id, outcome, request_digest, reason
-  from workhorse.enqueue_one_at($1::integer, 1, $2::uuid, $3::text, $4::text, $5::jsonb, $6::timestamptz, $7::integer,
-    $8::jsonb, $9::timestamptz, $10::bigint, $11::text, $12::text[], $13::text, $14::text, $15::bytea, $16::text,
-    $17::integer, $18::bigint, $19::bytea, $20::boolean, $21::text, $22::bigint)`;
-
-/**
- * The distributed layout's bucket (0..4095) of a keyed request: the first 12 bits of
- * SHA-256(scope ‖ 0x00 ‖ key hash), as workhorse.key_bucket() computes it.
- */
-export function keyBucket(scope: string, keyHash: Buffer): number {
-  const d = createHash("sha256").update(scope, "utf8").update(ZERO_BYTE).update(keyHash).digest();
-  return ((d[0] as number) << 4) | ((d[1] as number) >> 4);
-}
-
-/** The job id with its last 12 bits set to the bucket (workhorse.id_bucket() reads them back). */
-export function bucketedId(id: string, bucket: number): string {
-  return id.slice(0, 33) + bucket.toString(16).padStart(3, "0");
-}
-
-/** The bucket a job id carries (its last 12 bits). */
-export function idBucket(id: string): number {
-  return Number.parseInt(id.slice(33), 16);
-}
-
-const ZERO_BYTE = Buffer.from([0]);
-
-/** Whether the schema has the distributed layout (migrate({ distributed: true }) made workhorse.shard_bucket). */
-const LAYOUT_SQL = "select to_regclass('workhorse.shard_bucket') is not null as distributed";
-
-/** Gives every keyed request its key's bucket in its job id (in place; the same ids on every try). */
-function bucketIds(requests: readonly NormalizedRequest[], ids: string[]): void {
-  for (let i = 0; i < requests.length; i++) {
-    const k = (requests[i] as NormalizedRequest).keyed;
-    if (k) ids[i] = bucketedId(ids[i] as string, keyBucket(k.key.scope, k.key.keyHash));
-  }
-}
-
-interface EnqueueRow {
-  ordinal: number;
-  job_id: string;
-  outcome: EnqueueOutcome;
-  /** The request's own digest (hex) when it did not create the job. */
-  request_digest: string | null;
-  reason: NonReplaceableReason | null;
-}
-
-interface ConflictDetail {
-  ordinal: number;
-  existingJobId: string | null;
-  existingMode: string;
-  conflictingFields: string[];
-  payloadPaths: string[] | null;
-  payloadPathsTruncated: boolean;
-  storedRequestDigest: string;
-  rejectedRequestDigest: string;
-}
-
-/** What every view of the queue shares: the pool, the observation log, the wake-ups. */
-class Shared {
-  readonly recorder: ObservationRecorder;
-  readonly poolExec: Executor;
-  private pendingWake = new Set<string>();
-  private waking: Promise<void> | null = null;
-  private maintenanceTimer: NodeJS.Timeout | null = null;
-  private inflight = 0;
-  private drained: (() => void) | null = null;
-  closed = false;
-  readonly retryCounts: RetryStats = { retriedCalls: 0, retries: 0, exhausted: 0, recoveredAccepts: 0 };
-  /** The schema's layout, read with the first call that needs it (LAYOUT_SQL), then kept: Citus or one node. */
-  layout: "single" | "distributed" | null = null;
-
-  constructor(
-    readonly pool: pg.Pool,
-    readonly config: {
-      maxPayloadBytes: number;
-      source: string | null;
-      notify: boolean;
-      keys: KeyRing;
-      maintenance:
-        | false
-        | { intervalMs: number; observationRetentionMs: number; jobRetentionMs: number; batchSize: number };
-      retry: false | { attempts: number; maxDelayMs: number };
-    },
-    observations: ObservationRecorderOptions | undefined,
-  ) {
-    this.recorder = new ObservationRecorder(pool, observations);
-    this.poolExec = poolExecutor(pool);
-  }
-
-  /** Coalesces wake-ups: at most one NOTIFY statement in flight, carrying every queue seen meanwhile. */
-  wake(queues: Iterable<string>): void {
-    if (!this.config.notify || this.closed) return;
-    for (const q of queues) this.pendingWake.add(q);
-    if (!this.waking) this.waking = this.sendWake();
-  }
-
-  private async sendWake(): Promise<void> {
-    try {
-      while (this.pendingWake.size > 0) {
-        const queues = [...this.pendingWake];
-        this.pendingWake.clear();
-        try {
-          await this.pool.query("select pg_notify($1, q) from unnest($2::text[]) q", [WAKE_CHANNEL, queues]);
-        } catch {
-          // A lost wake-up only delays a job: workers poll as well.
-        }
-      }
-    } finally {
-      this.waking = null;
-    }
-  }
-
-  startMaintenance(run: () => Promise<unknown>): void {
-    const m = this.config.maintenance;
-    if (!m || this.maintenanceTimer) return;
-    const tick = () => {
-      this.maintenanceTimer = setTimeout(async () => {
-        try {
-          await run();
-        } catch {
-          // Next tick tries again; runMaintenance() reports errors to callers who ask.
-        }
-        if (!this.closed) tick();
-      }, m.intervalMs);
-      this.maintenanceTimer.unref();
-    };
-    tick();
-  }
-
-  /** Runs one database call unless the queue is closed; close() waits for calls in flight. */
-  async guard<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.closed) throw new QueueClosedError();
-    this.inflight++;
-    try {
-      return await fn();
-    } finally {
-      this.inflight--;
-      if (this.inflight === 0 && this.drained) this.drained();
-    }
-  }
-
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    if (this.maintenanceTimer) clearTimeout(this.maintenanceTimer);
-    this.maintenanceTimer = null;
-    if (this.inflight > 0) {
-      await new Promise<void>((resolve) => {
-        this.drained = resolve;
-      });
-    }
-    await this.waking;
-    await this.recorder.close();
-  }
-}
+export { bucketedId, idBucket, keyBucket } from "./enqueue-sql";
+export { jobFromRow } from "./rows";
+export { WAKE_CHANNEL };
 
 /** Whether these enqueue options ask for a keyed mode (so the installation key is needed). */
 function namesAKey(options: unknown): boolean {
@@ -359,211 +146,6 @@ function namesAKey(options: unknown): boolean {
 }
 
 /** Parameters of workhorse.enqueue_one() for one normalised request. */
-function oneRequestValues(r: NormalizedRequest, id: string, notify: boolean): unknown[] {
-  const k = r.keyed;
-  const values = [
-    id,
-    r.queue,
-    r.type,
-    r.payloadJson,
-    r.runAt?.toISOString() ?? null,
-    r.maxAttempts,
-    r.retryPolicy === null ? null : JSON.stringify(r.retryPolicy),
-    r.deadline?.toISOString() ?? null,
-    r.executionTimeoutMs,
-    r.concurrencyKey,
-    r.tags,
-    k?.mode ?? null,
-    k?.key.scope ?? null,
-    k?.key.keyHash ?? null,
-    k?.key.keyPreview ?? null,
-    k?.key.keyLength ?? null,
-    k?.ttlMs ?? null,
-    k?.fieldDigests ?? null,
-    notify,
-  ];
-  if (k?.mode === "debounce") values.push(k.schedule, k.maxWaitMs);
-  if (k?.key.legacyKeyHash) values.push(k.key.legacyKeyHash);
-  return values;
-}
-
-/** Parameters of workhorse.enqueue_one_at() (distributed layout): the bucket, then as enqueue_one with debounce's two. */
-function distributedOneValues(r: NormalizedRequest, id: string, notify: boolean): unknown[] {
-  const values = oneRequestValues(r, id, notify).slice(0, 19);
-  const k = r.keyed;
-  return [
-    idBucket(id),
-    ...values,
-    k?.mode === "debounce" ? k.schedule : null,
-    k?.mode === "debounce" ? k.maxWaitMs : null,
-  ];
-}
-
-/** Parameters of workhorse.enqueue_batch(): one typed array per column, input order. */
-function batchValues(requests: readonly NormalizedRequest[], ids: readonly string[], notify: boolean): unknown[] {
-  const n = requests.length;
-  const queues = new Array<string>(n);
-  const types = new Array<string>(n);
-  const payloads = new Array<string>(n);
-  const runAts = new Array<string | null>(n);
-  const maxAttempts = new Array<number>(n);
-  const policies = new Array<string | null>(n);
-  const deadlines = new Array<string | null>(n);
-  const timeouts = new Array<number | null>(n);
-  const concurrencyKeys = new Array<string | null>(n);
-  const tags: string[] = [];
-  const tagCounts = new Array<number>(n);
-  const modes = new Array<string | null>(n);
-  const scopes = new Array<string | null>(n);
-  const hashes = new Array<Buffer | null>(n);
-  const previews = new Array<string | null>(n);
-  const lengths = new Array<number | null>(n);
-  const ttls = new Array<number | null>(n);
-  const digests = new Array<Buffer | null>(n);
-  let legacy: (Buffer | null)[] | null = null;
-  // Only a batch holding a debounce request sends these (null otherwise).
-  let schedules: (string | null)[] | null = null;
-  let maxWaits: (number | null)[] | null = null;
-  for (let i = 0; i < n; i++) {
-    const r = requests[i] as NormalizedRequest;
-    const k = r.keyed;
-    queues[i] = r.queue;
-    types[i] = r.type;
-    payloads[i] = r.payloadJson;
-    runAts[i] = r.runAt?.toISOString() ?? null;
-    maxAttempts[i] = r.maxAttempts;
-    policies[i] = r.retryPolicy === null ? null : JSON.stringify(r.retryPolicy);
-    deadlines[i] = r.deadline?.toISOString() ?? null;
-    timeouts[i] = r.executionTimeoutMs;
-    concurrencyKeys[i] = r.concurrencyKey;
-    for (const tag of r.tags) tags.push(tag);
-    tagCounts[i] = r.tags.length;
-    modes[i] = k?.mode ?? null;
-    scopes[i] = k?.key.scope ?? null;
-    hashes[i] = k?.key.keyHash ?? null;
-    previews[i] = k?.key.keyPreview ?? null;
-    lengths[i] = k?.key.keyLength ?? null;
-    ttls[i] = k?.ttlMs ?? null;
-    digests[i] = k?.fieldDigests ?? null;
-    if (k?.key.legacyKeyHash) {
-      legacy ??= new Array<Buffer | null>(n).fill(null);
-      legacy[i] = k.key.legacyKeyHash;
-    }
-    if (k?.mode === "debounce") {
-      schedules ??= new Array<string | null>(n).fill(null);
-      maxWaits ??= new Array<number | null>(n).fill(null);
-      schedules[i] = k.schedule;
-      maxWaits[i] = k.maxWaitMs;
-    }
-  }
-  return [
-    ids,
-    queues,
-    types,
-    `[${payloads.join(",")}]`,
-    runAts,
-    maxAttempts,
-    policies,
-    deadlines,
-    timeouts,
-    concurrencyKeys,
-    tags,
-    tagCounts,
-    modes,
-    scopes,
-    hashes,
-    previews,
-    lengths,
-    ttls,
-    digests,
-    legacy,
-    notify,
-    schedules,
-    maxWaits,
-  ];
-}
-
-function toDate(v: Date | string | null): Date | null {
-  if (v === null) return null;
-  return v instanceof Date ? v : new Date(v);
-}
-
-interface JobRow {
-  id: string;
-  queue: string;
-  type: string;
-  payload: unknown;
-  state: JobState;
-  run_at: Date;
-  attempt: number;
-  max_attempts: number;
-  retry_policy: NormalizedRetryPolicy | null;
-  deadline: Date | null;
-  execution_timeout_ms: string | null;
-  concurrency_key: string | null;
-  tags: string[];
-  created_at: Date;
-  updated_at: Date;
-  lease_owner: string | null;
-  lease_expires_at: Date | null;
-  started_at: Date | null;
-  finished_at: Date | null;
-  result: unknown;
-  last_error: unknown;
-  purged_at: Date | null;
-  purged_by: string | null;
-  purge_reason: string | null;
-  cancel_requested_at?: Date | null;
-  cancel_requested_by?: string | null;
-  cancel_reason?: string | null;
-  redriven_from?: string | null;
-  /** Only from getJob. */
-  redrive_job_ids?: string[];
-}
-
-/** Maps a `workhorse.job` row to the domain type. The one place wire rows become `Job`s. */
-export function jobFromRow(r: JobRow): Job {
-  return {
-    id: r.id,
-    queue: r.queue,
-    type: r.type,
-    payload: r.payload,
-    state: r.state,
-    runAt: r.run_at,
-    attempt: r.attempt,
-    maxAttempts: r.max_attempts,
-    retryPolicy: r.retry_policy,
-    deadline: toDate(r.deadline),
-    executionTimeoutMs: r.execution_timeout_ms === null ? null : Number(r.execution_timeout_ms),
-    concurrencyKey: r.concurrency_key,
-    tags: r.tags,
-    createdAt: r.created_at,
-    updatedAt: r.updated_at,
-    leaseOwner: r.lease_owner,
-    leaseExpiresAt: toDate(r.lease_expires_at),
-    startedAt: toDate(r.started_at),
-    finishedAt: toDate(r.finished_at),
-    result: r.result,
-    lastError: r.last_error,
-    purgedAt: toDate(r.purged_at),
-    purgedBy: r.purged_by,
-    purgeReason: r.purge_reason,
-    cancelRequestedAt: toDate(r.cancel_requested_at ?? null),
-    cancelRequestedBy: r.cancel_requested_by ?? null,
-    cancelReason: r.cancel_reason ?? null,
-    redrivenFrom: r.redriven_from ?? null,
-    redriveJobIds: r.redrive_job_ids ?? [],
-  };
-}
-
-export interface MaintenanceResult {
-  expiredBindingsDeleted: number;
-  observationsDeleted: number;
-  /** Active jobs whose lease had lapsed (their worker died or stalled), given back for a new attempt or failed. */
-  expiredLeasesReaped: number;
-  /** Terminal jobs past retention deleted (with their events); never one owning a live key. */
-  finishedJobsDeleted: number;
-}
 
 /**
  * The public operations (README, docs/enqueue.md), bound to an executor: the pool (`Queue`) or a caller's client
@@ -581,6 +163,17 @@ export class QueueOperations {
     const executor = rawExec;
     this.exec = {
       query: <R extends pg.QueryResultRow>(config: pg.QueryConfig) => shared.guard(() => executor.query<R>(config)),
+    };
+  }
+
+  /** What operator actions and maintenance (operator-actions.ts, maintenance.ts) run on. */
+  protected get db(): OperationsDb {
+    return {
+      sql: (what, config) => this.sql(what, config),
+      distributed: (what) => this.distributed(what),
+      exec: this.exec,
+      shared: this.shared,
+      loadKeys: () => this.loadKeys(),
     };
   }
 
@@ -987,20 +580,12 @@ export class QueueOperations {
    * @throws JobNotFoundError no job has this id
    */
   async purge(target: { jobId: string }, context: OperatorContext): Promise<PurgeResult> {
-    const jobId = parseJobId(target?.jobId);
-    const ctx = parseOperatorContext(context);
-    const row = await this.purgeCall([jobId], null, ctx);
-    if (row.refused_state === "missing") throw new JobNotFoundError(jobId);
-    if (row.refused_state) throw new PurgeNotAllowedError(jobId, row.refused_state);
-    return { purged: row.purged, releasedBindings: row.released_bindings };
+    return actions.purge(this.db, target, context);
   }
 
   /** Purges every `ready` and `scheduled` job of one queue, as `purge` does for one job. */
   async purgeQueue(queue: string, context: OperatorContext): Promise<PurgeResult> {
-    const name = parseQueueName(queue);
-    const ctx = parseOperatorContext(context);
-    const row = await this.purgeCall(null, name, ctx);
-    return { purged: row.purged, releasedBindings: row.released_bindings };
+    return actions.purgeQueue(this.db, queue, context);
   }
 
   /**
@@ -1015,15 +600,7 @@ export class QueueOperations {
    * @throws JobNotFoundError a single id was given and no job has it
    */
   async cancel(selection: JobSelection, context: OperatorContext): Promise<CancelResult> {
-    const ids = parseJobSelection(selection);
-    const ctx = parseOperatorContext(context);
-    const { rows } = await this.sql<{ canceled: number; cancel_requested: number; unchanged: Unchanged }>("cancel", {
-      text: "select canceled, cancel_requested, unchanged from workhorse.cancel_jobs($1::uuid[], $2::text, $3::text)",
-      values: [ids, ctx.actor, ctx.reason],
-    });
-    const row = rows[0] as { canceled: number; cancel_requested: number; unchanged: Unchanged };
-    if (ids.length === 1 && row.unchanged.missing === 1) throw new JobNotFoundError(ids[0] as string);
-    return { canceled: row.canceled, cancelRequested: row.cancel_requested, unchanged: row.unchanged };
+    return actions.cancel(this.db, selection, context);
   }
 
   /**
@@ -1035,14 +612,7 @@ export class QueueOperations {
    * @throws EnqueueValidationError bad ids or context
    */
   async purgeJobs(selection: JobSelection, context: OperatorContext): Promise<PurgeJobsResult> {
-    const ids = parseJobSelection(selection);
-    const ctx = parseOperatorContext(context);
-    const { rows } = await this.sql<{ purged: number; released_bindings: number; unchanged: Unchanged }>("purgeJobs", {
-      text: "select purged, released_bindings, unchanged from workhorse.purge_job_list($1::uuid[], $2::text, $3::text)",
-      values: [ids, ctx.actor, ctx.reason],
-    });
-    const row = rows[0] as { purged: number; released_bindings: number; unchanged: Unchanged };
-    return { purged: row.purged, releasedBindings: row.released_bindings, unchanged: row.unchanged };
+    return actions.purgeJobs(this.db, selection, context);
   }
 
   /**
@@ -1054,15 +624,7 @@ export class QueueOperations {
    * @throws JobNotFoundError a single id was given and no job has it
    */
   async runNow(selection: JobSelection, context: OperatorContext): Promise<RunNowResult> {
-    const ids = parseJobSelection(selection);
-    const ctx = parseOperatorContext(context);
-    const { rows } = await this.sql<{ updated: number; unchanged: Unchanged }>("runNow", {
-      text: "select updated, unchanged from workhorse.run_jobs_now($1::uuid[], $2::text, $3::text)",
-      values: [ids, ctx.actor, ctx.reason],
-    });
-    const row = rows[0] as { updated: number; unchanged: Unchanged };
-    if (ids.length === 1 && row.unchanged.missing === 1) throw new JobNotFoundError(ids[0] as string);
-    return { updated: row.updated, unchanged: row.unchanged };
+    return actions.runNow(this.db, selection, context);
   }
 
   /**
@@ -1083,41 +645,7 @@ export class QueueOperations {
    *   or reason (nothing written)
    */
   async redrive(request: RedriveRequest): Promise<RedriveResult> {
-    const r = parseRedriveRequest(request);
-    if (!this.shared.config.keys.loaded) await this.loadKeys();
-    const requestHash = this.shared.config.keys.hash(REDRIVE_SCOPE, r.requestId);
-    const newIds = r.jobIds.map(() => uuidv7());
-    // Citus: a redriven job lives in its source's bucket, where the key it may take over is.
-    if (await this.distributed("redrive")) {
-      for (let i = 0; i < newIds.length; i++)
-        newIds[i] = bucketedId(newIds[i] as string, idBucket(r.jobIds[i] as string));
-    }
-    type Row = { source_job_id: string; status: RedriveStatus; job_id: string | null };
-    let rows: Row[];
-    try {
-      ({ rows } = await this.exec.query<Row>({
-        text: `select source_job_id, status, job_id
-                 from workhorse.redrive_jobs($1::uuid[], $2::uuid[], $3::bytea, $4::text, $5::text, $6::boolean)`,
-        values: [r.jobIds, newIds, requestHash, r.requestedBy, r.reason, r.dryRun],
-      }));
-    } catch (err) {
-      if (err instanceof QueueClosedError) throw err;
-      if (sqlStateOf(err) === SqlState.redriveConflict) {
-        const d = JSON.parse((err as { detail?: string }).detail ?? "{}") as {
-          sourceJobId: string;
-          existingJobId: string;
-          conflictingFields: string[];
-        };
-        throw new RedriveIdempotencyConflictError(d, { cause: err });
-      }
-      throw new WorkhorseDatabaseError(`redrive failed: ${(err as Error)?.message ?? String(err)}`, err);
-    }
-    const results = rows.map((row) => ({
-      sourceJobId: row.source_job_id,
-      status: row.status,
-      ...(row.job_id ? { jobId: row.job_id } : {}),
-    }));
-    return { results };
+    return actions.redrive(this.db, request);
   }
 
   /**
@@ -1128,56 +656,7 @@ export class QueueOperations {
    * @throws EnqueueValidationError bad filters or a cursor that is not a `nextCursor`
    */
   async listDeadLetters(query: DeadLetterQuery = {}): Promise<DeadLetterPage> {
-    const q = parseDeadLetterQuery(query);
-    // Citus runs no correlated subquery across shards: there the redrives are read by a second query.
-    const distributed = await this.distributed("listDeadLetters");
-    const { rows } = await this.sql<JobRow & { finished_at_text: string }>("listDeadLetters", {
-      name: distributed ? "workhorse_list_dead_letters_at" : "workhorse_list_dead_letters",
-      text: `select j.*, to_char(j.finished_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as finished_at_text,
-                    ${
-                      distributed
-                        ? "'{}'::uuid[]"
-                        : "array(select r.id from workhorse.job r where r.redriven_from = j.id order by r.id)"
-                    } as redrive_job_ids
-               from workhorse.job j
-              where j.state = 'failed'
-                and ($1::text is null or j.queue = $1::text)
-                and ($2::text is null or j.type = $2::text)
-                and ($3::text is null or j.last_error ->> 'name' = $3::text)
-                and ($4::timestamptz is null or j.finished_at > $4::timestamptz)
-                and ($5::timestamptz is null or j.finished_at < $5::timestamptz)
-                and ($6::timestamptz is null or (j.finished_at, j.id) < ($6::timestamptz, $7::uuid))
-              order by j.finished_at desc, j.id desc
-              limit $8::integer`,
-      values: [
-        q.queue ?? null,
-        q.type ?? null,
-        q.errorName ?? null,
-        q.finishedAfter?.toISOString() ?? null,
-        q.finishedBefore?.toISOString() ?? null,
-        q.cursor?.finishedAt ?? null,
-        q.cursor?.id ?? null,
-        q.limit + 1,
-      ],
-    });
-    const page = rows.slice(0, q.limit);
-    if (distributed && page.length > 0) {
-      const { rows: redrives } = await this.sql<{ source: string; ids: string[] }>("listDeadLetters", {
-        text: `select redriven_from as source, array_agg(id order by id) as ids from workhorse.job
-                where redriven_from = any($1::uuid[]) group by redriven_from`,
-        values: [page.map((r) => r.id)],
-      });
-      const bySource = new Map(redrives.map((r) => [r.source, r.ids]));
-      for (const r of page) r.redrive_job_ids = bySource.get(r.id) ?? [];
-    }
-    const last = page[page.length - 1];
-    return {
-      jobs: page.map(jobFromRow),
-      nextCursor:
-        rows.length > q.limit && last
-          ? encodeDeadLetterCursor({ finishedAt: last.finished_at_text, id: last.id })
-          : null,
-    };
+    return actions.listDeadLetters(this.db, query);
   }
 
   /**
@@ -1188,13 +667,7 @@ export class QueueOperations {
    * @throws EnqueueValidationError bad queue name or context
    */
   async pauseQueue(queue: string, context: OperatorContext): Promise<{ paused: boolean }> {
-    const name = parseQueueName(queue);
-    const ctx = parseOperatorContext(context);
-    const { rows } = await this.sql<{ changed: boolean }>("pauseQueue", {
-      text: "select workhorse.pause_queue($1::text, $2::text, $3::text) as changed",
-      values: [name, ctx.actor, ctx.reason],
-    });
-    return { paused: rows[0]?.changed === true };
+    return actions.pauseQueue(this.db, queue, context);
   }
 
   /**
@@ -1203,22 +676,12 @@ export class QueueOperations {
    * @returns `{ resumed }`: true when it was paused
    */
   async resumeQueue(queue: string, context: OperatorContext): Promise<{ resumed: boolean }> {
-    const name = parseQueueName(queue);
-    const ctx = parseOperatorContext(context);
-    const { rows } = await this.sql<{ changed: boolean }>("resumeQueue", {
-      text: "select workhorse.resume_queue($1::text, $2::text, $3::text) as changed",
-      values: [name, ctx.actor, ctx.reason],
-    });
-    return { resumed: rows[0]?.changed === true };
+    return actions.resumeQueue(this.db, queue, context);
   }
 
   /** Paused queues with who paused them, when and why (name order). */
   async listPausedQueues(): Promise<Array<{ queue: string; pausedAt: Date; pausedBy: string; reason: string }>> {
-    const { rows } = await this.sql<{ queue: string; paused_at: Date; paused_by: string; reason: string }>(
-      "listPausedQueues",
-      { text: "select queue, paused_at, paused_by, reason from workhorse.queue_pause order by queue" },
-    );
-    return rows.map((r) => ({ queue: r.queue, pausedAt: r.paused_at, pausedBy: r.paused_by, reason: r.reason }));
+    return actions.listPausedQueues(this.db);
   }
 
   /**
@@ -1231,37 +694,7 @@ export class QueueOperations {
   async pruneFinishedJobs(
     options: { olderThanMs?: number; limit?: number; maxBatches?: number } = {},
   ): Promise<PruneFinishedJobsResult> {
-    const { olderThanMs, limit, maxBatches } = parseMaintenanceOptions(pruneFinishedJobsSchema, options);
-    let jobsDeleted = 0;
-    let eventsDeleted = 0;
-    for (let batch = 0; batch < maxBatches; batch++) {
-      const { rows } = await this.sql<{ jobs_deleted: number; events_deleted: number }>("pruneFinishedJobs", {
-        name: "workhorse_prune_finished_jobs",
-        text: "select jobs_deleted, events_deleted from workhorse.prune_finished_jobs($1::bigint, $2::integer)",
-        values: [olderThanMs, limit],
-      });
-      const n = rows[0]?.jobs_deleted ?? 0;
-      jobsDeleted += n;
-      eventsDeleted += rows[0]?.events_deleted ?? 0;
-      if (n < limit) break;
-    }
-    return { jobsDeleted, eventsDeleted };
-  }
-
-  private async purgeCall(ids: string[] | null, queue: string | null, ctx: OperatorContext) {
-    try {
-      const { rows } = await this.exec.query<{
-        purged: number;
-        released_bindings: number;
-        refused_state: string | null;
-      }>({
-        text: "select purged, released_bindings, refused_state from workhorse.purge_jobs($1::uuid[], $2::text, $3::text, $4::text)",
-        values: [ids, queue, ctx.actor, ctx.reason],
-      });
-      return rows[0] as { purged: number; released_bindings: number; refused_state: string | null };
-    } catch (err) {
-      throw new WorkhorseDatabaseError(`purge failed: ${(err as Error).message}`, err);
-    }
+    return actions.pruneFinishedJobs(this.db, options);
   }
 
   /**
@@ -1276,29 +709,7 @@ export class QueueOperations {
     reason?: string | null;
     result: Record<string, unknown>;
   }): Promise<void> {
-    const actor = typeof entry?.actor === "string" ? entry.actor.trim() : "";
-    if (!actor || actor.length > 200) {
-      throw new EnqueueValidationError([{ option: "actor", rule: "is required (1..200 characters)" }]);
-    }
-    if (typeof entry.action !== "string" || !/^[a-z_]{1,64}$/.test(entry.action)) {
-      throw new EnqueueValidationError([{ option: "action", rule: "must be 1..64 lowercase letters or underscores" }]);
-    }
-    if (typeof entry.target !== "string" || entry.target.length < 1 || entry.target.length > 300) {
-      throw new EnqueueValidationError([{ option: "target", rule: "must be 1..300 characters" }]);
-    }
-    if (!storableText(actor) || !storableText(entry.target)) {
-      throw new EnqueueValidationError([
-        { option: storableText(actor) ? "target" : "actor", rule: STORABLE_TEXT_RULE },
-      ]);
-    }
-    if (entry.reason != null && (typeof entry.reason !== "string" || !storableText(entry.reason))) {
-      throw new EnqueueValidationError([{ option: "reason", rule: `must be a string; ${STORABLE_TEXT_RULE}` }]);
-    }
-    const resultJson = serializePayload(entry.result ?? {}, LIMITS.defaultPayloadBytes, "result");
-    await this.sql("recordOperatorAction", {
-      text: "insert into workhorse.operator_audit (actor, action, target, reason, result) values ($1, $2, $3, $4, $5::jsonb)",
-      values: [actor, entry.action, entry.target, entry.reason ?? null, resultJson],
-    });
+    return actions.recordOperatorAction(this.db, entry);
   }
 
   /**
@@ -1309,49 +720,7 @@ export class QueueOperations {
    * Returns how many were deleted.
    */
   async pruneExpiredBindings(options: { limit?: number; maxBatches?: number } = {}): Promise<number> {
-    const { limit, maxBatches } = parseMaintenanceOptions(pruneBindingsSchema, options);
-    let total = 0;
-    const distributed = await this.distributed("pruneExpiredBindings");
-    for (let batch = 0; batch < maxBatches; batch++) {
-      const { rowCount } = await this.sql(
-        "pruneExpiredBindings",
-        distributed
-          ? // Citus locks rows within one shard only: the oldest are picked across shards, then deleted
-            // where still expired (a key re-bound meanwhile is not).
-            {
-              name: "workhorse_prune_bindings_at",
-              text: `delete from workhorse.key_binding b
-                      where b.expires_at <= now()
-                        and (b.bucket, b.scope, b.key_hash) in (
-                              select k.bucket, k.scope, k.key_hash from workhorse.key_binding k
-                               where k.expires_at <= now()
-                                 and not (k.mode = 'debounce' and exists (
-                                       select 1 from workhorse.job j
-                                        where j.bucket = k.bucket and j.id = k.job_id
-                                          and j.state in ('scheduled', 'ready') and j.attempt = 0
-                                          and j.started_at is null))
-                               order by k.expires_at limit $1)`,
-              values: [limit],
-            }
-          : {
-              name: "workhorse_prune_bindings",
-              text: `with doomed as (
-                 select k.scope, k.key_hash from workhorse.key_binding k
-                  where k.expires_at <= now()
-                    and not (k.mode = 'debounce' and exists (
-                          select 1 from workhorse.job j
-                           where j.id = k.job_id and j.state in ('scheduled', 'ready') and j.attempt = 0
-                             and j.started_at is null))
-                  order by k.expires_at limit $1 for update of k skip locked)
-               delete from workhorse.key_binding b using doomed d
-                where b.scope = d.scope and b.key_hash = d.key_hash`,
-              values: [limit],
-            },
-      );
-      total += rowCount ?? 0;
-      if ((rowCount ?? 0) < limit) break;
-    }
-    return total;
+    return maintenance.pruneExpiredBindings(this.db, options);
   }
 
   /**
@@ -1359,20 +728,7 @@ export class QueueOperations {
    * batches of `limit` (1..100,000, default 5,000).
    */
   async pruneObservations(options: { olderThanMs?: number; limit?: number } = {}): Promise<number> {
-    const { olderThanMs, limit } = parseMaintenanceOptions(pruneObservationsSchema, options);
-    let total = 0;
-    for (;;) {
-      const { rowCount } = await this.sql("pruneObservations", {
-        name: "workhorse_prune_observations",
-        text: `delete from workhorse.enqueue_observation where id in (
-                 select id from workhorse.enqueue_observation
-                  where at < now() - $1::bigint * interval '1 millisecond' order by at limit $2)`,
-        values: [olderThanMs, limit],
-      });
-      total += rowCount ?? 0;
-      if ((rowCount ?? 0) < limit) break;
-    }
-    return total;
+    return maintenance.pruneObservations(this.db, options);
   }
 
   /**
@@ -1383,19 +739,7 @@ export class QueueOperations {
    * default 1,000), `SKIP LOCKED`. SQL: `workhorse.reap_expired_leases(null, $1)`. Returns the count.
    */
   async reapExpiredLeases(options: { limit?: number } = {}): Promise<number> {
-    const { limit } = parseMaintenanceOptions(reapLeasesSchema, options);
-    let total = 0;
-    for (;;) {
-      const { rows } = await this.sql<{ n: number }>("reapExpiredLeases", {
-        name: "workhorse_reap_expired_leases",
-        text: "select workhorse.reap_expired_leases(null, $1::integer) as n",
-        values: [limit],
-      });
-      const n = rows[0]?.n ?? 0;
-      total += n;
-      if (n < limit) break;
-    }
-    return total;
+    return maintenance.reapExpiredLeases(this.db, options);
   }
 
   /**
@@ -1405,36 +749,7 @@ export class QueueOperations {
   async runMaintenance(
     options: { trigger?: "schedule" | "manual"; observationRetentionMs?: number; jobRetentionMs?: number } = {},
   ): Promise<MaintenanceResult> {
-    const started = new Date();
-    const m = this.shared.config.maintenance;
-    const expiredBindingsDeleted = await this.pruneExpiredBindings({ limit: m ? m.batchSize : 1000 });
-    const observationsDeleted = await this.pruneObservations({
-      olderThanMs: options.observationRetentionMs ?? (m ? m.observationRetentionMs : undefined),
-    });
-    const expiredLeasesReaped = await this.reapExpiredLeases({ limit: m ? m.batchSize : 1000 });
-    const pruned = await this.pruneFinishedJobs({
-      olderThanMs: options.jobRetentionMs ?? (m ? m.jobRetentionMs : undefined),
-      limit: m ? m.batchSize : 1000,
-    });
-    await this.sql("runMaintenance", {
-      text: `insert into workhorse.maintenance_run (task, started_at, finished_at, removed, trigger)
-             values ('prune_expired_bindings', $1, now(), $2, $4), ('prune_observations', $1, now(), $3, $4),
-                    ('reap_expired_leases', $1, now(), $5, $4), ('prune_finished_jobs', $1, now(), $6, $4)`,
-      values: [
-        started,
-        expiredBindingsDeleted,
-        observationsDeleted,
-        options.trigger ?? "manual",
-        expiredLeasesReaped,
-        pruned.jobsDeleted,
-      ],
-    });
-    return {
-      expiredBindingsDeleted,
-      observationsDeleted,
-      expiredLeasesReaped,
-      finishedJobsDeleted: pruned.jobsDeleted,
-    };
+    return maintenance.runMaintenance(this.db, options);
   }
 }
 

@@ -3,7 +3,7 @@
  * the core's own reads and for read models such as the console's (exported from index.ts).
  */
 import type { StoredObservation } from "./observations";
-import type { BindingInfo } from "./types";
+import type { BindingInfo, Job, JobState, NormalizedRetryPolicy } from "./types";
 
 /** `workhorse.key_binding` (alias `b`) as a `BindingRow`: digests as hex, `expired` by the server's clock. */
 export const BINDING_COLUMNS = `b.scope, b.key_hash, b.job_id, b.mode, b.key_preview, b.key_length,
@@ -82,5 +82,78 @@ export function observationFromRow(r: ObservationRow): StoredObservation {
     storedRequestDigest: r.stored_request_digest,
     rejectedRequestDigest: r.rejected_request_digest,
     source: r.source,
+  };
+}
+
+export function toDate(v: Date | string | null): Date | null {
+  if (v === null) return null;
+  return v instanceof Date ? v : new Date(v);
+}
+
+export interface JobRow {
+  id: string;
+  queue: string;
+  type: string;
+  payload: unknown;
+  state: JobState;
+  run_at: Date;
+  attempt: number;
+  max_attempts: number;
+  retry_policy: NormalizedRetryPolicy | null;
+  deadline: Date | null;
+  execution_timeout_ms: string | null;
+  concurrency_key: string | null;
+  tags: string[];
+  created_at: Date;
+  updated_at: Date;
+  lease_owner: string | null;
+  lease_expires_at: Date | null;
+  started_at: Date | null;
+  finished_at: Date | null;
+  result: unknown;
+  last_error: unknown;
+  purged_at: Date | null;
+  purged_by: string | null;
+  purge_reason: string | null;
+  cancel_requested_at?: Date | null;
+  cancel_requested_by?: string | null;
+  cancel_reason?: string | null;
+  redriven_from?: string | null;
+  /** Only from getJob. */
+  redrive_job_ids?: string[];
+}
+
+/** Maps a `workhorse.job` row to the domain type. The one place wire rows become `Job`s. */
+export function jobFromRow(r: JobRow): Job {
+  return {
+    id: r.id,
+    queue: r.queue,
+    type: r.type,
+    payload: r.payload,
+    state: r.state,
+    runAt: r.run_at,
+    attempt: r.attempt,
+    maxAttempts: r.max_attempts,
+    retryPolicy: r.retry_policy,
+    deadline: toDate(r.deadline),
+    executionTimeoutMs: r.execution_timeout_ms === null ? null : Number(r.execution_timeout_ms),
+    concurrencyKey: r.concurrency_key,
+    tags: r.tags,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    leaseOwner: r.lease_owner,
+    leaseExpiresAt: toDate(r.lease_expires_at),
+    startedAt: toDate(r.started_at),
+    finishedAt: toDate(r.finished_at),
+    result: r.result,
+    lastError: r.last_error,
+    purgedAt: toDate(r.purged_at),
+    purgedBy: r.purged_by,
+    purgeReason: r.purge_reason,
+    cancelRequestedAt: toDate(r.cancel_requested_at ?? null),
+    cancelRequestedBy: r.cancel_requested_by ?? null,
+    cancelReason: r.cancel_reason ?? null,
+    redrivenFrom: r.redriven_from ?? null,
+    redriveJobIds: r.redrive_job_ids ?? [],
   };
 }

@@ -4,8 +4,12 @@ import { z } from "zod";
 import { EnqueueValidationError, type ValidationIssue, WorkerConfigError } from "./errors";
 import type { KeyIdentity, KeyRing } from "./keys";
 import type { EnqueueOptions, KeyMode, NormalizedRetryPolicy } from "./types";
-import { KEY_MODES } from "./vocabulary";
+import { FINGERPRINT_FIELDS, type FingerprintField, KEY_MODES } from "./vocabulary";
+
 import type { JobHandler, WorkerOptions } from "./worker/types";
+
+/** The fingerprint fields the process digests (all but the payload), in their stored order. */
+const DIGESTED_FIELDS = FINGERPRINT_FIELDS.filter((f): f is Exclude<FingerprintField, "payload"> => f !== "payload");
 
 export const LIMITS = {
   keyBytes: 512,
@@ -457,37 +461,26 @@ export function normalizeRequest(
   if (keyed) {
     const mode: KeyMode = o.idempotency ? "idempotency" : o.debounce ? "debounce" : "throttle";
     const ttlMs = "windowMs" in keyed ? keyed.windowMs : (keyed.ttlMs ?? LIMITS.defaultTtlMs);
-    // Order of workhorse.fingerprint_fields(), without `payload` (5th), which PostgreSQL digests.
-    // Requests of one stream mostly share every fingerprint field but the payload: the 80 bytes are
-    // remembered per distinct combination (one JSON text, one map lookup on the hot path).
+    // Every fingerprint field but the payload (PostgreSQL digests that one), in FINGERPRINT_FIELDS
+    // order. Requests of one stream mostly share these: the 80 bytes are remembered per distinct
+    // combination (one JSON text, one map lookup on the hot path).
     const runAtIso = n.runAt ? n.runAt.toISOString() : null; // given runAt is never null: null = omitted
-    const deadlineIso = n.deadline?.toISOString() ?? null;
-    const signature = JSON.stringify([
-      n.concurrencyKey,
-      deadlineIso,
-      n.executionTimeoutMs,
-      n.maxAttempts,
-      n.queue,
-      n.retryPolicy,
-      runAtIso,
-      n.tags,
+    const values: Record<Exclude<FingerprintField, "payload">, unknown> = {
+      concurrencyKey: n.concurrencyKey,
+      deadline: n.deadline?.toISOString() ?? null,
+      executionTimeoutMs: n.executionTimeoutMs,
+      maxAttempts: n.maxAttempts,
+      queue: n.queue,
+      retryPolicy: n.retryPolicy,
+      runAt: runAtIso !== null ? runAtIso : { omitted: true },
+      tags: n.tags,
       ttlMs,
-      n.type,
-    ]);
+      type: n.type,
+    };
+    const signature = JSON.stringify(DIGESTED_FIELDS.map((f) => values[f]));
     let fieldDigests = fieldDigestCache.get(signature);
     if (fieldDigests === undefined) {
-      fieldDigests = Buffer.concat([
-        digest(n.concurrencyKey),
-        digest(deadlineIso),
-        digest(n.executionTimeoutMs),
-        digest(n.maxAttempts),
-        digest(n.queue),
-        digest(n.retryPolicy),
-        runAtIso !== null ? digest(runAtIso) : digest({ omitted: true }),
-        digest(n.tags),
-        digest(ttlMs),
-        digest(n.type),
-      ]);
+      fieldDigests = Buffer.concat(DIGESTED_FIELDS.map((f) => digest(values[f])));
       if (signature.length <= 1024) {
         if (fieldDigestCache.size >= 4096) fieldDigestCache.clear();
         fieldDigestCache.set(signature, fieldDigests);
@@ -736,6 +729,38 @@ export const pruneFinishedJobsSchema = z.strictObject({
     .union([count(Number.MAX_SAFE_INTEGER), z.literal(Number.POSITIVE_INFINITY)])
     .default(Number.POSITIVE_INFINITY),
 });
+
+/**
+ * `recordOperatorAction`'s entry checked: actor 1..LIMITS.actorChars after trimming, action 1..64
+ * lowercase letters or underscores, target 1..300 characters, reason optional; all storable text;
+ * the result a JSON object within the payload limit. Throws `EnqueueValidationError`.
+ */
+export function parseOperatorEntry(entry: {
+  actor: string;
+  action: string;
+  target: string;
+  reason?: string | null;
+  result: Record<string, unknown>;
+}): { actor: string; action: string; target: string; reason: string | null; resultJson: string } {
+  const actor = typeof entry?.actor === "string" ? entry.actor.trim() : "";
+  if (!actor || actor.length > LIMITS.actorChars) {
+    throw new EnqueueValidationError([{ option: "actor", rule: `is required (1..${LIMITS.actorChars} characters)` }]);
+  }
+  if (typeof entry.action !== "string" || !/^[a-z_]{1,64}$/.test(entry.action)) {
+    throw new EnqueueValidationError([{ option: "action", rule: "must be 1..64 lowercase letters or underscores" }]);
+  }
+  if (typeof entry.target !== "string" || entry.target.length < 1 || entry.target.length > 300) {
+    throw new EnqueueValidationError([{ option: "target", rule: "must be 1..300 characters" }]);
+  }
+  if (!storableText(actor) || !storableText(entry.target)) {
+    throw new EnqueueValidationError([{ option: storableText(actor) ? "target" : "actor", rule: STORABLE_TEXT_RULE }]);
+  }
+  if (entry.reason != null && (typeof entry.reason !== "string" || !storableText(entry.reason))) {
+    throw new EnqueueValidationError([{ option: "reason", rule: `must be a string; ${STORABLE_TEXT_RULE}` }]);
+  }
+  const resultJson = serializePayload(entry.result ?? {}, LIMITS.defaultPayloadBytes, "result");
+  return { actor, action: entry.action, target: entry.target, reason: entry.reason ?? null, resultJson };
+}
 
 // ---------------------------------------------------------------------------------------------
 // Worker options (docs/worker.md, "Options")

@@ -18,6 +18,25 @@ export function canPurge(state: JobState): boolean {
   return (PENDING_STATES as readonly JobState[]).includes(state);
 }
 
+/**
+ * What counts as the same request (docs/enqueue.md), in the order their 8-byte digests are stored
+ * (`workhorse.fingerprint_fields()`; a conflict names the fields whose digests differ).
+ */
+export const FINGERPRINT_FIELDS = [
+  "concurrencyKey",
+  "deadline",
+  "executionTimeoutMs",
+  "maxAttempts",
+  "payload",
+  "queue",
+  "retryPolicy",
+  "runAt",
+  "tags",
+  "ttlMs",
+  "type",
+] as const;
+export type FingerprintField = (typeof FINGERPRINT_FIELDS)[number];
+
 /** How a key is held (docs/enqueue.md, words). */
 export const KEY_MODES = ["idempotency", "debounce", "throttle"] as const;
 export type KeyMode = (typeof KEY_MODES)[number];

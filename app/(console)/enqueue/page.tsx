@@ -2,6 +2,7 @@ import type { Metadata } from "next";
 import { EnqueueForm } from "@/components/enqueue-form";
 import { Notice, PageHeader } from "@/components/ui";
 import { requireViewer } from "@/lib/console/session";
+import { enqueueTestJobAction } from "./actions";
 
 export const metadata: Metadata = { title: "Enqueue test job" };
 
@@ -16,7 +17,7 @@ export default async function EnqueuePage() {
       {viewer.readOnly ? (
         <Notice tone="info">The console is read-only: enqueueing is disabled.</Notice>
       ) : (
-        <EnqueueForm />
+        <EnqueueForm action={enqueueTestJobAction} />
       )}
     </>
   );

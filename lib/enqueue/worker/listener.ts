@@ -1,5 +1,5 @@
 import pg from "pg";
-import { WAKE_CHANNEL } from "../queue";
+import { WAKE_CHANNEL } from "../shared";
 
 /** The dedicated LISTEN connection, reconnected with backoff; `onReconnect` covers notifications missed meanwhile. */
 export class Listener {

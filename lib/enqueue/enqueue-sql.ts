@@ -1,0 +1,231 @@
+/**
+ * The enqueue call as PostgreSQL sees it: the statement for one request (and its cached-plan name),
+ * its positional parameters, a batch's typed arrays, and the distributed layout's buckets. The
+ * decision itself is SQL (workhorse.enqueue_one / enqueue_batch, docs/enqueue.md "How it is
+ * built"); queue.ts sends these statements and turns their rows into results and errors.
+ */
+import { createHash } from "node:crypto";
+import { withLegacyProbe } from "./key-upgrade";
+import type { EnqueueOutcome, NonReplaceableReason } from "./types";
+import type { NormalizedRequest } from "./validate";
+
+/**
+ * The request's fields as enqueue_one and enqueue_batch take them, in their parameter order: one
+ * table drives the statements' text, the single call's values and the batch's typed arrays.
+ * test/request-fields.test.ts compares it with the functions' signatures in pg_proc.
+ *   one / batch: the parameter's name in workhorse.enqueue_one / workhorse.enqueue_batch;
+ *   type: its SQL type in enqueue_one (enqueue_batch takes an array of it, except as noted).
+ */
+interface Field {
+  one: string;
+  batch: string;
+  type: string;
+  of: (r: NormalizedRequest, id: string) => unknown;
+}
+const FIELDS: readonly Field[] = [
+  { one: "p_id", batch: "p_ids", type: "uuid", of: (_r, id) => id },
+  { one: "p_queue", batch: "p_queues", type: "text", of: (r) => r.queue },
+  { one: "p_type", batch: "p_types", type: "text", of: (r) => r.type },
+  // enqueue_batch: one jsonb array of every payload (JSON text joined, parsed once by PostgreSQL).
+  { one: "p_payload", batch: "p_payloads", type: "jsonb", of: (r) => r.payloadJson },
+  { one: "p_run_at", batch: "p_run_ats", type: "timestamptz", of: (r) => r.runAt?.toISOString() ?? null },
+  { one: "p_max_attempts", batch: "p_max_attempts", type: "integer", of: (r) => r.maxAttempts },
+  {
+    one: "p_retry_policy",
+    batch: "p_retry_policies",
+    type: "jsonb",
+    of: (r) => (r.retryPolicy === null ? null : JSON.stringify(r.retryPolicy)),
+  },
+  { one: "p_deadline", batch: "p_deadlines", type: "timestamptz", of: (r) => r.deadline?.toISOString() ?? null },
+  { one: "p_execution_timeout_ms", batch: "p_execution_timeouts", type: "bigint", of: (r) => r.executionTimeoutMs },
+  { one: "p_concurrency_key", batch: "p_concurrency_keys", type: "text", of: (r) => r.concurrencyKey },
+  // enqueue_batch: every request's tags one after another (text[]), and p_tag_counts (integer[]).
+  { one: "p_tags", batch: "p_tags", type: "text[]", of: (r) => r.tags },
+  { one: "p_mode", batch: "p_modes", type: "text", of: (r) => r.keyed?.mode ?? null },
+  { one: "p_scope", batch: "p_scopes", type: "text", of: (r) => r.keyed?.key.scope ?? null },
+  { one: "p_key_hash", batch: "p_key_hashes", type: "bytea", of: (r) => r.keyed?.key.keyHash ?? null },
+  { one: "p_key_preview", batch: "p_key_previews", type: "text", of: (r) => r.keyed?.key.keyPreview ?? null },
+  { one: "p_key_length", batch: "p_key_lengths", type: "integer", of: (r) => r.keyed?.key.keyLength ?? null },
+  { one: "p_ttl_ms", batch: "p_ttls", type: "bigint", of: (r) => r.keyed?.ttlMs ?? null },
+  { one: "p_field_digests", batch: "p_field_digests", type: "bytea", of: (r) => r.keyed?.fieldDigests ?? null },
+];
+
+/** enqueue_one's parameters after the fields: the wake-up flag, then debounce's two (defaulted to null). */
+const ONE_TAIL = [
+  { name: "p_notify", type: "boolean" },
+  { name: "p_schedule", type: "text" },
+  { name: "p_max_wait_ms", type: "bigint" },
+] as const;
+
+/** workhorse.enqueue_one's parameters, in order, with their SQL types. */
+export const ENQUEUE_ONE_PARAMS: readonly { name: string; type: string }[] = [
+  ...FIELDS.map((f) => ({ name: f.one, type: f.type })),
+  ...ONE_TAIL,
+];
+
+/** workhorse.enqueue_batch's parameters, in order, with their SQL types. */
+export const ENQUEUE_BATCH_PARAMS: readonly { name: string; type: string }[] = [
+  ...FIELDS.flatMap((f) => {
+    if (f.one === "p_payload") return [{ name: f.batch, type: "jsonb" }];
+    if (f.one === "p_tags")
+      return [
+        { name: f.batch, type: "text[]" },
+        { name: "p_tag_counts", type: "integer[]" },
+      ];
+    return [{ name: f.batch, type: `${f.type}[]` }];
+  }),
+  { name: "p_legacy_key_hashes", type: "bytea[]" },
+  { name: "p_notify", type: "boolean" },
+  { name: "p_schedules", type: "text[]" },
+  { name: "p_max_waits", type: "bigint[]" },
+];
+
+/** `$1::uuid, $2::text, …` for these parameter types, numbered from `from`. */
+function placeholders(types: readonly string[], from = 1): string {
+  return types.map((t, i) => `$${i + from}::${t}`).join(", ");
+}
+
+const RESULT_COLUMNS = "ordinal, job_id, outcome, request_digest, reason";
+const oneCall = (count: number) =>
+  `select 1 as ordinal, job_id, outcome, request_digest, reason
+  from workhorse.enqueue_one(${placeholders(ENQUEUE_ONE_PARAMS.slice(0, count).map((p) => p.type))})`;
+
+export const ENQUEUE_BATCH_SQL = `select ${RESULT_COLUMNS}
+  from workhorse.enqueue_batch(${placeholders(ENQUEUE_BATCH_PARAMS.map((p) => p.type))})`;
+/** Idempotency and throttle: the fields and the wake-up flag. */
+const ENQUEUE_ONE_SQL = oneCall(FIELDS.length + 1);
+/** Debounce: the idempotency call plus schedule and max wait. */
+const ENQUEUE_DEBOUNCE_SQL = oneCall(FIELDS.length + 3);
+
+// While pre-HMAC bindings can be live, the legacy hash travels as one more parameter.
+const ENQUEUE_ONE_LEGACY_SQL = withLegacyProbe(ENQUEUE_ONE_SQL, FIELDS.length + 2);
+const ENQUEUE_DEBOUNCE_LEGACY_SQL = withLegacyProbe(ENQUEUE_DEBOUNCE_SQL, FIELDS.length + 4);
+
+/** The statement (and its cached-plan name) for one request. */
+export function oneRequestStatement(r: NormalizedRequest): { name: string; text: string } {
+  const legacy = !!r.keyed?.key.legacyKeyHash;
+  if (r.keyed?.mode === "debounce") {
+    return legacy
+      ? { name: "workhorse_enqueue_debounce_legacy", text: ENQUEUE_DEBOUNCE_LEGACY_SQL }
+      : { name: "workhorse_enqueue_debounce", text: ENQUEUE_DEBOUNCE_SQL };
+  }
+  return legacy
+    ? { name: "workhorse_enqueue_one_legacy", text: ENQUEUE_ONE_LEGACY_SQL }
+    : { name: "workhorse_enqueue_one", text: ENQUEUE_ONE_SQL };
+}
+
+// Distributed layout (Citus): the same decision, delegated to the node holding the request's bucket
+// ($1), which is also written into the job id (see bucketedId); the literal 1 is the ordinal.
+export const ENQUEUE_ONE_AT_SQL = `select 1 as ordinal, job_id, outcome, request_digest, reason
+  from workhorse.enqueue_one_at($1::integer, 1, ${placeholders(
+    ENQUEUE_ONE_PARAMS.map((p) => p.type),
+    2,
+  )})`;
+
+/**
+ * The distributed layout's bucket (0..4095) of a keyed request: the first 12 bits of
+ * SHA-256(scope ‖ 0x00 ‖ key hash), as workhorse.key_bucket() computes it.
+ */
+export function keyBucket(scope: string, keyHash: Buffer): number {
+  const d = createHash("sha256").update(scope, "utf8").update(ZERO_BYTE).update(keyHash).digest();
+  return ((d[0] as number) << 4) | ((d[1] as number) >> 4);
+}
+
+/** The job id with its last 12 bits set to the bucket (workhorse.id_bucket() reads them back). */
+export function bucketedId(id: string, bucket: number): string {
+  return id.slice(0, 33) + bucket.toString(16).padStart(3, "0");
+}
+
+/** The bucket a job id carries (its last 12 bits). */
+export function idBucket(id: string): number {
+  return Number.parseInt(id.slice(33), 16);
+}
+
+const ZERO_BYTE = Buffer.from([0]);
+
+/** Whether the schema has the distributed layout (migrate({ distributed: true }) made workhorse.shard_bucket). */
+export const LAYOUT_SQL = "select to_regclass('workhorse.shard_bucket') is not null as distributed";
+
+/** Gives every keyed request its key's bucket in its job id (in place; the same ids on every try). */
+export function bucketIds(requests: readonly NormalizedRequest[], ids: string[]): void {
+  for (let i = 0; i < requests.length; i++) {
+    const k = (requests[i] as NormalizedRequest).keyed;
+    if (k) ids[i] = bucketedId(ids[i] as string, keyBucket(k.key.scope, k.key.keyHash));
+  }
+}
+
+export interface EnqueueRow {
+  ordinal: number;
+  job_id: string;
+  outcome: EnqueueOutcome;
+  /** The request's own digest (hex) when it did not create the job. */
+  request_digest: string | null;
+  reason: NonReplaceableReason | null;
+}
+
+export interface ConflictDetail {
+  ordinal: number;
+  existingJobId: string | null;
+  existingMode: string;
+  conflictingFields: string[];
+  payloadPaths: string[] | null;
+  payloadPathsTruncated: boolean;
+  storedRequestDigest: string;
+  rejectedRequestDigest: string;
+}
+
+/** Parameters of the statement oneRequestStatement(r) chose, in FIELDS order. */
+export function oneRequestValues(r: NormalizedRequest, id: string, notify: boolean): unknown[] {
+  const k = r.keyed;
+  const values = FIELDS.map((f) => f.of(r, id));
+  values.push(notify);
+  if (k?.mode === "debounce") values.push(k.schedule, k.maxWaitMs);
+  if (k?.key.legacyKeyHash) values.push(k.key.legacyKeyHash);
+  return values;
+}
+
+/** Parameters of workhorse.enqueue_one_at() (distributed layout): the bucket, then enqueue_one's, debounce's two always. */
+export function distributedOneValues(r: NormalizedRequest, id: string, notify: boolean): unknown[] {
+  const k = r.keyed;
+  return [
+    idBucket(id),
+    ...FIELDS.map((f) => f.of(r, id)),
+    notify,
+    k?.mode === "debounce" ? k.schedule : null,
+    k?.mode === "debounce" ? k.maxWaitMs : null,
+  ];
+}
+
+/** Parameters of workhorse.enqueue_batch(): one typed array per field (ENQUEUE_BATCH_PARAMS), input order. */
+export function batchValues(
+  requests: readonly NormalizedRequest[],
+  ids: readonly string[],
+  notify: boolean,
+): unknown[] {
+  const n = requests.length;
+  const values: unknown[] = [];
+  for (const f of FIELDS) {
+    if (f.one === "p_payload") {
+      values.push(`[${requests.map((r) => r.payloadJson).join(",")}]`);
+    } else if (f.one === "p_tags") {
+      values.push(requests.flatMap((r) => r.tags));
+      values.push(requests.map((r) => r.tags.length));
+    } else {
+      const column = new Array<unknown>(n);
+      for (let i = 0; i < n; i++) column[i] = f.of(requests[i] as NormalizedRequest, ids[i] as string);
+      values.push(column);
+    }
+  }
+  // Sent only when some request needs them (null otherwise).
+  const legacy = requests.some((r) => r.keyed?.key.legacyKeyHash)
+    ? requests.map((r) => r.keyed?.key.legacyKeyHash ?? null)
+    : null;
+  const debounce = requests.some((r) => r.keyed?.mode === "debounce");
+  values.push(
+    legacy,
+    notify,
+    debounce ? requests.map((r) => (r.keyed?.mode === "debounce" ? r.keyed.schedule : null)) : null,
+    debounce ? requests.map((r) => (r.keyed?.mode === "debounce" ? r.keyed.maxWaitMs : null)) : null,
+  );
+  return values;
+}

@@ -1,0 +1,147 @@
+/**
+ * What every view of one queue shares (the `Queue` and the `withClient` / `transaction` views): the
+ * pool and how statements run on it, the observation log, coalesced wake-ups, the maintenance
+ * timer, and the accounting that lets `close()` wait for calls in flight.
+ */
+import type pg from "pg";
+import { EXPECTED_SQLSTATES, QueueClosedError, sqlStateOf } from "./errors";
+import type { KeyRing } from "./keys";
+import { ObservationRecorder, type ObservationRecorderOptions } from "./observations";
+import { withPoolClient } from "./pool-client";
+import type { RetryStats } from "./queue";
+
+/** Channel that workers LISTEN on; the payload is the queue name. */
+export const WAKE_CHANNEL = "workhorse_jobs";
+
+/** Runs one statement. The pool flavour keeps the connection for expected SQLSTATEs (a conflict
+ * must not cost a reconnect: pg-pool destroys a client released with an error). */
+export interface Executor {
+  query<R extends pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<R>>;
+}
+
+export function poolExecutor(pool: pg.Pool): Executor {
+  const keep = (err: unknown) => {
+    const state = sqlStateOf(err);
+    return state !== undefined && EXPECTED_SQLSTATES.has(state);
+  };
+  return {
+    query: <R extends pg.QueryResultRow>(config: pg.QueryConfig) =>
+      withPoolClient(pool, (client) => client.query<R>(config), keep),
+  };
+}
+
+export function clientExecutor(client: pg.ClientBase): Executor {
+  return { query: <R extends pg.QueryResultRow>(config: pg.QueryConfig) => client.query<R>(config) };
+}
+
+/** What every view of the queue shares: the pool, the observation log, the wake-ups. */
+export class Shared {
+  readonly recorder: ObservationRecorder;
+  readonly poolExec: Executor;
+  private pendingWake = new Set<string>();
+  private waking: Promise<void> | null = null;
+  private maintenanceTimer: NodeJS.Timeout | null = null;
+  private inflight = 0;
+  private drained: (() => void) | null = null;
+  closed = false;
+  readonly retryCounts: RetryStats = { retriedCalls: 0, retries: 0, exhausted: 0, recoveredAccepts: 0 };
+  /** The schema's layout, read with the first call that needs it (LAYOUT_SQL), then kept: Citus or one node. */
+  layout: "single" | "distributed" | null = null;
+
+  constructor(
+    readonly pool: pg.Pool,
+    readonly config: {
+      maxPayloadBytes: number;
+      source: string | null;
+      notify: boolean;
+      keys: KeyRing;
+      maintenance:
+        | false
+        | { intervalMs: number; observationRetentionMs: number; jobRetentionMs: number; batchSize: number };
+      retry: false | { attempts: number; maxDelayMs: number };
+    },
+    observations: ObservationRecorderOptions | undefined,
+  ) {
+    this.recorder = new ObservationRecorder(pool, observations);
+    this.poolExec = poolExecutor(pool);
+  }
+
+  /** Coalesces wake-ups: at most one NOTIFY statement in flight, carrying every queue seen meanwhile. */
+  wake(queues: Iterable<string>): void {
+    if (!this.config.notify || this.closed) return;
+    for (const q of queues) this.pendingWake.add(q);
+    if (!this.waking) this.waking = this.sendWake();
+  }
+
+  private async sendWake(): Promise<void> {
+    try {
+      while (this.pendingWake.size > 0) {
+        const queues = [...this.pendingWake];
+        this.pendingWake.clear();
+        try {
+          await this.pool.query("select pg_notify($1, q) from unnest($2::text[]) q", [WAKE_CHANNEL, queues]);
+        } catch {
+          // A lost wake-up only delays a job: workers poll as well.
+        }
+      }
+    } finally {
+      this.waking = null;
+    }
+  }
+
+  startMaintenance(run: () => Promise<unknown>): void {
+    const m = this.config.maintenance;
+    if (!m || this.maintenanceTimer) return;
+    const tick = () => {
+      this.maintenanceTimer = setTimeout(async () => {
+        try {
+          await run();
+        } catch {
+          // Next tick tries again; runMaintenance() reports errors to callers who ask.
+        }
+        if (!this.closed) tick();
+      }, m.intervalMs);
+      this.maintenanceTimer.unref();
+    };
+    tick();
+  }
+
+  /** Runs one database call unless the queue is closed; close() waits for calls in flight. */
+  async guard<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.closed) throw new QueueClosedError();
+    this.inflight++;
+    try {
+      return await fn();
+    } finally {
+      this.inflight--;
+      if (this.inflight === 0 && this.drained) this.drained();
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.maintenanceTimer) clearTimeout(this.maintenanceTimer);
+    this.maintenanceTimer = null;
+    if (this.inflight > 0) {
+      await new Promise<void>((resolve) => {
+        this.drained = resolve;
+      });
+    }
+    await this.waking;
+    await this.recorder.close();
+  }
+}
+
+/** What operator actions and maintenance need from a view of the queue (queue.ts builds it). */
+export interface OperationsDb {
+  /** One statement; driver errors become `WorkhorseDatabaseError` naming `what`. */
+  sql<R extends pg.QueryResultRow>(what: string, config: pg.QueryConfig): Promise<pg.QueryResult<R>>;
+  /** Whether the schema has the distributed (Citus) layout; read once per queue. */
+  distributed(what: string): Promise<boolean>;
+  /** The raw executor (driver errors untouched), for calls that translate SQLSTATEs themselves. */
+  exec: Executor;
+  shared: Shared;
+  /** Reads the installation key once (for hashing redrive request ids). */
+  loadKeys(): Promise<void>;
+}
