@@ -5,7 +5,7 @@ import "server-only";
  */
 import type { JobFilters } from "./filters";
 import { jobFilterWhere } from "./jobs";
-import { cappedCount, type Db, iso } from "./sql";
+import { cappedCount, type Db, isDistributed, iso } from "./sql";
 import type { CappedCount } from "./types";
 
 export interface QueuePauseDto {
@@ -47,7 +47,19 @@ export async function deadLetterGroups(db: Db): Promise<DeadLetterGroupDto[]> {
     newest_message: string | null;
     newest_id: string;
   }>(
-    `select g.queue, g.type, g.error_name, g.n, g.newest_at, n.message as newest_message, n.id as newest_id
+    (await isDistributed(db))
+      ? // Citus cannot push down the lateral newest-job probe per group: one grouped pass instead,
+        // the newest job of a group taken by an ordered aggregate.
+        `select j.queue, j.type, coalesce(j.last_error ->> 'name', 'Error') as error_name, count(*) as n,
+                max(j.finished_at) as newest_at,
+                (array_agg(left(j.last_error ->> 'message', 300) order by j.finished_at desc, j.id desc))[1]
+                  as newest_message,
+                (array_agg(j.id order by j.finished_at desc, j.id desc))[1] as newest_id
+           from workhorse.job j where j.state = 'failed'
+          group by 1, 2, 3
+          order by 4 desc, 5 desc
+          limit 200`
+      : `select g.queue, g.type, g.error_name, g.n, g.newest_at, n.message as newest_message, n.id as newest_id
        from (select j.queue, j.type, coalesce(j.last_error ->> 'name', 'Error') as error_name, count(*) as n,
                     max(j.finished_at) as newest_at
                from workhorse.job j where j.state = 'failed'
@@ -77,8 +89,13 @@ export async function deadLetterGroups(db: Db): Promise<DeadLetterGroupDto[]> {
  * loose index scan over the pending-jobs index, one probe per queue, however many jobs there are.
  */
 export async function pendingQueueNames(db: Db): Promise<string[]> {
+  // Citus refuses a recursive CTE without a filter on the distribution column: there each shard
+  // answers its distinct queue names and the coordinator merges them.
   const { rows } = await db.query<{ queue: string }>(
-    `with recursive q(queue) as (
+    (await isDistributed(db))
+      ? `select distinct j.queue::text as queue from workhorse.job j
+          where j.state in ('scheduled', 'ready') order by 1 limit 1000`
+      : `with recursive q(queue) as (
        (select j.queue from workhorse.job j where j.state in ('scheduled', 'ready') order by j.queue limit 1)
        union all
        select (select j.queue from workhorse.job j

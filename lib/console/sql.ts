@@ -48,3 +48,22 @@ export function uuidv7Floor(ms: number): string {
   const hex = Math.max(0, Math.floor(ms)).toString(16).padStart(12, "0");
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-0000-0000-000000000000`;
 }
+
+const layoutByDb = new WeakMap<Db, Promise<boolean>>();
+
+/**
+ * Whether the schema has the distributed (Citus) layout, read once per pool or client with the
+ * core's own test (migrate({ distributed: true }) makes workhorse.shard_bucket). Read models use it
+ * to pick a Citus form of a query only there, so single-node plans stay as they are.
+ */
+export function isDistributed(db: Db): Promise<boolean> {
+  let known = layoutByDb.get(db);
+  if (!known) {
+    known = db
+      .query<{ distributed: boolean }>("select to_regclass('workhorse.shard_bucket') is not null as distributed")
+      .then((r) => r.rows[0]?.distributed === true);
+    known.catch(() => layoutByDb.delete(db));
+    layoutByDb.set(db, known);
+  }
+  return known;
+}
