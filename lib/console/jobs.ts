@@ -3,7 +3,7 @@ import type pg from "pg";
 import { BINDING_COLUMNS, type BindingRow, bindingFromRow } from "@/lib/enqueue";
 import { type JobFilters, STATE_TABS, type StateTab } from "./filters";
 import { stateCounts } from "./overview";
-import { type Db, iso, isoOrNull, Where } from "./sql";
+import { type Db, isDistributed, iso, isoOrNull, Where } from "./sql";
 import type { BindingDto, JobDetailDto, JobRowDto, JobStateName, Page, TabCount } from "./types";
 
 export const JOBS_PAGE_SIZE = 50;
@@ -247,7 +247,9 @@ export async function stateTabCounts(pool: pg.Pool, f: JobFilters): Promise<Stat
     const { rows } = await pool.query<{ now: Date }>("select now() as now");
     return { counts, now: iso(rows[0]?.now ?? new Date()) };
   };
-  if ((await estimate()) > EXACT_COUNT_LIMIT) return estimated();
+  // On Citus the coordinator's planner estimate is not the shards' rows: there the exact count under
+  // the statement timeout decides alone.
+  if (!(await isDistributed(pool)) && (await estimate()) > EXACT_COUNT_LIMIT) return estimated();
   const client = await pool.connect();
   try {
     await client.query("begin read only");
