@@ -34,8 +34,15 @@ export default async function setup(project: TestProject) {
     const { rows } = await admin.query<{ datname: string }>("select datname from pg_database where datname like $1", [
       `workhorse_test_%_${process.pid}%`,
     ]);
-    for (const r of rows) await admin.query(`drop database if exists ${pg.escapeIdentifier(r.datname)} with (force)`);
-    await admin.query(`drop database if exists ${TEMPLATE} with (force)`);
+    // On Citus a database already dropped on some nodes answers 3D000 ("does not exist"): gone is gone.
+    const drop = (name: string) =>
+      admin
+        .query(`drop database if exists ${pg.escapeIdentifier(name)} with (force)`)
+        .catch((err: { code?: string }) => {
+          if (err.code !== "3D000") throw err;
+        });
+    for (const r of rows) await drop(r.datname);
+    await drop(TEMPLATE);
     await admin.end();
     await stopEmbeddedPostgres();
   };

@@ -1,5 +1,5 @@
 import "server-only";
-import { type Db, iso, uuidv7Floor } from "./sql";
+import { type Db, isDistributed, iso, uuidv7Floor } from "./sql";
 import type { SeriesDto, SeriesName, SeriesPoint, SeriesWindow } from "./types";
 
 /** Minutes per window: one point per minute, the last one being the current (partial) minute. */
@@ -53,6 +53,7 @@ async function readMinutes(db: Db, minutes: number, from: number | null, queue: 
   // A minute of slack under the id range for clock skew between this process and PostgreSQL; the
   // exact bound is `created_at >= lo`.
   const floor = uuidv7Floor(lowest - MINUTE);
+  const distributed = await isDistributed(db);
   const { rows } = await db.query<SeriesRow>(
     `with span as (
        select greatest(date_trunc('minute', now()) - ($1::int - 1) * interval '1 minute',
@@ -74,13 +75,7 @@ async function readMinutes(db: Db, minutes: number, from: number | null, queue: 
         where o.at >= span.lo and ($4::text is null or o.queue = $4)
         group by 1
      ),
-     rep as (
-       select date_trunc('minute', e.at) as m, count(*) as n
-         from workhorse.job_event e, span
-        where e.kind = 'debounced' and e.at >= span.lo
-          and ($4::text is null or exists (select 1 from workhorse.job j where j.id = e.job_id and j.queue = $4))
-        group by 1
-     ),
+     rep as (${distributed ? "select null::timestamptz as m, 0::bigint as n where false" : REPLACED_CTE}),
      fin as (
        select date_trunc('minute', j.finished_at) as m,
               count(*) filter (where j.state = 'succeeded') as succeeded,
@@ -103,7 +98,44 @@ async function readMinutes(db: Db, minutes: number, from: number | null, queue: 
       order by g.minute`,
     [minutes, from === null ? null : new Date(from), floor, queue],
   );
+  if (distributed && rows.length > 0) await addReplacedDistributed(db, rows, queue);
   return rows;
+}
+
+/** `debounced` events per minute, with the queue filter as a join on the job (one node). */
+const REPLACED_CTE = `
+       select date_trunc('minute', e.at) as m, count(*) as n
+         from workhorse.job_event e, span
+        where e.kind = 'debounced' and e.at >= span.lo
+          and ($4::text is null or exists (select 1 from workhorse.job j where j.id = e.job_id and j.queue = $4))
+        group by 1`;
+
+/**
+ * The distributed (Citus) form of the replaced series: Citus refuses joining job_event (distributed
+ * by job id) to job (by bucket) in one statement, so the events of the window are read first and,
+ * with a queue filter, their jobs' queues second; the counts are added to the rows by minute.
+ */
+async function addReplacedDistributed(db: Db, rows: SeriesRow[], queue: string | null): Promise<void> {
+  const lo = rows[0]?.minute as Date;
+  const { rows: events } = await db.query<{ m: Date; job_id: string }>(
+    `select date_trunc('minute', e.at) as m, e.job_id from workhorse.job_event e
+      where e.kind = 'debounced' and e.at >= $1::timestamptz`,
+    [lo],
+  );
+  let keep: Set<string> | null = null;
+  if (queue !== null && events.length > 0) {
+    const { rows: inQueue } = await db.query<{ id: string }>(
+      "select id from workhorse.job where id = any($1::uuid[]) and queue = $2",
+      [[...new Set(events.map((e) => e.job_id))], queue],
+    );
+    keep = new Set(inQueue.map((j) => j.id));
+  }
+  const perMinute = new Map<number, number>();
+  for (const e of events) {
+    if (keep && !keep.has(e.job_id)) continue;
+    perMinute.set(e.m.getTime(), (perMinute.get(e.m.getTime()) ?? 0) + 1);
+  }
+  for (const r of rows) r.replaced = String(perMinute.get(new Date(r.minute).getTime()) ?? 0);
 }
 
 /**
