@@ -139,14 +139,7 @@ export function ReasonForm(props: {
   statement: string;
   hidden: Record<string, string>;
   finished: boolean;
-  reason: {
-    id: string;
-    error: string | undefined;
-    hint: string;
-    value: string;
-    onChange: (v: string) => void;
-    readOnly?: boolean;
-  };
+  reason: Parameters<typeof ReasonField>[0];
   result: ReactNode;
   after?: ReactNode;
   close: () => void;

@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { LAYOUT_SQL } from "@/lib/enqueue";
 
 /** Anything that runs a query: a pool or a client. Read models take one so tests can pass theirs. */
 export interface Db {
@@ -53,15 +54,13 @@ const layoutByDb = new WeakMap<Db, Promise<boolean>>();
 
 /**
  * Whether the schema has the distributed (Citus) layout, read once per pool or client with the
- * core's own test (migrate({ distributed: true }) makes workhorse.shard_bucket). Read models use it
+ * core's own test (`LAYOUT_SQL`: migrate({ distributed: true }) makes workhorse.shard_bucket). Read models use it
  * to pick a Citus form of a query only there, so single-node plans stay as they are.
  */
 export function isDistributed(db: Db): Promise<boolean> {
   let known = layoutByDb.get(db);
   if (!known) {
-    known = db
-      .query<{ distributed: boolean }>("select to_regclass('workhorse.shard_bucket') is not null as distributed")
-      .then((r) => r.rows[0]?.distributed === true);
+    known = db.query<{ distributed: boolean }>(LAYOUT_SQL).then((r) => r.rows[0]?.distributed === true);
     known.catch(() => layoutByDb.delete(db));
     layoutByDb.set(db, known);
   }

@@ -13,6 +13,8 @@
  * ```
  */
 
+/** How a read model tells the Citus layout from one node (one row: `distributed boolean`). */
+export { LAYOUT_SQL } from "./enqueue-sql";
 export {
   DeadlineExceededError,
   EnqueueIdempotencyConflictError,

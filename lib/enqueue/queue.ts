@@ -16,7 +16,6 @@ import {
   ENQUEUE_ONE_AT_SQL,
   type EnqueueRow,
   idBucket,
-  LAYOUT_SQL,
   oneRequestStatement,
   oneRequestValues,
 } from "./enqueue-sql";
@@ -177,16 +176,12 @@ export class QueueOperations {
     };
   }
 
-  /** One statement for the non-enqueue operations: driver errors become WorkhorseDatabaseError. */
   /** Whether the schema has the distributed layout (read once per Queue, through this.sql). */
-  private async distributed(what: string): Promise<boolean> {
-    if (this.shared.layout === null) {
-      const { rows } = await this.sql<{ distributed: boolean }>(what, { text: LAYOUT_SQL });
-      this.shared.layout = rows[0]?.distributed === true ? "distributed" : "single";
-    }
-    return this.shared.layout === "distributed";
+  private distributed(what: string): Promise<boolean> {
+    return this.shared.distributedLayout((config) => this.sql(what, config));
   }
 
+  /** One statement for the non-enqueue operations: driver errors become WorkhorseDatabaseError. */
   private async sql<R extends pg.QueryResultRow>(what: string, config: pg.QueryConfig): Promise<pg.QueryResult<R>> {
     try {
       return await this.exec.query<R>(config);
@@ -346,17 +341,15 @@ export class QueueOperations {
   private async send(exec: Executor, requests: NormalizedRequest[], ids: string[]): Promise<EnqueueRow[]> {
     const notifyInside = this.inCallerTransaction && this.shared.config.notify;
     try {
-      if (this.shared.layout === null) {
-        const { rows } = await exec.query<{ distributed: boolean }>({ text: LAYOUT_SQL });
-        this.shared.layout = rows[0]?.distributed === true ? "distributed" : "single";
-      }
+      // Read inside the enqueue call (its executor, its error translation, every try alike).
+      const distributed = await this.shared.distributedLayout((config) => exec.query(config));
       // Citus: a keyed job lives in its key's bucket; an unkeyed one in the random bucket its id has.
-      if (this.shared.layout === "distributed") bucketIds(requests, ids);
+      if (distributed) bucketIds(requests, ids);
       // One request: the scalar hot path (a named statement, so its plan is cached per connection).
       // A batch: one set-based statement; left unnamed so each batch is planned for its own size.
       const one = requests.length === 1 ? (requests[0] as NormalizedRequest) : null;
       const res = one
-        ? this.shared.layout === "distributed"
+        ? distributed
           ? await exec.query<EnqueueRow>({
               name: "workhorse_enqueue_one_at",
               text: ENQUEUE_ONE_AT_SQL,

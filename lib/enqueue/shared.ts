@@ -4,6 +4,7 @@
  * timer, and the accounting that lets `close()` wait for calls in flight.
  */
 import type pg from "pg";
+import { LAYOUT_SQL } from "./enqueue-sql";
 import { EXPECTED_SQLSTATES, QueueClosedError, sqlStateOf } from "./errors";
 import type { KeyRing } from "./keys";
 import { ObservationRecorder, type ObservationRecorderOptions } from "./observations";
@@ -107,6 +108,20 @@ export class Shared {
   }
 
   /** Runs one database call unless the queue is closed; close() waits for calls in flight. */
+  /**
+   * Whether the schema has the distributed (Citus) layout: read once per queue through `query`
+   * (the caller's executor, so its error handling applies), then kept.
+   */
+  async distributedLayout(
+    query: (config: pg.QueryConfig) => Promise<pg.QueryResult<{ distributed: boolean }>>,
+  ): Promise<boolean> {
+    if (this.layout === null) {
+      const { rows } = await query({ text: LAYOUT_SQL });
+      this.layout = rows[0]?.distributed === true ? "distributed" : "single";
+    }
+    return this.layout === "distributed";
+  }
+
   async guard<T>(fn: () => Promise<T>): Promise<T> {
     if (this.closed) throw new QueueClosedError();
     this.inflight++;
