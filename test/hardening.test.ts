@@ -1,4 +1,6 @@
 // Regressions from an adversarial pass over the core: each test is one defect that was found.
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import pg from "pg";
 import { beforeAll, describe, expect, test } from "vitest";
 import {
@@ -6,9 +8,12 @@ import {
   EnqueueValidationError,
   Queue,
   QueueClosedError,
+  Worker,
+  WorkerConfigError,
   WorkhorseDatabaseError,
 } from "../lib/enqueue";
 import { sqlStateOf } from "../lib/enqueue/errors";
+import { isTransientDbError } from "../lib/enqueue/worker/support";
 import { setupQueueTests } from "./helpers";
 
 const t = setupQueueTests();
@@ -199,8 +204,58 @@ describe("operations beyond enqueue", () => {
       expect((err as WorkhorseDatabaseError).sqlState).toBeUndefined();
     }
     expect(sqlStateOf({ code: "ECONNREFUSED" })).toBeUndefined();
-    expect(sqlStateOf({ code: "40001" })).toBe("40001");
+    const serverError = await t.pool.query("select 1 / 0").catch((e: unknown) => e);
+    expect(sqlStateOf(serverError)).toBe("22012");
     await q.close();
+  });
+
+  test("a Node system error with a five-letter code (EPIPE, ESRCH) is connection loss, not a SQLSTATE", async () => {
+    // A real EPIPE: write into a pipe whose reader has closed it (the child says so, then waits).
+    const child = spawn("sh", ["-c", "exec 0<&-; echo closed; sleep 30"], { stdio: ["pipe", "pipe", "ignore"] });
+    await once(child.stdout, "data");
+    const epipe = await new Promise<NodeJS.ErrnoException>((resolve) => {
+      child.stdin.on("error", resolve);
+      child.stdin.write(Buffer.alloc(1 << 16));
+    });
+    child.kill();
+    expect(epipe.code).toBe("EPIPE");
+    // A real ESRCH: signal 0 to a process id that cannot exist.
+    let esrch: unknown;
+    try {
+      process.kill(2 ** 22 + 1, 0);
+    } catch (err) {
+      esrch = err;
+    }
+    expect((esrch as NodeJS.ErrnoException).code).toBe("ESRCH");
+    for (const err of [epipe, esrch]) {
+      expect(sqlStateOf(err)).toBeUndefined();
+      const wrapped = new WorkhorseDatabaseError("enqueue failed", err);
+      expect(wrapped.sqlState).toBeUndefined();
+    }
+    // EPIPE is a broken connection: the keyed-call retry and the worker's completion write both
+    // treat it as transient (a lone completion failing with it is not "refused by PostgreSQL").
+    expect(new WorkhorseDatabaseError("enqueue failed", epipe).retryable).toBe(true);
+    expect(isTransientDbError(epipe)).toBe(true);
+  });
+
+  test("an unknown Queue or Worker option is refused by name, as an unknown enqueue option is", () => {
+    const refused = (make: () => unknown) => {
+      try {
+        make();
+      } catch (err) {
+        return err;
+      }
+      return null;
+    };
+    const q = refused(() => new Queue({ pool: t.pool, bogus: 1 } as never));
+    expect(q).toBeInstanceOf(EnqueueValidationError);
+    expect((q as EnqueueValidationError).option).toBe("bogus");
+    const misspelt = refused(() => new Queue({ pool: t.pool, observations: { maxBufferd: 10 } } as never));
+    expect((misspelt as EnqueueValidationError).option).toBe("observations.maxBufferd");
+    const w = refused(() => new Worker({ pool: t.pool, handlers: { t: async () => {} }, concurrencey: 4 } as never));
+    expect(w).toBeInstanceOf(WorkerConfigError);
+    expect((w as WorkerConfigError).option).toBe("concurrencey");
+    expect((w as WorkerConfigError).message).toMatch(/not a known option/);
   });
 
   test("close waits for calls in flight, writes their observations, then refuses new calls", async () => {

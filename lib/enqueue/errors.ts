@@ -274,10 +274,17 @@ export function isRetryableDbError(err: unknown): boolean {
   return isConnectionLoss(err);
 }
 
-/** The SQLSTATE of a driver error; undefined for anything else (a Node error code is not one). */
+/**
+ * The SQLSTATE of an error PostgreSQL sent (a `pg` `DatabaseError`, which always carries the
+ * server's `severity`); undefined for anything else. A Node system error's `code` is not a SQLSTATE even
+ * when it has five letters (`EPIPE`, `EINTR`, `EBUSY`, `ESRCH`): those errors carry `errno` and
+ * `syscall` instead, and read as connection loss (`isConnectionLoss`), not as a server's answer.
+ */
 export function sqlStateOf(err: unknown): string | undefined {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === "string" && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+  if (err === null || typeof err !== "object") return undefined;
+  const { code, severity } = err as { code?: unknown; severity?: unknown };
+  if (typeof code !== "string" || !/^[0-9A-Z]{5}$/.test(code)) return undefined;
+  return typeof severity === "string" ? code : undefined;
 }
 
 /**

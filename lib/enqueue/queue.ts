@@ -80,6 +80,7 @@ import {
   parseRetryOption,
   parseScopedKey,
   sourceLabel,
+  unknownOptionNames,
 } from "./validate";
 
 export interface QueueOptions {
@@ -116,6 +117,24 @@ export interface QueueOptions {
    */
   keySecret?: string | Buffer;
 }
+
+/** Every `QueueOptions` name: `new Queue` refuses any other (a misspelt option would otherwise do nothing). */
+const QUEUE_OPTION_NAMES = {
+  pool: true,
+  maxPayloadBytes: true,
+  source: true,
+  observations: true,
+  maintenance: true,
+  notify: true,
+  retry: true,
+  keySecret: true,
+} as const satisfies Record<keyof QueueOptions, true>;
+
+const OBSERVATION_OPTION_NAMES = {
+  maxBuffered: true,
+  flushIntervalMs: true,
+  batchSize: true,
+} as const satisfies Record<keyof ObservationRecorderOptions, true>;
 
 /** What the keyed-call retry did since the `Queue` was made (`queue.retryStats()`). */
 export interface RetryStats {
@@ -762,6 +781,15 @@ export class Queue extends QueueOperations {
   constructor(options: QueueOptions) {
     if (!options || typeof options.pool?.connect !== "function") {
       throw new EnqueueValidationError([{ option: "pool", rule: "must be a pg.Pool" }]);
+    }
+    const unknown = [
+      ...unknownOptionNames(options, QUEUE_OPTION_NAMES),
+      ...(options.observations && typeof options.observations === "object"
+        ? unknownOptionNames(options.observations, OBSERVATION_OPTION_NAMES).map((n) => `observations.${n}`)
+        : []),
+    ];
+    if (unknown.length > 0) {
+      throw new EnqueueValidationError(unknown.map((option) => ({ option, rule: "is not a known option" })));
     }
     const maxPayloadBytes = options.maxPayloadBytes ?? LIMITS.defaultPayloadBytes;
     if (!Number.isInteger(maxPayloadBytes) || maxPayloadBytes < 2 || maxPayloadBytes > 256 * 1024 * 1024) {

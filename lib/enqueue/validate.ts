@@ -621,6 +621,17 @@ export const retryConfigSchema = z.strictObject({
   maxDelayMs: z.number().int().min(0).max(60_000).default(3000),
 });
 
+/**
+ * The names in `options` that `known` does not list (own enumerable string keys only), sorted.
+ * `known` is written as `{ name: true, … } satisfies Record<keyof Options, true>` beside each options
+ * type, so a new option that is not added there fails to compile.
+ */
+export function unknownOptionNames(options: object, known: Readonly<Record<string, true>>): string[] {
+  return Object.keys(options)
+    .filter((name) => !Object.hasOwn(known, name))
+    .sort();
+}
+
 export function parseRetryOption(input: unknown): false | { attempts: number; maxDelayMs: number } {
   if (input === false) return false;
   return parseMaintenanceOptions(retryConfigSchema, input, "retry");
@@ -780,12 +791,33 @@ export const DEFAULT_RETRY_POLICY: NormalizedRetryPolicy = {
   maxDelayMs: 3_600_000,
 };
 
+/** Every `WorkerOptions` name: `new Worker` refuses any other. */
+const WORKER_OPTION_NAMES = {
+  pool: true,
+  queues: true,
+  handlers: true,
+  concurrency: true,
+  workerId: true,
+  leaseMs: true,
+  heartbeatIntervalMs: true,
+  pollIntervalMs: true,
+  reapIntervalMs: true,
+  abortGraceMs: true,
+  maxResultBytes: true,
+  defaultRetryPolicy: true,
+  listen: true,
+  onEvent: true,
+  onError: true,
+} as const satisfies Record<keyof WorkerOptions, true>;
+
 /**
  * `new Worker(options)`'s options checked and defaulted (bounds in docs/worker.md). Throws
  * `WorkerConfigError` naming the option and its rule.
  */
 export function workerSettings(options: WorkerOptions) {
   if (!options || typeof options.pool?.connect !== "function") throw new WorkerConfigError("pool", "must be a pg.Pool");
+  const [unknown] = unknownOptionNames(options, WORKER_OPTION_NAMES);
+  if (unknown !== undefined) throw new WorkerConfigError(unknown, "is not a known option");
   const pool = options.pool;
   const queues = options.queues ?? ["default"];
   if (!Array.isArray(queues) || queues.length === 0 || queues.some((q) => typeof q !== "string" || !q)) {
