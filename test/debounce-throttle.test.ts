@@ -553,6 +553,24 @@ describe("batches follow the same rules request by request", () => {
     expect(err).toMatchObject({ ordinal: 3, existingJobId: owner, conflictingFields: ["payload"] });
     expect(await writes()).toEqual(before);
   });
+
+  test("two requests of a batch holding debounce for one new key conflict: no job is named (it rolled back)", async () => {
+    const q = t.queue();
+    const idem = fresh("i");
+    const before = await writes();
+    const err = await q
+      .enqueueMany([
+        { type: "t", payload: { v: 1 }, options: { idempotency: { key: idem } } },
+        { type: "t", payload: {}, options: { debounce: { key: fresh("d"), windowMs: WINDOW } } },
+        { type: "t", payload: { v: 2 }, options: { idempotency: { key: idem } } },
+      ])
+      .catch((e) => e);
+    expect(err).toBeInstanceOf(EnqueueIdempotencyConflictError);
+    expect(err).toMatchObject({ ordinal: 3, existingJobId: null, conflictingFields: ["payload"] });
+    expect((err as Error).message).toContain("an earlier request of the same batch");
+    expect((err as Error).message).not.toContain("bound to job");
+    expect(await writes()).toEqual(before);
+  });
 });
 
 describe("in the caller's transaction (withClient)", () => {

@@ -50,11 +50,16 @@ const FIELDS: readonly Field[] = [
   { one: "p_field_digests", batch: "p_field_digests", type: "bytea", of: (r) => r.keyed?.fieldDigests ?? null },
 ];
 
-/** enqueue_one's parameters after the fields: the wake-up flag, then debounce's two (defaulted to null). */
+/**
+ * enqueue_one's parameters after the fields: the wake-up flag, then debounce's two (defaulted to
+ * null), then the retry flag (default false: set from a call's second try on, so the function first
+ * looks for the job an earlier try of the call committed).
+ */
 const ONE_TAIL = [
   { name: "p_notify", type: "boolean" },
   { name: "p_schedule", type: "text" },
   { name: "p_max_wait_ms", type: "bigint" },
+  { name: "p_retry", type: "boolean" },
 ] as const;
 
 /** workhorse.enqueue_one's parameters, in order, with their SQL types. */
@@ -78,6 +83,7 @@ export const ENQUEUE_BATCH_PARAMS: readonly { name: string; type: string }[] = [
   { name: "p_notify", type: "boolean" },
   { name: "p_schedules", type: "text[]" },
   { name: "p_max_waits", type: "bigint[]" },
+  { name: "p_retry", type: "boolean" },
 ];
 
 /** `$1::uuid, $2::text, …` for these parameter types, numbered from `from`. */
@@ -96,14 +102,22 @@ export const ENQUEUE_BATCH_SQL = `select ${RESULT_COLUMNS}
 const ENQUEUE_ONE_SQL = oneCall(FIELDS.length + 1);
 /** Debounce: the idempotency call plus schedule and max wait. */
 const ENQUEUE_DEBOUNCE_SQL = oneCall(FIELDS.length + 3);
+/** A retry, any mode: every parameter, the retry flag last. */
+const ENQUEUE_RETRY_SQL = oneCall(FIELDS.length + 4);
 
 // While pre-HMAC bindings can be live, the legacy hash travels as one more parameter.
 const ENQUEUE_ONE_LEGACY_SQL = withLegacyProbe(ENQUEUE_ONE_SQL, FIELDS.length + 2);
 const ENQUEUE_DEBOUNCE_LEGACY_SQL = withLegacyProbe(ENQUEUE_DEBOUNCE_SQL, FIELDS.length + 4);
+const ENQUEUE_RETRY_LEGACY_SQL = withLegacyProbe(ENQUEUE_RETRY_SQL, FIELDS.length + 5);
 
-/** The statement (and its cached-plan name) for one request. */
-export function oneRequestStatement(r: NormalizedRequest): { name: string; text: string } {
+/** The statement (and its cached-plan name) for one request; `retry` from a call's second try on. */
+export function oneRequestStatement(r: NormalizedRequest, retry = false): { name: string; text: string } {
   const legacy = !!r.keyed?.key.legacyKeyHash;
+  if (retry) {
+    return legacy
+      ? { name: "workhorse_enqueue_retry_legacy", text: ENQUEUE_RETRY_LEGACY_SQL }
+      : { name: "workhorse_enqueue_retry", text: ENQUEUE_RETRY_SQL };
+  }
   if (r.keyed?.mode === "debounce") {
     return legacy
       ? { name: "workhorse_enqueue_debounce_legacy", text: ENQUEUE_DEBOUNCE_LEGACY_SQL }
@@ -174,18 +188,20 @@ export interface ConflictDetail {
   rejectedRequestDigest: string;
 }
 
-/** Parameters of the statement oneRequestStatement(r) chose, in FIELDS order. */
-export function oneRequestValues(r: NormalizedRequest, id: string, notify: boolean): unknown[] {
+/** Parameters of the statement oneRequestStatement(r, retry) chose, in FIELDS order. */
+export function oneRequestValues(r: NormalizedRequest, id: string, notify: boolean, retry = false): unknown[] {
   const k = r.keyed;
   const values = FIELDS.map((f) => f.of(r, id));
   values.push(notify);
-  if (k?.mode === "debounce") values.push(k.schedule, k.maxWaitMs);
+  if (retry) {
+    values.push(k?.mode === "debounce" ? k.schedule : null, k?.mode === "debounce" ? k.maxWaitMs : null, true);
+  } else if (k?.mode === "debounce") values.push(k.schedule, k.maxWaitMs);
   if (k?.key.legacyKeyHash) values.push(k.key.legacyKeyHash);
   return values;
 }
 
-/** Parameters of workhorse.enqueue_one_at() (distributed layout): the bucket, then enqueue_one's, debounce's two always. */
-export function distributedOneValues(r: NormalizedRequest, id: string, notify: boolean): unknown[] {
+/** Parameters of workhorse.enqueue_one_at() (distributed layout): the bucket, then enqueue_one's, all of them. */
+export function distributedOneValues(r: NormalizedRequest, id: string, notify: boolean, retry = false): unknown[] {
   const k = r.keyed;
   return [
     idBucket(id),
@@ -193,6 +209,7 @@ export function distributedOneValues(r: NormalizedRequest, id: string, notify: b
     notify,
     k?.mode === "debounce" ? k.schedule : null,
     k?.mode === "debounce" ? k.maxWaitMs : null,
+    retry,
   ];
 }
 
@@ -201,6 +218,7 @@ export function batchValues(
   requests: readonly NormalizedRequest[],
   ids: readonly string[],
   notify: boolean,
+  retry = false,
 ): unknown[] {
   const n = requests.length;
   const values: unknown[] = [];
@@ -226,6 +244,7 @@ export function batchValues(
     notify,
     debounce ? requests.map((r) => (r.keyed?.mode === "debounce" ? r.keyed.schedule : null)) : null,
     debounce ? requests.map((r) => (r.keyed?.mode === "debounce" ? r.keyed.maxWaitMs : null)) : null,
+    retry,
   );
   return values;
 }

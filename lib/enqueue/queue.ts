@@ -321,11 +321,12 @@ export class QueueOperations {
       return this.decide(requests, ids, await this.send(this.exec, requests, ids));
     }
     // Keyed requests are safe to repeat. The job ids proposed on the first try are proposed again,
-    // so a try whose commit reached PostgreSQL but whose answer was lost shows up as a replay of our
-    // own id: that request was accepted, and is reported so.
+    // and a retry says so (the functions' p_retry): when an earlier try committed but its answer was
+    // lost, PostgreSQL recognises that try's job by its id, writes nothing, and answers what that try
+    // decided, its own job as a replay of our own id: that request was accepted, and is reported so.
     return this.shared.guard(() =>
       this.repeating(async (attempt) =>
-        this.decide(requests, ids, await this.send(this.rawExec, requests, ids), attempt > 1),
+        this.decide(requests, ids, await this.send(this.rawExec, requests, ids, attempt > 1), attempt > 1),
       ),
     );
   }
@@ -357,7 +358,12 @@ export class QueueOperations {
   }
 
   /** One round trip: the scalar function for one request, the set-based one for a batch. */
-  private async send(exec: Executor, requests: NormalizedRequest[], ids: string[]): Promise<EnqueueRow[]> {
+  private async send(
+    exec: Executor,
+    requests: NormalizedRequest[],
+    ids: string[],
+    retry = false,
+  ): Promise<EnqueueRow[]> {
     const notifyInside = this.inCallerTransaction && this.shared.config.notify;
     try {
       // Read inside the enqueue call (its executor, its error translation, every try alike).
@@ -372,15 +378,15 @@ export class QueueOperations {
           ? await exec.query<EnqueueRow>({
               name: "workhorse_enqueue_one_at",
               text: ENQUEUE_ONE_AT_SQL,
-              values: distributedOneValues(one, ids[0] as string, notifyInside),
+              values: distributedOneValues(one, ids[0] as string, notifyInside, retry),
             })
           : await exec.query<EnqueueRow>({
-              ...oneRequestStatement(one),
-              values: oneRequestValues(one, ids[0] as string, notifyInside),
+              ...oneRequestStatement(one, retry),
+              values: oneRequestValues(one, ids[0] as string, notifyInside, retry),
             })
         : await exec.query<EnqueueRow>({
             text: ENQUEUE_BATCH_SQL,
-            values: batchValues(requests, ids, notifyInside),
+            values: batchValues(requests, ids, notifyInside, retry),
           });
       return res.rows;
     } catch (err) {

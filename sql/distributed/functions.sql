@@ -26,12 +26,14 @@ declare
   v_expires timestamptz;
   v_bound boolean := false;
   v_now timestamptz := now(); -- Citus evaluates no now() inside CASE
+  v_holder uuid;
 begin
   for attempt in 1 .. 5 loop
-    select b.job_id, b.mode, b.expires_at, b.created_at, b.request_digest, b.max_wait_ms into v_b
+    -- Lock order (docs/decisions.md, "Lock order"): the job, then its binding, as purge, redrive and
+    -- job deletion take them. The binding is read first without a lock to learn its job.
+    select b.job_id into v_holder
       from workhorse.key_binding b
-     where b.bucket = p_bucket and b.scope = p_scope and b.key_hash = p_key_hash
-       for update;
+     where b.bucket = p_bucket and b.scope = p_scope and b.key_hash = p_key_hash;
     if not found then
       insert into workhorse.key_binding
         (bucket, scope, key_hash, job_id, mode, key_preview, key_length, field_digests, request_digest, ttl_ms,
@@ -41,13 +43,27 @@ begin
       on conflict (bucket, scope, key_hash) do nothing;
       v_bound := found;
       exit when v_bound;
-      -- Bound by another transaction after our snapshot: the next pass locks its row.
+      -- Bound by another transaction after our snapshot: the next pass reads its row.
       continue;
     end if;
 
-    -- Pending and never started: a retried or released job has started before.
-    select j.state, j.run_at, j.attempt, j.started_at into v_j from workhorse.job j where j.bucket = p_bucket and j.id = v_b.job_id for update;
+    -- Pending and never started: a retried or released job has started before. The job first,
+    -- then the binding, locked only while it still names that job (a binding released or rebound
+    -- between the reads is left unlocked and read again).
+    select j.state, j.run_at, j.attempt, j.started_at into v_j from workhorse.job j where j.bucket = p_bucket and j.id = v_holder for update;
     v_pending := found and v_j.state in ('scheduled', 'ready') and v_j.attempt = 0 and v_j.started_at is null;
+    select b.job_id, b.mode, b.expires_at, b.created_at, b.request_digest, b.max_wait_ms into v_b
+      from workhorse.key_binding b
+     where b.bucket = p_bucket and b.scope = p_scope and b.key_hash = p_key_hash and b.job_id = v_holder
+       for update;
+    continue when not found;
+    -- Bound to this call's own id: an earlier try of this call committed it; nothing to decide again.
+    if v_b.job_id = p_id then
+      job_id := p_id;
+      outcome := 'replayed';
+      request_digest := encode(v_rdigest, 'hex');
+      return;
+    end if;
 
     if v_b.expires_at > now() then
       job_id := v_b.job_id;
@@ -126,11 +142,14 @@ begin
   outcome := 'accepted';
 end $$;
 
+-- p_retry: as workhorse.enqueue_one's (migration 013), a retry first looks for the job its own id names.
+drop function if exists workhorse.enqueue_one_at(integer, integer, uuid, text, text, jsonb, timestamptz, integer, jsonb,
+  timestamptz, bigint, text, text[], text, text, bytea, text, integer, bigint, bytea, boolean, text, bigint);
 create or replace function workhorse.enqueue_one_at(
   p_bucket integer, p_ordinal integer, p_id uuid, p_queue text, p_type text, p_payload jsonb, p_run_at timestamptz, p_max_attempts integer,
   p_retry_policy jsonb, p_deadline timestamptz, p_execution_timeout_ms bigint, p_concurrency_key text,
   p_tags text[], p_mode text, p_scope text, p_key_hash bytea, p_key_preview text, p_key_length integer,
-  p_ttl_ms bigint, p_field_digests bytea, p_notify boolean, p_schedule text, p_max_wait_ms bigint,
+  p_ttl_ms bigint, p_field_digests bytea, p_notify boolean, p_schedule text, p_max_wait_ms bigint, p_retry boolean,
   out job_id uuid, out outcome text, out request_digest text, out reason text)
 language plpgsql as $$
 #variable_conflict use_variable
@@ -143,6 +162,13 @@ declare
   v_bound boolean := false;
   v_now timestamptz := now();
 begin
+  -- A retry of a call whose earlier try committed: that try's job, reported as a replay of the
+  -- proposed id (the client says accepted); nothing is written.
+  if p_retry and exists (select 1 from workhorse.job j where j.bucket = p_bucket and j.id = p_id) then
+    job_id := p_id;
+    outcome := 'replayed';
+    return;
+  end if;
   if p_mode = 'debounce' then
     select d.job_id, d.outcome, d.request_digest, d.reason into job_id, outcome, request_digest, reason
       from workhorse.enqueue_debounce_at(
@@ -160,10 +186,16 @@ begin
                  || substring(p_field_digests from 33);
     v_rdigest := sha256(v_digests);
     for attempt in 1 .. 5 loop
-      select b.job_id, b.mode, b.field_digests, b.request_digest into v_live
+      -- Live or not: a binding naming this call's own id was bound by an earlier try of it.
+      select b.job_id, b.mode, b.field_digests, b.request_digest, b.expires_at > v_now as live into v_live
         from workhorse.key_binding b
-       where b.bucket = p_bucket and b.scope = p_scope and b.key_hash = p_key_hash and b.expires_at > now();
-      if found then
+       where b.bucket = p_bucket and b.scope = p_scope and b.key_hash = p_key_hash;
+      if found and v_live.job_id = p_id then
+        job_id := p_id;
+        outcome := 'replayed';
+        return;
+      end if;
+      if found and v_live.live then
         if v_live.request_digest = v_rdigest and v_live.mode = p_mode then
           job_id := v_live.job_id;
           outcome := case when p_mode = 'throttle' then 'coalesced' else 'replayed' end;
@@ -184,7 +216,7 @@ begin
             key_length = excluded.key_length, field_digests = excluded.field_digests,
             request_digest = excluded.request_digest, ttl_ms = excluded.ttl_ms,
             created_at = excluded.created_at, expires_at = excluded.expires_at
-        where b.expires_at <= v_now; -- Citus: no now() in ON CONFLICT .. WHERE
+        where b.expires_at <= v_now and b.job_id <> excluded.job_id; -- Citus: no now() in ON CONFLICT .. WHERE
       v_bound := found;
       exit when v_bound;
       -- Another transaction bound the key after our snapshot. ON CONFLICT waited for it and holds the
@@ -210,8 +242,93 @@ begin
 end $$;
 
 select create_distributed_function(
-  'workhorse.enqueue_one_at(integer, integer, uuid, text, text, jsonb, timestamptz, integer, jsonb, timestamptz, bigint, text, text[], text, text, bytea, text, integer, bigint, bytea, boolean, text, bigint)',
+  'workhorse.enqueue_one_at(integer, integer, uuid, text, text, jsonb, timestamptz, integer, jsonb, timestamptz, bigint, text, text[], text, text, bytea, text, integer, bigint, bytea, boolean, text, bigint, boolean)',
   'p_bucket', colocate_with => 'workhorse.job');
+
+-- workhorse.enqueue_batch_recall (migration 013) on the distributed layout: the same answers, each
+-- read a router query on its bucket (a job's from its id, a binding's from its key).
+create or replace function workhorse.enqueue_batch_recall(
+  p_ids uuid[], p_modes text[], p_scopes text[], p_key_hashes bytea[], p_payloads jsonb, p_field_digests bytea[])
+returns table (ordinal integer, job_id uuid, outcome text, request_digest text, reason text)
+language plpgsql as $$
+#variable_conflict use_column
+declare
+  v_made uuid[] := '{}';
+  v_id uuid;
+  r record;
+  v_job uuid;
+  v_in_batch boolean;
+  v_bmode text;
+  v_bexpires timestamptz;
+  v_j record;
+  v_now timestamptz := now();
+begin
+  foreach v_id in array p_ids loop
+    if exists (select 1 from workhorse.job j where j.bucket = workhorse.id_bucket(v_id) and j.id = v_id) then
+      v_made := v_made || v_id;
+    end if;
+  end loop;
+  for r in
+    select x.id, x.mode, x.scope, x.kh, x.o::integer as o, workhorse.key_bucket(x.scope, x.kh) as kb,
+           sha256(substring(x.fd from 1 for 32)
+                  || substring(sha256(convert_to(coalesce(p_payloads -> (x.o::integer - 1), 'null'::jsonb)::text,
+                                                 'UTF8')) from 1 for 8)
+                  || substring(x.fd from 33)) as rdigest
+      from unnest(p_ids, p_modes, p_scopes, p_key_hashes, p_field_digests) with ordinality as x(id, mode, scope, kh, fd, o)
+     order by x.o
+  loop
+    ordinal := r.o;
+    request_digest := encode(r.rdigest, 'hex');
+    reason := null;
+    if r.id = any (v_made) then
+      job_id := r.id;
+      outcome := 'replayed';
+      return next;
+      continue;
+    end if;
+    select u.id into v_job
+      from unnest(p_ids, p_scopes, p_key_hashes) with ordinality as u(id, s, k, o)
+     where u.s = r.scope and u.k = r.kh and u.id = any (v_made)
+     order by u.o limit 1;
+    v_in_batch := v_job is not null;
+    v_bmode := null;
+    v_bexpires := null;
+    if not v_in_batch then
+      select b.job_id, b.mode, b.expires_at into v_job, v_bmode, v_bexpires
+        from workhorse.key_binding b where b.bucket = r.kb and b.scope = r.scope and b.key_hash = r.kh;
+      if v_job is null then
+        select j.id into v_job from workhorse.job j
+         where j.bucket = r.kb and j.key_scope = r.scope and j.key_hash = r.kh order by j.created_at desc limit 1;
+      end if;
+      if v_job is null then
+        raise exception 'workhorse: this batch committed on an earlier try, but request % has neither a binding nor a job for its key now', r.o;
+      end if;
+    end if;
+    select j.key_mode, j.request_digest,
+           j.state in ('scheduled', 'ready') and j.attempt = 0 and j.started_at is null as pending
+      into v_j from workhorse.job j where j.bucket = workhorse.id_bucket(v_job) and j.id = v_job;
+    job_id := v_job;
+    if r.mode = 'throttle' then
+      outcome := 'coalesced';
+    elsif r.mode <> 'debounce' then
+      outcome := 'replayed';
+    elsif coalesce(v_bmode, v_j.key_mode) is distinct from 'debounce' then
+      outcome := 'non_replaceable';
+      reason := 'incompatible_key_mode';
+    elsif v_in_batch or v_j.request_digest = r.rdigest then
+      outcome := 'replaced';
+    elsif not coalesce(v_j.pending, false) then
+      outcome := 'non_replaceable';
+      reason := 'not_pending';
+    elsif v_bexpires <= v_now then
+      outcome := 'non_replaceable';
+      reason := 'window_elapsed_pending';
+    else
+      outcome := 'replaced';
+    end if;
+    return next;
+  end loop;
+end $$;
 
 -- A batch on the coordinator, one transaction (two-phase commit across the workers it touched, so a
 -- conflict anywhere leaves nothing anywhere): the requests go shard by shard, each decided by
@@ -225,13 +342,15 @@ create or replace function workhorse.enqueue_batch(
   p_max_attempts integer[], p_retry_policies jsonb[], p_deadlines timestamptz[], p_execution_timeouts bigint[],
   p_concurrency_keys text[], p_tags text[], p_tag_counts integer[], p_modes text[], p_scopes text[],
   p_key_hashes bytea[], p_key_previews text[], p_key_lengths integer[], p_ttls bigint[], p_field_digests bytea[],
-  p_legacy_key_hashes bytea[], p_notify boolean, p_schedules text[] default null, p_max_waits bigint[] default null)
+  p_legacy_key_hashes bytea[], p_notify boolean, p_schedules text[] default null, p_max_waits bigint[] default null,
+  p_retry boolean default false)
 returns table (ordinal integer, job_id uuid, outcome text, request_digest text, reason text)
 language plpgsql as $$
 #variable_conflict use_column
 declare
   r record;
   d record;
+  v_id uuid;
   v_ord integer[] := '{}';
   v_job uuid[] := '{}';
   v_out text[] := '{}';
@@ -240,6 +359,17 @@ declare
   v_queues text[] := '{}';
   v_detail jsonb;
 begin
+  -- A retry of a batch whose earlier try committed (one proposed id exists: the batch is atomic):
+  -- its answers read back from what it stored, nothing written (as on one node).
+  if p_retry then
+    foreach v_id in array p_ids loop
+      if exists (select 1 from workhorse.job j where j.bucket = workhorse.id_bucket(v_id) and j.id = v_id) then
+        return query select * from workhorse.enqueue_batch_recall(p_ids, p_modes, p_scopes, p_key_hashes, p_payloads,
+                                                                 p_field_digests);
+        return;
+      end if;
+    end loop;
+  end if;
   <<requests>>
   begin
   for r in
@@ -257,7 +387,7 @@ begin
              r.bucket, r.o::integer, r.id, r.queue, r.type, p_payloads -> (r.o::integer - 1), r.run_at,
              r.max_attempts, r.retry_policy, r.deadline, r.execution_timeout_ms, r.concurrency_key,
              coalesce(p_tags[r.tag_off + 1 : r.tag_off + r.tag_count], '{}'), r.mode, r.scope, r.kh, r.key_preview,
-             r.key_length, r.ttl_ms, r.fd, false, p_schedules[r.o], p_max_waits[r.o]);
+             r.key_length, r.ttl_ms, r.fd, false, p_schedules[r.o], p_max_waits[r.o], false);
     if d.outcome = 'accepted' or (d.outcome = 'replaced' and p_notify) then
       v_queues := v_queues || r.queue;
     end if;
@@ -269,9 +399,9 @@ begin
   end loop;
   exception when sqlstate 'WH409' then
     -- A conflict with an earlier request of this batch names no existing job (it was never
-    -- committed), as on one node.
+    -- committed), as on one node: one of this batch's own proposed ids.
     get stacked diagnostics v_detail = pg_exception_detail;
-    if (v_detail ->> 'existingJobId')::uuid = any (v_job) then
+    if (v_detail ->> 'existingJobId')::uuid = any (p_ids) then
       v_detail := jsonb_set(v_detail, '{existingJobId}', 'null');
     end if;
     raise exception using errcode = 'WH409', message = 'workhorse: idempotency conflict', detail = v_detail::text;

@@ -1,0 +1,119 @@
+// A keyed call whose first try committed but whose reply was lost (test/lost-reply-proxy.ts cuts the
+// connection right after the commit): the Queue's retry proposes the same job ids, and must
+// recognise its own earlier commit, write nothing, and answer what the first try would have.
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { Queue } from "../lib/enqueue";
+import { setupQueueTests } from "./helpers";
+import { type LostReplyProxy, startLostReplyProxy } from "./lost-reply-proxy";
+
+const t = setupQueueTests();
+let proxy: LostReplyProxy;
+let pool: pg.Pool;
+let queue: Queue;
+
+beforeAll(async () => {
+  await t.ready();
+  const u = new URL(t.url);
+  proxy = await startLostReplyProxy({ host: u.hostname, port: Number(u.port) });
+  pool = new pg.Pool({ connectionString: proxy.urlFor(t.url), max: 2 });
+  pool.on("error", () => {});
+  queue = new Queue({ pool, maintenance: false, notify: false });
+  // Loads the installation key and the layout before any reply is lost.
+  await queue.enqueue("warm.up", {});
+});
+
+afterAll(async () => {
+  await queue.close();
+  await pool.end();
+  await proxy.close();
+});
+
+let n = 0;
+const fresh = (p = "k") => `${p}-${++n}-${Date.now()}`;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function jobCount(scope: string): Promise<number> {
+  return t.count("job", `key_scope = '${scope}'`);
+}
+
+describe("a keyed retry after a commit whose reply was lost", () => {
+  test("idempotency with ttlMs 20: the retry answers accepted with the stored job, no second insert", async () => {
+    const scope = fresh("s");
+    const before = queue.retryStats();
+    proxy.loseNextReplies(1, () => sleep(60)); // the 20 ms binding has expired when the retry runs
+    const lost = proxy.lost;
+    const r = await queue.enqueueWithResult("lost.reply", { a: 1 }, { idempotency: { key: "k", scope, ttlMs: 20 } });
+    expect(proxy.lost).toBe(lost + 1);
+    expect(r.outcome).toBe("accepted");
+    expect((await queue.getJob(r.jobId))?.payload).toEqual({ a: 1 });
+    expect(await jobCount(scope)).toBe(1);
+    expect(queue.retryStats().recoveredAccepts).toBe(before.recoveredAccepts + 1);
+  });
+
+  test("throttle with windowMs 20: accepted with the stored job", async () => {
+    const scope = fresh("s");
+    proxy.loseNextReplies(1, () => sleep(60));
+    const r = await queue.enqueueWithResult("lost.reply", { b: 1 }, { throttle: { key: "k", scope, windowMs: 20 } });
+    expect(r.outcome).toBe("accepted");
+    expect(await queue.getJob(r.jobId)).not.toBeNull();
+    expect(await jobCount(scope)).toBe(1);
+  });
+
+  test("a keyed batch with a short ttl: each request gets what the first try decided, nothing is written twice", async () => {
+    const scope = fresh("s");
+    // Bound before the batch, for a long time: the batch replays / coalesces them.
+    const plain = t.queue();
+    const old = await plain.enqueue("lost.reply", { old: 1 }, { idempotency: { key: "old", scope } });
+    const thr = await plain.enqueue("lost.reply", { thr: 1 }, { throttle: { key: "thr", scope, windowMs: 60_000 } });
+    const before = queue.retryStats();
+    proxy.loseNextReplies(1, () => sleep(60));
+    const results = await queue.enqueueManyWithResults([
+      { type: "lost.reply", payload: { n: 1 }, options: { idempotency: { key: "a", scope, ttlMs: 20 } } },
+      { type: "lost.reply", payload: { n: 2 }, options: { idempotency: { key: "b", scope, ttlMs: 20 } } },
+      { type: "lost.reply", payload: { n: 1 }, options: { idempotency: { key: "a", scope, ttlMs: 20 } } },
+      { type: "lost.reply", payload: { old: 1 }, options: { idempotency: { key: "old", scope } } },
+      { type: "lost.reply", payload: { thr: 1 }, options: { throttle: { key: "thr", scope, windowMs: 60_000 } } },
+    ]);
+    const [a, b, a2, o, th] = results;
+    expect(a?.outcome).toBe("accepted");
+    expect(b?.outcome).toBe("accepted");
+    expect(a2).toEqual({ jobId: a?.jobId, outcome: "replayed" });
+    expect(o).toEqual({ jobId: old, outcome: "replayed" });
+    expect(th).toEqual({ jobId: thr, outcome: "coalesced" });
+    expect(await jobCount(scope)).toBe(4);
+    expect(queue.retryStats().recoveredAccepts).toBe(before.recoveredAccepts + 2);
+  });
+
+  test("a batch of two debounce requests for one key: accepted then replaced, one debounced event", async () => {
+    const scope = fresh("s");
+    proxy.loseNextReplies(1, () => sleep(60));
+    const [first, second] = await queue.enqueueManyWithResults([
+      { type: "lost.reply", payload: { rev: 1 }, options: { debounce: { key: "d", scope, windowMs: 60_000 } } },
+      { type: "lost.reply", payload: { rev: 2 }, options: { debounce: { key: "d", scope, windowMs: 60_000 } } },
+    ]);
+    expect(first?.outcome).toBe("accepted");
+    expect(second).toEqual({ jobId: first?.jobId, outcome: "replaced" });
+    expect((await queue.getJob(first?.jobId as string))?.payload).toEqual({ rev: 2 });
+    expect(await t.count("job_event", `job_id = '${first?.jobId}' and kind = 'debounced'`)).toBe(1);
+  });
+
+  test("debounce: B replaces A's job between A's lost reply and A's retry; A's retry does not write A's payload back", async () => {
+    const scope = fresh("s");
+    const direct = t.queue();
+    let b: Awaited<ReturnType<Queue["enqueueWithResult"]>> | undefined;
+    proxy.loseNextReplies(1, async () => {
+      b = await direct.enqueueWithResult("lost.reply", { rev: 2 }, { debounce: { key: "d", scope, windowMs: 60_000 } });
+    });
+    const a = await queue.enqueueWithResult(
+      "lost.reply",
+      { rev: 1 },
+      { debounce: { key: "d", scope, windowMs: 60_000 } },
+    );
+    expect(a.outcome).toBe("accepted");
+    expect(b).toEqual({ jobId: a.jobId, outcome: "replaced" });
+    expect((await queue.getJob(a.jobId))?.payload).toEqual({ rev: 2 });
+    expect(await t.count("job_event", `job_id = '${a.jobId}' and kind = 'debounced'`)).toBe(1);
+    expect(await jobCount(scope)).toBe(1);
+  });
+});
