@@ -2,7 +2,7 @@ import "server-only";
 import type pg from "pg";
 import { BINDING_COLUMNS, type BindingRow, bindingDto } from "./jobs";
 import { type ObservationRow, observationDto } from "./observations";
-import { isDistributed, iso } from "./sql";
+import { isDistributed, iso, readWithTimeout } from "./sql";
 import type { DigestLookupDto, JobStateName } from "./types";
 
 /** A key digest: the first 12 hex characters of the key's SHA-256 (what errors and logs carry). */
@@ -75,25 +75,13 @@ export async function lookupDigest(pool: pg.Pool, digest: string): Promise<Diges
 }
 
 async function searchObservations(pool: pg.Pool, digest: string) {
-  const client = await pool.connect();
-  try {
-    await client.query("begin read only");
-    await client.query(`set local statement_timeout = ${DIGEST_SEARCH_TIMEOUT_MS}`);
-    try {
-      const { rows } = await client.query<ObservationRow>(
-        "select * from workhorse.enqueue_observation where key_digest = $1 order by id desc limit 20",
-        [digest],
-      );
-      await client.query("commit");
-      return { rows: rows.map(observationDto), complete: true };
-    } catch (err) {
-      await client.query("rollback").catch(() => {});
-      if ((err as { code?: string }).code === "57014") return { rows: [], complete: false };
-      throw err;
-    }
-  } finally {
-    client.release();
-  }
+  const r = await readWithTimeout(pool, DIGEST_SEARCH_TIMEOUT_MS, (client) =>
+    client.query<ObservationRow>(
+      "select * from workhorse.enqueue_observation where key_digest = $1 order by id desc limit 20",
+      [digest],
+    ),
+  );
+  return r.timedOut ? { rows: [], complete: false } : { rows: r.value.rows.map(observationDto), complete: true };
 }
 
 /**
