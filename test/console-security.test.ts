@@ -141,6 +141,27 @@ describe("the path sign-in returns to", () => {
   });
 });
 
+describe("what proxy.ts refuses before Next.js", () => {
+  test("the body limit is next.config.js's server-action limit", async () => {
+    const { MAX_BODY_BYTES } = await import("../proxy");
+    const configPath: string = "../next.config.js"; // plain JS, no types
+    const config = (await import(configPath)).default as {
+      experimental: { serverActions: { bodySizeLimit: number } };
+    };
+    expect(config.experimental.serverActions.bodySizeLimit).toBe(MAX_BODY_BYTES);
+  });
+
+  test("malformed percent-encoding is told apart from well-formed", async () => {
+    const { wellFormedPath } = await import("../proxy");
+    for (const bad of ["/jobs/%E0%A4%A", "/queues/%E0%A4%A", "/api/jobs/%E0%A4%A", "/jobs/%", "/%zz", "/%C0%AF"]) {
+      expect(wellFormedPath(bad), bad).toBe(false);
+    }
+    for (const ok of ["/", "/jobs/0193a1b2-0000-7000-8000-000000000001", "/queues/%E0%A4%A0", "/queues/a%20b"]) {
+      expect(wellFormedPath(ok), ok).toBe(true);
+    }
+  });
+});
+
 describe("request address and origin", () => {
   const sanitize = (h: Record<string, string | string[] | undefined>, peer: string, trusted = "") => {
     const r = sanitizeRequestHeaders(h, peer, false, trustedProxies({ WORKHORSE_TRUSTED_PROXY: trusted }));
