@@ -1,9 +1,14 @@
 /**
  * Runs before every page, server action and API route (Next.js "proxy", formerly middleware):
  *
+ * - answers 400 to a path whose percent-encoding is malformed (`/jobs/%E0%A4%A`), before Next.js
+ *   tries to decode it (it answered 500);
  * - refuses a state-changing request (anything but GET/HEAD/OPTIONS: server actions, POST routes)
  *   whose `Origin` is not exactly this console (scheme, host and port as scripts/serve.ts decided
  *   them from the socket, or from a trusted proxy) with 403 and a plain message;
+ * - refuses such a request whose body is over MAX_BODY_BYTES with 413 and a plain message: by its
+ *   Content-Length, or, sent without one (chunked), by counting it (Next.js hands this function a
+ *   copy of the body up to 10 MB, so a longer one still counts past the limit);
  * - sends a Content-Security-Policy with a fresh nonce per request (Next.js puts the nonce on its
  *   own scripts when it finds it in the request's CSP header), `frame-ancestors 'none'`, and HSTS
  *   when the console is reached over https.
@@ -15,6 +20,52 @@ import { type NextRequest, NextResponse } from "next/server";
 import { HOST_HEADER, isSameOrigin, PATH_HEADER, PROTO_HEADER } from "./lib/console/request-info";
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/** The largest request body accepted: next.config.js's server-action bodySizeLimit (4 MiB), the same number. */
+export const MAX_BODY_BYTES = 4 * 1024 * 1024;
+
+function plain(status: number, message: string, extra: Record<string, string> = {}): NextResponse {
+  return new NextResponse(message, {
+    status,
+    headers: {
+      "content-type": "text/plain; charset=utf-8",
+      "cache-control": "no-store",
+      "content-security-policy": "default-src 'none'; frame-ancestors 'none'",
+      ...extra,
+    },
+  });
+}
+
+/** Whether every %XX escape in the raw path is well formed and decodes to UTF-8. */
+export function wellFormedPath(rawPath: string): boolean {
+  try {
+    decodeURIComponent(rawPath);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Whether the body is over `limit` bytes: by Content-Length, else by reading at most limit + 1 bytes of it. */
+async function bodyOver(request: NextRequest, limit: number): Promise<boolean> {
+  const declared = request.headers.get("content-length");
+  if (declared !== null) {
+    const n = Number(declared);
+    return !Number.isSafeInteger(n) || n > limit;
+  }
+  if (!request.body) return false;
+  const reader = request.body.getReader();
+  let seen = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return false;
+    seen += value.byteLength;
+    if (seen > limit) {
+      await reader.cancel().catch(() => {});
+      return true;
+    }
+  }
+}
 
 function contentSecurityPolicy(nonce: string, https: boolean, dev: boolean): string {
   return [
@@ -35,22 +86,31 @@ function contentSecurityPolicy(nonce: string, https: boolean, dev: boolean): str
   ].join("; ");
 }
 
-export function proxy(request: NextRequest): NextResponse {
+export async function proxy(request: NextRequest): Promise<NextResponse> {
   const proto = request.headers.get(PROTO_HEADER);
   const host = request.headers.get(HOST_HEADER);
   const https = proto === "https";
-  if (!SAFE_METHODS.has(request.method) && !isSameOrigin(request.headers.get("origin"), proto, host)) {
-    return new NextResponse(
-      "403 Forbidden: this console accepts changes only from its own pages (the request's Origin is not this console's scheme, host and port). Nothing was changed.\n",
-      {
-        status: 403,
-        headers: {
-          "content-type": "text/plain; charset=utf-8",
-          "cache-control": "no-store",
-          "content-security-policy": "default-src 'none'; frame-ancestors 'none'",
-        },
-      },
+  // The path as the client sent it (the URL parser keeps %XX escapes as they came).
+  if (!wellFormedPath(new URL(request.url).pathname)) {
+    return plain(
+      400,
+      "400 Bad Request: the address holds malformed percent-encoding (a % not followed by two hex digits, or bytes that are not UTF-8).\n",
     );
+  }
+  if (!SAFE_METHODS.has(request.method)) {
+    if (!isSameOrigin(request.headers.get("origin"), proto, host)) {
+      return plain(
+        403,
+        "403 Forbidden: this console accepts changes only from its own pages (the request's Origin is not this console's scheme, host and port). Nothing was changed.\n",
+      );
+    }
+    if (await bodyOver(request, MAX_BODY_BYTES)) {
+      return plain(
+        413,
+        `413 Content Too Large: the request body is too large; this console accepts at most ${MAX_BODY_BYTES / 1024 / 1024} MB per request (an enqueue payload at most 1 MiB). Nothing was changed.\n`,
+        { connection: "close" },
+      );
+    }
   }
   const nonce = Buffer.from(crypto.getRandomValues(new Uint8Array(18))).toString("base64");
   const csp = contentSecurityPolicy(nonce, https, process.env.NODE_ENV === "development");

@@ -303,3 +303,126 @@ test("Sessions lists who is signed in; 'sign out everywhere' ends them all and i
   await page.goto("/audit?action=sign_out_everywhere");
   await expect(page.getByRole("cell", { name: "sign_out_everywhere" }).first()).toBeVisible();
 });
+
+/** One request as Node's http client sends it: the path goes out byte for byte (no URL normalising). */
+function rawRequest(
+  pathAndQuery: string,
+  opts: { method?: string; headers?: Record<string, string>; body?: Buffer; chunked?: boolean } = {},
+): Promise<Reply> {
+  const target = new URL(baseURL);
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      {
+        host: target.hostname,
+        port: target.port,
+        path: pathAndQuery,
+        method: opts.method ?? "GET",
+        headers: {
+          ...(opts.body && !opts.chunked ? { "content-length": String(opts.body.length) } : {}),
+          ...opts.headers,
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (d: Buffer) => chunks.push(d));
+        res.on("end", () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString("utf8") }),
+        );
+      },
+    );
+    // The server may answer (and close) before the whole body is sent: that answer is what we want.
+    req.on("error", (err) => ((err as NodeJS.ErrnoException).code === "EPIPE" ? undefined : reject(err)));
+    if (opts.body && opts.chunked) {
+      for (let i = 0; i < opts.body.length; i += 256 * 1024) req.write(opts.body.subarray(i, i + 256 * 1024));
+      req.end();
+    } else req.end(opts.body);
+  });
+}
+
+const cookieHeaderOf = async (page: import("@playwright/test").Page) =>
+  (await page.context().cookies()).map((c) => `${c.name}=${c.value}`).join("; ");
+
+test("sign-in sends a signed-in visitor only to a path on this console, whatever `next` holds", async ({
+  signedIn: page,
+}) => {
+  const hostile = [
+    "/.//evil.example",
+    "/..//evil.example",
+    "/%2e%2e//evil.example",
+    "/%252e%252e//evil.example",
+    "/jobs/..//evil.example",
+    "/jobs/.././/evil.example",
+    "/%2F%2Fevil.example",
+    "/%252F%252Fevil.example",
+    "/%09/evil.example",
+    "/%5Cevil.example",
+    "/%255Cevil.example",
+    "//evil.example",
+    "https://evil.example/",
+  ];
+  const cookie = await cookieHeaderOf(page);
+  for (const next of hostile) {
+    const res = await rawRequest(`/sign-in?next=${next}`, { headers: { cookie } });
+    expect(res.status, next).toBe(307);
+    const location = res.headers.location ?? "";
+    expect(location, next).toMatch(/^\/(?![/\\])/);
+    expect(location, next).not.toMatch(/\/\/|\\|%5c|%2f%2f/i);
+    expect(new URL(location, baseURL).origin, next).toBe(new URL(baseURL).origin);
+  }
+  // A plain local path still comes back.
+  const ok = await rawRequest("/sign-in?next=%2Fjobs%3Fstate%3Dready", { headers: { cookie } });
+  expect(ok.headers.location).toBe("/jobs?state=ready");
+});
+
+test("malformed percent-encoding in the path answers 400, not a server error", async ({ signedIn: page }) => {
+  const cookie = await cookieHeaderOf(page);
+  for (const p of ["/jobs/%E0%A4%A", "/queues/%E0%A4%A", "/api/jobs/%E0%A4%A", "/jobs/%", "/%zz"]) {
+    for (const headers of [{ cookie }, {}] as Record<string, string>[]) {
+      const res = await rawRequest(p, { headers });
+      expect(res.status, `${p} ${headers.cookie ? "signed in" : "signed out"}`).toBe(400);
+      expect(res.body).toContain("percent-encoding");
+    }
+  }
+  // Well-formed encodings are untouched.
+  expect((await rawRequest("/queues/%E0%A4%A0", { headers: { cookie } })).status).toBe(200);
+});
+
+test("a server-action body over the limit answers 413 with a message, with or without Content-Length", async ({
+  browser,
+}) => {
+  const c = await captureSignIn(browser);
+  const headers: Record<string, string> = {
+    "next-action": c.headers["next-action"] ?? "",
+    "content-type": c.headers["content-type"] ?? "",
+    accept: "text/x-component",
+    origin: new URL(baseURL).origin,
+  };
+  for (const [size, chunked] of [
+    [4.5 * 1024 * 1024, false],
+    [12 * 1024 * 1024, false],
+    [4.5 * 1024 * 1024, true],
+    [12 * 1024 * 1024, true],
+  ] as const) {
+    const body = Buffer.alloc(size, "a");
+    const res = await rawRequest("/sign-in", { method: "POST", headers, body, chunked });
+    expect(res.status, `${size} bytes${chunked ? ", chunked" : ""}`).toBe(413);
+    expect(res.body).toContain("too large");
+  }
+  // A normal sign-in body still goes through (a wrong password, answered as such).
+  const small = await rawRequest("/sign-in", { method: "POST", headers, body: Buffer.from(c.body) });
+  expect(small.status).toBe(200);
+  expect(small.body).toContain("Wrong password");
+});
+
+test("find by key digest answers 'too many lookups, wait N s' past 30 a minute for one session", async ({
+  signedIn: page,
+}) => {
+  for (let i = 0; i < 30; i++) {
+    const res = await page.request.get(`/find?digest=${i.toString(16).padStart(12, "0")}`);
+    expect(res.status()).toBe(200);
+    expect(await res.text()).not.toContain("Too many digest lookups");
+  }
+  const refused = await page.request.get("/find?digest=0123456789ab");
+  expect(refused.status()).toBe(200);
+  expect(await refused.text()).toMatch(/Too many digest lookups from this session \(30 a minute\): wait \d+ s/);
+});

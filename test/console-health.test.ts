@@ -282,7 +282,8 @@ describe("sign-in return path", () => {
     ]) {
       expect(safeReturnPath(bad)).toBeNull();
     }
-    expect(safeReturnPath("/%2F%2Fevil.example")).toBe("/%2F%2Fevil.example"); // a path on this site
+    // Not a way out, but it decodes to "//evil.example", which some later hop could take for a host.
+    expect(safeReturnPath("/%2F%2Fevil.example")).toBeNull();
     expect(signInHref("/jobs?state=ready")).toBe("/sign-in?next=%2Fjobs%3Fstate%3Dready");
     expect(signInHref("/")).toBe("/sign-in");
     expect(signInHref("//evil.example")).toBe("/sign-in");

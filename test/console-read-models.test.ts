@@ -167,3 +167,51 @@ describe("access", () => {
       expect(isLoopbackHost(h), String(h)).toBe(false);
   });
 });
+
+describe("find by key digest at volume", () => {
+  test("the observation search is an index scan on the digest, not a table scan", async () => {
+    const { OBSERVATIONS_BY_DIGEST_SQL } = await import("@/lib/console/digest");
+    // 200,000 observations over 50,000 digests: a plan that reads the table would show here.
+    await t.sql(
+      `insert into workhorse.enqueue_observation (at, outcome, queue, type, scope, key_preview, key_digest, key_length)
+       select now() - (g || ' seconds')::interval, 'replayed', 'obs-volume', 't', 's', 'k…',
+              substr(md5((g % 50000)::text), 1, 12), 10
+         from generate_series(1, 200000) g`,
+    );
+    await t.sql("analyze workhorse.enqueue_observation");
+    const digest = (await t.sql<{ d: string }>("select substr(md5('4242'), 1, 12) as d"))[0]?.d;
+    const [row] = await t.sql<{ "QUERY PLAN": unknown }>(
+      `explain (analyze, format json) ${OBSERVATIONS_BY_DIGEST_SQL}`,
+      [digest],
+    );
+    await t.sql("delete from workhorse.enqueue_observation where queue = 'obs-volume'");
+    const plan = JSON.stringify(row?.["QUERY PLAN"]);
+    expect(plan).not.toContain('"Seq Scan"');
+    // An index scan, or a bitmap of one (the planner's pick for a handful of rows), on the digest index.
+    expect(plan).toMatch(/"Node Type":"(Bitmap Index Scan|Index Scan|Index Only Scan)"/);
+    expect(plan).toContain('"Index Name":"enqueue_observation_key_digest_idx"');
+    expect(plan).toContain('"Actual Rows":4');
+  });
+});
+
+describe("digest lookup rate limit", () => {
+  test("a session gets a clear 'wait N s' answer past its lookups per minute; other sessions are not affected", async () => {
+    const { lookupDigestLimited, DIGEST_LOOKUPS_PER_MINUTE } = await import("@/lib/console/digest");
+    const { RequestLimiter } = await import("@/lib/console/rate-limit");
+    const limiter = new RequestLimiter({ perKey: DIGEST_LOOKUPS_PER_MINUTE, windowMs: 60_000 });
+    const now = 1_000_000;
+    for (let i = 0; i < DIGEST_LOOKUPS_PER_MINUTE; i++) {
+      const r = await lookupDigestLimited(t.pool, "0123456789ab", "session-a", limiter, now + i * 100);
+      expect(r.status).toBe("ok");
+    }
+    const refused = await lookupDigestLimited(t.pool, "0123456789ab", "session-a", limiter, now + 30_000);
+    expect(refused).toEqual({
+      status: "limited",
+      retryInSeconds: 30,
+      message: `Too many digest lookups from this session (${DIGEST_LOOKUPS_PER_MINUTE} a minute): wait 30 s and try again.`,
+    });
+    expect((await lookupDigestLimited(t.pool, "0123456789ab", "session-b", limiter, now + 30_000)).status).toBe("ok");
+    // The window slides: once the first lookup is a minute old, one more is allowed.
+    expect((await lookupDigestLimited(t.pool, "0123456789ab", "session-a", limiter, now + 60_000)).status).toBe("ok");
+  });
+});

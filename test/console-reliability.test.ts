@@ -1,6 +1,10 @@
 // Console defects found under restarts and bad input (issue 8): a NUL byte in a filter, a test
 // enqueue whose audit row could be lost, operator text PostgreSQL cannot store.
-import { beforeAll, describe, expect, test, vi } from "vitest";
+import { readdirSync } from "node:fs";
+import path from "node:path";
+import pg from "pg";
+import ts from "typescript";
+import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import { EnqueueValidationError } from "../lib/enqueue";
 import { setupQueueTests } from "./helpers";
 
@@ -10,7 +14,8 @@ const { enqueueTestJob } = await import("@/lib/console/mutations");
 const { parseAuditFilters, parseBindingFilters, parseJobFilters, parseObservationFilters } = await import(
   "@/lib/console/filters"
 );
-const { listJobs } = await import("@/lib/console/jobs");
+const { listJobs, stateTabCounts } = await import("@/lib/console/jobs");
+const { lookupDigest } = await import("@/lib/console/digest");
 
 const t = setupQueueTests();
 beforeAll(() => t.ready());
@@ -103,5 +108,149 @@ describe("operator text PostgreSQL cannot store is a validation error, nothing w
       expect((err as EnqueueValidationError).option).toBe(option);
     }
     expect(await t.count("operator_audit")).toBe(before);
+  });
+});
+
+describe("console checkouts survive a killed backend", () => {
+  const root = path.resolve(import.meta.dirname, "..");
+
+  test("no code in lib/ or app/ checks a client out with pool.connect(): only withPoolClient does", () => {
+    const files: string[] = [];
+    const walk = (dir: string) => {
+      for (const e of readdirSync(dir, { withFileTypes: true })) {
+        const p = path.join(dir, e.name);
+        if (e.isDirectory()) walk(p);
+        else if (/\.tsx?$/.test(e.name) && !e.name.endsWith(".d.ts")) files.push(p);
+      }
+    };
+    walk(path.join(root, "lib"));
+    walk(path.join(root, "app"));
+    files.push(path.join(root, "proxy.ts"));
+    const config = ts.parseJsonConfigFileContent(
+      ts.readConfigFile(path.join(root, "tsconfig.json"), ts.sys.readFile).config,
+      ts.sys,
+      root,
+    );
+    const program = ts.createProgram(files, { ...config.options, noEmit: true });
+    const checker = program.getTypeChecker();
+    const found: string[] = [];
+    for (const file of files) {
+      if (file.endsWith(path.join("lib", "enqueue", "pool-client.ts"))) continue;
+      const sf = program.getSourceFile(file);
+      if (!sf) throw new Error(`not in the program: ${file}`);
+      const visit = (n: ts.Node) => {
+        if (
+          ts.isCallExpression(n) &&
+          ts.isPropertyAccessExpression(n.expression) &&
+          n.expression.name.text === "connect"
+        ) {
+          // A Pool (pg.Pool or anything shaped like one: it counts its clients), not a pg.Client.
+          const type = checker.getTypeAtLocation(n.expression.expression);
+          const text = n.expression.expression.getText(sf);
+          if (type.getProperty("totalCount") || type.getProperty("idleCount") || /pool/i.test(text)) {
+            const { line } = sf.getLineAndCharacterOfPosition(n.getStart(sf));
+            found.push(`${path.relative(root, file)}:${line + 1} ${n.getText(sf)}`);
+          }
+        }
+        ts.forEachChild(n, visit);
+      };
+      visit(sf);
+    }
+    expect(files.length).toBeGreaterThan(50);
+    expect(found).toEqual([]);
+  });
+
+  /**
+   * A pool whose clients have their own backend terminated (pg_terminate_backend, from another
+   * connection) just before sending the first query matching `pattern`: the connection dies while
+   * the client is lent out, as when PostgreSQL restarts under a request.
+   */
+  function killingPool(pattern: RegExp) {
+    const admin = new pg.Pool({ connectionString: t.url, max: 1 });
+    const state = { armed: true, killed: 0 };
+    class KillingClient extends pg.Client {
+      // biome-ignore lint/suspicious/noExplicitAny: pg's query has many overloads; all are passed on as they came
+      override query(...args: any[]): any {
+        const text: unknown = typeof args[0] === "string" ? args[0] : args[0]?.text;
+        if (state.armed && typeof text === "string" && pattern.test(text)) {
+          state.armed = false;
+          const pid = (this as unknown as { processID: number }).processID;
+          return admin.query("select pg_terminate_backend($1)", [pid]).then(() => {
+            state.killed++;
+            // biome-ignore lint/suspicious/noExplicitAny: as above
+            return (super.query as any)(...args);
+          });
+        }
+        // biome-ignore lint/suspicious/noExplicitAny: as above
+        return (super.query as any)(...args);
+      }
+    }
+    const pool = new pg.Pool({ connectionString: t.url, max: 4, Client: KillingClient });
+    pool.on("error", () => {}); // an idle client's death is the pool's business (it drops the client)
+    return { pool, state, end: () => Promise.all([pool.end(), admin.end()]) };
+  }
+
+  const uncaught: unknown[] = [];
+  const onUncaught = (err: unknown) => uncaught.push(err);
+  beforeAll(() => {
+    process.on("uncaughtException", onUncaught);
+  });
+  afterAll(() => {
+    process.off("uncaughtException", onUncaught);
+  });
+
+  test("a digest lookup whose observation search loses its backend answers (one retry), nothing uncaught", async () => {
+    const q = t.queue();
+    const idempotency = { key: "kill-digest-key", scope: "kill-digest" };
+    await q.enqueue("kill.digest", {}, { queue: "kill-digest", idempotency });
+    await q.enqueue("kill.digest", {}, { queue: "kill-digest", idempotency }); // a replay: one observation
+    await q.flushObservations();
+    const { keyDigest } = await q.describeKey(idempotency);
+    const k = killingPool(/from workhorse\.enqueue_observation/);
+    try {
+      uncaught.length = 0;
+      const r = await lookupDigest(k.pool, keyDigest);
+      await new Promise((res) => setTimeout(res, 50)); // let a late 'error' event surface
+      expect(k.state.killed).toBe(1);
+      expect(uncaught).toEqual([]);
+      expect(r.bindings.length).toBe(1);
+      expect(r.observationsComplete).toBe(true);
+      expect(r.observations.length).toBe(1);
+    } finally {
+      await k.end();
+    }
+  });
+
+  test("the jobs page's tab counts lose their backend mid-count: an answer (one retry), nothing uncaught", async () => {
+    const q = t.queue();
+    await q.enqueue("kill.count", {}, { queue: "kill-count" });
+    const k = killingPool(/group by state/);
+    try {
+      uncaught.length = 0;
+      const r = await stateTabCounts(k.pool, parseJobFilters(new URLSearchParams("type=kill.count")));
+      await new Promise((res) => setTimeout(res, 50));
+      expect(k.state.killed).toBe(1);
+      expect(uncaught).toEqual([]);
+      expect(r.counts.all).toEqual({ value: 1, estimated: false });
+    } finally {
+      await k.end();
+    }
+  });
+
+  test("a backend lost on every try is a rejected promise, not a crash", async () => {
+    const k = killingPool(/from workhorse\.enqueue_observation/);
+    const rearm = setInterval(() => {
+      k.state.armed = true;
+    }, 1);
+    try {
+      uncaught.length = 0;
+      const err = await lookupDigest(k.pool, "0123456789ab").catch((e: unknown) => e);
+      await new Promise((res) => setTimeout(res, 50));
+      expect(err).toBeInstanceOf(Error);
+      expect(uncaught).toEqual([]);
+    } finally {
+      clearInterval(rearm);
+      await k.end();
+    }
   });
 });

@@ -1,11 +1,13 @@
 // Console access: the sign-in limiter, how the server reads a request's address and origin, and
 // revocable sessions in PostgreSQL.
+import fc from "fast-check";
 import { beforeAll, describe, expect, test, vi } from "vitest";
 import { setupQueueTests } from "./helpers";
 
 vi.mock("server-only", () => ({}));
 
 const { FailureLimiter } = await import("@/lib/console/rate-limit");
+const { safeReturnPath } = await import("@/lib/console/return-to");
 const { consoleConfig } = await import("@/lib/console/config");
 const { isSameOrigin, sanitizeRequestHeaders, trustedProxies, CLIENT_ADDRESS_HEADER, HOST_HEADER, PROTO_HEADER } =
   await import("@/lib/console/request-info");
@@ -42,6 +44,121 @@ describe("sign-in limiter", () => {
     l.succeed("a");
     l.fail("a", "x", 150);
     expect(l.check("a", "x", 200).refuseMs).toBe(0);
+  });
+});
+
+describe("the path sign-in returns to", () => {
+  const base = "http://console.invalid";
+  /** What a browser would do with `Location: <path>`: stay on this origin, on a path without `//` or `\\`. */
+  const assertLocal = (input: string, out: string | null) => {
+    if (out === null) return;
+    expect(out, input).toMatch(/^\/(?![/\\])/);
+    const url = new URL(out, base);
+    expect(url.origin, input).toBe(base);
+    for (const form of [url.pathname, decodeURIComponent(url.pathname)]) {
+      expect(form, input).not.toMatch(/\/\/|\\|\p{Cc}/u);
+      expect(form.split("/"), input).not.toContain("..");
+      expect(form.split("/"), input).not.toContain(".");
+    }
+    // Stable: the path returned is itself accepted unchanged.
+    expect(safeReturnPath(out), input).toBe(out);
+  };
+
+  test.each([
+    "/.//evil.example",
+    "/..//evil.example",
+    "/%2e%2e//evil.example",
+    "/%2E%2E//evil.example",
+    "/.%2e//evil.example",
+    "/jobs/..//evil.example",
+    "/jobs/.././/evil.example",
+    "/jobs/%2e%2e/%2e%2e//evil.example",
+    "/./\\evil.example",
+    "/%2F%2Fevil.example",
+    "/%2f/evil.example",
+    "/%2Fevil.example",
+    "/.%2F%2Fevil.example",
+    "/\t/evil.example",
+    "/%09/evil.example",
+    "/\n/evil.example",
+    "/%5Cevil.example",
+    "/%5c%5cevil.example",
+    "/.%5C%5Cevil.example",
+    "/%E0%A4%A",
+    "/jobs/../sign-in",
+    "/jobs/../api/jobs",
+  ])("hostile %j is refused", (input) => {
+    expect(safeReturnPath(input)).toBeNull();
+  });
+
+  test("ordinary console paths come back as they were", () => {
+    for (const ok of [
+      "/",
+      "/jobs",
+      "/jobs?state=ready&queue=billing",
+      "/queues/billing%20eu",
+      "/find?digest=0123456789ab",
+    ]) {
+      expect(safeReturnPath(ok)).toBe(ok);
+    }
+  });
+
+  test("anything built from slashes, dots, encodings and separators is refused or a local path", () => {
+    const piece = fc.constantFrom(
+      "/",
+      "//",
+      ".",
+      "..",
+      "%2e",
+      "%2E",
+      "%2f",
+      "%2F",
+      "%5c",
+      "%5C",
+      "\\",
+      "\t",
+      "%09",
+      "%00",
+      "%",
+      "?",
+      "#",
+      "evil.example",
+      "jobs",
+      "sign-in",
+      "api",
+      ":",
+      "@",
+      "%40",
+      "%25",
+    );
+    fc.assert(
+      fc.property(fc.array(piece, { minLength: 1, maxLength: 8 }), (parts) => {
+        const input = `/${parts.join("")}`;
+        assertLocal(input, safeReturnPath(input));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+});
+
+describe("what proxy.ts refuses before Next.js", () => {
+  test("the body limit is next.config.js's server-action limit", async () => {
+    const { MAX_BODY_BYTES } = await import("../proxy");
+    const configPath: string = "../next.config.js"; // plain JS, no types
+    const config = (await import(configPath)).default as {
+      experimental: { serverActions: { bodySizeLimit: number } };
+    };
+    expect(config.experimental.serverActions.bodySizeLimit).toBe(MAX_BODY_BYTES);
+  });
+
+  test("malformed percent-encoding is told apart from well-formed", async () => {
+    const { wellFormedPath } = await import("../proxy");
+    for (const bad of ["/jobs/%E0%A4%A", "/queues/%E0%A4%A", "/api/jobs/%E0%A4%A", "/jobs/%", "/%zz", "/%C0%AF"]) {
+      expect(wellFormedPath(bad), bad).toBe(false);
+    }
+    for (const ok of ["/", "/jobs/0193a1b2-0000-7000-8000-000000000001", "/queues/%E0%A4%A0", "/queues/a%20b"]) {
+      expect(wellFormedPath(ok), ok).toBe(true);
+    }
   });
 });
 

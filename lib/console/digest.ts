@@ -2,16 +2,46 @@ import "server-only";
 import type pg from "pg";
 import { BINDING_COLUMNS, type BindingRow, bindingDto } from "./jobs";
 import { type ObservationRow, observationDto } from "./observations";
-import { isDistributed, iso } from "./sql";
+import { DIGEST_LOOKUPS_PER_MINUTE, digestLookupLimiter, type RequestLimiter } from "./rate-limit";
+import { isDistributed, iso, readWithTimeout } from "./sql";
 import type { DigestLookupDto, JobStateName } from "./types";
 
 /** A key digest: the first 12 hex characters of the key's SHA-256 (what errors and logs carry). */
 export const DIGEST_RE = /^[0-9a-f]{12}$/;
 
-/** How long the observation search (no index on the digest) may take before we say so. */
+export { DIGEST_LOOKUPS_PER_MINUTE };
+
+/** How long the observation search (an index range since migration 015) may take before we say so. */
 export const DIGEST_SEARCH_TIMEOUT_MS = 500;
 /** Scopes walked for bindings; beyond this the answer says the search stopped. */
 export const DIGEST_MAX_SCOPES = 1000;
+
+export type LimitedDigestLookup =
+  | { status: "ok"; result: DigestLookupDto }
+  | { status: "limited"; retryInSeconds: number; message: string };
+
+/**
+ * lookupDigest, at most DIGEST_LOOKUPS_PER_MINUTE times a minute per `who` (the console session, or
+ * the client address without sign-in). Past that, no query runs and the answer says how long to wait.
+ */
+export async function lookupDigestLimited(
+  pool: pg.Pool,
+  digest: string,
+  who: string,
+  limiter: RequestLimiter = digestLookupLimiter,
+  now = Date.now(),
+): Promise<LimitedDigestLookup> {
+  const waitMs = limiter.take(who, now);
+  if (waitMs > 0) {
+    const retryInSeconds = Math.ceil(waitMs / 1000);
+    return {
+      status: "limited",
+      retryInSeconds,
+      message: `Too many digest lookups from this session (${DIGEST_LOOKUPS_PER_MINUTE} a minute): wait ${retryInSeconds} s and try again.`,
+    };
+  }
+  return { status: "ok", result: await lookupDigest(pool, digest) };
+}
 
 /**
  * Everything the console knows under one key digest, across scopes:
@@ -19,8 +49,9 @@ export const DIGEST_MAX_SCOPES = 1000;
  *   (scope, key_hash): the scopes are walked with a recursive "skip scan" over that index (one index
  *   probe per scope) and each scope is a key_hash range probe, so no table scan;
  * - the jobs those bindings hold (state, queue, type);
- * - the newest observations (replays, conflicts) under the digest. That column has no index, so the
- *   search runs read-only under a statement timeout and the answer says when it was cut short.
+ * - the newest observations (replays, conflicts) under the digest: an index range on
+ *   (key_digest, id) (migration 015), still read-only under a statement timeout, and the answer says
+ *   when it was cut short.
  * Six bytes of digest can, rarely, match two keys: every binding found is listed with its scope.
  */
 export async function lookupDigest(pool: pg.Pool, digest: string): Promise<DigestLookupDto> {
@@ -74,26 +105,15 @@ export async function lookupDigest(pool: pg.Pool, digest: string): Promise<Diges
   };
 }
 
+/** The newest observations under a digest: an index scan on (key_digest, id) (migration 015). */
+export const OBSERVATIONS_BY_DIGEST_SQL =
+  "select * from workhorse.enqueue_observation where key_digest = $1 order by id desc limit 20";
+
 async function searchObservations(pool: pg.Pool, digest: string) {
-  const client = await pool.connect();
-  try {
-    await client.query("begin read only");
-    await client.query(`set local statement_timeout = ${DIGEST_SEARCH_TIMEOUT_MS}`);
-    try {
-      const { rows } = await client.query<ObservationRow>(
-        "select * from workhorse.enqueue_observation where key_digest = $1 order by id desc limit 20",
-        [digest],
-      );
-      await client.query("commit");
-      return { rows: rows.map(observationDto), complete: true };
-    } catch (err) {
-      await client.query("rollback").catch(() => {});
-      if ((err as { code?: string }).code === "57014") return { rows: [], complete: false };
-      throw err;
-    }
-  } finally {
-    client.release();
-  }
+  const r = await readWithTimeout(pool, DIGEST_SEARCH_TIMEOUT_MS, (client) =>
+    client.query<ObservationRow>(OBSERVATIONS_BY_DIGEST_SQL, [digest]),
+  );
+  return r.timedOut ? { rows: [], complete: false } : { rows: r.value.rows.map(observationDto), complete: true };
 }
 
 /**

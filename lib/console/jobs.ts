@@ -3,7 +3,7 @@ import type pg from "pg";
 import { BINDING_COLUMNS, type BindingRow, bindingFromRow } from "@/lib/enqueue";
 import { type JobFilters, STATE_TABS, type StateTab } from "./filters";
 import { stateCounts } from "./overview";
-import { type Db, isDistributed, iso, isoOrNull, Where } from "./sql";
+import { type Db, isDistributed, iso, isoOrNull, readWithTimeout, Where } from "./sql";
 import type { BindingDto, JobDetailDto, JobRowDto, JobStateName, Page, TabCount } from "./types";
 
 export const JOBS_PAGE_SIZE = 50;
@@ -250,32 +250,21 @@ export async function stateTabCounts(pool: pg.Pool, f: JobFilters): Promise<Stat
   // On Citus the coordinator's planner estimate is not the shards' rows: there the exact count under
   // the statement timeout decides alone.
   if (!(await isDistributed(pool)) && (await estimate()) > EXACT_COUNT_LIMIT) return estimated();
-  const client = await pool.connect();
-  try {
-    await client.query("begin read only");
-    await client.query(`set local statement_timeout = ${TAB_COUNT_TIMEOUT_MS}`);
-    try {
-      const { rows } = await client.query<{ state: JobStateName; n: string; retrying: string; now: Date }>(
-        `select state, count(*)::text as n, count(*) filter (where state = 'scheduled' and failed)::text as retrying,
-                now() as now
-           from (select state, last_error is not null as failed from workhorse.job ${w}) s
-          group by state`,
-        w.values,
-      );
-      await client.query("commit");
-      const counts = empty();
-      for (const r of rows) {
-        counts[r.state].value = Number(r.n);
-        counts.retrying.value += Number(r.retrying);
-        counts.all.value += Number(r.n);
-      }
-      return { counts, now: iso(rows[0]?.now ?? new Date()) };
-    } catch (err) {
-      await client.query("rollback").catch(() => {});
-      if ((err as { code?: string }).code === "57014") return estimated();
-      throw err;
-    }
-  } finally {
-    client.release();
+  const r = await readWithTimeout(pool, TAB_COUNT_TIMEOUT_MS, (client) =>
+    client.query<{ state: JobStateName; n: string; retrying: string; now: Date }>(
+      `select state, count(*)::text as n, count(*) filter (where state = 'scheduled' and failed)::text as retrying,
+              now() as now
+         from (select state, last_error is not null as failed from workhorse.job ${w}) s
+        group by state`,
+      w.values,
+    ),
+  );
+  if (r.timedOut) return estimated();
+  const counts = empty();
+  for (const row of r.value.rows) {
+    counts[row.state].value = Number(row.n);
+    counts.retrying.value += Number(row.retrying);
+    counts.all.value += Number(row.n);
   }
+  return { counts, now: iso(r.value.rows[0]?.now ?? new Date()) };
 }

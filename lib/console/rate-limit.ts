@@ -80,6 +80,39 @@ export class FailureLimiter {
   }
 }
 
-const g = globalThis as { __workhorseSignInLimiter?: FailureLimiter };
+/**
+ * Requests per key (a console session) over a sliding `windowMs`, in memory (one console process):
+ * the first `perKey` in any window are allowed, the next are refused until the oldest leaves it.
+ * For reads that cost the database something on every call (find by key digest).
+ */
+export class RequestLimiter {
+  private byKey = new Map<string, number[]>();
+
+  constructor(private readonly opts: { perKey: number; windowMs: number }) {}
+
+  /** Counts one request by `key` at `now`: 0 when allowed, else milliseconds until one would be. */
+  take(key: string, now = Date.now()): number {
+    const since = now - this.opts.windowMs;
+    if (this.byKey.size > 10_000) {
+      for (const [k, list] of this.byKey) if ((list[list.length - 1] as number) <= since) this.byKey.delete(k);
+    }
+    const list = (this.byKey.get(key) ?? []).filter((at) => at > since);
+    if (list.length >= this.opts.perKey) {
+      this.byKey.set(key, list);
+      return Math.max(1, (list[list.length - this.opts.perKey] as number) + this.opts.windowMs - now);
+    }
+    list.push(now);
+    this.byKey.set(key, list);
+    return 0;
+  }
+}
+
+const g = globalThis as { __workhorseSignInLimiter?: FailureLimiter; __workhorseDigestLimiter?: RequestLimiter };
 export const signInLimiter: FailureLimiter = g.__workhorseSignInLimiter ?? new FailureLimiter();
 g.__workhorseSignInLimiter = signInLimiter;
+
+/** Find-by-digest lookups one console session may make in a minute. */
+export const DIGEST_LOOKUPS_PER_MINUTE = 30;
+export const digestLookupLimiter: RequestLimiter =
+  g.__workhorseDigestLimiter ?? new RequestLimiter({ perKey: DIGEST_LOOKUPS_PER_MINUTE, windowMs: 60_000 });
+g.__workhorseDigestLimiter = digestLookupLimiter;

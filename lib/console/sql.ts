@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { LAYOUT_SQL } from "@/lib/enqueue";
+import { answeredByServer, LAYOUT_SQL, withPoolClient } from "@/lib/enqueue";
 
 /** Anything that runs a query: a pool or a client. Read models take one so tests can pass theirs. */
 export interface Db {
@@ -65,4 +65,48 @@ export function isDistributed(db: Db): Promise<boolean> {
     layoutByDb.set(db, known);
   }
   return known;
+}
+
+/** A connection that broke under the query (backend terminated, server restart, socket reset), not an answer. */
+function connectionLost(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code !== "string" || /^(08|57P0)/.test(code) || /^E[A-Z]+$/.test(code);
+}
+
+/**
+ * Runs `fn` in a read-only transaction under `statement_timeout = timeoutMs`, on a client checked out
+ * through the core's withPoolClient (never `pool.connect()`: a connection that dies while lent out
+ * would otherwise emit an error nobody listens to, and end the process). `{ timedOut: true }` when
+ * the timeout cut the read short. A read whose connection is lost is tried once more on a fresh
+ * connection; a second loss is thrown to the caller (the page's error boundary), never left uncaught.
+ */
+export async function readWithTimeout<T>(
+  pool: pg.Pool,
+  timeoutMs: number,
+  fn: (client: pg.PoolClient) => Promise<T>,
+): Promise<{ timedOut: false; value: T } | { timedOut: true }> {
+  const once = () =>
+    withPoolClient(
+      pool,
+      async (client) => {
+        await client.query("begin read only");
+        try {
+          await client.query(`set local statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}`);
+          const value = await fn(client);
+          await client.query("commit");
+          return { timedOut: false as const, value };
+        } catch (err) {
+          await client.query("rollback").catch(() => {});
+          if ((err as { code?: string }).code === "57014") return { timedOut: true as const };
+          throw err;
+        }
+      },
+      answeredByServer,
+    );
+  try {
+    return await once();
+  } catch (err) {
+    if (!connectionLost(err)) throw err;
+    return once();
+  }
 }

@@ -3,21 +3,29 @@ import { DigestResult } from "@/components/digest-result";
 import { FindKeyForm } from "@/components/find-key-form";
 import { buttonClass, Card, Field, inputClass, Notice, PageHeader } from "@/components/ui";
 import { consolePool } from "@/lib/console/db";
-import { DIGEST_RE, lookupDigest } from "@/lib/console/digest";
-import { requireViewer } from "@/lib/console/session";
+import { DIGEST_RE, lookupDigestLimited } from "@/lib/console/digest";
+import { requestInfo, requireViewer } from "@/lib/console/session";
 import { findByKeyAction } from "./actions";
 
 export const metadata: Metadata = { title: "Find by key" };
 
 export default async function FindPage({ searchParams }: { searchParams: Promise<Record<string, string | string[]>> }) {
-  await requireViewer();
+  const viewer = await requireViewer();
   const sp = await searchParams;
   const raw = ((Array.isArray(sp.digest) ? sp.digest[0] : sp.digest) ?? "")
     .replace(/\p{Cc}/gu, "")
     .trim()
     .toLowerCase();
   const digest = DIGEST_RE.test(raw) ? raw : null;
-  const result = digest ? await lookupDigest(await consolePool(), digest) : null;
+  // Per session (per client address without sign-in): each lookup costs the database a search.
+  const lookup = digest
+    ? await lookupDigestLimited(
+        await consolePool(),
+        digest,
+        viewer.sessionRef ?? `address:${(await requestInfo()).clientAddress}`,
+      )
+    : null;
+  const result = lookup?.status === "ok" ? lookup.result : null;
   return (
     <>
       <PageHeader
@@ -58,7 +66,11 @@ export default async function FindPage({ searchParams }: { searchParams: Promise
               </div>
             </Card>
           </form>
-          {result ? (
+          {lookup?.status === "limited" ? (
+            <Notice tone="error" role="alert">
+              {lookup.message}
+            </Notice>
+          ) : result ? (
             <DigestResult data={result} />
           ) : raw && !digest ? (
             <Notice tone="error" role="alert">
