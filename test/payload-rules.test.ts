@@ -5,14 +5,17 @@ import { randomBytes } from "node:crypto";
 import fc from "fast-check";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
-import { EnqueueValidationError, migrate } from "../lib/enqueue";
+import { EnqueueIdempotencyConflictError, EnqueueValidationError, migrate } from "../lib/enqueue";
 import { migrateBefore } from "../lib/enqueue/migrate";
+import { migrations } from "../lib/enqueue/migrations.generated";
 import { encodePayload, LIMITS } from "../lib/enqueue/validate";
 import { dropDatabase, setupQueueTests } from "./helpers";
 
 const t = setupQueueTests();
 beforeAll(() => t.ready());
 
+let n = 0;
+const fresh = () => `payload-${++n}-${Date.now()}`;
 const DEPTH = LIMITS.maxPayloadDepth;
 
 /** `depth` nested objects ({"a": {"a": … leaf}}) or arrays ([[… leaf]]). */
@@ -243,6 +246,71 @@ describe(`payloads nest at most ${DEPTH} levels`, () => {
       constraint: "job_payload_depth",
     });
     expect(await t.count("job", "queue = 'bypass'")).toBe(2);
+  });
+});
+
+describe("conflicts on deep payloads", () => {
+  test(`a conflict at the depth bound (${DEPTH} levels) names the one differing path`, async () => {
+    const q = t.queue();
+    for (const kind of ["object", "array"] as const) {
+      const key = fresh();
+      await q.enqueue("t", nest(DEPTH, 1, kind), { idempotency: { key } });
+      const err = (await q
+        .enqueue("t", nest(DEPTH, 2, kind), { idempotency: { key } })
+        .catch((e) => e)) as EnqueueIdempotencyConflictError;
+      expect(err).toBeInstanceOf(EnqueueIdempotencyConflictError);
+      expect(err.payloadPaths).toEqual([kind === "object" ? `$${".a".repeat(DEPTH)}` : `$${"[0]".repeat(DEPTH)}`]);
+      expect(err.payloadPathsTruncated).toBeUndefined();
+    }
+  });
+
+  test("jsonb_diff_paths walks stored payloads deeper than the bound (2,000 levels) to the exact path", async () => {
+    const deep = (leaf: number, kind: "object" | "array") => JSON.stringify(nest(2000, leaf, kind));
+    const [row] = await t.sql<{ objects: string[]; arrays: string[]; mixed: string[] }>(
+      `select workhorse.jsonb_diff_paths($1::jsonb, $2::jsonb) as objects,
+              workhorse.jsonb_diff_paths($3::jsonb, $4::jsonb) as arrays,
+              workhorse.jsonb_diff_paths($1::jsonb, $3::jsonb) as mixed`,
+      [deep(1, "object"), deep(2, "object"), deep(1, "array"), deep(2, "array")],
+    );
+    expect(row?.objects).toEqual([`$${".a".repeat(2000)}`]);
+    expect(row?.arrays).toEqual([`$${"[0]".repeat(2000)}`]);
+    expect(row?.mixed).toEqual(["$"]);
+  });
+
+  test("property: jsonb_diff_paths answers what the first (quadratic) version answered", async () => {
+    // The version of migration 001, kept here as the reference.
+    const v1 = migrations.find((m) => m.version === 1)?.sql ?? "";
+    const start = v1.indexOf("create function workhorse.jsonb_diff_paths");
+    const body = v1.slice(start, v1.indexOf("$$;", start) + 3).replace("workhorse.jsonb_diff_paths", "pg_temp.diff_v1");
+    const c = await t.pool.connect();
+    try {
+      await c.query(body);
+      const key = fc.constantFrom("a", "b", "c", "0", "d e", "é", "_x1");
+      const doc: fc.Arbitrary<unknown> = fc.letrec<{ value: unknown }>((tie) => ({
+        value: fc.oneof(
+          { depthSize: "small", withCrossShrink: true },
+          fc.constantFrom(0, 1, 1.0, "1", "x", true, false, null),
+          fc.array(tie("value"), { maxLength: 4 }),
+          fc.dictionary(key, tie("value"), { maxKeys: 4 }),
+        ),
+      })).value;
+      await fc.assert(
+        fc.asyncProperty(doc, doc, fc.integer({ min: 1, max: 5 }), async (a, b, limit) => {
+          const { rows } = await c.query<{ old: string[]; now: string[] }>(
+            `select pg_temp.diff_v1($1::jsonb, $2::jsonb, 100) as old,
+                    workhorse.jsonb_diff_paths($1::jsonb, $2::jsonb, 100) as now,
+                    cardinality(workhorse.jsonb_diff_paths($1::jsonb, $2::jsonb, $3)) as capped`,
+            [JSON.stringify(a), JSON.stringify(b), limit],
+          );
+          const r = rows[0] as unknown as { old: string[]; now: string[]; capped: number };
+          expect(r.now).toEqual(r.old);
+          expect(r.capped).toBe(Math.min(r.old.length, limit + 1));
+        }),
+        { numRuns: 400 },
+      );
+    } finally {
+      c.release();
+    }
   });
 });
 
