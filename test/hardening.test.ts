@@ -13,6 +13,7 @@ import {
   WorkhorseDatabaseError,
 } from "../lib/enqueue";
 import { sqlStateOf } from "../lib/enqueue/errors";
+import { LIMITS } from "../lib/enqueue/validate";
 import { isTransientDbError } from "../lib/enqueue/worker/support";
 import { setupQueueTests } from "./helpers";
 
@@ -50,7 +51,7 @@ describe("conflicts on large and deep payloads", () => {
     expect(err.payloadPaths![0]).toBe("$[0]");
   });
 
-  test("a conflict 600 levels deep names the one differing path", async () => {
+  test("a conflict as deep as payloads may nest names the one differing path", async () => {
     const q = t.queue();
     const key = fresh();
     const deep = (depth: number, leaf: number) => {
@@ -58,12 +59,12 @@ describe("conflicts on large and deep payloads", () => {
       for (let i = 0; i < depth; i++) o = { a: o };
       return o;
     };
-    await q.enqueue("t", deep(600, 1), { idempotency: { key } });
+    await q.enqueue("t", deep(LIMITS.maxPayloadDepth, 1), { idempotency: { key } });
     const err = (await q
-      .enqueue("t", deep(600, 2), { idempotency: { key } })
+      .enqueue("t", deep(LIMITS.maxPayloadDepth, 2), { idempotency: { key } })
       .catch((e) => e)) as EnqueueIdempotencyConflictError;
     expect(err).toBeInstanceOf(EnqueueIdempotencyConflictError);
-    expect(err.payloadPaths).toEqual([`$${".a".repeat(600)}`]);
+    expect(err.payloadPaths).toEqual([`$${".a".repeat(LIMITS.maxPayloadDepth)}`]);
     expect(err.payloadPathsTruncated).toBeUndefined();
   });
 });

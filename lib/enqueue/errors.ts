@@ -41,6 +41,11 @@ export class WorkhorseError extends Error {
 export interface ValidationIssue {
   option: string;
   rule: string;
+  /**
+   * Where inside a JSON value the rule failed, for `payload` (e.g. `$.items[1]["due at"]`): the
+   * same path syntax as `payloadPaths`. Paths only, never values; the rule ends with `(at <path>)`.
+   */
+  path?: string;
 }
 
 /** Bad input. Thrown before anything is sent to PostgreSQL, so nothing is written. */

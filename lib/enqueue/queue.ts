@@ -481,6 +481,14 @@ export class QueueOperations {
       // Client validation mirrors the stored bounds; reaching here means input slipped past it
       // (or the clocks of this process and PostgreSQL disagree about "now").
       const e = err as { constraint?: string; dataType?: string; message?: string };
+      if (e.constraint === "job_payload_depth") {
+        return new EnqueueValidationError([
+          {
+            option: "payload",
+            rule: `must be nested at most ${LIMITS.maxPayloadDepth} levels deep (objects and arrays); refused by PostgreSQL`,
+          },
+        ]);
+      }
       if (e.constraint === "job_deadline_after_run_at") {
         return new EnqueueValidationError([
           { option: "options.deadline", rule: "must be after runAt (which defaults to PostgreSQL's now())" },
