@@ -2,12 +2,14 @@
 /**
  * `npm run test:e2e`: the console's browser tests on a freshly started app with its own database.
  *
+ * 0. A browser (scripts/browser.mjs): CHROMIUM_PATH, else /usr/bin/chromium, installed with apt-get
+ *    when missing and this runs as root; otherwise one sentence saying what to do, and exit 1.
  * 1. A private embedded PostgreSQL (lib/db startPrivateServer: temp dir, free port, deleted after),
  *    or DATABASE_URL's server with a fresh `workhorse_e2e_<pid>` database.
  * 2. Two consoles via `tsx scripts/start.ts` (which migrates, and builds when the build is missing or
  *    stale): read-write and read-only (WORKHORSE_CONSOLE_READONLY=1), on free loopback ports, with a
  *    password. Their stdout/stderr go to log files that the no-raw-keys test scans.
- * 3. `playwright test` (Debian's Chromium; CHROMIUM_PATH overrides /usr/bin/chromium).
+ * 3. `playwright test` (that Chromium).
  * 4. Stops everything it started, whatever happened.
  *
  * `--screenshots`: instead of the tests, run demo traffic and write docs/screenshots/*.png.
@@ -18,6 +20,7 @@ import { mkdirSync, openSync, rmSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { tsImport } from "tsx/esm/api";
+import { BrowserMissingError, ensureChromium } from "./browser.mjs";
 
 const root = path.resolve(import.meta.dirname, "..");
 const screenshots = process.argv.includes("--screenshots");
@@ -83,6 +86,16 @@ for (const sig of ["SIGINT", "SIGTERM"]) {
   });
 }
 
+// The browser first: without one, nothing else is worth starting.
+let chromium;
+try {
+  chromium = ensureChromium({ logDir, log });
+} catch (err) {
+  if (!(err instanceof BrowserMissingError)) throw err;
+  process.stderr.write(`[e2e] ${err.message}\n`);
+  process.exit(1);
+}
+
 try {
   rmSync(path.join(root, "test-results", "e2e-bodies"), { recursive: true, force: true });
   mkdirSync(logDir, { recursive: true });
@@ -139,6 +152,7 @@ try {
 
   const env = {
     ...process.env,
+    CHROMIUM_PATH: chromium,
     E2E_BASE_URL: main.url,
     E2E_READONLY_URL: readonly.url,
     E2E_DATABASE_URL: databaseUrl,
