@@ -555,7 +555,7 @@ function walkPayload(payload: unknown, maxBytes: number, option: string): Encode
     if (units + extra > maxBytes) {
       // Every UTF-16 unit is at least one UTF-8 byte: already over, whatever the rest holds.
       throw new EnqueueValidationError([
-        { option, rule: `must be at most ${maxBytes} bytes as PostgreSQL stores it (jsonb text; got more)` },
+        { option, rule: `must be at most ${maxBytes} bytes as PostgreSQL stores it (jsonb text; this one is larger)` },
       ]);
     }
     // The next value: the innermost container's next member, closing finished containers.
