@@ -6,7 +6,7 @@ import { expect, test } from "vitest";
 
 const root = path.join(import.meta.dirname, "..");
 
-function run(env: NodeJS.ProcessEnv): Promise<{ code: number | null; out: string; err: string }> {
+function run(env: Record<string, string>): Promise<{ code: number | null; out: string; err: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ["scripts/e2e.mjs"], { cwd: root, env: { ...process.env, ...env } });
     let out = "";
