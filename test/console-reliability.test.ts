@@ -175,7 +175,7 @@ describe("console checkouts survive a killed backend", () => {
         if (state.armed && typeof text === "string" && pattern.test(text)) {
           state.armed = false;
           const pid = (this as unknown as { processID: number }).processID;
-          return admin.query("select pg_terminate_backend($1)", [pid]).then(() => {
+          return admin.query("select pg_terminate_backend($1::int)", [pid]).then(() => {
             state.killed++;
             // biome-ignore lint/suspicious/noExplicitAny: as above
             return (super.query as any)(...args);
