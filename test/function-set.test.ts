@@ -8,6 +8,8 @@ import { functionSet } from "../lib/enqueue/migrations.generated";
 import { dropDatabase } from "./helpers";
 
 const adminUrl = inject("adminUrl");
+// The single-node layout, also in a run on Citus (these databases have no citus extension).
+const single = { distributed: false };
 const pools: pg.Pool[] = [];
 const names: string[] = [];
 
@@ -45,7 +47,7 @@ async function definitions(pool: pg.Pool): Promise<Record<string, string>> {
 describe("the function set", () => {
   test("an installation of any older version, upgraded, holds exactly the functions of a fresh one", async () => {
     const fresh = await freshDatabase();
-    await migrate(fresh);
+    await migrate(fresh, single);
     const expected = await definitions(fresh);
     expect(Object.keys(expected).length).toBeGreaterThanOrEqual(34);
     // Versions with a different set of function signatures: before the worker (2), before the
@@ -59,14 +61,14 @@ describe("the function set", () => {
         "select count(*) as n from pg_proc where pronamespace = 'workhorse'::regnamespace",
       );
       expect(Number(rows[0]!.n), `functions at version ${before - 1}`).toBeGreaterThan(0);
-      await migrate(old);
+      await migrate(old, single);
       expect(await definitions(old), `upgraded from version ${before - 1}`).toEqual(expected);
     }
   });
 
   test("applied once per digest; a changed digest re-applies it; an older deploy's set is refused", async () => {
     const pool = await freshDatabase();
-    await migrate(pool);
+    await migrate(pool, single);
     const recorded = async () =>
       (await pool.query<{ digest: string }>("select digest from workhorse.function_set order by id")).rows.map(
         (r) => r.digest,
@@ -84,18 +86,18 @@ describe("the function set", () => {
     await pool.query(
       "create or replace function workhorse.retry_delay_ms(p_policy jsonb, p_attempt integer) returns bigint language sql immutable as $$ select 0::bigint $$",
     );
-    await migrate(pool);
+    await migrate(pool, single);
     expect(await body()).toContain("select 0::bigint");
     expect(await recorded()).toEqual([functionSet.digest]);
 
     // Another set recorded since (a deploy that applied other files): this code's set is older.
     await pool.query("insert into workhorse.function_set (digest, layout) values ('newer', 'single')");
-    await expect(migrate(pool)).rejects.toThrow(/replaced after this code's set/);
+    await expect(migrate(pool, single)).rejects.toThrow(/replaced after this code's set/);
 
     // A digest this database never had (this code is newer): applied, every file, and recorded.
     await pool.query("delete from workhorse.function_set");
     await pool.query("insert into workhorse.function_set (digest, layout) values ('older', 'single')");
-    expect(await migrate(pool)).toMatchObject({ applied: [] });
+    expect(await migrate(pool, single)).toMatchObject({ applied: [] });
     expect(await body()).toBe(original);
     expect(await recorded()).toEqual(["older", functionSet.digest]);
   });
