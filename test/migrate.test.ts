@@ -1,7 +1,7 @@
 import pg from "pg";
 import { expect, inject, test } from "vitest";
 import { migrate } from "../lib/enqueue";
-import { migrations } from "../lib/enqueue/migrations.generated";
+import { functionSet, migrations } from "../lib/enqueue/migrations.generated";
 import { dropDatabase } from "./helpers";
 
 test("migrate is idempotent and safe when several processes start at once", async () => {
@@ -22,6 +22,9 @@ test("migrate is idempotent and safe when several processes start at once", asyn
     expect(await migrate(pools[0]!)).toEqual({ applied: [], version: newest, distributed: false });
     const { rows } = await pools[0]!.query("select version from workhorse.migration order by version");
     expect(rows.map((r) => r.version)).toEqual(migrations.map((m) => m.version));
+    // The function set (sql/functions) was applied once, by the first process, and recorded.
+    const { rows: sets } = await pools[0]!.query("select digest, layout from workhorse.function_set");
+    expect(sets).toEqual([{ digest: functionSet.digest, layout: "single" }]);
     // A database newer than the code is refused, not silently used.
     await pools[0]!.query("insert into workhorse.migration (version, name) values (999, 'future')");
     await expect(migrate(pools[0]!)).rejects.toThrow(/newer than this code/);
@@ -32,7 +35,7 @@ test("migrate is idempotent and safe when several processes start at once", asyn
   }
 });
 
-test("the generated migrations module matches sql/migrations", async () => {
+test("the generated migrations module matches sql/migrations, sql/functions and sql/distributed", async () => {
   const { execFileSync } = await import("node:child_process");
   expect(() => execFileSync("node", ["scripts/build-sql.mjs", "--check"], { stdio: "pipe" })).not.toThrow();
 });

@@ -6,8 +6,8 @@ import fc from "fast-check";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
 import { EnqueueIdempotencyConflictError, EnqueueValidationError, migrate } from "../lib/enqueue";
+import { legacyMigrations } from "../lib/enqueue/legacy-migrations.generated";
 import { migrateBefore } from "../lib/enqueue/migrate";
-import { migrations } from "../lib/enqueue/migrations.generated";
 import { encodePayload, LIMITS } from "../lib/enqueue/validate";
 import { dropDatabase, setupQueueTests } from "./helpers";
 
@@ -278,8 +278,8 @@ describe("conflicts on deep payloads", () => {
   });
 
   test("property: jsonb_diff_paths answers what the first (quadratic) version answered", async () => {
-    // The version of migration 001, kept here as the reference.
-    const v1 = migrations.find((m) => m.version === 1)?.sql ?? "";
+    // The version of migration 001 (as released, when migrations still held the functions), the reference.
+    const v1 = legacyMigrations.find((m) => m.version === 1)?.sql ?? "";
     const start = v1.indexOf("create function workhorse.jsonb_diff_paths");
     const body = v1.slice(start, v1.indexOf("$$;", start) + 3).replace("workhorse.jsonb_diff_paths", "pg_temp.diff_v1");
     const c = await t.pool.connect();

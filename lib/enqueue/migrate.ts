@@ -1,5 +1,11 @@
 import type pg from "pg";
-import { distributedSql, migrations } from "./migrations.generated";
+import {
+  distributedFunctionSet,
+  distributedSql,
+  type FunctionSet,
+  functionSet,
+  migrations,
+} from "./migrations.generated";
 import { withPoolClient } from "./pool-client";
 
 /** Advisory lock key that serialises migrators across processes (any constant works; this one is ours). */
@@ -20,8 +26,8 @@ export interface MigrateOptions {
    * colocated by a bucket of the key, the decision functions delegated to the node holding the key
    * (docs/scale-out.md). Needs the citus extension in the database and its workers registered, and an
    * empty schema the first time. Default: `process.env.WORKHORSE_DISTRIBUTED === "1"`. Once applied,
-   * every later `migrate()` keeps the layout (re-applies its functions after new migrations),
-   * whatever this option says.
+   * every later `migrate()` keeps the layout (applies the Citus variants of sql/functions/citus in
+   * place of their single-node files), whatever this option says.
    */
   distributed?: boolean;
 }
@@ -37,6 +43,11 @@ function isPool(db: pg.Pool | pg.ClientBase): db is pg.Pool {
  * `pg_advisory_xact_lock`, so later callers wait, then find the migrations recorded in
  * `workhorse.migration` and apply nothing. Throws if the database holds a newer version than this
  * code knows (an older deploy must not run against a newer schema).
+ *
+ * After the migrations it applies the function set (sql/functions, with the Citus variants on the
+ * distributed layout) when its digest is not the one recorded last in `workhorse.function_set`;
+ * throws when this code's set was applied before and replaced since by another (a newer deploy's).
+ * sql/README.md explains the layout of the SQL.
  *
  * @param db a `pg.Pool` or a connected client (not inside a transaction of the caller's).
  */
@@ -64,8 +75,16 @@ async function migrateOn(c: pg.ClientBase, wantDistributed: boolean): Promise<Mi
         `The database's workhorse schema is at version ${newest}, newer than this code knows (${known}). Deploy the newer code.`,
       );
     }
-    for (const m of migrations) {
-      if (done.has(m.version)) continue;
+    await c.query(
+      `create table if not exists workhorse.function_set (
+           id bigserial primary key, digest text not null, layout text not null,
+           applied_at timestamptz not null default now())`,
+    );
+    const pending = migrations.filter((m) => !done.has(m.version));
+    // A migration's CREATE TRIGGER names its trigger function: those missing are created first (their
+    // current text). Existing ones keep their body until the set is applied below.
+    if (pending.length > 0) await createMissingTriggerFunctions(c, functionSet);
+    for (const m of pending) {
       await c.query(m.sql);
       await c.query("insert into workhorse.migration (version, name) values ($1, $2)", [m.version, m.name]);
       applied.push(m.version);
@@ -75,13 +94,50 @@ async function migrateOn(c: pg.ClientBase, wantDistributed: boolean): Promise<Mi
     );
     const hadLayout = layout[0]?.distributed === true;
     if (!hadLayout && wantDistributed) await c.query(distributedSql.layout);
-    if ((!hadLayout && wantDistributed) || (hadLayout && applied.length > 0)) await c.query(distributedSql.functions);
+    const distributed = hadLayout || wantDistributed;
+    await applyFunctionSet(
+      c,
+      distributed ? distributedFunctionSet : functionSet,
+      distributed ? "distributed" : "single",
+    );
     await c.query("commit");
-    return { applied, version: Math.max(newest, ...applied), distributed: hadLayout || wantDistributed };
+    return { applied, version: Math.max(newest, ...applied), distributed };
   } catch (err) {
     await c.query("rollback").catch(() => {});
     throw err;
   }
+}
+
+async function createMissingTriggerFunctions(c: pg.ClientBase, set: FunctionSet): Promise<void> {
+  for (const f of set.files) {
+    if (!f.trigger) continue;
+    const { rows } = await c.query<{ missing: boolean }>("select to_regprocedure($1) is null as missing", [
+      `workhorse.${f.name}()`,
+    ]);
+    if (rows[0]?.missing) await c.query(f.sql);
+  }
+}
+
+/**
+ * Applies every file of the set (CREATE OR REPLACE, and the drops a file holds for old signatures)
+ * unless its digest is the one applied last. A digest applied before and replaced since belongs to
+ * an older deploy: refused, as a newer migration version is.
+ */
+async function applyFunctionSet(c: pg.ClientBase, set: FunctionSet, layout: "single" | "distributed"): Promise<void> {
+  const { rows } = await c.query<{ digest: string; latest: boolean; applied_at: Date }>(
+    `select digest, id = (select max(id) from workhorse.function_set) as latest, applied_at
+       from workhorse.function_set where digest = $1 order by id desc limit 1`,
+    [set.digest],
+  );
+  const seen = rows[0];
+  if (seen?.latest) return;
+  if (seen) {
+    throw new Error(
+      `The database's workhorse functions were replaced after this code's set (${set.digest.slice(0, 12)}, applied ${seen.applied_at.toISOString()}) by another deploy's. Deploy the newer code.`,
+    );
+  }
+  for (const f of set.files) await c.query(f.sql);
+  await c.query("insert into workhorse.function_set (digest, layout) values ($1, $2)", [set.digest, layout]);
 }
 
 /**
@@ -90,14 +146,27 @@ async function migrateOn(c: pg.ClientBase, wantDistributed: boolean): Promise<Mi
  * benchmarks (a later `migrate()` applies the rest); not exported from `lib/enqueue/index.ts`.
  */
 export async function migrateBefore(pool: pg.Pool, version: number): Promise<void> {
+  // Versions up to 15 shipped their functions inside the migrations: their text as released builds
+  // the schema together with the function bodies of that version. A version after those is built
+  // from the current migrations plus the current function set (not recorded, so migrate() applies
+  // it again); the function bodies of later versions live in git history only.
+  const { legacyMigrations } = await import("./legacy-migrations.generated");
+  const legacy = new Map(legacyMigrations.map((m) => [m.version, m]));
   await withPoolClient(pool, async (c) => {
     await c.query("create schema workhorse");
     await c.query(
       "create table workhorse.migration (version integer primary key, name text not null, applied_at timestamptz not null default now())",
     );
+    let current = false;
     for (const m of migrations.filter((m) => m.version < version)) {
-      await c.query(m.sql);
+      const old = legacy.get(m.version);
+      if (!old) {
+        if (!current) await createMissingTriggerFunctions(c, functionSet);
+        current = true;
+      }
+      await c.query((old ?? m).sql);
       await c.query("insert into workhorse.migration (version, name) values ($1, $2)", [m.version, m.name]);
     }
+    if (current) for (const f of functionSet.files) await c.query(f.sql);
   });
 }

@@ -1,0 +1,87 @@
+-- The Citus variant of sql/functions/enqueue_batch_recall.sql (docs/scale-out.md); bring it in line when that file changes.
+-- follows: sql/functions/enqueue_batch_recall.sql ec42c9d52ee83765
+
+-- workhorse.enqueue_batch_recall (migration 013) on the distributed layout: the same answers, each
+-- read a router query on its bucket (a job's from its id, a binding's from its key).
+create or replace function workhorse.enqueue_batch_recall(
+  p_ids uuid[], p_modes text[], p_scopes text[], p_key_hashes bytea[], p_payloads jsonb, p_field_digests bytea[])
+returns table (ordinal integer, job_id uuid, outcome text, request_digest text, reason text)
+language plpgsql as $$
+#variable_conflict use_column
+declare
+  v_made uuid[] := '{}';
+  v_id uuid;
+  r record;
+  v_job uuid;
+  v_in_batch boolean;
+  v_bmode text;
+  v_bexpires timestamptz;
+  v_j record;
+  v_now timestamptz := now();
+begin
+  foreach v_id in array p_ids loop
+    if exists (select 1 from workhorse.job j where j.bucket = workhorse.id_bucket(v_id) and j.id = v_id) then
+      v_made := v_made || v_id;
+    end if;
+  end loop;
+  for r in
+    select x.id, x.mode, x.scope, x.kh, x.o::integer as o, workhorse.key_bucket(x.scope, x.kh) as kb,
+           sha256(substring(x.fd from 1 for 32)
+                  || substring(sha256(convert_to(coalesce(p_payloads -> (x.o::integer - 1), 'null'::jsonb)::text,
+                                                 'UTF8')) from 1 for 8)
+                  || substring(x.fd from 33)) as rdigest
+      from unnest(p_ids, p_modes, p_scopes, p_key_hashes, p_field_digests) with ordinality as x(id, mode, scope, kh, fd, o)
+     order by x.o
+  loop
+    ordinal := r.o;
+    request_digest := encode(r.rdigest, 'hex');
+    reason := null;
+    if r.id = any (v_made) then
+      job_id := r.id;
+      outcome := 'replayed';
+      return next;
+      continue;
+    end if;
+    select u.id into v_job
+      from unnest(p_ids, p_scopes, p_key_hashes) with ordinality as u(id, s, k, o)
+     where u.s = r.scope and u.k = r.kh and u.id = any (v_made)
+     order by u.o limit 1;
+    v_in_batch := v_job is not null;
+    v_bmode := null;
+    v_bexpires := null;
+    if not v_in_batch then
+      select b.job_id, b.mode, b.expires_at into v_job, v_bmode, v_bexpires
+        from workhorse.key_binding b where b.bucket = r.kb and b.scope = r.scope and b.key_hash = r.kh;
+      if v_job is null then
+        select j.id into v_job from workhorse.job j
+         where j.bucket = r.kb and j.key_scope = r.scope and j.key_hash = r.kh order by j.created_at desc limit 1;
+      end if;
+      if v_job is null then
+        raise exception 'workhorse: this batch committed on an earlier try, but request % has neither a binding nor a job for its key now', r.o;
+      end if;
+    end if;
+    select j.key_mode, j.request_digest,
+           j.state in ('scheduled', 'ready') and j.attempt = 0 and j.started_at is null as pending
+      into v_j from workhorse.job j where j.bucket = workhorse.id_bucket(v_job) and j.id = v_job;
+    job_id := v_job;
+    if r.mode = 'throttle' then
+      outcome := 'coalesced';
+    elsif r.mode <> 'debounce' then
+      outcome := 'replayed';
+    elsif coalesce(v_bmode, v_j.key_mode) is distinct from 'debounce' then
+      outcome := 'non_replaceable';
+      reason := 'incompatible_key_mode';
+    elsif v_in_batch or v_j.request_digest = r.rdigest then
+      outcome := 'replaced';
+    elsif not coalesce(v_j.pending, false) then
+      outcome := 'non_replaceable';
+      reason := 'not_pending';
+    elsif v_bexpires <= v_now then
+      outcome := 'non_replaceable';
+      reason := 'window_elapsed_pending';
+    else
+      outcome := 'replaced';
+    end if;
+    return next;
+  end loop;
+end $$;

@@ -1,0 +1,140 @@
+-- The decision for one request on the shard of its bucket (p_bucket = the key's bucket, or the
+-- unkeyed job id's). Delegated to the node that holds the shard: called outside a transaction block,
+-- the coordinator forwards the call whole, and every statement inside is a local read or write of
+-- that one shard. Same bodies as workhorse.enqueue_debounce and workhorse.enqueue_one, with the
+-- bucket in every key and insert; p_ordinal names the request in a conflict (batches call this once
+-- per request).
+create or replace function workhorse.enqueue_debounce_at(
+  p_bucket integer, p_id uuid, p_queue text, p_type text, p_payload jsonb, p_max_attempts integer, p_retry_policy jsonb,
+  p_deadline timestamptz, p_execution_timeout_ms bigint, p_concurrency_key text, p_tags text[], p_scope text,
+  p_key_hash bytea, p_key_preview text, p_key_length integer, p_window_ms bigint, p_digests bytea,
+  p_schedule text, p_max_wait_ms bigint, p_notify boolean,
+  out job_id uuid, out outcome text, out reason text, out request_digest text)
+language plpgsql as $$
+#variable_conflict use_variable
+declare
+  v_rdigest bytea := sha256(p_digests);
+  v_due timestamptz := now() + p_window_ms * interval '1 millisecond';
+  v_b record;
+  v_j record;
+  v_pending boolean;
+  v_max_wait bigint;
+  v_run_at timestamptz;
+  v_expires timestamptz;
+  v_bound boolean := false;
+  v_now timestamptz := now(); -- Citus evaluates no now() inside CASE
+  v_holder uuid;
+begin
+  for attempt in 1 .. 5 loop
+    -- Lock order (docs/decisions.md, "Lock order"): the job, then its binding, as purge, redrive and
+    -- job deletion take them. The binding is read first without a lock to learn its job.
+    select b.job_id into v_holder
+      from workhorse.key_binding b
+     where b.bucket = p_bucket and b.scope = p_scope and b.key_hash = p_key_hash;
+    if not found then
+      insert into workhorse.key_binding
+        (bucket, scope, key_hash, job_id, mode, key_preview, key_length, field_digests, request_digest, ttl_ms,
+         created_at, expires_at, schedule, max_wait_ms)
+      values (p_bucket, p_scope, p_key_hash, p_id, 'debounce', p_key_preview, p_key_length, p_digests, v_rdigest, p_window_ms,
+              now(), v_due, p_schedule, p_max_wait_ms)
+      on conflict (bucket, scope, key_hash) do nothing;
+      v_bound := found;
+      exit when v_bound;
+      -- Bound by another transaction after our snapshot: the next pass reads its row.
+      continue;
+    end if;
+
+    -- Pending and never started: a retried or released job has started before. The job first,
+    -- then the binding, locked only while it still names that job (a binding released or rebound
+    -- between the reads is left unlocked and read again).
+    select j.state, j.run_at, j.attempt, j.started_at into v_j from workhorse.job j where j.bucket = p_bucket and j.id = v_holder for update;
+    v_pending := found and v_j.state in ('scheduled', 'ready') and v_j.attempt = 0 and v_j.started_at is null;
+    select b.job_id, b.mode, b.expires_at, b.created_at, b.request_digest, b.max_wait_ms into v_b
+      from workhorse.key_binding b
+     where b.bucket = p_bucket and b.scope = p_scope and b.key_hash = p_key_hash and b.job_id = v_holder
+       for update;
+    continue when not found;
+    -- Bound to this call's own id: an earlier try of this call committed it; nothing to decide again.
+    if v_b.job_id = p_id then
+      job_id := p_id;
+      outcome := 'replayed';
+      request_digest := encode(v_rdigest, 'hex');
+      return;
+    end if;
+
+    if v_b.expires_at > now() then
+      job_id := v_b.job_id;
+      request_digest := encode(v_rdigest, 'hex');
+      if v_b.mode <> 'debounce' then
+        outcome := 'non_replaceable';
+        reason := 'incompatible_key_mode';
+        return;
+      end if;
+      if not v_pending then
+        outcome := 'non_replaceable';
+        reason := 'not_pending';
+        return;
+      end if;
+      -- Replace in place. The max wait is counted from the first acceptance; the smallest cap any
+      -- request of the stream asked for holds.
+      v_max_wait := least(v_b.max_wait_ms, p_max_wait_ms);
+      if p_schedule = 'preserve' then
+        v_run_at := v_j.run_at;
+        v_expires := v_b.expires_at;
+      else
+        v_run_at := least(v_due, v_b.created_at + v_max_wait * interval '1 millisecond');
+        v_expires := v_run_at;
+      end if;
+      update workhorse.job j
+         set queue = p_queue, type = p_type, payload = coalesce(p_payload, 'null'::jsonb),
+             max_attempts = p_max_attempts, retry_policy = p_retry_policy, deadline = p_deadline,
+             execution_timeout_ms = p_execution_timeout_ms, concurrency_key = p_concurrency_key, tags = p_tags,
+             request_digest = v_rdigest, run_at = v_run_at,
+             state = case when v_run_at > v_now then 'scheduled' else 'ready' end, updated_at = v_now
+       where j.bucket = p_bucket and j.id = v_b.job_id;
+      update workhorse.key_binding b
+         set field_digests = p_digests, request_digest = v_rdigest, ttl_ms = p_window_ms, expires_at = v_expires,
+             schedule = p_schedule, max_wait_ms = v_max_wait
+       where b.bucket = p_bucket and b.scope = p_scope and b.key_hash = p_key_hash;
+      insert into workhorse.job_event (job_id, kind, data)
+      values (v_b.job_id, 'debounced', jsonb_build_object(
+                'priorRequestDigest', encode(v_b.request_digest, 'hex'),
+                'requestDigest', encode(v_rdigest, 'hex'),
+                'schedule', p_schedule, 'windowMs', p_window_ms, 'runAt', v_run_at, 'expiresAt', v_expires,
+                'maxWaitUntil', v_b.created_at + v_max_wait * interval '1 millisecond'));
+      if p_notify and v_run_at <= now() then
+        perform pg_notify('workhorse_jobs', p_queue);
+      end if;
+      outcome := 'replaced';
+      return;
+    end if;
+
+    -- The window is over. A job that has not started yet will run: a second one would do the work twice.
+    if v_b.mode = 'debounce' and v_pending then
+      job_id := v_b.job_id;
+      request_digest := encode(v_rdigest, 'hex');
+      outcome := 'non_replaceable';
+      reason := 'window_elapsed_pending';
+      return;
+    end if;
+    update workhorse.key_binding b
+       set job_id = p_id, mode = 'debounce', key_preview = p_key_preview, key_length = p_key_length,
+           field_digests = p_digests, request_digest = v_rdigest, ttl_ms = p_window_ms, created_at = now(),
+           expires_at = v_due, schedule = p_schedule, max_wait_ms = p_max_wait_ms
+     where b.bucket = p_bucket and b.scope = p_scope and b.key_hash = p_key_hash;
+    v_bound := true;
+    exit;
+  end loop;
+  if not v_bound then
+    raise exception using errcode = '40001',
+      message = 'workhorse: the debounce binding kept changing under this enqueue; retry it';
+  end if;
+  insert into workhorse.job (bucket, id, queue, type, payload, state, run_at, max_attempts, retry_policy, deadline,
+                             execution_timeout_ms, concurrency_key, tags, key_scope, key_hash, key_mode,
+                             key_preview, key_length, key_ttl_ms, request_digest, enqueued_run_at)
+  values (p_bucket, p_id, p_queue, p_type, coalesce(p_payload, 'null'::jsonb), 'scheduled', v_due, p_max_attempts,
+          p_retry_policy, p_deadline, p_execution_timeout_ms, p_concurrency_key, p_tags, p_scope, p_key_hash,
+          'debounce', p_key_preview, p_key_length, p_window_ms, v_rdigest, v_due);
+  job_id := p_id;
+  outcome := 'accepted';
+end $$;

@@ -1,0 +1,101 @@
+-- The Citus variant of sql/functions/redrive_jobs.sql (docs/scale-out.md); bring it in line when that file changes.
+-- follows: sql/functions/redrive_jobs.sql 064d59c4acad5e41
+
+create or replace function workhorse.redrive_jobs(p_sources uuid[], p_new_ids uuid[], p_request_hash bytea, p_actor text,
+                                       p_reason text, p_dry_run boolean)
+returns table (source_job_id uuid, status text, job_id uuid)
+language plpgsql as $$
+#variable_conflict use_column
+declare
+  r record;
+  v_src record;
+  v_status text[] := '{}';
+  v_src_ids uuid[] := '{}';
+  v_job_ids uuid[] := '{}';
+  v_moved integer := 0;
+  v_queues text[] := '{}';
+  v_lock uuid;
+begin
+  -- Every source is locked up front, in id order: overlapping bulk redrives queue instead of
+  -- deadlocking, and a concurrent identical request, once the first commits, finds its
+  -- redrive_request (each statement below reads a fresh snapshot) and replays.
+  if not p_dry_run then
+    for v_lock in select distinct u.id from unnest(p_sources) u(id) order by 1 loop
+      perform 1 from workhorse.job j where j.bucket = workhorse.id_bucket(v_lock) and j.id = v_lock for update;
+    end loop;
+  end if;
+  for r in select s.src, s.new_id, s.ord
+             from unnest(p_sources, p_new_ids) with ordinality as s(src, new_id, ord)
+            order by s.ord loop
+    if r.src = any (v_src_ids) then
+      -- The same source twice in one call: same answer as the first time.
+      v_src_ids := v_src_ids || r.src;
+      v_status := v_status || (case when v_status[array_position(v_src_ids, r.src)] = 'redriven' then 'replayed'
+                                    else v_status[array_position(v_src_ids, r.src)] end);
+      v_job_ids := v_job_ids || v_job_ids[array_position(v_src_ids, r.src)];
+      continue;
+    end if;
+    select q.job_id, q.requested_by, q.reason into v_src
+      from workhorse.redrive_request q where q.source_job_id = r.src and q.request_hash = p_request_hash;
+    if found then
+      if v_src.requested_by is distinct from p_actor or v_src.reason is distinct from p_reason then
+        raise exception using
+          errcode = 'WH412',
+          message = 'workhorse: redrive request id reused with a different request',
+          detail = jsonb_build_object(
+            'sourceJobId', r.src, 'existingJobId', v_src.job_id,
+            'conflictingFields', to_jsonb(array_remove(array[
+              case when v_src.reason is distinct from p_reason then 'reason' end,
+              case when v_src.requested_by is distinct from p_actor then 'requestedBy' end], null)))::text;
+      end if;
+      v_src_ids := v_src_ids || r.src;
+      v_status := v_status || 'replayed'::text;
+      v_job_ids := v_job_ids || v_src.job_id;
+      continue;
+    end if;
+    select j.id, j.state, j.queue, j.type, j.payload, j.tags, j.concurrency_key, j.retry_policy, j.max_attempts,
+           j.execution_timeout_ms
+      into v_src
+      from workhorse.job j where j.bucket = workhorse.id_bucket(r.src) and j.id = r.src for update;
+    v_src_ids := v_src_ids || r.src;
+    if not found then
+      v_status := v_status || 'not_found'::text;
+      v_job_ids := v_job_ids || null::uuid;
+    elsif v_src.state <> 'failed' then
+      v_status := v_status || 'not_failed'::text;
+      v_job_ids := v_job_ids || null::uuid;
+    elsif p_dry_run then
+      v_status := v_status || 'eligible'::text;
+      v_job_ids := v_job_ids || null::uuid;
+    else
+      -- enqueued_inline null: this job's timeline starts with the explicit `enqueued` event below
+      -- (it names the source and the operator), not with an entry made from key columns.
+      insert into workhorse.job (bucket, id, queue, type, payload, state, run_at, max_attempts, retry_policy,
+                                 execution_timeout_ms, concurrency_key, tags, redriven_from, enqueued_inline)
+      values (workhorse.id_bucket(r.new_id), r.new_id, v_src.queue, v_src.type, v_src.payload, 'ready', now(), v_src.max_attempts,
+              v_src.retry_policy, v_src.execution_timeout_ms, v_src.concurrency_key, v_src.tags, r.src, null);
+      insert into workhorse.redrive_request (source_job_id, request_hash, requested_by, reason, job_id)
+      values (r.src, p_request_hash, p_actor, p_reason, r.new_id);
+      v_moved := v_moved + workhorse.move_live_keys(r.src, r.new_id);
+      insert into workhorse.job_event (job_id, kind, data)
+      values (r.new_id, 'enqueued', jsonb_build_object('queue', v_src.queue, 'runAt', now(), 'redrivenFrom', r.src,
+                                                       'actor', p_actor, 'reason', p_reason)),
+             (r.src, 'redriven', jsonb_build_object('jobId', r.new_id, 'actor', p_actor, 'reason', p_reason));
+      v_queues := v_queues || v_src.queue::text;
+      v_status := v_status || 'redriven'::text;
+      v_job_ids := v_job_ids || r.new_id;
+    end if;
+  end loop;
+
+  perform pg_notify('workhorse_jobs', q) from (select distinct unnest(v_queues) as q) x;
+  if not p_dry_run then
+    insert into workhorse.operator_audit (actor, action, target, reason, result)
+    select p_actor, 'redrive',
+           case when cardinality(p_sources) = 1 then 'job:' || p_sources[1] else 'jobs:' || cardinality(p_sources) end,
+           p_reason,
+           jsonb_build_object('requested', cardinality(p_sources), 'movedKeys', v_moved)
+             || coalesce((select jsonb_object_agg(s.status, s.n)
+                            from (select u.st as status, count(*) as n from unnest(v_status) u(st) group by 1) s), '{}');
+  end if;
+  return query select * from unnest(v_src_ids, v_status, v_job_ids);
+end $$;

@@ -1,0 +1,112 @@
+-- The signature before migration 006: CREATE OR REPLACE cannot change argument types, so an
+-- installation made before then loses the old one here.
+drop function if exists workhorse.enqueue_one(uuid, text, text, jsonb, timestamptz, integer, jsonb, timestamptz, bigint, text,
+                                    text[], text, text, bytea, text, integer, bigint, text[], boolean);
+
+-- The signature before migration 009: CREATE OR REPLACE cannot change argument types, so an
+-- installation made before then loses the old one here.
+drop function if exists workhorse.enqueue_one(uuid, text, text, jsonb, timestamptz, integer, jsonb, timestamptz, bigint, text,
+                                    text[], text, text, bytea, text, integer, bigint, bytea, boolean);
+
+-- The signature before migration 013: CREATE OR REPLACE cannot change argument types, so an
+-- installation made before then loses the old one here.
+drop function if exists workhorse.enqueue_one(uuid, text, text, jsonb, timestamptz, integer, jsonb, timestamptz, bigint, text,
+                                    text[], text, text, bytea, text, integer, bigint, bytea, boolean, text, bigint);
+
+create or replace function workhorse.enqueue_one(
+  p_id uuid, p_queue text, p_type text, p_payload jsonb, p_run_at timestamptz, p_max_attempts integer,
+  p_retry_policy jsonb, p_deadline timestamptz, p_execution_timeout_ms bigint, p_concurrency_key text,
+  p_tags text[], p_mode text, p_scope text, p_key_hash bytea, p_key_preview text, p_key_length integer,
+  p_ttl_ms bigint, p_field_digests bytea, p_notify boolean, p_schedule text default null,
+  p_max_wait_ms bigint default null, p_retry boolean default false,
+  out job_id uuid, out outcome text, out request_digest text, out reason text)
+language plpgsql as $$
+#variable_conflict use_variable
+declare
+  v_payload jsonb := coalesce(p_payload, 'null'::jsonb);
+  v_run_at timestamptz := coalesce(p_run_at, now());
+  v_digests bytea;
+  v_rdigest bytea;
+  v_live record;
+  v_bound boolean := false;
+begin
+  -- A retry of a call whose earlier try committed (its reply was lost): the job this very id names
+  -- is that try's. Reported as a replay of the proposed id (the client says `accepted`); nothing
+  -- is written. Only a retry looks (p_retry): the first try's path is unchanged.
+  if p_retry and exists (select 1 from workhorse.job j where j.id = p_id) then
+    job_id := p_id;
+    outcome := 'replayed';
+    return;
+  end if;
+  if p_mode = 'debounce' then
+    select d.job_id, d.outcome, d.request_digest, d.reason into job_id, outcome, request_digest, reason
+      from workhorse.enqueue_debounce(
+             p_id, p_queue, p_type, v_payload, p_max_attempts, p_retry_policy, p_deadline, p_execution_timeout_ms,
+             p_concurrency_key, p_tags, p_scope, p_key_hash, p_key_preview, p_key_length, p_ttl_ms,
+             substring(p_field_digests from 1 for 32)
+             || substring(sha256(convert_to(v_payload::text, 'UTF8')) from 1 for 8)
+             || substring(p_field_digests from 33),
+             coalesce(p_schedule, 'reset'), p_max_wait_ms, p_notify) d;
+    return;
+  end if;
+  if p_key_hash is not null then
+    v_digests := substring(p_field_digests from 1 for 32)
+                 || substring(sha256(convert_to(v_payload::text, 'UTF8')) from 1 for 8)
+                 || substring(p_field_digests from 33);
+    v_rdigest := sha256(v_digests);
+    for attempt in 1 .. 5 loop
+      -- The binding live or not (the same primary-key probe): a binding that holds this call's own
+      -- id was bound by an earlier try of it, which committed while this one waited for its lock.
+      select b.job_id, b.mode, b.field_digests, b.request_digest, b.expires_at > now() as live into v_live
+        from workhorse.key_binding b
+       where b.scope = p_scope and b.key_hash = p_key_hash;
+      if found and v_live.job_id = p_id then
+        job_id := p_id;
+        outcome := 'replayed';
+        return;
+      end if;
+      if found and v_live.live then
+        if v_live.request_digest = v_rdigest and v_live.mode = p_mode then
+          job_id := v_live.job_id;
+          outcome := case when p_mode = 'throttle' then 'coalesced' else 'replayed' end;
+          request_digest := encode(v_rdigest, 'hex');
+          return;
+        end if;
+        perform workhorse.raise_key_conflict(
+          1, v_live.job_id, v_live.mode, v_live.field_digests, v_live.request_digest, p_mode, v_digests,
+          v_rdigest, (select j.payload from workhorse.job j where j.id = v_live.job_id), v_payload);
+      end if;
+      insert into workhorse.key_binding as b
+        (scope, key_hash, job_id, mode, key_preview, key_length, field_digests, request_digest, ttl_ms,
+         created_at, expires_at)
+      values (p_scope, p_key_hash, p_id, p_mode, p_key_preview, p_key_length, v_digests, v_rdigest, p_ttl_ms,
+              now(), now() + p_ttl_ms * interval '1 millisecond')
+      on conflict (scope, key_hash) do update
+        set job_id = excluded.job_id, mode = excluded.mode, key_preview = excluded.key_preview,
+            key_length = excluded.key_length, field_digests = excluded.field_digests,
+            request_digest = excluded.request_digest, ttl_ms = excluded.ttl_ms,
+            created_at = excluded.created_at, expires_at = excluded.expires_at
+        where b.expires_at <= now() and b.job_id <> excluded.job_id;
+      v_bound := found;
+      exit when v_bound;
+      -- Another transaction bound the key after our snapshot. ON CONFLICT waited for it and holds the
+      -- row lock now; the next pass reads it with a fresh snapshot (READ COMMITTED).
+    end loop;
+    if not v_bound then
+      raise exception using errcode = '40001',
+        message = 'workhorse: the idempotency binding kept changing under this enqueue; retry it';
+    end if;
+  end if;
+
+  insert into workhorse.job (id, queue, type, payload, state, run_at, max_attempts, retry_policy, deadline,
+                             execution_timeout_ms, concurrency_key, tags, key_scope, key_hash, key_mode,
+                             key_preview, key_length, key_ttl_ms, request_digest, enqueued_run_at)
+  values (p_id, p_queue, p_type, v_payload, case when v_run_at > now() then 'scheduled' else 'ready' end, v_run_at,
+          p_max_attempts, p_retry_policy, p_deadline, p_execution_timeout_ms, p_concurrency_key, p_tags,
+          p_scope, p_key_hash, p_mode, p_key_preview, p_key_length, p_ttl_ms, v_rdigest, p_run_at);
+  if p_notify then
+    perform pg_notify('workhorse_jobs', p_queue);
+  end if;
+  job_id := p_id;
+  outcome := 'accepted';
+end $$;

@@ -1,0 +1,20 @@
+-- Moves the live binding p_from owns to p_to, with the key columns. Returns how many moved (0 or 1).
+create or replace function workhorse.move_live_keys(p_from uuid, p_to uuid) returns integer
+language plpgsql as $$
+declare
+  v_moved integer;
+begin
+  update workhorse.key_binding b set job_id = p_to
+    from workhorse.job s
+   where s.id = p_from and b.scope = s.key_scope and b.key_hash = s.key_hash
+     and b.job_id = p_from and b.expires_at > now();
+  get diagnostics v_moved = row_count;
+  if v_moved > 0 then
+    update workhorse.job t
+       set key_scope = s.key_scope, key_hash = s.key_hash, key_mode = s.key_mode, key_preview = s.key_preview,
+           key_length = s.key_length, key_ttl_ms = s.key_ttl_ms, request_digest = s.request_digest
+      from workhorse.job s
+     where t.id = p_to and s.id = p_from;
+  end if;
+  return v_moved;
+end $$;
