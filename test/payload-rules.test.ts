@@ -6,9 +6,10 @@ import fc from "fast-check";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
 import { EnqueueIdempotencyConflictError, EnqueueValidationError, migrate } from "../lib/enqueue";
+import { LIMITS } from "../lib/enqueue/limits";
 import { migrateBefore } from "../lib/enqueue/migrate";
 import { migrations } from "../lib/enqueue/migrations.generated";
-import { encodePayload, LIMITS } from "../lib/enqueue/validate";
+import { encodePayload } from "../lib/enqueue/payload";
 import { dropDatabase, setupQueueTests } from "./helpers";
 
 const t = setupQueueTests();

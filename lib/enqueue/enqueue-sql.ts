@@ -5,9 +5,9 @@
  * built"); queue.ts sends these statements and turns their rows into results and errors.
  */
 import { createHash } from "node:crypto";
+import type { NormalizedRequest } from "./enqueue-input";
 import { withLegacyProbe } from "./key-upgrade";
 import type { EnqueueOutcome, NonReplaceableReason } from "./types";
-import type { NormalizedRequest } from "./validate";
 
 /**
  * The request's fields as enqueue_one and enqueue_batch take them, in their parameter order: one

@@ -37,6 +37,7 @@ export {
   WorkhorseError,
 } from "./errors";
 export { keyDigestOf, keyLengthOf, keyPreviewOf } from "./keys";
+export { DEFAULT_QUEUE, DEFAULT_RETRY_POLICY, DEFAULT_SCOPE, LIMITS, MAX_JOB_IDS } from "./limits";
 export { type MigrateOptions, type MigrateResult, migrate } from "./migrate";
 export type { Observation, ObservationRecorderOptions, ObservationStats } from "./observations";
 export { answeredByServer, withPoolClient } from "./pool-client";
@@ -85,7 +86,6 @@ export type {
   ThrottleOptions,
   Unchanged,
 } from "./types";
-export { DEFAULT_QUEUE, DEFAULT_RETRY_POLICY, DEFAULT_SCOPE, LIMITS, MAX_JOB_IDS } from "./validate";
 export {
   AUDIT_ACTIONS,
   type AuditAction,
@@ -100,6 +100,7 @@ export {
   type ObservationOutcome,
   PENDING_STATES,
 } from "./vocabulary";
+export { type ErrorSummary, summarizeError } from "./worker/error-summary";
 export {
   type ClaimedJob,
   type FailureCause,
@@ -110,4 +111,4 @@ export {
   type WorkerOptions,
   type WorkerStats,
 } from "./worker/index";
-export { type ErrorSummary, retryDelayMs, summarizeError } from "./worker/support";
+export { retryDelayMs } from "./worker/timing";

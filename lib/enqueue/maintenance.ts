@@ -3,10 +3,11 @@
  * finished jobs past their retention, each in short bounded statements, and `runMaintenance`, which
  * runs them all and records the run. Public methods and docs are on `QueueOperations` (queue.ts).
  */
-import { pruneFinishedJobs } from "./operator-actions";
 
-import type { OperationsDb } from "./shared";
-import { parseMaintenanceOptions, pruneBindingsSchema, pruneObservationsSchema, reapLeasesSchema } from "./validate";
+import { parseOptions } from "./input-rules";
+import { pruneFinishedJobs } from "./operator-actions";
+import { pruneBindingsSchema, pruneObservationsSchema, reapLeasesSchema } from "./operator-input";
+import type { OperationsDb } from "./queue-context";
 
 export interface MaintenanceResult {
   expiredBindingsDeleted: number;
@@ -21,7 +22,7 @@ export async function pruneExpiredBindings(
   db: OperationsDb,
   options: { limit?: number; maxBatches?: number } = {},
 ): Promise<number> {
-  const { limit, maxBatches } = parseMaintenanceOptions(pruneBindingsSchema, options);
+  const { limit, maxBatches } = parseOptions(pruneBindingsSchema, options);
   let total = 0;
   const distributed = await db.distributed("pruneExpiredBindings");
   for (let batch = 0; batch < maxBatches; batch++) {
@@ -74,7 +75,7 @@ export async function pruneObservations(
   db: OperationsDb,
   options: { olderThanMs?: number; limit?: number } = {},
 ): Promise<number> {
-  const { olderThanMs, limit } = parseMaintenanceOptions(pruneObservationsSchema, options);
+  const { olderThanMs, limit } = parseOptions(pruneObservationsSchema, options);
   let total = 0;
   for (;;) {
     const { rowCount } = await db.sql("pruneObservations", {
@@ -91,7 +92,7 @@ export async function pruneObservations(
 }
 
 export async function reapExpiredLeases(db: OperationsDb, options: { limit?: number } = {}): Promise<number> {
-  const { limit } = parseMaintenanceOptions(reapLeasesSchema, options);
+  const { limit } = parseOptions(reapLeasesSchema, options);
   let total = 0;
   for (;;) {
     const { rows } = await db.sql<{ n: number }>("reapExpiredLeases", {
@@ -111,7 +112,7 @@ export async function runMaintenance(
   options: { trigger?: "schedule" | "manual"; observationRetentionMs?: number; jobRetentionMs?: number } = {},
 ): Promise<MaintenanceResult> {
   const started = new Date();
-  const m = db.shared.config.maintenance;
+  const m = db.context.config.maintenance;
   const expiredBindingsDeleted = await pruneExpiredBindings(db, { limit: m ? m.batchSize : 1000 });
   const observationsDeleted = await pruneObservations(db, {
     olderThanMs: options.observationRetentionMs ?? (m ? m.observationRetentionMs : undefined),

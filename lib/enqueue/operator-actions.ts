@@ -14,8 +14,20 @@ import {
   sqlStateOf,
   WorkhorseDatabaseError,
 } from "./errors";
+import { parseOptions } from "./input-rules";
+import {
+  encodeDeadLetterCursor,
+  parseDeadLetterQuery,
+  parseJobId,
+  parseJobSelection,
+  parseOperatorContext,
+  parseOperatorEntry,
+  parseQueueName,
+  parseRedriveRequest,
+  pruneFinishedJobsSchema,
+} from "./operator-input";
+import type { OperationsDb } from "./queue-context";
 import { type JobRow, jobFromRow } from "./rows";
-import type { OperationsDb } from "./shared";
 import type {
   CancelResult,
   DeadLetterPage,
@@ -31,18 +43,6 @@ import type {
   RunNowResult,
   Unchanged,
 } from "./types";
-import {
-  encodeDeadLetterCursor,
-  parseDeadLetterQuery,
-  parseJobId,
-  parseJobSelection,
-  parseMaintenanceOptions,
-  parseOperatorContext,
-  parseOperatorEntry,
-  parseQueueName,
-  parseRedriveRequest,
-  pruneFinishedJobsSchema,
-} from "./validate";
 
 /** The scope a redrive request id is hashed under (kept apart from every caller's key scope by the 0x1F separator and name). */
 const REDRIVE_SCOPE = "workhorse.redrive";
@@ -116,8 +116,8 @@ export async function runNow(
 
 export async function redrive(db: OperationsDb, request: RedriveRequest): Promise<RedriveResult> {
   const r = parseRedriveRequest(request);
-  if (!db.shared.config.keys.loaded) await db.loadKeys();
-  const requestHash = db.shared.config.keys.hash(REDRIVE_SCOPE, r.requestId);
+  if (!db.context.config.keys.loaded) await db.loadKeys();
+  const requestHash = db.context.config.keys.hash(REDRIVE_SCOPE, r.requestId);
   const newIds = r.jobIds.map(() => uuidv7());
   // Citus: a redriven job lives in its source's bucket, where the key it may take over is.
   if (await db.distributed("redrive")) {
@@ -245,7 +245,7 @@ export async function pruneFinishedJobs(
   db: OperationsDb,
   options: { olderThanMs?: number; limit?: number; maxBatches?: number } = {},
 ): Promise<PruneFinishedJobsResult> {
-  const { olderThanMs, limit, maxBatches } = parseMaintenanceOptions(pruneFinishedJobsSchema, options);
+  const { olderThanMs, limit, maxBatches } = parseOptions(pruneFinishedJobsSchema, options);
   let jobsDeleted = 0;
   let eventsDeleted = 0;
   for (let batch = 0; batch < maxBatches; batch++) {

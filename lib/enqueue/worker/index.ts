@@ -13,10 +13,11 @@ import {
   WorkerConfigError,
   WorkerStoppingError,
 } from "../errors";
-import { workerSettings } from "../validate";
+import { type ErrorSummary, isTransientDbError, summarizeError, toJsonText } from "./error-summary";
 import { Listener } from "./listener";
+import { workerSettings } from "./settings";
 import * as sql from "./sql";
-import { type ErrorSummary, isTransientDbError, longTimeout, sleep, summarizeError, toJsonText } from "./support";
+import { longTimeout, sleep } from "./timing";
 import type {
   ClaimedJob,
   FailureCause,
