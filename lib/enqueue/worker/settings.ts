@@ -39,6 +39,8 @@ const WORKER_OPTION_NAMES = {
  * `new Worker(options)`'s options checked and defaulted (bounds in docs/worker.md). Throws
  * `WorkerConfigError` naming the option and its rule.
  */
+export type WorkerSettings = ReturnType<typeof workerSettings>;
+
 export function workerSettings(options: WorkerOptions) {
   if (!options || typeof options.pool?.connect !== "function") throw new WorkerConfigError("pool", "must be a pg.Pool");
   const [unknown] = unknownOptionNames(options, WORKER_OPTION_NAMES);
