@@ -36,8 +36,8 @@ function resolve(from: string, specifier: string): string | null {
   return null;
 }
 
-/** Every module a file imports or re-exports from (static, dynamic `import()` excluded: it breaks no load order). */
-function importsOf(file: string): string[] {
+/** What a file imports or re-exports from, as written (static only: a dynamic `import()` breaks no load order). */
+function specifiersOf(file: string): string[] {
   const source = ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.Latest, false);
   const out: string[] = [];
   for (const statement of source.statements) {
@@ -46,11 +46,15 @@ function importsOf(file: string): string[] {
       statement.moduleSpecifier &&
       ts.isStringLiteral(statement.moduleSpecifier)
     ) {
-      const target = resolve(file, statement.moduleSpecifier.text);
-      if (target) out.push(target);
+      out.push(statement.moduleSpecifier.text);
     }
   }
   return out;
+}
+
+/** The files of this repository a file imports. */
+function importsOf(file: string): string[] {
+  return specifiersOf(file).flatMap((s) => resolve(file, s) ?? []);
 }
 
 /** The cycles of the graph, one per strongly connected component of more than one file (or a self-import). */
@@ -104,4 +108,20 @@ test("no module in lib/ is longer than 450 lines", () => {
     .map((f) => ({ file: path.relative(ROOT, f), lines: readFileSync(f, "utf8").split("\n").length - 1 }))
     .filter((f) => f.lines > 450);
   expect(long).toEqual([]);
+});
+
+test("lib/enqueue/client.ts, what browser code imports, reaches no Node or database module", () => {
+  const seen = new Set<string>();
+  const packages = new Set<string>();
+  const visit = (file: string) => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    for (const s of specifiersOf(file)) {
+      const target = resolve(file, s);
+      if (target) visit(target);
+      else packages.add(s);
+    }
+  };
+  visit(path.join(ROOT, "lib/enqueue/client.ts"));
+  expect([...packages].filter((p) => p === "pg" || p.startsWith("node:") || p === "server-only")).toEqual([]);
 });

@@ -1,5 +1,5 @@
 /** Typed results of the console's server actions, rendered by `useActionState`. Never carries a raw key. */
-import type { IdempotencyConflictDetails } from "@/lib/enqueue/errors";
+import type { IdempotencyConflictDetails } from "@/lib/enqueue/client";
 import type { BindingDto, JobStateName } from "./types";
 
 export type FieldErrors = Partial<Record<string, string>>;

@@ -4,7 +4,7 @@
  * direction comes from an allowlist, every value is a bound parameter.
  */
 import { z } from "zod";
-import { AUDIT_ACTIONS } from "@/lib/enqueue/vocabulary";
+import { AUDIT_ACTIONS } from "@/lib/enqueue/client";
 import { BINDING_MODES, JOB_STATES, OBSERVATION_OUTCOMES, SERIES_WINDOWS, type SeriesWindow } from "./types";
 
 export type RawParams = Record<string, string | string[] | undefined> | URLSearchParams;

@@ -4,8 +4,7 @@
  * Shared by server and client code (type-only imports on the client).
  */
 
-import type { StoredObservation } from "@/lib/enqueue/observations";
-// The core's word lists, from its pure vocabulary module (safe in client bundles, unlike lib/enqueue's index).
+// The core's client-safe entry (no pg, no node:crypto), unlike lib/enqueue's index.
 import {
   JOB_STATES,
   type JobState,
@@ -13,7 +12,8 @@ import {
   type KeyMode,
   OBSERVATION_OUTCOMES,
   type ObservationOutcome,
-} from "@/lib/enqueue/vocabulary";
+  type StoredObservation,
+} from "@/lib/enqueue/client";
 
 export type { ObservationOutcome };
 export { JOB_STATES, OBSERVATION_OUTCOMES };

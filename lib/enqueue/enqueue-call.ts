@@ -145,10 +145,11 @@ function reportResults(
       context.retryCounts.recoveredAccepts++;
     }
     const k = req.keyed?.key;
+    const key = k ? { keyPreview: k.keyPreview, keyDigest: k.keyDigest, keyLength: k.keyLength } : null;
     results[row.ordinal - 1] =
       outcome === "non_replaceable"
-        ? { jobId: row.job_id, outcome, reason: row.reason as NonReplaceableReason }
-        : { jobId: row.job_id, outcome };
+        ? { jobId: row.job_id, outcome, reason: row.reason as NonReplaceableReason, ...key }
+        : { jobId: row.job_id, outcome, ...key };
     if (outcome === "accepted") {
       acceptedQueues.add(req.queue);
     } else if (k && outcome !== "replaced") {
