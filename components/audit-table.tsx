@@ -1,7 +1,7 @@
 "use client";
 import Link from "next/link";
 import { liveUrl } from "@/lib/console/live-urls";
-import type { AuditDto, Page } from "@/lib/console/types";
+import type { AuditDto, Page } from "@/lib/console/wire-types";
 import { RelativeTime } from "./relative-time";
 import { pageHref, TableFooter } from "./table-footer";
 import { Badge, EmptyState, linkClass, Table, Td } from "./ui";

@@ -1,7 +1,7 @@
 "use client";
 import { formatDuration } from "@/lib/console/format";
 import { liveUrl } from "@/lib/console/live-urls";
-import type { BindingDto, Page } from "@/lib/console/types";
+import type { BindingDto, Page } from "@/lib/console/wire-types";
 import { Countdown } from "./countdown";
 import { RelativeTime } from "./relative-time";
 import { pageHref, TableFooter } from "./table-footer";

@@ -1,7 +1,7 @@
 "use client";
 import Link from "next/link";
 import { liveUrl } from "@/lib/console/live-urls";
-import type { JobRowDto, Page } from "@/lib/console/types";
+import type { JobRowDto, Page } from "@/lib/console/wire-types";
 import { useJobsSelection, useVisibleJobs } from "./jobs-bulk";
 import { RelativeTime } from "./relative-time";
 import { pageHref, TableFooter } from "./table-footer";

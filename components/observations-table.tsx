@@ -1,7 +1,7 @@
 "use client";
 import { liveUrl } from "@/lib/console/live-urls";
 import { explainOutcome, REASON_LABELS } from "@/lib/console/outcomes";
-import type { ObservationDto, Page } from "@/lib/console/types";
+import type { ObservationDto, Page } from "@/lib/console/wire-types";
 import { RelativeTime } from "./relative-time";
 import { pageHref, TableFooter } from "./table-footer";
 import { Badge, DemoHint, DigestLink, EmptyState, JobLink, Mono, Table, Td } from "./ui";

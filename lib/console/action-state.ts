@@ -1,6 +1,6 @@
 /** Typed results of the console's server actions, rendered by `useActionState`. Never carries a raw key. */
 import type { IdempotencyConflictDetails } from "@/lib/enqueue/client";
-import type { BindingDto, JobStateName } from "./types";
+import type { BindingDto, JobStateName } from "./wire-types";
 
 export type FieldErrors = Partial<Record<string, string>>;
 

@@ -1,7 +1,7 @@
 import "server-only";
 import type { AuditFilters } from "./filters";
-import { type Db, iso, Where } from "./sql";
-import type { AuditDto, Page } from "./types";
+import { type Db, iso, Where } from "./read-queries";
+import type { AuditDto, Page } from "./wire-types";
 
 export const AUDIT_PAGE_SIZE = 50;
 

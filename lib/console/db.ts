@@ -34,7 +34,3 @@ export async function consoleDb(): Promise<ConsoleDb> {
 export async function consolePool(): Promise<pg.Pool> {
   return consoleDbSync().pool;
 }
-
-export async function consoleQueue(): Promise<Queue> {
-  return consoleDbSync().queue;
-}

@@ -1,10 +1,10 @@
 import "server-only";
 import type pg from "pg";
 import { BINDING_COLUMNS, type BindingRow, bindingDto } from "./jobs";
-import { type ObservationRow, observationDto } from "./observations";
+import { type ObservationRow, observationDto } from "./observation-reads";
 import { DIGEST_LOOKUPS_PER_MINUTE, digestLookupLimiter, type RequestLimiter } from "./rate-limit";
-import { isDistributed, iso, readWithTimeout } from "./sql";
-import type { DigestLookupDto, JobStateName } from "./types";
+import { isDistributed, iso, readWithTimeout } from "./read-queries";
+import type { DigestLookupDto, JobStateName } from "./wire-types";
 
 /** A key digest: the first 12 hex characters of the key's SHA-256 (what errors and logs carry). */
 export const DIGEST_RE = /^[0-9a-f]{12}$/;

@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import { AUDIT_ACTIONS } from "@/lib/enqueue/client";
-import { BINDING_MODES, JOB_STATES, OBSERVATION_OUTCOMES, SERIES_WINDOWS, type SeriesWindow } from "./types";
+import { BINDING_MODES, JOB_STATES, OBSERVATION_OUTCOMES, SERIES_WINDOWS, type SeriesWindow } from "./wire-types";
 
 export type RawParams = Record<string, string | string[] | undefined> | URLSearchParams;
 

@@ -8,8 +8,8 @@ import type pg from "pg";
 import { answeredByServer, EnqueueValidationError, type Queue, withPoolClient } from "@/lib/enqueue";
 import type { FieldErrors, FindKeyState, KeyHistory } from "./action-state";
 import { debounceFields } from "./jobs";
-import { iso } from "./sql";
-import type { JobStateName } from "./types";
+import { iso } from "./read-queries";
+import type { JobStateName } from "./wire-types";
 
 const text = (v: FormDataEntryValue | null): string => (typeof v === "string" ? v : "");
 

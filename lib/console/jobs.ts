@@ -3,8 +3,8 @@ import type pg from "pg";
 import { BINDING_COLUMNS, type BindingRow, bindingFromRow } from "@/lib/enqueue";
 import { type JobFilters, STATE_TABS, type StateTab } from "./filters";
 import { stateCounts } from "./overview";
-import { type Db, isDistributed, iso, isoOrNull, readWithTimeout, Where } from "./sql";
-import type { BindingDto, JobDetailDto, JobRowDto, JobStateName, Page, TabCount } from "./types";
+import { type Db, isDistributed, iso, isoOrNull, readWithTimeout, Where } from "./read-queries";
+import type { BindingDto, JobDetailDto, JobRowDto, JobStateName, Page, TabCount } from "./wire-types";
 
 export const JOBS_PAGE_SIZE = 50;
 

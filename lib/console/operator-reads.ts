@@ -5,8 +5,8 @@ import "server-only";
  */
 import type { JobFilters } from "./filters";
 import { jobFilterWhere } from "./jobs";
-import { cappedCount, type Db, isDistributed, iso } from "./sql";
-import type { CappedCount } from "./types";
+import { cappedCount, type Db, isDistributed, iso } from "./read-queries";
+import type { CappedCount } from "./wire-types";
 
 export interface QueuePauseDto {
   queue: string;

@@ -1,6 +1,6 @@
 import "server-only";
-import { cappedCount, type Db, iso } from "./sql";
-import type { JobStateName, OverviewDto } from "./types";
+import { cappedCount, type Db, iso } from "./read-queries";
+import type { JobStateName, OverviewDto } from "./wire-types";
 
 /** Counts beyond this are shown as "N+" so a poll never walks more than this many index entries. */
 export const COUNT_CAP = 100_000;

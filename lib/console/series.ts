@@ -1,6 +1,6 @@
 import "server-only";
-import { type Db, isDistributed, iso, uuidv7Floor } from "./sql";
-import type { SeriesDto, SeriesName, SeriesPoint, SeriesWindow } from "./types";
+import { type Db, isDistributed, iso, uuidv7Floor } from "./read-queries";
+import type { SeriesDto, SeriesName, SeriesPoint, SeriesWindow } from "./wire-types";
 
 /** Minutes per window: one point per minute, the last one being the current (partial) minute. */
 export const SERIES_MINUTES: Record<SeriesWindow, number> = { "1h": 60, "24h": 1440 };

@@ -1,6 +1,6 @@
 import "server-only";
-import { type Db, iso } from "./sql";
-import type { WorkersDto } from "./types";
+import { type Db, iso } from "./read-queries";
+import type { WorkersDto } from "./wire-types";
 
 /** At most this many workers and this many job ids per worker are listed. */
 export const WORKERS_LIMIT = 200;

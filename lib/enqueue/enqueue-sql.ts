@@ -2,7 +2,7 @@
  * The enqueue call as PostgreSQL sees it: the statement for one request (and its cached-plan name),
  * its positional parameters, a batch's typed arrays, and the distributed layout's buckets. The
  * decision itself is SQL (workhorse.enqueue_one / enqueue_batch, docs/enqueue.md "How it is
- * built"); queue.ts sends these statements and turns their rows into results and errors.
+ * built"); enqueue-call.ts sends these statements and turns their rows into results and errors.
  */
 import { createHash } from "node:crypto";
 import type { NormalizedRequest } from "./enqueue-input";

@@ -3,7 +3,7 @@
  * None of them ever carries a raw idempotency key: only its preview, digest and length.
  */
 
-/** SQLSTATEs the core knows by name. Translated into typed errors in one place (`QueueOperations.translate`). */
+/** SQLSTATEs the core knows by name. Translated into typed errors in one place (enqueue-call.ts `translate`). */
 export const SqlState = {
   /** Raised by workhorse.enqueue_one() / enqueue_batch() when a live key is reused for different work. */
   idempotencyConflict: "WH409",

@@ -1,7 +1,7 @@
 /**
  * Maintenance (docs/enqueue.md, expiry): expired bindings, old observations, lapsed leases and
  * finished jobs past their retention, each in short bounded statements, and `runMaintenance`, which
- * runs them all and records the run. Public methods and docs are on `QueueOperations` (queue.ts).
+ * runs them all and records the run. Public methods and docs are on `QueueOperations` (queue-operations.ts).
  */
 
 import { parseOptions } from "./input-rules";

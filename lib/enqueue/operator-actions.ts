@@ -1,7 +1,7 @@
 /**
  * Operator actions (docs/operator-actions.md) and purge: each one round trip to one SQL function
  * (sql/migrations 007, 008), audited there. The public methods and their docs are on
- * `QueueOperations` (queue.ts); these are their bodies, over the view's `OperationsDb`.
+ * `QueueOperations` (queue-operations.ts); these are their bodies, over the view's `OperationsDb`.
  */
 import { v7 as uuidv7 } from "uuid";
 import { bucketedId, idBucket } from "./enqueue-sql";

@@ -7,11 +7,11 @@ import { consoleConfig, isLoopbackHost } from "./config";
 import { consolePool } from "./db";
 import { CLIENT_ADDRESS_HEADER, HOST_HEADER, isSameOrigin, PATH_HEADER, PROTO_HEADER } from "./request-info";
 import { signInHref } from "./return-to";
-import { lookupSession, passwordFingerprint, SESSION_MAX_MS, sessionRef } from "./sessions";
+import { lookupSession, passwordFingerprint, SESSION_MAX_MS, sessionRef } from "./session-store";
 
 /**
  * What the sealed, HttpOnly, SameSite=Strict cookie holds: only the id of a row in
- * `workhorse.console_session` (lib/console/sessions.ts). Who is signed in comes from that row, so
+ * `workhorse.console_session` (lib/console/session-store.ts). Who is signed in comes from that row, so
  * deleting it ends the session even for a copied cookie.
  */
 export interface SessionData {

@@ -9,7 +9,7 @@
  */
 import { createHash, createHmac, randomBytes } from "node:crypto";
 import type { PasswordCheck } from "./config";
-import type { Db } from "./sql";
+import type { Db } from "./read-queries";
 
 /** A session ends after this long without a request. */
 export const SESSION_IDLE_MS = 2 * 60 * 60_000;

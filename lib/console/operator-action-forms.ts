@@ -17,7 +17,7 @@ import {
 import type { FieldErrors, OperatorActionState, RedriveState } from "./action-state";
 import { parseJobFilters } from "./filters";
 import { MAX_BULK_JOBS, matchingJobIds } from "./operator-reads";
-import type { Db } from "./sql";
+import type { Db } from "./read-queries";
 
 const reason = z
   .string({ error: "Give a reason: it is kept in the job's timeline and in the audit log" })
