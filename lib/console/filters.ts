@@ -4,7 +4,7 @@
  * direction comes from an allowlist, every value is a bound parameter.
  */
 import { z } from "zod";
-import { AUDIT_ACTIONS } from "@/lib/enqueue/client";
+import { AUDIT_ACTIONS, ONE_DAY_MS } from "@/lib/enqueue/client";
 import { BINDING_MODES, JOB_STATES, OBSERVATION_OUTCOMES, SERIES_WINDOWS, type SeriesWindow } from "./wire-types";
 
 export type RawParams = Record<string, string | string[] | undefined> | URLSearchParams;
@@ -97,7 +97,7 @@ export function parseBindingFilters(params: RawParams): BindingFilters {
   };
 }
 
-export const TIME_WINDOWS = { "15m": 15 * 60_000, "1h": 3_600_000, "24h": 86_400_000, "7d": 7 * 86_400_000 } as const;
+export const TIME_WINDOWS = { "15m": 15 * 60_000, "1h": 3_600_000, "24h": ONE_DAY_MS, "7d": 7 * ONE_DAY_MS } as const;
 export type TimeWindow = keyof typeof TIME_WINDOWS;
 
 export interface ObservationFilters {

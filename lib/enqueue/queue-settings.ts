@@ -4,7 +4,7 @@ import { z } from "zod";
 import { EnqueueValidationError } from "./errors";
 import { parseOptions, sourceLabel, unknownOptionNames } from "./input-rules";
 import { KeyRing, parseKeySecret } from "./keys";
-import { LIMITS } from "./limits";
+import { LIMITS, ONE_DAY_MS } from "./limits";
 import type { ObservationRecorderOptions } from "./observations";
 import { count, retentionMs } from "./operator-input";
 import type { QueueConfig } from "./queue-context";
@@ -67,7 +67,7 @@ const maintenanceConfigSchema = z.strictObject({
     .number()
     .int()
     .min(1000)
-    .max(86_400_000)
+    .max(ONE_DAY_MS)
     .default(5 * 60_000),
   observationRetentionMs: retentionMs(),
   jobRetentionMs: retentionMs(),

@@ -4,7 +4,7 @@ import { hostname } from "node:os";
 import { normalizeRetryPolicy } from "../enqueue-input";
 import { WorkerConfigError } from "../errors";
 import { unknownOptionNames } from "../input-rules";
-import { DEFAULT_QUEUE, DEFAULT_RETRY_POLICY, LIMITS, ONE_YEAR_MS } from "../limits";
+import { DEFAULT_QUEUE, DEFAULT_RETRY_POLICY, LIMITS, ONE_DAY_MS, ONE_YEAR_MS } from "../limits";
 import type { NormalizedRetryPolicy } from "../types";
 import type { JobHandler, WorkerOptions } from "./types";
 
@@ -62,7 +62,7 @@ export function workerSettings(options: WorkerOptions) {
   if (handlers.size === 0) throw new WorkerConfigError("handlers", "must have at least one handler");
   const types = handlers.has("*") ? null : [...handlers.keys()];
   const concurrency = int("concurrency", options.concurrency, 1, 1, 1000);
-  const leaseMs = int("leaseMs", options.leaseMs, 30_000, 200, 86_400_000);
+  const leaseMs = int("leaseMs", options.leaseMs, 30_000, 200, ONE_DAY_MS);
   const heartbeatIntervalMs = int(
     "heartbeatIntervalMs",
     options.heartbeatIntervalMs,
