@@ -4,7 +4,7 @@ import { BINDING_COLUMNS, type BindingRow, bindingDto, prefixPattern } from "./j
 import { type Db, iso, Where } from "./read-queries";
 import type { BindingDto, Page } from "./wire-types";
 
-export const BINDINGS_PAGE_SIZE = 50;
+const BINDINGS_PAGE_SIZE = 50;
 
 /**
  * Live bindings (soonest to expire first) or expired ones awaiting cleanup (oldest first, the order

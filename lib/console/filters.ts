@@ -7,7 +7,7 @@ import { z } from "zod";
 import { AUDIT_ACTIONS, ONE_DAY_MS } from "@/lib/enqueue/client";
 import { BINDING_MODES, JOB_STATES, OBSERVATION_OUTCOMES, SERIES_WINDOWS, type SeriesWindow } from "./wire-types";
 
-export type RawParams = Record<string, string | string[] | undefined> | URLSearchParams;
+type RawParams = Record<string, string | string[] | undefined> | URLSearchParams;
 
 function get(params: RawParams, name: string): string | undefined {
   const v = params instanceof URLSearchParams ? (params.get(name) ?? undefined) : params[name];
@@ -70,7 +70,7 @@ export function parseJobFilters(params: RawParams): JobFilters {
   };
 }
 
-export const BINDING_STATUSES = ["live", "expired"] as const;
+const BINDING_STATUSES = ["live", "expired"] as const;
 
 export interface BindingFilters {
   status: (typeof BINDING_STATUSES)[number];
@@ -98,7 +98,7 @@ export function parseBindingFilters(params: RawParams): BindingFilters {
 }
 
 export const TIME_WINDOWS = { "15m": 15 * 60_000, "1h": 3_600_000, "24h": ONE_DAY_MS, "7d": 7 * ONE_DAY_MS } as const;
-export type TimeWindow = keyof typeof TIME_WINDOWS;
+type TimeWindow = keyof typeof TIME_WINDOWS;
 
 export interface ObservationFilters {
   outcome?: (typeof OBSERVATION_OUTCOMES)[number];
@@ -175,7 +175,7 @@ export function parseAuditFilters(params: RawParams): AuditFilters {
   };
 }
 
-export interface SeriesParams {
+interface SeriesParams {
   window: SeriesWindow;
   queue: string | null;
 }

@@ -82,7 +82,7 @@ export async function findByKey(queue: Queue, pool: pg.Pool, form: FormData): Pr
 }
 
 /** Milliseconds the "what happened to this key" search may take before we answer "unknown". */
-export const HISTORY_TIMEOUT_MS = 500;
+const HISTORY_TIMEOUT_MS = 500;
 
 /**
  * What became of a key with no binding: the newest job that was accepted under it (jobs carry their

@@ -5,7 +5,7 @@ import { prefixPattern } from "./jobs";
 import { type Db, iso, Where } from "./read-queries";
 import type { ObservationDto, Page } from "./wire-types";
 
-export const OBSERVATIONS_PAGE_SIZE = 50;
+const OBSERVATIONS_PAGE_SIZE = 50;
 
 export type { ObservationRow };
 

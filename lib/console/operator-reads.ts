@@ -23,7 +23,7 @@ export async function pausedQueues(db: Db): Promise<QueuePauseDto[]> {
   return rows.map((r) => ({ queue: r.queue, pausedAt: iso(r.paused_at), pausedBy: r.paused_by, reason: r.reason }));
 }
 
-export interface DeadLetterGroupDto {
+interface DeadLetterGroupDto {
   queue: string;
   type: string;
   errorName: string;

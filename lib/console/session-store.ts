@@ -32,7 +32,7 @@ export function passwordFingerprint(check: PasswordCheck, sessionSecret: string)
 
 const idHash = (id: string) => createHash("sha256").update(id, "utf8").digest();
 
-export interface SessionRow {
+interface SessionRow {
   /** First 12 hex characters of the id's hash: names a session on the Sessions page, reveals nothing. */
   ref: string;
   actor: string;

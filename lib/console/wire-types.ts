@@ -19,7 +19,7 @@ export type { ObservationOutcome };
 export { JOB_STATES, OBSERVATION_OUTCOMES };
 export const BINDING_MODES = KEY_MODES;
 export type JobStateName = JobState;
-export type BindingMode = KeyMode;
+type BindingMode = KeyMode;
 
 export interface JobRowDto {
   id: string;
@@ -73,7 +73,7 @@ export interface BindingDto {
   maxWaitUntil: string | null;
 }
 
-export interface JobEventDto {
+interface JobEventDto {
   seq: number;
   at: string;
   kind: string;
@@ -145,7 +145,7 @@ export interface OverviewDto {
   expiredAwaitingCleanup: CappedCount;
 }
 
-export interface MaintenanceRunDto {
+interface MaintenanceRunDto {
   id: string;
   task: string;
   startedAt: string;
@@ -223,7 +223,7 @@ export interface QueueHealthDto {
   failureRate: number | null;
 }
 
-export interface WorkerDto {
+interface WorkerDto {
   /** The worker id (the part of the lease owner before `~`). */
   worker: string;
   /** Active jobs it holds a lease on. */

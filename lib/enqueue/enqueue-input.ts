@@ -292,7 +292,7 @@ export function normalizeRequest(
 }
 
 /** The checks a request needs from its `Queue`: the payload bound, the default source, the key ring. */
-export type RequestConfig = { maxPayloadBytes: number; source: string | null; keys: KeyRing };
+type RequestConfig = { maxPayloadBytes: number; source: string | null; keys: KeyRing };
 
 /** Whether these enqueue options ask for a keyed mode (so the installation key is needed). */
 export function namesAKey(options: unknown): boolean {

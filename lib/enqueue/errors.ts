@@ -241,7 +241,7 @@ export class WorkhorseDatabaseError extends WorkhorseError {
 }
 
 /** SQLSTATEs after which repeating the same statement may succeed. */
-export const RETRYABLE_SQLSTATES: ReadonlySet<string> = new Set([
+const RETRYABLE_SQLSTATES: ReadonlySet<string> = new Set([
   SqlState.serializationFailure,
   SqlState.deadlockDetected,
   "53300", // too_many_connections

@@ -7,7 +7,7 @@ import { hash } from "node:crypto";
 import { FINGERPRINT_FIELDS, type FingerprintField } from "./vocabulary";
 
 /** The fingerprint fields the process digests (all but the payload), in their stored order. */
-export type DigestedField = Exclude<FingerprintField, "payload">;
+type DigestedField = Exclude<FingerprintField, "payload">;
 const DIGESTED_FIELDS = FINGERPRINT_FIELDS.filter((f): f is DigestedField => f !== "payload");
 
 // Most fingerprint fields repeat across requests (queue, type, defaults, nulls): remember the digests

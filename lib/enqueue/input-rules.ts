@@ -9,7 +9,7 @@ import { LIMITS } from "./limits";
 
 export const utf8Bytes = (s: string) => Buffer.byteLength(s, "utf8");
 export const chars = (s: string) => Array.from(s).length;
-export const CONTROL = /\p{Cc}/u;
+const CONTROL = /\p{Cc}/u;
 
 const name = () =>
   z

@@ -152,7 +152,7 @@ const deadLetterSchema = z.strictObject({
   limit: z.number().int().min(1).max(500).default(50),
 });
 
-export interface DeadLetterCursor {
+interface DeadLetterCursor {
   finishedAt: string;
   id: string;
 }

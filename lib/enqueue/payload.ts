@@ -154,7 +154,7 @@ function notPlain(v: object): string {
 }
 
 /** A payload as sent to PostgreSQL: its JSON text and the bytes PostgreSQL stores for it. */
-export interface EncodedPayload {
+interface EncodedPayload {
   text: string;
   /** `octet_length(payload::jsonb::text)`: what the size limit counts. */
   bytes: number;

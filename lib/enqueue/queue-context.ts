@@ -19,7 +19,7 @@ export interface Executor {
   query<R extends pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<R>>;
 }
 
-export function poolExecutor(pool: pg.Pool): Executor {
+function poolExecutor(pool: pg.Pool): Executor {
   const keep = (err: unknown) => {
     const state = sqlStateOf(err);
     return state !== undefined && EXPECTED_SQLSTATES.has(state);

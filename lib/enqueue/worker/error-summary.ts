@@ -21,7 +21,7 @@ export interface ErrorSummary {
   cause?: ErrorSummary;
 }
 
-export const ERROR_LIMITS = { name: 128, message: 1000, stack: 4000, causeDepth: 2 } as const;
+const ERROR_LIMITS = { name: 128, message: 1000, stack: 4000, causeDepth: 2 } as const;
 
 /** Well-formed, NUL-free (jsonb rejects U+0000), at most `max` characters. */
 function clean(s: string, max: number): string {

@@ -11,7 +11,7 @@ import { untilDone } from "./timing";
 import type { ClaimedJob, FailureCause, WorkerEvent, WorkerStats } from "./types";
 
 /** What became of one completion write: recorded, fenced out (stale), or refused for this job alone. */
-export type CompleteOutcome = "recorded" | "stale" | { refused: unknown };
+type CompleteOutcome = "recorded" | "stale" | { refused: unknown };
 
 const COMPLETE_BATCH = 500;
 
@@ -22,7 +22,7 @@ export function describeRefusal(err: unknown): string {
 }
 
 /** What the writer needs from its worker. */
-export interface OutcomeContext {
+interface OutcomeContext {
   pool: pg.Pool;
   defaultPolicyJson: string;
   counters: Omit<WorkerStats, "running">;
