@@ -1,9 +1,9 @@
 "use client";
 import Link from "next/link";
 import { liveUrl } from "@/lib/console/live-urls";
-import type { AuditDto, Page } from "@/lib/console/wire-types";
+import type { AuditDto } from "@/lib/console/wire-types";
 import { RelativeTime } from "./relative-time";
-import { pageHref, TableFooter } from "./table-footer";
+import { type LiveTableProps, pageHref, TableFooter } from "./table-footer";
 import { Badge, EmptyState, linkClass, Table, Td } from "./ui";
 import { useLive } from "./use-live";
 
@@ -28,15 +28,7 @@ function summary(r: Record<string, unknown>): string {
   return parts.join(" · ");
 }
 
-export function AuditTable({
-  initial,
-  query,
-  filtered,
-}: {
-  initial: Page<AuditDto>;
-  query: string;
-  filtered: boolean;
-}) {
+export function AuditTable({ initial, query, filtered }: LiveTableProps<AuditDto>) {
   const { data, error, dataUpdatedAt } = useLive(liveUrl.audit(query), initial);
   const params = new URLSearchParams(query);
   const page = (after: string | null) => pageHref("/audit", query, "after", after);

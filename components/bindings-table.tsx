@@ -1,22 +1,14 @@
 "use client";
 import { formatDuration } from "@/lib/console/format";
 import { liveUrl } from "@/lib/console/live-urls";
-import type { BindingDto, Page } from "@/lib/console/wire-types";
+import type { BindingDto } from "@/lib/console/wire-types";
 import { Countdown } from "./countdown";
 import { RelativeTime } from "./relative-time";
-import { pageHref, TableFooter } from "./table-footer";
+import { type LiveTableProps, pageHref, TableFooter } from "./table-footer";
 import { Badge, DemoHint, DigestLink, EmptyState, JobLink, Mono, Table, Td } from "./ui";
 import { useLive } from "./use-live";
 
-export function BindingsTable({
-  initial,
-  query,
-  filtered,
-}: {
-  initial: Page<BindingDto>;
-  query: string;
-  filtered: boolean;
-}) {
+export function BindingsTable({ initial, query, filtered }: LiveTableProps<BindingDto>) {
   const { data, error, dataUpdatedAt } = useLive(liveUrl.bindings(query), initial);
   const params = new URLSearchParams(query);
   const nextHref = data.next ? pageHref("/bindings", query, "after", data.next) : null;

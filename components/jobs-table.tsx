@@ -1,23 +1,15 @@
 "use client";
 import Link from "next/link";
 import { liveUrl } from "@/lib/console/live-urls";
-import type { JobRowDto, Page } from "@/lib/console/wire-types";
+import type { JobRowDto } from "@/lib/console/wire-types";
 import { useJobsSelection, useVisibleJobs } from "./jobs-bulk";
 import { RelativeTime } from "./relative-time";
-import { pageHref, TableFooter } from "./table-footer";
+import { type LiveTableProps, pageHref, TableFooter } from "./table-footer";
 import { Badge, DemoHint, EmptyState, JobLink, linkClass, Table, Td } from "./ui";
 import { useLive } from "./use-live";
 import { NewRowsBar, useNewRows } from "./use-new-rows";
 
-export function JobsTable({
-  initial,
-  query,
-  filtered,
-}: {
-  initial: Page<JobRowDto>;
-  query: string;
-  filtered: boolean;
-}) {
+export function JobsTable({ initial, query, filtered }: LiveTableProps<JobRowDto>) {
   const { data, error, dataUpdatedAt } = useLive(liveUrl.jobs(query), initial);
   const view = useNewRows(data.rows, (j) => j.id);
   const link = (cursor: "after" | "before", id: string) => pageHref("/jobs", query, cursor, id);

@@ -1,22 +1,14 @@
 "use client";
 import { liveUrl } from "@/lib/console/live-urls";
 import { explainOutcome, REASON_LABELS } from "@/lib/console/outcomes";
-import type { ObservationDto, Page } from "@/lib/console/wire-types";
+import type { ObservationDto } from "@/lib/console/wire-types";
 import { RelativeTime } from "./relative-time";
-import { pageHref, TableFooter } from "./table-footer";
+import { type LiveTableProps, pageHref, TableFooter } from "./table-footer";
 import { Badge, DemoHint, DigestLink, EmptyState, JobLink, Mono, Table, Td } from "./ui";
 import { useLive } from "./use-live";
 import { NewRowsBar, useNewRows } from "./use-new-rows";
 
-export function ObservationsTable({
-  initial,
-  query,
-  filtered,
-}: {
-  initial: Page<ObservationDto>;
-  query: string;
-  filtered: boolean;
-}) {
+export function ObservationsTable({ initial, query, filtered }: LiveTableProps<ObservationDto>) {
   const { data, error, dataUpdatedAt } = useLive(liveUrl.conflicts(query), initial);
   const view = useNewRows(data.rows, (o) => o.id);
   const params = new URLSearchParams(query);

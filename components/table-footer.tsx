@@ -1,6 +1,14 @@
 import Link from "next/link";
+import type { Page } from "@/lib/console/wire-types";
 import { LiveStatus } from "./live-status";
 import { linkClass } from "./ui";
+
+/** What every live table is given: its first page (rendered on the server), the filters as "?a=b", whether any is set. */
+export interface LiveTableProps<T> {
+  initial: Page<T>;
+  query: string;
+  filtered: boolean;
+}
 
 /** Under every live table: when it was last refreshed (or why not), and the keyset page links. */
 export function TableFooter({

@@ -152,7 +152,7 @@ function reportResults(
         : { jobId: row.job_id, outcome, ...key };
     if (outcome === "accepted") {
       acceptedQueues.add(req.queue);
-    } else if (k && outcome !== "replaced") {
+    } else if (k && key && outcome !== "replaced") {
       const rejected = outcome === "non_replaceable";
       context.recorder.record({
         at: now,
@@ -161,9 +161,7 @@ function reportResults(
         queue: req.queue,
         type: req.type,
         scope: k.scope,
-        keyPreview: k.keyPreview,
-        keyDigest: k.keyDigest,
-        keyLength: k.keyLength,
+        ...key,
         jobId: row.job_id,
         storedRequestDigest: rejected ? null : row.request_digest,
         rejectedRequestDigest: rejected ? row.request_digest : null,
@@ -183,22 +181,11 @@ function translate(view: CallView, err: unknown, requests: NormalizedRequest[]):
     const detail = JSON.parse((err as { detail?: string }).detail ?? "{}") as ConflictDetail;
     const req = requests[detail.ordinal - 1];
     if (req?.keyed) {
-      const k = req.keyed.key;
+      const { scope, keyPreview, keyDigest, keyLength } = req.keyed.key;
+      const shown = { scope, keyPreview, keyDigest, keyLength };
       const conflict = new EnqueueIdempotencyConflictError(
-        {
-          scope: k.scope,
-          keyPreview: k.keyPreview,
-          keyDigest: k.keyDigest,
-          keyLength: k.keyLength,
-          existingJobId: detail.existingJobId,
-          existingMode: detail.existingMode,
-          conflictingFields: detail.conflictingFields,
-          storedRequestDigest: detail.storedRequestDigest,
-          rejectedRequestDigest: detail.rejectedRequestDigest,
-          ordinal: detail.ordinal,
-          ...(detail.payloadPaths ? { payloadPaths: detail.payloadPaths } : {}),
-          ...(detail.payloadPathsTruncated ? { payloadPathsTruncated: true } : {}),
-        },
+        // The constructor keeps payloadPaths and payloadPathsTruncated only when set.
+        { ...shown, ...detail, payloadPaths: detail.payloadPaths ?? undefined },
         { cause: err },
       );
       view.context.recorder.record({
@@ -206,15 +193,12 @@ function translate(view: CallView, err: unknown, requests: NormalizedRequest[]):
         outcome: "conflict",
         queue: req.queue,
         type: req.type,
-        scope: conflict.scope,
-        keyPreview: conflict.keyPreview,
-        keyDigest: conflict.keyDigest,
-        keyLength: conflict.keyLength,
-        jobId: conflict.existingJobId,
-        conflictingFields: conflict.conflictingFields,
+        ...shown,
+        jobId: detail.existingJobId,
+        conflictingFields: detail.conflictingFields,
         payloadPaths: conflict.payloadPaths ?? null,
-        storedRequestDigest: conflict.storedRequestDigest,
-        rejectedRequestDigest: conflict.rejectedRequestDigest,
+        storedRequestDigest: detail.storedRequestDigest,
+        rejectedRequestDigest: detail.rejectedRequestDigest,
         source: req.source,
       });
       return conflict;

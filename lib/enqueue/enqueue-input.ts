@@ -22,7 +22,7 @@ import {
 import type { KeyIdentity, KeyRing } from "./keys";
 import { DEFAULT_QUEUE, DEFAULT_SCOPE, LIMITS } from "./limits";
 import { encodePayload } from "./payload";
-import type { EnqueueOptions, EnqueueRequest, KeyMode, NormalizedRetryPolicy } from "./types";
+import type { EnqueueOptions, EnqueueRequest, JobDefinition, KeyMode, NormalizedRetryPolicy } from "./types";
 import { KEY_MODES } from "./vocabulary";
 
 const retryPolicy = z.discriminatedUnion(
@@ -136,18 +136,10 @@ const optionsSchema = z
   });
 
 /** The canonical request the database sees. Dates are millisecond-precision UTC. */
-export interface NormalizedRequest {
-  type: string;
-  queue: string;
+export interface NormalizedRequest extends JobDefinition {
   /** JSON text of the payload, exactly as sent to PostgreSQL. */
   payloadJson: string;
   runAt: Date | null;
-  maxAttempts: number;
-  retryPolicy: NormalizedRetryPolicy | null;
-  deadline: Date | null;
-  executionTimeoutMs: number | null;
-  concurrencyKey: string | null;
-  tags: string[];
   source: string | null;
   keyed: null | {
     mode: KeyMode;

@@ -53,19 +53,16 @@ export function parseQueueName(queue: unknown): string {
 }
 
 /** Validates `{ actor, reason }` for operator actions. */
+const requiredText = (max: number, missing: string) =>
+  z
+    .string({ error: "must be a string" })
+    .trim()
+    .min(1, { error: missing })
+    .max(max, { error: `must be at most ${max} characters` })
+    .refine(storableText, { error: STORABLE_TEXT_RULE });
 const operatorContextSchema = z.strictObject({
-  actor: z
-    .string({ error: "must be a string" })
-    .trim()
-    .min(1, { error: "is required" })
-    .max(LIMITS.actorChars, { error: `must be at most ${LIMITS.actorChars} characters` })
-    .refine(storableText, { error: STORABLE_TEXT_RULE }),
-  reason: z
-    .string({ error: "must be a string" })
-    .trim()
-    .min(1, { error: "is required: say why" })
-    .max(LIMITS.reasonChars, { error: `must be at most ${LIMITS.reasonChars} characters` })
-    .refine(storableText, { error: STORABLE_TEXT_RULE }),
+  actor: requiredText(LIMITS.actorChars, "is required"),
+  reason: requiredText(LIMITS.reasonChars, "is required: say why"),
 });
 
 export function parseOperatorContext(input: unknown): { actor: string; reason: string } {

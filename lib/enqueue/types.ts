@@ -104,20 +104,24 @@ export interface ResultKey {
   keyLength?: number;
 }
 
-export interface Job {
-  id: string;
+/** How a job is to be run, as its request set it (defaults filled): shared by `Job` and the normalised request. */
+export interface JobDefinition {
   queue: string;
   type: string;
-  payload: unknown;
-  state: JobState;
-  runAt: Date;
-  attempt: number;
   maxAttempts: number;
   retryPolicy: NormalizedRetryPolicy | null;
   deadline: Date | null;
   executionTimeoutMs: number | null;
   concurrencyKey: string | null;
   tags: string[];
+}
+
+export interface Job extends JobDefinition {
+  id: string;
+  payload: unknown;
+  state: JobState;
+  runAt: Date;
+  attempt: number;
   createdAt: Date;
   updatedAt: Date;
   leaseOwner: string | null;
