@@ -80,15 +80,18 @@ export interface BindingFilters {
   after?: { expiresAtUs: string; jobId: string };
 }
 
+/** A keyset cursor `<microseconds since epoch>_<uuid>`, the id lower-cased; undefined when absent or malformed. */
+function microsCursor(raw: string | undefined): { us: string; id: string } | undefined {
+  if (!raw) return undefined;
+  const i = raw.lastIndexOf("_");
+  const us = raw.slice(0, i);
+  const id = raw.slice(i + 1);
+  return i > 0 && UUID_RE.test(id) && /^\d{1,17}$/.test(us) ? { us, id: id.toLowerCase() } : undefined;
+}
+
 export function parseBindingFilters(params: RawParams): BindingFilters {
-  const rawAfter = get(params, "after");
-  let after: BindingFilters["after"];
-  if (rawAfter) {
-    const i = rawAfter.lastIndexOf("_");
-    const t = rawAfter.slice(0, i);
-    const id = rawAfter.slice(i + 1);
-    if (i > 0 && UUID_RE.test(id) && /^\d{1,17}$/.test(t)) after = { expiresAtUs: t, jobId: id.toLowerCase() };
-  }
+  const cursor = microsCursor(get(params, "after"));
+  const after: BindingFilters["after"] = cursor && { expiresAtUs: cursor.us, jobId: cursor.id };
   return {
     status: pick(z.enum(BINDING_STATUSES), get(params, "status")) ?? "live",
     scope: pick(scope, get(params, "scope")),
@@ -153,14 +156,8 @@ export interface AuditFilters {
 }
 
 export function parseAuditFilters(params: RawParams): AuditFilters {
-  const rawAfter = get(params, "after");
-  let after: AuditFilters["after"];
-  if (rawAfter) {
-    const i = rawAfter.lastIndexOf("_");
-    const t = rawAfter.slice(0, i);
-    const id = rawAfter.slice(i + 1);
-    if (i > 0 && UUID_RE.test(id) && /^\d{1,17}$/.test(t)) after = { at: t, id: id.toLowerCase() };
-  }
+  const cursor = microsCursor(get(params, "after"));
+  const after: AuditFilters["after"] = cursor && { at: cursor.us, id: cursor.id };
   return {
     action: pick(z.enum(AUDIT_ACTIONS), get(params, "action")),
     actor: pick(
