@@ -12,8 +12,8 @@
  */
 import { randomBytes } from "node:crypto";
 import { pathToFileURL } from "node:url";
+import { normalizeRequest } from "../lib/enqueue/enqueue-input";
 import { KeyRing } from "../lib/enqueue/keys";
-import { normalizeRequest } from "../lib/enqueue/validate";
 import { payloadFor } from "./contenders";
 
 export interface ClientCpu {

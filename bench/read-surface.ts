@@ -152,7 +152,7 @@ async function consoleReadModels(): Promise<
   | {
       listJobs: typeof import("../lib/console/jobs").listJobs;
       listBindings: typeof import("../lib/console/bindings").listBindings;
-      listObservations: typeof import("../lib/console/observations").listObservations;
+      listObservations: typeof import("../lib/console/observation-reads").listObservations;
     }
   | { unavailable: string }
 > {
@@ -160,7 +160,7 @@ async function consoleReadModels(): Promise<
     const [jobs, bindings, observations] = await Promise.all([
       import("../lib/console/jobs"),
       import("../lib/console/bindings"),
-      import("../lib/console/observations"),
+      import("../lib/console/observation-reads"),
     ]);
     return {
       listJobs: jobs.listJobs,

@@ -212,7 +212,7 @@ async function runScenario(
   return collected;
 }
 
-/** The targets of issue 10 ("Enqueue at the physical floor"), as ratios within this run. */
+/** The storage-shape targets ("Enqueue at the physical floor": docs/benchmarks.md), as ratios within this run. */
 function buildTargets(rows: WriteRow[], reads: { id: string; p95: number }[]): TargetRow[] {
   const get = (scenario: Scenario, callers: number, id: string) =>
     rows.find((r) => r.scenario === scenario && r.callers === callers && r.contender === id);
@@ -476,7 +476,7 @@ async function main() {
         `keyless ${clientCpu.keylessUs.toFixed(1)} µs (bench/client-cpu.ts)`,
     );
     if (targets.length) {
-      out.push("\ntargets (issue 10)");
+      out.push("\ntargets (enqueue at the physical floor)");
       out.push(terminalTargets(targets));
     }
     process.stdout.write(`${out.join("\n")}\n`);

@@ -1,10 +1,10 @@
 "use client";
 import Link from "next/link";
 import { liveUrl } from "@/lib/console/live-urls";
-import type { AuditDto, Page } from "@/lib/console/types";
+import type { AuditDto } from "@/lib/console/wire-types";
 import { RelativeTime } from "./relative-time";
-import { pageHref, TableFooter } from "./table-footer";
-import { Badge, EmptyState, linkClass, Table, Td } from "./ui";
+import { LiveTable, type LiveTableProps, pageHref } from "./table-footer";
+import { Badge, EmptyState, linkClass, Td } from "./ui";
 import { useLive } from "./use-live";
 
 function Target({ target }: { target: string }) {
@@ -28,60 +28,47 @@ function summary(r: Record<string, unknown>): string {
   return parts.join(" · ");
 }
 
-export function AuditTable({
-  initial,
-  query,
-  filtered,
-}: {
-  initial: Page<AuditDto>;
-  query: string;
-  filtered: boolean;
-}) {
+export function AuditTable({ initial, query, filtered }: LiveTableProps<AuditDto>) {
   const { data, error, dataUpdatedAt } = useLive(liveUrl.audit(query), initial);
   const params = new URLSearchParams(query);
   const page = (after: string | null) => pageHref("/audit", query, "after", after);
   return (
-    <div>
-      {data.rows.length === 0 ? (
+    <LiveTable
+      rows={data.rows}
+      empty={
         <EmptyState title={filtered ? "No audit entries match these filters." : "No operator actions yet."}>
           {filtered
             ? null
             : "Enqueueing a test job, purging and running maintenance from this console are recorded here."}
         </EmptyState>
-      ) : (
-        <Table
-          caption="Operator audit log, newest first"
-          head={["Time", "Actor", "Action", "Target", "Reason", "Result"]}
-        >
-          {data.rows.map((a) => (
-            <tr key={a.id} className="hover:bg-slate-50">
-              <Td>
-                <RelativeTime iso={a.at} now={data.now} />
-              </Td>
-              <Td wrap className="min-w-24">
-                {a.actor}
-              </Td>
-              <Td>{a.action}</Td>
-              <Td wrap className="min-w-40">
-                <Target target={a.target} />
-              </Td>
-              <Td wrap>{a.reason ?? "—"}</Td>
-              <Td wrap>
-                <Badge>{String(a.result.status ?? "ok")}</Badge>
-                <div className="mt-1 text-xs break-all text-slate-700">{summary(a.result)}</div>
-              </Td>
-            </tr>
-          ))}
-        </Table>
+      }
+      caption="Operator audit log, newest first"
+      head={["Time", "Actor", "Action", "Target", "Reason", "Result"]}
+      error={error}
+      updatedAt={dataUpdatedAt}
+      links={[
+        { href: params.get("after") ? page(null) : null, label: "← Newest" },
+        { href: data.next ? page(data.next) : null, label: "Older →" },
+      ]}
+      row={(a) => (
+        <tr key={a.id} className="hover:bg-slate-50">
+          <Td>
+            <RelativeTime iso={a.at} now={data.now} />
+          </Td>
+          <Td wrap className="min-w-24">
+            {a.actor}
+          </Td>
+          <Td>{a.action}</Td>
+          <Td wrap className="min-w-40">
+            <Target target={a.target} />
+          </Td>
+          <Td wrap>{a.reason ?? "—"}</Td>
+          <Td wrap>
+            <Badge>{String(a.result.status ?? "ok")}</Badge>
+            <div className="mt-1 text-xs break-all text-slate-700">{summary(a.result)}</div>
+          </Td>
+        </tr>
       )}
-      <TableFooter
-        error={error}
-        updatedAt={dataUpdatedAt}
-        links={[
-          { href: params.get("after") ? page(null) : null, label: "← Newest" },
-          { href: data.next ? page(data.next) : null, label: "Older →" },
-        ]}
-      />
-    </div>
+    />
   );
 }

@@ -1,6 +1,6 @@
 import Link from "next/link";
 import { formatDuration, formatTime } from "@/lib/console/format";
-import type { BindingDto } from "@/lib/console/types";
+import type { BindingDto } from "@/lib/console/wire-types";
 import { Countdown } from "./countdown";
 import { Badge, DefinitionList, DigestLink, linkClass, Mono } from "./ui";
 

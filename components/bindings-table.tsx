@@ -1,22 +1,14 @@
 "use client";
 import { formatDuration } from "@/lib/console/format";
 import { liveUrl } from "@/lib/console/live-urls";
-import type { BindingDto, Page } from "@/lib/console/types";
+import type { BindingDto } from "@/lib/console/wire-types";
 import { Countdown } from "./countdown";
 import { RelativeTime } from "./relative-time";
-import { pageHref, TableFooter } from "./table-footer";
-import { Badge, DemoHint, DigestLink, EmptyState, JobLink, Mono, Table, Td } from "./ui";
+import { LiveTable, type LiveTableProps, pageHref } from "./table-footer";
+import { Badge, DemoHint, DigestLink, EmptyState, JobLink, Mono, Td } from "./ui";
 import { useLive } from "./use-live";
 
-export function BindingsTable({
-  initial,
-  query,
-  filtered,
-}: {
-  initial: Page<BindingDto>;
-  query: string;
-  filtered: boolean;
-}) {
+export function BindingsTable({ initial, query, filtered }: LiveTableProps<BindingDto>) {
   const { data, error, dataUpdatedAt } = useLive(liveUrl.bindings(query), initial);
   const params = new URLSearchParams(query);
   const nextHref = data.next ? pageHref("/bindings", query, "after", data.next) : null;
@@ -24,74 +16,69 @@ export function BindingsTable({
   // A page of idempotency keys only (the common case) hides the column: it would say the same on every row.
   const showMode = data.rows.some((b) => b.mode !== "idempotency") || params.has("mode");
   return (
-    <div>
-      {data.rows.length === 0 ? (
+    <LiveTable
+      rows={data.rows}
+      empty={
         <EmptyState title={filtered ? "No bindings match these filters." : "No bindings here."}>
           {filtered ? null : <DemoHint />}
         </EmptyState>
-      ) : (
-        <Table
-          caption="Key bindings"
-          head={[
-            "Scope",
-            "Key preview",
-            "Digest",
-            "Length",
-            ...(showMode ? ["Mode"] : []),
-            "Job",
-            "Created",
-            "Expires",
-            "TTL remaining",
-          ]}
-        >
-          {data.rows.map((b) => (
-            <tr key={`${b.scope}:${b.keyDigest}:${b.jobId}`} className="hover:bg-slate-50">
-              <Td wrap className="min-w-32">
-                {b.scope}
-              </Td>
-              <Td>
-                <Mono>{b.keyPreview}</Mono>
-              </Td>
-              <Td>
-                <DigestLink digest={b.keyDigest} />
-              </Td>
-              <Td className="tabular-nums">{b.keyLength}</Td>
-              {showMode ? (
-                <Td>
-                  {b.mode}
-                  {b.mode === "debounce" ? (
-                    <div className="text-xs text-slate-600">
-                      {b.schedule ?? "reset"}
-                      {b.maxWaitUntil ? " · capped" : ""}
-                    </div>
-                  ) : null}
-                </Td>
-              ) : null}
-              <Td>
-                <JobLink id={b.jobId} />
-              </Td>
-              <Td>
-                <RelativeTime iso={b.createdAt} now={data.now} />
-              </Td>
-              <Td>
-                <RelativeTime iso={b.expiresAt} now={data.now} />
+      }
+      caption="Key bindings"
+      head={[
+        "Scope",
+        "Key preview",
+        "Digest",
+        "Length",
+        ...(showMode ? ["Mode"] : []),
+        "Job",
+        "Created",
+        "Expires",
+        "TTL remaining",
+      ]}
+      error={error}
+      updatedAt={dataUpdatedAt}
+      links={[
+        { href: params.get("after") ? firstHref : null, label: "← First page" },
+        { href: nextHref, label: "Next →" },
+      ]}
+      row={(b) => (
+        <tr key={`${b.scope}:${b.keyDigest}:${b.jobId}`} className="hover:bg-slate-50">
+          <Td wrap className="min-w-32">
+            {b.scope}
+          </Td>
+          <Td>
+            <Mono>{b.keyPreview}</Mono>
+          </Td>
+          <Td>
+            <DigestLink digest={b.keyDigest} />
+          </Td>
+          <Td className="tabular-nums">{b.keyLength}</Td>
+          {showMode ? (
+            <Td>
+              {b.mode}
+              {b.mode === "debounce" ? (
                 <div className="text-xs text-slate-600">
-                  {b.mode === "idempotency" ? "TTL" : "window"} {formatDuration(b.ttlMs)}
+                  {b.schedule ?? "reset"}
+                  {b.maxWaitUntil ? " · capped" : ""}
                 </div>
-              </Td>
-              <Td>{b.expired ? <Badge>expired</Badge> : <Countdown expiresAt={b.expiresAt} serverNow={data.now} />}</Td>
-            </tr>
-          ))}
-        </Table>
+              ) : null}
+            </Td>
+          ) : null}
+          <Td>
+            <JobLink id={b.jobId} />
+          </Td>
+          <Td>
+            <RelativeTime iso={b.createdAt} now={data.now} />
+          </Td>
+          <Td>
+            <RelativeTime iso={b.expiresAt} now={data.now} />
+            <div className="text-xs text-slate-600">
+              {b.mode === "idempotency" ? "TTL" : "window"} {formatDuration(b.ttlMs)}
+            </div>
+          </Td>
+          <Td>{b.expired ? <Badge>expired</Badge> : <Countdown expiresAt={b.expiresAt} serverNow={data.now} />}</Td>
+        </tr>
       )}
-      <TableFooter
-        error={error}
-        updatedAt={dataUpdatedAt}
-        links={[
-          { href: params.get("after") ? firstHref : null, label: "← First page" },
-          { href: nextHref, label: "Next →" },
-        ]}
-      />
-    </div>
+    />
   );
 }

@@ -1,6 +1,6 @@
 import Link from "next/link";
 import { formatTime } from "@/lib/console/format";
-import type { DigestLookupDto } from "@/lib/console/types";
+import type { DigestLookupDto } from "@/lib/console/wire-types";
 import { BindingDetails } from "./binding-card";
 import { Badge, Card, DefinitionList, EmptyState, JobLink, linkClass, Mono, Notice, Table, Td } from "./ui";
 

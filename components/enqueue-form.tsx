@@ -2,11 +2,10 @@
 import Link from "next/link";
 import { type FormEvent, startTransition, useActionState, useState } from "react";
 import type { EnqueueFormState, FieldErrors } from "@/lib/console/action-state";
+import { ENQUEUE_FIELDS as F, MAX_PAYLOAD_TEXT_BYTES, payloadTooLarge } from "@/lib/console/enqueue-fields";
 import { explainOutcome, KEY_LABELS, type KeyModeName, REASON_LABELS } from "@/lib/console/outcomes";
+import { DEFAULT_QUEUE, DEFAULT_SCOPE, LIMITS } from "@/lib/enqueue/client";
 import { Badge, buttonClass, Card, DefinitionList, DigestLink, Field, inputClass, linkClass, Mono, Notice } from "./ui";
-
-/** Payload text the form sends at most; below next.config.js's server-action body limit (4 MB). */
-const MAX_PAYLOAD_TEXT_BYTES = 3_500_000;
 
 /**
  * The enqueue-test form. Submitting keeps the values in the browser (nothing is echoed back by the
@@ -42,9 +41,7 @@ export function EnqueueForm({
     const payload = data.get("payload");
     const bytes = typeof payload === "string" ? new TextEncoder().encode(payload).length : 0;
     if (bytes > MAX_PAYLOAD_TEXT_BYTES) {
-      setTooLarge(
-        `Payload too large: ${bytes.toLocaleString("en-US")} bytes. A job payload may be at most 1,048,576 bytes of JSON; the form sends at most ${MAX_PAYLOAD_TEXT_BYTES.toLocaleString("en-US")} bytes of text.`,
-      );
+      setTooLarge(payloadTooLarge(bytes));
       return;
     }
     setTooLarge(null);
@@ -68,14 +65,14 @@ export function EnqueueForm({
       <form action={action} onSubmit={onSubmit} className="space-y-4 lg:col-span-3" aria-label="Enqueue a test job">
         <Card>
           <div className="grid gap-4 sm:grid-cols-2">
-            <Field label="Type" name="type" error={errors.type} hint="Job type, e.g. invoice.capture">
+            <Field label={F.type.label} name="type" error={errors.type} hint={F.type.hint}>
               {input("type", { required: true, defaultValue: "console.test" })}
             </Field>
-            <Field label="Queue" name="queue" error={errors.queue} hint='Default "default"'>
-              {input("queue", { placeholder: "default" })}
+            <Field label={F.queue.label} name="queue" error={errors.queue} hint={F.queue.hint}>
+              {input("queue", { placeholder: DEFAULT_QUEUE })}
             </Field>
             <div className="sm:col-span-2">
-              <Field label="Payload (JSON)" name="payload" error={errors.payload}>
+              <Field label={`${F.payload.label} (JSON)`} name="payload" error={errors.payload}>
                 <textarea
                   id="payload"
                   name="payload"
@@ -89,7 +86,7 @@ export function EnqueueForm({
               </Field>
             </div>
             <div className="sm:col-span-2">
-              <Field label="Key mode" name="mode" error={errors.mode} hint={MODE_HINTS[mode]}>
+              <Field label={F.mode.label} name="mode" error={errors.mode} hint={MODE_HINTS[mode]}>
                 <select
                   id="mode"
                   name="mode"
@@ -112,27 +109,22 @@ export function EnqueueForm({
             >
               {input("key")}
             </Field>
-            <Field label="Scope" name="scope" error={errors.scope} hint='Default "default"'>
-              {input("scope", { placeholder: "default" })}
+            <Field label={F.scope.label} name="scope" error={errors.scope} hint={F.scope.hint}>
+              {input("scope", { placeholder: DEFAULT_SCOPE })}
             </Field>
             {mode === "idempotency" ? (
-              <Field
-                label="TTL (ms)"
-                name="ttlMs"
-                error={errors.ttlMs}
-                hint="1 to 31,536,000,000; default 86,400,000 (24 h)"
-              >
-                {input("ttlMs", { inputMode: "numeric", placeholder: "86400000" })}
+              <Field label={`${F.ttlMs.label} (ms)`} name="ttlMs" error={errors.ttlMs} hint={F.ttlMs.hint}>
+                {input("ttlMs", { inputMode: "numeric", placeholder: String(LIMITS.defaultTtlMs) })}
               </Field>
             ) : (
               <Field
-                label="Window (ms)"
+                label={`${F.windowMs.label} (ms)`}
                 name="windowMs"
                 error={errors.windowMs}
                 hint={
                   mode === "debounce"
-                    ? "1 to 31,536,000,000. The job runs when the window closes."
-                    : "1 to 31,536,000,000. Repeats inside it get the same job."
+                    ? `${F.windowMs.hint} The job runs when the window closes.`
+                    : `${F.windowMs.hint} Repeats inside it get the same job.`
                 }
               >
                 {input("windowMs", { inputMode: "numeric", placeholder: "60000", required: true })}
@@ -140,37 +132,32 @@ export function EnqueueForm({
             )}
             {mode === "debounce" ? (
               <>
-                <Field
-                  label="Schedule"
-                  name="schedule"
-                  error={errors.schedule}
-                  hint="reset: each repeat moves the run time; preserve: keeps it"
-                >
+                <Field label={F.schedule.label} name="schedule" error={errors.schedule} hint={F.schedule.hint}>
                   <select id="schedule" name="schedule" defaultValue="reset" className={inputClass}>
                     <option value="reset">reset</option>
                     <option value="preserve">preserve</option>
                   </select>
                 </Field>
                 <Field
-                  label="Max wait (ms)"
+                  label={`${F.maxWaitMs.label} (ms)`}
                   name="maxWaitMs"
                   error={errors.maxWaitMs}
-                  hint="Optional, at least the window: the latest run time, counted from the first acceptance"
+                  hint={F.maxWaitMs.hint}
                 >
                   {input("maxWaitMs", { inputMode: "numeric", placeholder: "300000" })}
                 </Field>
               </>
             ) : null}
             {mode === "debounce" ? null : (
-              <Field label="Run at" name="runAt" error={errors.runAt} hint="Optional; your local time. Empty: now.">
+              <Field label={F.runAt.label} name="runAt" error={errors.runAt} hint={F.runAt.hint}>
                 {input("runAt", { type: "datetime-local", step: 1 })}
               </Field>
             )}
-            <Field label="Tags" name="tags" error={errors.tags} hint="Comma separated, at most 32">
+            <Field label={F.tags.label} name="tags" error={errors.tags} hint={F.tags.hint}>
               {input("tags", { placeholder: "manual, test" })}
             </Field>
-            <Field label="Max attempts" name="maxAttempts" error={errors.maxAttempts} hint="1 to 1000; default 25">
-              {input("maxAttempts", { inputMode: "numeric", placeholder: "25" })}
+            <Field label={F.maxAttempts.label} name="maxAttempts" error={errors.maxAttempts} hint={F.maxAttempts.hint}>
+              {input("maxAttempts", { inputMode: "numeric", placeholder: String(LIMITS.defaultMaxAttempts) })}
             </Field>
           </div>
           {errors.form ? <p className="mt-3 text-sm text-red-800">{errors.form}</p> : null}

@@ -3,6 +3,7 @@ import Link from "next/link";
 import { useActionState } from "react";
 import type { FindKeyState } from "@/lib/console/action-state";
 import { formatTime } from "@/lib/console/format";
+import { DEFAULT_SCOPE } from "@/lib/enqueue/client";
 import { BindingDetails } from "./binding-card";
 import { Badge, buttonClass, Card, DefinitionList, DigestLink, Field, inputClass, linkClass, Notice } from "./ui";
 
@@ -20,13 +21,13 @@ export function FindKeyForm({
       <form action={action} className="lg:col-span-2" aria-label="Find a job by idempotency key">
         <Card>
           <div className="space-y-4">
-            <Field label="Scope" name="scope" error={errors.scope} hint='Default "default"'>
+            <Field label="Scope" name="scope" error={errors.scope} hint={`Default "${DEFAULT_SCOPE}"`}>
               <input
                 id="scope"
                 name="scope"
                 key={lastScope}
                 defaultValue={lastScope}
-                placeholder="default"
+                placeholder={DEFAULT_SCOPE}
                 className={inputClass}
                 autoComplete="off"
                 spellCheck={false}

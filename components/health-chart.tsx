@@ -4,7 +4,7 @@ import { useState } from "react";
 import { CartesianGrid, Line, LineChart, Tooltip, XAxis, YAxis } from "recharts";
 import { formatCount } from "@/lib/console/format";
 import { liveUrl } from "@/lib/console/live-urls";
-import type { SeriesDto, SeriesName, SeriesWindow } from "@/lib/console/types";
+import type { SeriesDto, SeriesName, SeriesWindow } from "@/lib/console/wire-types";
 import { LiveStatus } from "./live-status";
 import { useRefreshPolicy } from "./refresh-policy";
 import { Card, cx } from "./ui";

@@ -2,8 +2,8 @@
 import Link from "next/link";
 import { formatDuration, formatTime } from "@/lib/console/format";
 import { liveUrl } from "@/lib/console/live-urls";
-import type { JobDetailDto } from "@/lib/console/types";
-import { canPurge } from "@/lib/enqueue/vocabulary";
+import type { JobDetailDto } from "@/lib/console/wire-types";
+import { canPurge } from "@/lib/enqueue/client";
 import { BindingDetails } from "./binding-card";
 import { LiveJobState } from "./job-actions";
 import { LiveStatus } from "./live-status";

@@ -5,7 +5,7 @@ import { useActionState, useEffect } from "react";
 import type { MaintenanceState } from "@/lib/console/action-state";
 import { formatCount, formatTime } from "@/lib/console/format";
 import { liveUrl } from "@/lib/console/live-urls";
-import type { MaintenanceDto } from "@/lib/console/types";
+import type { MaintenanceDto } from "@/lib/console/wire-types";
 import { LiveStatus } from "./live-status";
 import { Badge, buttonClass, Card, EmptyState, Notice, Stat, Table, Td } from "./ui";
 import { useLive } from "./use-live";

@@ -2,7 +2,7 @@
 import Link from "next/link";
 import { ago, formatCount } from "@/lib/console/format";
 import { liveUrl } from "@/lib/console/live-urls";
-import { JOB_STATES, type OverviewDto } from "@/lib/console/types";
+import { JOB_STATES, type OverviewDto } from "@/lib/console/wire-types";
 import { LiveStatus } from "./live-status";
 import { Card, DemoHint, EmptyState, linkClass, Stat, Table, Td } from "./ui";
 import { useLive } from "./use-live";

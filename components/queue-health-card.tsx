@@ -2,7 +2,7 @@
 import Link from "next/link";
 import { formatCount } from "@/lib/console/format";
 import { liveUrl } from "@/lib/console/live-urls";
-import { JOB_STATES, type QueueHealthDto } from "@/lib/console/types";
+import { JOB_STATES, type QueueHealthDto } from "@/lib/console/wire-types";
 import { LiveStatus } from "./live-status";
 import { failureRateText, QueueFlags } from "./queues-live";
 import { RelativeTime } from "./relative-time";

@@ -2,7 +2,7 @@
 import Link from "next/link";
 import { formatCount, formatDuration } from "@/lib/console/format";
 import { liveUrl } from "@/lib/console/live-urls";
-import type { QueueHealthDto } from "@/lib/console/types";
+import type { QueueHealthDto } from "@/lib/console/wire-types";
 import { LiveStatus } from "./live-status";
 import { RelativeTime } from "./relative-time";
 import { Badge, DemoHint, EmptyState, linkClass, Table, Td } from "./ui";

@@ -2,7 +2,7 @@ import Link from "next/link";
 import type { StateTab } from "@/lib/console/filters";
 import { STATE_TABS } from "@/lib/console/filters";
 import type { StateTabCounts } from "@/lib/console/jobs";
-import type { TabCount } from "@/lib/console/types";
+import type { TabCount } from "@/lib/console/wire-types";
 import { cx } from "./ui";
 
 function compact(c: TabCount): string {

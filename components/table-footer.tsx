@@ -1,6 +1,15 @@
 import Link from "next/link";
+import type { ReactNode } from "react";
+import type { Page } from "@/lib/console/wire-types";
 import { LiveStatus } from "./live-status";
-import { linkClass } from "./ui";
+import { linkClass, Table } from "./ui";
+
+/** What every live table is given: its first page (rendered on the server), the filters as "?a=b", whether any is set. */
+export interface LiveTableProps<T> {
+  initial: Page<T>;
+  query: string;
+  filtered: boolean;
+}
 
 /** Under every live table: when it was last refreshed (or why not), and the keyset page links. */
 export function TableFooter({
@@ -40,4 +49,44 @@ export function pageHref(path: string, query: string, cursor: "after" | "before"
   if (id) p.set(cursor, id);
   const s = p.toString();
   return s ? `${path}?${s}` : path;
+}
+
+/**
+ * A live table: `before` (a new-rows bar), then `empty` when there are no rows or the table of
+ * `rows` (one `<tr>` each from `row`), then the footer with the refresh status and page links.
+ */
+export function LiveTable<T>({
+  before,
+  rows,
+  empty,
+  caption,
+  head,
+  row,
+  error,
+  updatedAt,
+  links,
+}: {
+  before?: ReactNode;
+  rows: T[];
+  empty: ReactNode;
+  caption: string;
+  head: string[];
+  row: (r: T) => ReactNode;
+  error: Error | null;
+  updatedAt: number;
+  links: { href: string | null | undefined; label: string }[];
+}) {
+  return (
+    <div>
+      {before}
+      {rows.length === 0 ? (
+        empty
+      ) : (
+        <Table caption={caption} head={head}>
+          {rows.map(row)}
+        </Table>
+      )}
+      <TableFooter error={error} updatedAt={updatedAt} links={links} />
+    </div>
+  );
 }

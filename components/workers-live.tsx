@@ -1,7 +1,7 @@
 "use client";
 import Link from "next/link";
 import { liveUrl } from "@/lib/console/live-urls";
-import type { WorkersDto } from "@/lib/console/types";
+import type { WorkersDto } from "@/lib/console/wire-types";
 import { LiveStatus } from "./live-status";
 import { RelativeTime } from "./relative-time";
 import { Badge, EmptyState, JobLink, linkClass, Table, Td } from "./ui";

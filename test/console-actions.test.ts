@@ -8,7 +8,7 @@ const { enqueueTestJob, purgeJob, purgeQueue, runMaintenanceNow, parseRunAt } = 
 const { findByKey } = await import("@/lib/console/find-key");
 const { listAudit } = await import("@/lib/console/audit");
 const { jobDetail } = await import("@/lib/console/jobs");
-const { listObservations } = await import("@/lib/console/observations");
+const { listObservations } = await import("@/lib/console/observation-reads");
 
 const t = setupQueueTests();
 beforeAll(() => t.ready());

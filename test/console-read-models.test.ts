@@ -12,7 +12,7 @@ const { parseJobFilters, parseBindingFilters, parseAuditFilters, parseObservatio
   "@/lib/console/filters"
 );
 const { consoleConfig, hashPassword, passwordMatches, isLoopbackHost } = await import("@/lib/console/config");
-const { uuidv7Floor } = await import("@/lib/console/sql");
+const { uuidv7Floor } = await import("@/lib/console/read-queries");
 
 const t = setupQueueTests();
 beforeAll(() => t.ready());

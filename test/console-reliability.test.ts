@@ -1,4 +1,4 @@
-// Console defects found under restarts and bad input (issue 8): a NUL byte in a filter, a test
+// Console defects found under restarts and bad input: a NUL byte in a filter, a test
 // enqueue whose audit row could be lost, operator text PostgreSQL cannot store.
 import { readdirSync } from "node:fs";
 import path from "node:path";

@@ -12,7 +12,7 @@ const { consoleConfig } = await import("@/lib/console/config");
 const { isSameOrigin, sanitizeRequestHeaders, trustedProxies, CLIENT_ADDRESS_HEADER, HOST_HEADER, PROTO_HEADER } =
   await import("@/lib/console/request-info");
 const { createSession, deleteAllSessions, deleteSession, listSessions, lookupSession, passwordFingerprint } =
-  await import("@/lib/console/sessions");
+  await import("@/lib/console/session-store");
 
 const t = setupQueueTests();
 beforeAll(() => t.ready());

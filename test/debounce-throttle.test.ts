@@ -117,7 +117,7 @@ describe("debounce", () => {
     const q = t.queue();
     const key = fresh();
     const r = await q.enqueueWithResult("search.reindex", { doc: 1 }, { debounce: { key, windowMs: WINDOW } });
-    expect(r).toEqual({ jobId: expect.any(String), outcome: "accepted" });
+    expect(r).toMatchObject({ jobId: expect.any(String), outcome: "accepted" });
     const j = await job(r.jobId);
     expect(j.state).toBe("scheduled");
     expect(ms(j.run_at, j.created_at)).toBe(WINDOW);
@@ -158,7 +158,7 @@ describe("debounce", () => {
         maxAttempts: 3,
       },
     );
-    expect(again).toEqual({ jobId: first.jobId, outcome: "replaced" });
+    expect(again).toMatchObject({ jobId: first.jobId, outcome: "replaced" });
     const after = await job(first.jobId);
     expect(after).toMatchObject({
       state: "scheduled",
@@ -192,7 +192,7 @@ describe("debounce", () => {
     const before = await job(first.jobId);
     const bBefore = await bindingOf(first.jobId);
     const again = await q.enqueueWithResult("t", { v: 2 }, opts);
-    expect(again).toEqual({ jobId: first.jobId, outcome: "replaced" });
+    expect(again).toMatchObject({ jobId: first.jobId, outcome: "replaced" });
     const after = await job(first.jobId);
     expect(after.payload).toEqual({ v: 2 });
     expect(after.run_at.getTime()).toBe(before.run_at.getTime());
@@ -210,7 +210,7 @@ describe("debounce", () => {
     expect(b0?.max_wait_ms).toBe("15000");
     // 2 s later: now + window (12 s after acceptance) is inside the cap.
     await age(first.jobId, 2_000);
-    expect(await q.enqueueWithResult("search.reindex", { v: 1 }, opts)).toEqual({
+    expect(await q.enqueueWithResult("search.reindex", { v: 1 }, opts)).toMatchObject({
       jobId: first.jobId,
       outcome: "replaced",
     });
@@ -220,7 +220,7 @@ describe("debounce", () => {
     expect(ms(j.run_at, ev1!.at)).toBe(10_000);
     // 9 s after acceptance (window still open): now + window would be 19 s; the cap is 15 s.
     await age(first.jobId, 7_000);
-    expect(await q.enqueueWithResult("search.reindex", { v: 2 }, opts)).toEqual({
+    expect(await q.enqueueWithResult("search.reindex", { v: 2 }, opts)).toMatchObject({
       jobId: first.jobId,
       outcome: "replaced",
     });
@@ -265,7 +265,7 @@ describe("debounce", () => {
       await q.enqueueWithResult("t", { v: 2 }, { debounce: { key: endedKey, windowMs: WINDOW } }),
       await q.enqueueWithResult("t", { v: 2 }, { debounce: { key: retriedKey, windowMs: WINDOW } }),
     ];
-    expect(results).toEqual([
+    expect(results).toMatchObject([
       { jobId: a.jobId, outcome: "non_replaceable", reason: "not_pending" },
       { jobId: e.jobId, outcome: "non_replaceable", reason: "not_pending" },
       { jobId: r.jobId, outcome: "non_replaceable", reason: "not_pending" },
@@ -291,7 +291,7 @@ describe("debounce", () => {
     await age(first.jobId, WINDOW + 1_000);
     const before = await writes();
     const r = await q.enqueueWithResult("t", { v: 2 }, { debounce: { key, windowMs: WINDOW } });
-    expect(r).toEqual({ jobId: first.jobId, outcome: "non_replaceable", reason: "window_elapsed_pending" });
+    expect(r).toMatchObject({ jobId: first.jobId, outcome: "non_replaceable", reason: "window_elapsed_pending" });
     expect(reasonOf(r)).toBe("window_elapsed_pending");
     expect(await writes()).toEqual(before);
     expect((await job(first.jobId)).payload).toEqual({ v: 1 });
@@ -336,7 +336,7 @@ describe("debounce", () => {
       const owner = await q.enqueueWithResult("t", { v: 1 }, held as EnqueueOptions);
       const before = await writes();
       const r = await q.enqueueWithResult("t", { v: 1 }, { debounce: { key, windowMs: WINDOW } });
-      expect(r).toEqual({ jobId: owner.jobId, outcome: "non_replaceable", reason: "incompatible_key_mode" });
+      expect(r).toMatchObject({ jobId: owner.jobId, outcome: "non_replaceable", reason: "incompatible_key_mode" });
       expect(await writes()).toEqual(before);
     }
   });
@@ -378,7 +378,7 @@ describe("throttle", () => {
     expect((await job(first.jobId)).state).toBe("ready");
 
     const before = await writes();
-    expect(await q.enqueueWithResult("order.shipped", { order: 7 }, opts)).toEqual({
+    expect(await q.enqueueWithResult("order.shipped", { order: 7 }, opts)).toMatchObject({
       jobId: first.jobId,
       outcome: "coalesced",
     });
@@ -414,7 +414,7 @@ describe("throttle", () => {
       "update workhorse.job set state = 'succeeded', attempt = 1, started_at = now(), finished_at = now() where id = $1",
       [first.jobId],
     );
-    expect(await q.enqueueWithResult("t", { v: 1 }, opts)).toEqual({ jobId: first.jobId, outcome: "coalesced" });
+    expect(await q.enqueueWithResult("t", { v: 1 }, opts)).toMatchObject({ jobId: first.jobId, outcome: "coalesced" });
   });
 
   test("runAt is allowed and fingerprinted", async () => {
@@ -423,7 +423,7 @@ describe("throttle", () => {
     const runAt = new Date(Date.now() + 3_600_000);
     const first = await q.enqueueWithResult("t", {}, { throttle: { key, windowMs: WINDOW }, runAt });
     expect((await job(first.jobId)).run_at.getTime()).toBe(runAt.getTime());
-    expect(await q.enqueueWithResult("t", {}, { throttle: { key, windowMs: WINDOW }, runAt })).toEqual({
+    expect(await q.enqueueWithResult("t", {}, { throttle: { key, windowMs: WINDOW }, runAt })).toMatchObject({
       jobId: first.jobId,
       outcome: "coalesced",
     });
@@ -454,9 +454,9 @@ describe("one key holds one mode (3 x 3)", () => {
         const before = await writes();
         const r = await q.enqueueWithResult("t", { v: 1 }, optionsFor(asked, key)).catch((e) => e);
         if (held === asked) {
-          expect(r).toEqual({ jobId: owner.jobId, outcome: same[asked] });
+          expect(r).toMatchObject({ jobId: owner.jobId, outcome: same[asked] });
         } else if (asked === "debounce") {
-          expect(r).toEqual({ jobId: owner.jobId, outcome: "non_replaceable", reason: "incompatible_key_mode" });
+          expect(r).toMatchObject({ jobId: owner.jobId, outcome: "non_replaceable", reason: "incompatible_key_mode" });
           expect(await writes()).toEqual(before);
         } else {
           expect(r).toBeInstanceOf(EnqueueIdempotencyConflictError);
@@ -507,7 +507,7 @@ describe("batches follow the same rules request by request", () => {
       { type: "t", payload: { v: 1 }, options: { debounce: { key: i, windowMs: WINDOW } } },
       { type: "t", payload: { v: 1 }, options: { throttle: { key: th, windowMs: WINDOW } } },
     ]);
-    expect(later).toEqual([
+    expect(later).toMatchObject([
       { jobId: results[0]!.jobId, outcome: "replaced" },
       { jobId: results[1]!.jobId, outcome: "non_replaceable", reason: "incompatible_key_mode" },
       { jobId: results[3]!.jobId, outcome: "coalesced" },
@@ -521,7 +521,7 @@ describe("batches follow the same rules request by request", () => {
       { type: "t", payload: { v: 1 }, options: { throttle: { key: th, windowMs: WINDOW } } },
       { type: "t", payload: { v: 1 }, options: { throttle: { key: th, windowMs: WINDOW } } },
     ]);
-    expect(results).toEqual([
+    expect(results).toMatchObject([
       { jobId: results[0]!.jobId, outcome: "accepted" },
       { jobId: results[0]!.jobId, outcome: "coalesced" },
     ]);
@@ -600,7 +600,7 @@ describe("in the caller's transaction (withClient)", () => {
       await client.query("commit");
       expect([c.outcome, d.outcome, d.jobId]).toEqual(["accepted", "replaced", c.jobId]);
       expect([th1.outcome, th2.outcome, th2.jobId]).toEqual(["accepted", "coalesced", th1.jobId]);
-      expect(many).toEqual([
+      expect(many).toMatchObject([
         { jobId: c.jobId, outcome: "replaced" },
         { jobId: th1.jobId, outcome: "coalesced" },
       ]);

@@ -45,6 +45,27 @@ describe("keys are hashed, previewed and digested in the process", () => {
     expect(keyPreviewOf("😀😀😀😀😀😀")).toBe("😀😀…"); // code points, not UTF-16 units
     expect(keyLengthOf("😀😀😀😀😀😀")).toBe(6);
   });
+
+  test("a keyed result carries the key's preview, digest and length (as describeKey gives them); a keyless one none", async () => {
+    const q = t.queue();
+    const key = { scope: "result-key", key: "order:7781-result" };
+    const described = await q.describeKey(key);
+    const expected = {
+      keyPreview: described.keyPreview,
+      keyDigest: described.keyDigest,
+      keyLength: described.keyLength,
+    };
+    const first = await q.enqueueWithResult("order.place", { n: 1 }, { idempotency: key });
+    expect(first).toEqual({ jobId: expect.any(String), outcome: "accepted", ...expected });
+    const again = await q.enqueueWithResult("order.place", { n: 1 }, { idempotency: key });
+    expect(again).toEqual({ jobId: first.jobId, outcome: "replayed", ...expected });
+    const [batched, keyless] = await q.enqueueManyWithResults([
+      { type: "order.place", payload: { n: 1 }, options: { idempotency: key } },
+      { type: "order.place", payload: { n: 2 } },
+    ]);
+    expect(batched).toEqual({ jobId: first.jobId, outcome: "replayed", ...expected });
+    expect(keyless).toEqual({ jobId: expect.any(String), outcome: "accepted" });
+  });
 });
 
 describe("accept, replay, conflict", () => {
@@ -105,7 +126,7 @@ describe("accept, replay, conflict", () => {
     );
     const bindingBefore = await q.findBinding(opts.idempotency);
     const again = await q.enqueueWithResult("invoice.capture", { amount: 10, invoiceId: "INV-7" }, opts);
-    expect(again).toEqual({ jobId: first.jobId, outcome: "replayed" });
+    expect(again).toMatchObject({ jobId: first.jobId, outcome: "replayed" });
     const after = await t.sql(
       "select (select count(*) from workhorse.job) j, (select count(*) from workhorse.job_event) e",
     );
@@ -194,7 +215,7 @@ describe("accept, replay, conflict", () => {
       { a: { x: "s", y: [1, 2] }, b: 1 },
       { tags: ["a", "b", "a"], idempotency: { key } },
     );
-    expect(b).toEqual({ jobId: a, outcome: "replayed" });
+    expect(b).toMatchObject({ jobId: a, outcome: "replayed" });
     expect((await q.getJob(a))!.tags).toEqual(["a", "b"]);
   });
 
@@ -203,7 +224,10 @@ describe("accept, replay, conflict", () => {
     const key = fresh();
     const id = await q.enqueue("t", {}, { idempotency: { key } });
     await new Promise((r) => setTimeout(r, 20));
-    expect(await q.enqueueWithResult("t", {}, { idempotency: { key } })).toEqual({ jobId: id, outcome: "replayed" });
+    expect(await q.enqueueWithResult("t", {}, { idempotency: { key } })).toMatchObject({
+      jobId: id,
+      outcome: "replayed",
+    });
     const err = await q
       .enqueue("t", {}, { runAt: new Date(Date.now() + 60_000), idempotency: { key } })
       .catch((e) => e);
@@ -222,7 +246,7 @@ describe("accept, replay, conflict", () => {
         idempotency: { key },
       },
     );
-    expect(r).toEqual({ jobId: id, outcome: "replayed" });
+    expect(r).toMatchObject({ jobId: id, outcome: "replayed" });
     expect((await q.getJob(id))!.retryPolicy).toEqual({ initialDelayMs: 500, multiplier: 1, maxDelayMs: 500 });
   });
 

@@ -163,7 +163,7 @@ test("re-ordering payload keys or tags, or repeating tags, is a replay", async (
         ...r.options,
         ...(tags ? { tags } : {}),
       });
-      expect(same).toEqual({ jobId, outcome: "replayed" });
+      expect(same).toMatchObject({ jobId, outcome: "replayed" });
     }),
     { numRuns: 100 },
   );

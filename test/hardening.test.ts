@@ -13,8 +13,8 @@ import {
   WorkhorseDatabaseError,
 } from "../lib/enqueue";
 import { sqlStateOf } from "../lib/enqueue/errors";
-import { LIMITS } from "../lib/enqueue/validate";
-import { isTransientDbError } from "../lib/enqueue/worker/support";
+import { LIMITS } from "../lib/enqueue/limits";
+import { isTransientDbError } from "../lib/enqueue/worker/error-summary";
 import { setupQueueTests } from "./helpers";
 
 const t = setupQueueTests();

@@ -78,9 +78,9 @@ describe("a keyed retry after a commit whose reply was lost", () => {
     const [a, b, a2, o, th] = results;
     expect(a?.outcome).toBe("accepted");
     expect(b?.outcome).toBe("accepted");
-    expect(a2).toEqual({ jobId: a?.jobId, outcome: "replayed" });
-    expect(o).toEqual({ jobId: old, outcome: "replayed" });
-    expect(th).toEqual({ jobId: thr, outcome: "coalesced" });
+    expect(a2).toMatchObject({ jobId: a?.jobId, outcome: "replayed" });
+    expect(o).toMatchObject({ jobId: old, outcome: "replayed" });
+    expect(th).toMatchObject({ jobId: thr, outcome: "coalesced" });
     expect(await jobCount(scope)).toBe(4);
     expect(queue.retryStats().recoveredAccepts).toBe(before.recoveredAccepts + 2);
   });
@@ -93,7 +93,7 @@ describe("a keyed retry after a commit whose reply was lost", () => {
       { type: "lost.reply", payload: { rev: 2 }, options: { debounce: { key: "d", scope, windowMs: 60_000 } } },
     ]);
     expect(first?.outcome).toBe("accepted");
-    expect(second).toEqual({ jobId: first?.jobId, outcome: "replaced" });
+    expect(second).toMatchObject({ jobId: first?.jobId, outcome: "replaced" });
     expect((await queue.getJob(first?.jobId as string))?.payload).toEqual({ rev: 2 });
     expect(await t.count("job_event", `job_id = '${first?.jobId}' and kind = 'debounced'`)).toBe(1);
   });
@@ -111,7 +111,7 @@ describe("a keyed retry after a commit whose reply was lost", () => {
       { debounce: { key: "d", scope, windowMs: 60_000 } },
     );
     expect(a.outcome).toBe("accepted");
-    expect(b).toEqual({ jobId: a.jobId, outcome: "replaced" });
+    expect(b).toMatchObject({ jobId: a.jobId, outcome: "replaced" });
     expect((await queue.getJob(a.jobId))?.payload).toEqual({ rev: 2 });
     expect(await t.count("job_event", `job_id = '${a.jobId}' and kind = 'debounced'`)).toBe(1);
     expect(await jobCount(scope)).toBe(1);

@@ -107,7 +107,7 @@ describe("cancel", () => {
       {},
       { queue: "c1", runAt: job?.runAt, idempotency: { key: "k-cancel", scope: "s" } },
     );
-    expect(replay).toEqual({ jobId: scheduled, outcome: "replayed" });
+    expect(replay).toMatchObject({ jobId: scheduled, outcome: "replayed" });
 
     expect(await lastAudit("cancel")).toEqual({
       actor: "alice@ops",
@@ -372,7 +372,7 @@ describe("redrive", () => {
         idempotency: { key: "order-9-0", scope: "orders" },
       },
     );
-    expect(replay).toEqual({ jobId, outcome: "replayed" });
+    expect(replay).toMatchObject({ jobId, outcome: "replayed" });
     // The redriven job owns the key now: its purge releases it, and a new request takes the key.
     expect(await q.purge({ jobId }, { actor: "bob", reason: "done" })).toEqual({ purged: 1, releasedBindings: 1 });
     expect(await q.findBinding({ key: "order-9-0", scope: "orders" })).toBeNull();

@@ -7,8 +7,9 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
 import { EnqueueIdempotencyConflictError, EnqueueValidationError, migrate } from "../lib/enqueue";
 import { legacyMigrations } from "../lib/enqueue/legacy-migrations.generated";
+import { LIMITS } from "../lib/enqueue/limits";
 import { migrateBefore } from "../lib/enqueue/migrate";
-import { encodePayload, LIMITS } from "../lib/enqueue/validate";
+import { encodePayload } from "../lib/enqueue/payload";
 import { dropDatabase, setupQueueTests } from "./helpers";
 
 const t = setupQueueTests();

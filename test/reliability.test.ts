@@ -1,4 +1,4 @@
-// Worker and enqueue defects found by probing as an attacker would (issue 8): one unstorable result
+// Worker and enqueue defects found by probing as an attacker would: one unstorable result
 // must not cost other jobs anything, odd thrown values must still fail their attempt at once, jobs
 // due together are claimed in enqueue order, maintenance gives back lapsed leases, and payloads that
 // JSON would silently change are refused.

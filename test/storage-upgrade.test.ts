@@ -139,13 +139,13 @@ test("keys bound by the old shape replay, conflict, expire and are released by p
   // Replay through the single path, the batch path and a caller's transaction.
   expect(
     await q.enqueueWithResult("invoice.capture", { amountCents: 500, invoiceId: "INV-1" }, opts("capture:INV-1")),
-  ).toEqual({ jobId: longJob, outcome: "replayed" });
+  ).toMatchObject({ jobId: longJob, outcome: "replayed" });
   expect(
     await q.enqueueManyWithResults([
       { type: "invoice.capture", payload: { invoiceId: "INV-4" }, options: opts("capture:INV-4") },
       { type: "invoice.capture", payload: { invoiceId: "INV-1", amountCents: 500 }, options: opts("capture:INV-1") },
     ]),
-  ).toEqual([
+  ).toMatchObject([
     { jobId: batchJob, outcome: "replayed" },
     { jobId: longJob, outcome: "replayed" },
   ]);
@@ -154,7 +154,7 @@ test("keys bound by the old shape replay, conflict, expire and are released by p
     await client.query("begin");
     expect(
       await q.withClient(client).enqueueWithResult("invoice.capture", { invoiceId: "INV-4" }, opts("capture:INV-4")),
-    ).toEqual({ jobId: batchJob, outcome: "replayed" });
+    ).toMatchObject({ jobId: batchJob, outcome: "replayed" });
     await client.query("commit");
   } finally {
     client.release();
@@ -202,7 +202,9 @@ test("keys bound by the old shape replay, conflict, expire and are released by p
   expect(renewed.jobId).not.toBe(purgeJob);
 
   // The short binding expires on its old schedule; then the key is taken by a new job.
-  expect(await q.enqueueWithResult("invoice.capture", { invoiceId: "INV-2" }, opts("capture:INV-2", 2_500))).toEqual({
+  expect(
+    await q.enqueueWithResult("invoice.capture", { invoiceId: "INV-2" }, opts("capture:INV-2", 2_500)),
+  ).toMatchObject({
     jobId: shortJob,
     outcome: "replayed",
   });
@@ -211,7 +213,9 @@ test("keys bound by the old shape replay, conflict, expire and are released by p
   const next = await q.enqueueWithResult("invoice.capture", { invoiceId: "INV-2" }, opts("capture:INV-2", 2_500));
   expect(next.outcome).toBe("accepted");
   expect(next.jobId).not.toBe(shortJob);
-  expect(await q.enqueueWithResult("invoice.capture", { invoiceId: "INV-2" }, opts("capture:INV-2", 2_500))).toEqual({
+  expect(
+    await q.enqueueWithResult("invoice.capture", { invoiceId: "INV-2" }, opts("capture:INV-2", 2_500)),
+  ).toMatchObject({
     jobId: next.jobId,
     outcome: "replayed",
   });

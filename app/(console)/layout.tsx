@@ -4,7 +4,7 @@ import { KeyboardShortcuts } from "@/components/keyboard-shortcuts";
 import { Nav } from "@/components/nav";
 import { ReadOnlyProvider } from "@/components/read-only";
 import { LiveIndicator } from "@/components/refresh-policy";
-import { requireViewer } from "@/lib/console/session";
+import { requireViewer } from "@/lib/console/viewer";
 
 export const dynamic = "force-dynamic";
 

@@ -5,7 +5,7 @@ import { PageHeader } from "@/components/ui";
 import { consolePool } from "@/lib/console/db";
 import { overview } from "@/lib/console/overview";
 import { series } from "@/lib/console/series";
-import { requireViewer } from "@/lib/console/session";
+import { requireViewer } from "@/lib/console/viewer";
 
 export const metadata: Metadata = { title: "Overview" };
 

@@ -6,8 +6,8 @@ import { consoleConfig, passwordMatches } from "@/lib/console/config";
 import { consoleDb } from "@/lib/console/db";
 import { signInLimiter } from "@/lib/console/rate-limit";
 import { safeReturnPath } from "@/lib/console/return-to";
-import { getSession, requestInfo, sameOriginRequest } from "@/lib/console/session";
-import { createSession, deleteSession, lookupSession, passwordFingerprint } from "@/lib/console/sessions";
+import { createSession, deleteSession, lookupSession, passwordFingerprint } from "@/lib/console/session-store";
+import { getSession, requestInfo, sameOriginRequest } from "@/lib/console/viewer";
 import { LIMITS } from "@/lib/enqueue";
 
 /** The name typed, given back after a failed sign-in so it need not be typed again. */

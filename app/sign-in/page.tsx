@@ -3,7 +3,7 @@ import { redirect } from "next/navigation";
 import { SignInForm } from "@/components/sign-in-form";
 import { Notice } from "@/components/ui";
 import { safeReturnPath } from "@/lib/console/return-to";
-import { currentViewer } from "@/lib/console/session";
+import { currentViewer } from "@/lib/console/viewer";
 import { signIn } from "./actions";
 
 export const metadata: Metadata = { title: "Sign in" };

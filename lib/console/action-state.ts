@@ -1,14 +1,14 @@
 /** Typed results of the console's server actions, rendered by `useActionState`. Never carries a raw key. */
-import type { IdempotencyConflictDetails } from "@/lib/enqueue/errors";
-import type { BindingDto, JobStateName } from "./types";
+import type { IdempotencyConflictDetails } from "@/lib/enqueue/client";
+import type { BindingDto, JobStateName } from "./wire-types";
 
 export type FieldErrors = Partial<Record<string, string>>;
 
 export type FormError = { status: "error"; message: string; fieldErrors: FieldErrors };
-export type Idle = { status: "idle" };
+type Idle = { status: "idle" };
 
 /** A conflict as the enqueue form shows it: the core's conflict details (never a value), with the message. */
-export type ConflictView = Omit<IdempotencyConflictDetails, "ordinal" | "payloadPaths" | "payloadPathsTruncated"> & {
+type ConflictView = Omit<IdempotencyConflictDetails, "ordinal" | "payloadPaths" | "payloadPathsTruncated"> & {
   message: string;
   payloadPaths: string[] | null;
 };
@@ -30,7 +30,7 @@ export type EnqueueFormState =
     }
   | { status: "conflict"; conflict: ConflictView; seq: number };
 
-export interface JobSummary {
+interface JobSummary {
   id: string;
   state: JobStateName;
   queue: string;
@@ -82,7 +82,7 @@ export type OperatorActionState =
   | { status: "done"; summary: string; counts: Record<string, number>; seq: number };
 
 /** One source job of a redrive (dry run or real). */
-export interface RedriveResultView {
+interface RedriveResultView {
   sourceJobId: string;
   status: "redriven" | "replayed" | "eligible" | "not_found" | "not_failed";
   jobId: string | null;

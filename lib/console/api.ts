@@ -2,8 +2,8 @@ import "server-only";
 import { NextResponse } from "next/server";
 import { EnqueueValidationError } from "@/lib/enqueue";
 import { consolePool } from "./db";
-import { apiAccess } from "./session";
-import type { Db } from "./sql";
+import type { Db } from "./read-queries";
+import { apiAccess } from "./viewer";
 
 /**
  * A polling endpoint: access check, then `read(db)` as JSON (no-store). Errors map to statuses:

@@ -1,9 +1,9 @@
 import "server-only";
 import type { AuditFilters } from "./filters";
-import { type Db, iso, Where } from "./sql";
-import type { AuditDto, Page } from "./types";
+import { type Db, iso, Where } from "./read-queries";
+import type { AuditDto, Page } from "./wire-types";
 
-export const AUDIT_PAGE_SIZE = 50;
+const AUDIT_PAGE_SIZE = 50;
 
 /** Operator audit log, newest first; keyset on (at, id) over the `at` index. */
 export async function listAudit(db: Db, f: AuditFilters, limit = AUDIT_PAGE_SIZE): Promise<Page<AuditDto>> {

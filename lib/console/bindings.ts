@@ -1,10 +1,10 @@
 import "server-only";
 import type { BindingFilters } from "./filters";
 import { BINDING_COLUMNS, type BindingRow, bindingDto, prefixPattern } from "./jobs";
-import { type Db, iso, Where } from "./sql";
-import type { BindingDto, Page } from "./types";
+import { type Db, iso, Where } from "./read-queries";
+import type { BindingDto, Page } from "./wire-types";
 
-export const BINDINGS_PAGE_SIZE = 50;
+const BINDINGS_PAGE_SIZE = 50;
 
 /**
  * Live bindings (soonest to expire first) or expired ones awaiting cleanup (oldest first, the order

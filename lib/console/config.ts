@@ -12,7 +12,7 @@ import { createHash, randomBytes, scryptSync, timingSafeEqual } from "node:crypt
 
 export type PasswordCheck = { kind: "plain"; digest: Buffer } | { kind: "scrypt"; salt: Buffer; hash: Buffer };
 
-export interface ConsoleConfig {
+interface ConsoleConfig {
   password: PasswordCheck | null;
   readOnly: boolean;
   sessionSecret: string;

@@ -14,7 +14,7 @@ interface ConsoleDb {
 
 const g = globalThis as { __workhorseConsoleDb?: ConsoleDb };
 
-export function consoleDbSync(): ConsoleDb {
+function consoleDbSync(): ConsoleDb {
   if (!g.__workhorseConsoleDb) {
     const url = process.env.DATABASE_URL;
     if (!url) throw new Error("DATABASE_URL is not set: start the console with `npm start` (or `npm run dev`).");
@@ -33,8 +33,4 @@ export async function consoleDb(): Promise<ConsoleDb> {
 
 export async function consolePool(): Promise<pg.Pool> {
   return consoleDbSync().pool;
-}
-
-export async function consoleQueue(): Promise<Queue> {
-  return consoleDbSync().queue;
 }

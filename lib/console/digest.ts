@@ -1,10 +1,10 @@
 import "server-only";
 import type pg from "pg";
 import { BINDING_COLUMNS, type BindingRow, bindingDto } from "./jobs";
-import { type ObservationRow, observationDto } from "./observations";
+import { type ObservationRow, observationDto } from "./observation-reads";
 import { DIGEST_LOOKUPS_PER_MINUTE, digestLookupLimiter, type RequestLimiter } from "./rate-limit";
-import { isDistributed, iso, readWithTimeout } from "./sql";
-import type { DigestLookupDto, JobStateName } from "./types";
+import { isDistributed, iso, readWithTimeout } from "./read-queries";
+import type { DigestLookupDto, JobStateName } from "./wire-types";
 
 /** A key digest: the first 12 hex characters of the key's SHA-256 (what errors and logs carry). */
 export const DIGEST_RE = /^[0-9a-f]{12}$/;
@@ -12,11 +12,11 @@ export const DIGEST_RE = /^[0-9a-f]{12}$/;
 export { DIGEST_LOOKUPS_PER_MINUTE };
 
 /** How long the observation search (an index range since migration 015) may take before we say so. */
-export const DIGEST_SEARCH_TIMEOUT_MS = 500;
+const DIGEST_SEARCH_TIMEOUT_MS = 500;
 /** Scopes walked for bindings; beyond this the answer says the search stopped. */
-export const DIGEST_MAX_SCOPES = 1000;
+const DIGEST_MAX_SCOPES = 1000;
 
-export type LimitedDigestLookup =
+type LimitedDigestLookup =
   | { status: "ok"; result: DigestLookupDto }
   | { status: "limited"; retryInSeconds: number; message: string };
 

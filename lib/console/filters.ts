@@ -4,10 +4,10 @@
  * direction comes from an allowlist, every value is a bound parameter.
  */
 import { z } from "zod";
-import { AUDIT_ACTIONS } from "@/lib/enqueue/vocabulary";
-import { BINDING_MODES, JOB_STATES, OBSERVATION_OUTCOMES, SERIES_WINDOWS, type SeriesWindow } from "./types";
+import { AUDIT_ACTIONS, ONE_DAY_MS } from "@/lib/enqueue/client";
+import { BINDING_MODES, JOB_STATES, OBSERVATION_OUTCOMES, SERIES_WINDOWS, type SeriesWindow } from "./wire-types";
 
-export type RawParams = Record<string, string | string[] | undefined> | URLSearchParams;
+type RawParams = Record<string, string | string[] | undefined> | URLSearchParams;
 
 function get(params: RawParams, name: string): string | undefined {
   const v = params instanceof URLSearchParams ? (params.get(name) ?? undefined) : params[name];
@@ -70,7 +70,7 @@ export function parseJobFilters(params: RawParams): JobFilters {
   };
 }
 
-export const BINDING_STATUSES = ["live", "expired"] as const;
+const BINDING_STATUSES = ["live", "expired"] as const;
 
 export interface BindingFilters {
   status: (typeof BINDING_STATUSES)[number];
@@ -80,15 +80,18 @@ export interface BindingFilters {
   after?: { expiresAtUs: string; jobId: string };
 }
 
+/** A keyset cursor `<microseconds since epoch>_<uuid>`, the id lower-cased; undefined when absent or malformed. */
+function microsCursor(raw: string | undefined): { us: string; id: string } | undefined {
+  if (!raw) return undefined;
+  const i = raw.lastIndexOf("_");
+  const us = raw.slice(0, i);
+  const id = raw.slice(i + 1);
+  return i > 0 && UUID_RE.test(id) && /^\d{1,17}$/.test(us) ? { us, id: id.toLowerCase() } : undefined;
+}
+
 export function parseBindingFilters(params: RawParams): BindingFilters {
-  const rawAfter = get(params, "after");
-  let after: BindingFilters["after"];
-  if (rawAfter) {
-    const i = rawAfter.lastIndexOf("_");
-    const t = rawAfter.slice(0, i);
-    const id = rawAfter.slice(i + 1);
-    if (i > 0 && UUID_RE.test(id) && /^\d{1,17}$/.test(t)) after = { expiresAtUs: t, jobId: id.toLowerCase() };
-  }
+  const cursor = microsCursor(get(params, "after"));
+  const after: BindingFilters["after"] = cursor && { expiresAtUs: cursor.us, jobId: cursor.id };
   return {
     status: pick(z.enum(BINDING_STATUSES), get(params, "status")) ?? "live",
     scope: pick(scope, get(params, "scope")),
@@ -97,8 +100,8 @@ export function parseBindingFilters(params: RawParams): BindingFilters {
   };
 }
 
-export const TIME_WINDOWS = { "15m": 15 * 60_000, "1h": 3_600_000, "24h": 86_400_000, "7d": 7 * 86_400_000 } as const;
-export type TimeWindow = keyof typeof TIME_WINDOWS;
+export const TIME_WINDOWS = { "15m": 15 * 60_000, "1h": 3_600_000, "24h": ONE_DAY_MS, "7d": 7 * ONE_DAY_MS } as const;
+type TimeWindow = keyof typeof TIME_WINDOWS;
 
 export interface ObservationFilters {
   outcome?: (typeof OBSERVATION_OUTCOMES)[number];
@@ -153,14 +156,8 @@ export interface AuditFilters {
 }
 
 export function parseAuditFilters(params: RawParams): AuditFilters {
-  const rawAfter = get(params, "after");
-  let after: AuditFilters["after"];
-  if (rawAfter) {
-    const i = rawAfter.lastIndexOf("_");
-    const t = rawAfter.slice(0, i);
-    const id = rawAfter.slice(i + 1);
-    if (i > 0 && UUID_RE.test(id) && /^\d{1,17}$/.test(t)) after = { at: t, id: id.toLowerCase() };
-  }
+  const cursor = microsCursor(get(params, "after"));
+  const after: AuditFilters["after"] = cursor && { at: cursor.us, id: cursor.id };
   return {
     action: pick(z.enum(AUDIT_ACTIONS), get(params, "action")),
     actor: pick(
@@ -175,7 +172,7 @@ export function parseAuditFilters(params: RawParams): AuditFilters {
   };
 }
 
-export interface SeriesParams {
+interface SeriesParams {
   window: SeriesWindow;
   queue: string | null;
 }

@@ -5,11 +5,11 @@ import "server-only";
  * state returned holds its digest, preview and length, never the key.
  */
 import type pg from "pg";
-import { answeredByServer, EnqueueValidationError, type Queue, withPoolClient } from "@/lib/enqueue";
+import { answeredByServer, DEFAULT_SCOPE, EnqueueValidationError, type Queue, withPoolClient } from "@/lib/enqueue";
 import type { FieldErrors, FindKeyState, KeyHistory } from "./action-state";
 import { debounceFields } from "./jobs";
-import { iso } from "./sql";
-import type { JobStateName } from "./types";
+import { iso } from "./read-queries";
+import type { JobStateName } from "./wire-types";
 
 const text = (v: FormDataEntryValue | null): string => (typeof v === "string" ? v : "");
 
@@ -19,7 +19,7 @@ const text = (v: FormDataEntryValue | null): string => (typeof v === "string" ? 
  */
 export async function findByKey(queue: Queue, pool: pg.Pool, form: FormData): Promise<FindKeyState> {
   const key = text(form.get("key"));
-  const scope = text(form.get("scope")).trim() || "default";
+  const scope = text(form.get("scope")).trim() || DEFAULT_SCOPE;
   if (key === "") return { status: "error", message: "Enter the key.", fieldErrors: { key: "Key is required" } };
   let binding: Awaited<ReturnType<Queue["findBinding"]>>;
   try {
@@ -82,7 +82,7 @@ export async function findByKey(queue: Queue, pool: pg.Pool, form: FormData): Pr
 }
 
 /** Milliseconds the "what happened to this key" search may take before we answer "unknown". */
-export const HISTORY_TIMEOUT_MS = 500;
+const HISTORY_TIMEOUT_MS = 500;
 
 /**
  * What became of a key with no binding: the newest job that was accepted under it (jobs carry their

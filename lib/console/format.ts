@@ -1,5 +1,5 @@
 /** Display helpers shared by server and client components. Deterministic (UTC), so hydration matches. */
-import type { CappedCount } from "./types";
+import type { CappedCount } from "./wire-types";
 
 export function formatCount(c: CappedCount | number | undefined): string {
   if (c === undefined) return "0";

@@ -3,10 +3,10 @@ import type pg from "pg";
 import { BINDING_COLUMNS, type BindingRow, bindingFromRow } from "@/lib/enqueue";
 import { type JobFilters, STATE_TABS, type StateTab } from "./filters";
 import { stateCounts } from "./overview";
-import { type Db, isDistributed, iso, isoOrNull, readWithTimeout, Where } from "./sql";
-import type { BindingDto, JobDetailDto, JobRowDto, JobStateName, Page, TabCount } from "./types";
+import { type Db, isDistributed, iso, isoOrNull, readWithTimeout, Where } from "./read-queries";
+import type { BindingDto, JobDetailDto, JobRowDto, JobStateName, Page, TabCount } from "./wire-types";
 
-export const JOBS_PAGE_SIZE = 50;
+const JOBS_PAGE_SIZE = 50;
 
 interface JobListRow {
   id: string;
@@ -194,9 +194,9 @@ export async function jobDetail(db: Db, id: string): Promise<JobDetailDto | null
 }
 
 /** Above this many matching rows the state tabs show the planner's estimate instead of a count. */
-export const EXACT_COUNT_LIMIT = 50_000;
+const EXACT_COUNT_LIMIT = 50_000;
 /** The exact tab count is one scan; past this it gives way to estimates. */
-export const TAB_COUNT_TIMEOUT_MS = 1_000;
+const TAB_COUNT_TIMEOUT_MS = 1_000;
 
 export interface StateTabCounts {
   counts: Record<StateTab | "all", TabCount>;

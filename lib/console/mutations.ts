@@ -6,16 +6,19 @@ import "server-only";
  */
 import { z } from "zod";
 import {
+  DEFAULT_QUEUE,
+  DEFAULT_SCOPE,
   EnqueueIdempotencyConflictError,
   type EnqueueOptions,
   EnqueueValidationError,
   JobNotFoundError,
-  KEY_MODES,
+  type KEY_MODES,
   LIMITS,
   PurgeNotAllowedError,
   type Queue,
 } from "@/lib/enqueue";
 import type { EnqueueFormState, FieldErrors, FindKeyState, MaintenanceState, PurgeState } from "./action-state";
+import { ENQUEUE_FIELD_NAMES, ENQUEUE_FIELDS, type EnqueueField } from "./enqueue-fields";
 import { KEY_LABELS } from "./outcomes";
 
 const text = (v: FormDataEntryValue | null): string => (typeof v === "string" ? v : "");
@@ -24,44 +27,20 @@ const optional = (v: FormDataEntryValue | null): string | undefined => {
   return s === "" ? undefined : s;
 };
 
-/** Which form field an `EnqueueValidationError` option belongs to. */
-function fieldOf(path: string): string {
+/** Which form field an `EnqueueValidationError` option belongs to ("form" when none). */
+function fieldOf(path: string): EnqueueField | "form" {
   const option = path.replace(/^options\./, "").replace(/^(idempotency|debounce|throttle)\./, "");
-  if (option.startsWith("key")) return "key";
-  if (option.startsWith("scope")) return "scope";
-  if (option.startsWith("ttlMs")) return "ttlMs";
-  if (option.startsWith("windowMs")) return "windowMs";
-  if (option.startsWith("maxWaitMs")) return "maxWaitMs";
-  if (option.startsWith("schedule")) return "schedule";
-  if (option.startsWith("tags")) return "tags";
-  for (const f of ["type", "queue", "payload", "runAt", "maxAttempts"]) if (option.startsWith(f)) return f;
-  return "form";
+  return ENQUEUE_FIELD_NAMES.find((f) => option.startsWith(f)) ?? "form";
 }
-
-/** The form's own words for each field, so messages read like the labels above them. */
-const FIELD_LABELS: Record<string, string> = {
-  key: "Idempotency key",
-  scope: "Scope",
-  ttlMs: "TTL",
-  windowMs: "Window",
-  maxWaitMs: "Max wait",
-  schedule: "Schedule",
-  tags: "Tags",
-  type: "Type",
-  queue: "Queue",
-  payload: "Payload",
-  runAt: "Run at",
-  maxAttempts: "Max attempts",
-};
 
 function validationState(
   err: EnqueueValidationError,
-  keyLabel = FIELD_LABELS.key,
+  keyLabel: string = ENQUEUE_FIELDS.key.label,
 ): EnqueueFormState & FindKeyState & PurgeState {
   const fieldErrors: FieldErrors = {};
   for (const i of err.issues) {
     const f = fieldOf(i.option);
-    const label = (f === "key" ? keyLabel : FIELD_LABELS[f]) ?? i.option.replace(/^options\./, "");
+    const label = f === "form" ? i.option.replace(/^options\./, "") : f === "key" ? keyLabel : ENQUEUE_FIELDS[f].label;
     fieldErrors[f] ??= `${label} ${i.rule}`;
   }
   return { status: "error", message: "Check the highlighted fields.", fieldErrors };
@@ -76,25 +55,35 @@ const intField = (label: string, min: number, max: number) =>
       error: `${label} must be between ${min} and ${max.toLocaleString("en-US")}`,
     });
 
+type Fields = typeof ENQUEUE_FIELDS;
+/** What the form's schema gives: numbers for the `int` fields, the allowed words for the choices. */
+type EnqueueFormValues = { type: string; tzOffset?: string } & {
+  [K in Exclude<EnqueueField, "type">]?: Fields[K] extends { kind: "int" }
+    ? number
+    : Fields[K] extends { values: readonly (infer V)[] }
+      ? V
+      : string;
+};
+
+/** The form's schema, built from the field table: every field optional text but the type, bounds from LIMITS. */
 const enqueueForm = z.object({
-  type: z.string({ error: "Type is required" }).min(1, { error: "Type is required" }),
-  queue: z.string().optional(),
-  payload: z.string().optional(),
-  key: z.string().optional(),
-  scope: z.string().optional(),
-  ttlMs: intField("TTL", 1, LIMITS.maxWindowMs).optional(),
-  mode: z.enum(KEY_MODES, { error: "Key mode must be idempotency, debounce or throttle" }).optional(),
-  windowMs: intField("Window", 1, LIMITS.maxWindowMs).optional(),
-  schedule: z.enum(["reset", "preserve"], { error: "Schedule must be reset or preserve" }).optional(),
-  maxWaitMs: intField("Max wait", 1, LIMITS.maxWindowMs).optional(),
-  runAt: z.string().optional(),
+  ...Object.fromEntries(
+    ENQUEUE_FIELD_NAMES.map((name) => {
+      const f: (typeof ENQUEUE_FIELDS)[EnqueueField] = ENQUEUE_FIELDS[name];
+      if (f.kind === "int") return [name, intField(f.label, f.min, f.max).optional()];
+      if (f.kind === "choice")
+        return [name, z.enum([...f.values] as [string, ...string[]], { error: f.error }).optional()];
+      return [name, z.string().optional()];
+    }),
+  ),
+  type: z
+    .string({ error: `${ENQUEUE_FIELDS.type.label} is required` })
+    .min(1, { error: `${ENQUEUE_FIELDS.type.label} is required` }),
   tzOffset: z
     .string()
     .regex(/^-?\d{1,4}$/)
     .optional(),
-  tags: z.string().optional(),
-  maxAttempts: intField("Max attempts", 1, LIMITS.maxAttempts).optional(),
-});
+}) as unknown as z.ZodType<EnqueueFormValues>;
 
 /** datetime-local value + the browser's `getTimezoneOffset()` (minutes) -> instant. ISO with zone also accepted. */
 export function parseRunAt(value: string, tzOffsetMinutes: number | undefined): Date | null {
@@ -145,24 +134,7 @@ function keyedOption(
 
 /** Enqueue a test job from the form; audited as `enqueue_test` (result or conflict, never the key). */
 export async function enqueueTestJob(queue: Queue, actor: string, form: FormData): Promise<EnqueueFormState> {
-  const raw = Object.fromEntries(
-    [
-      "type",
-      "queue",
-      "payload",
-      "key",
-      "scope",
-      "ttlMs",
-      "mode",
-      "windowMs",
-      "schedule",
-      "maxWaitMs",
-      "runAt",
-      "tzOffset",
-      "tags",
-      "maxAttempts",
-    ].map((k) => [k, optional(form.get(k))]),
-  );
+  const raw = Object.fromEntries([...ENQUEUE_FIELD_NAMES, "tzOffset"].map((k) => [k, optional(form.get(k))]));
   const parsed = enqueueForm.safeParse(raw);
   const fieldErrors: FieldErrors = {};
   if (!parsed.success) {
@@ -217,19 +189,20 @@ export async function enqueueTestJob(queue: Queue, actor: string, form: FormData
   };
   const seq = ++submissionSeq;
   try {
-    const scope = f.scope ?? "default";
+    const scope = f.scope ?? DEFAULT_SCOPE;
     // The job and its audit row commit together, or neither does.
     const { result, keyed } = await queue.transaction(async (tx) => {
       const result = await tx.enqueueWithResult(f.type, payload, options);
-      const described = f.key ? await tx.describeKey({ key: f.key, scope }) : null;
-      const keyed = described
-        ? {
-            scope,
-            keyPreview: described.keyPreview,
-            keyDigest: described.keyDigest,
-            keyLength: described.keyLength,
-          }
-        : null;
+      // What the core computed of the key for this request (no second hash).
+      const keyed =
+        f.key && result.keyDigest !== undefined
+          ? {
+              scope,
+              keyPreview: result.keyPreview as string,
+              keyDigest: result.keyDigest,
+              keyLength: result.keyLength as number,
+            }
+          : null;
       await tx.recordOperatorAction({
         actor,
         action: "enqueue_test",
@@ -239,7 +212,7 @@ export async function enqueueTestJob(queue: Queue, actor: string, form: FormData
           outcome: result.outcome,
           ...(result.outcome === "non_replaceable" ? { reason: result.reason } : {}),
           jobId: result.jobId,
-          queue: options.queue ?? "default",
+          queue: options.queue ?? DEFAULT_QUEUE,
           type: f.type,
           ...(keyed ? { scope, keyDigest: keyed.keyDigest } : {}),
         },

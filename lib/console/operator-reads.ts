@@ -5,8 +5,8 @@ import "server-only";
  */
 import type { JobFilters } from "./filters";
 import { jobFilterWhere } from "./jobs";
-import { cappedCount, type Db, isDistributed, iso } from "./sql";
-import type { CappedCount } from "./types";
+import { cappedCount, type Db, isDistributed, iso } from "./read-queries";
+import type { CappedCount } from "./wire-types";
 
 export interface QueuePauseDto {
   queue: string;
@@ -23,7 +23,7 @@ export async function pausedQueues(db: Db): Promise<QueuePauseDto[]> {
   return rows.map((r) => ({ queue: r.queue, pausedAt: iso(r.paused_at), pausedBy: r.paused_by, reason: r.reason }));
 }
 
-export interface DeadLetterGroupDto {
+interface DeadLetterGroupDto {
   queue: string;
   type: string;
   errorName: string;

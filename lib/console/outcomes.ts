@@ -4,7 +4,7 @@
  * The rules are in docs/decisions.md, "Debounce and throttle".
  */
 
-export interface Explanation {
+interface Explanation {
   /** One sentence: what happened. */
   meaning: string;
   /** What to do next, when anything. */

@@ -1,11 +1,11 @@
 import "server-only";
-import { cappedCount, type Db, iso } from "./sql";
-import type { JobStateName, OverviewDto } from "./types";
+import { cappedCount, type Db, iso } from "./read-queries";
+import type { JobStateName, OverviewDto } from "./wire-types";
 
 /** Counts beyond this are shown as "N+" so a poll never walks more than this many index entries. */
 export const COUNT_CAP = 100_000;
 /** State x queue counts are a full aggregate: computed at most once per this many ms per process. */
-export const COUNTS_TTL_MS = 15_000;
+const COUNTS_TTL_MS = 15_000;
 
 interface StateCounts {
   asOf: string;

@@ -1,7 +1,7 @@
 import "server-only";
 import { COUNT_CAP, stateCounts } from "./overview";
-import { cappedCount, type Db, iso } from "./sql";
-import type { JobStateName, QueueHealthDto } from "./types";
+import { cappedCount, type Db, iso } from "./read-queries";
+import type { JobStateName, QueueHealthDto } from "./wire-types";
 
 /** A due job not started this long after its run time is overdue: no worker is keeping up. */
 export const OVERDUE_AFTER_MS = 60_000;

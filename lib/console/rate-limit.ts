@@ -7,7 +7,7 @@
  * - per name typed in the form, and overall: after `perName` / `global` failures, sign-ins are
  *   slowed by `slowdownMs`, never refused, so a correct password from another address always works.
  */
-export interface LimiterOptions {
+interface LimiterOptions {
   perAddress: number;
   perName: number;
   global: number;
@@ -15,7 +15,7 @@ export interface LimiterOptions {
   slowdownMs: number;
 }
 
-export interface SignInVerdict {
+interface SignInVerdict {
   /** > 0: refuse this address for this many milliseconds (without checking the password). */
   refuseMs: number;
   /** > 0: check the password, but only after waiting this long. */

@@ -30,7 +30,7 @@ const FORWARDED = [
 ];
 
 /** `::ffff:127.0.0.1` -> `127.0.0.1`; lower case; no zone. */
-export function normalizeAddress(address: string | undefined | null): string {
+function normalizeAddress(address: string | undefined | null): string {
   if (!address) return "unknown";
   let a = address.trim().toLowerCase();
   if (a.startsWith("[") && a.includes("]")) a = a.slice(1, a.indexOf("]"));
@@ -104,7 +104,7 @@ export function sanitizeRequestHeaders(
 }
 
 /** scheme + host + port of a URL, with default ports filled in; null when it is not http(s). */
-export function originTuple(url: string): string | null {
+function originTuple(url: string): string | null {
   try {
     const u = new URL(url);
     if (u.protocol !== "http:" && u.protocol !== "https:") return null;

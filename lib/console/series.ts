@@ -1,10 +1,10 @@
 import "server-only";
-import { type Db, isDistributed, iso, uuidv7Floor } from "./sql";
-import type { SeriesDto, SeriesName, SeriesPoint, SeriesWindow } from "./types";
+import { type Db, isDistributed, iso, uuidv7Floor } from "./read-queries";
+import type { SeriesDto, SeriesName, SeriesPoint, SeriesWindow } from "./wire-types";
 
 /** Minutes per window: one point per minute, the last one being the current (partial) minute. */
 export const SERIES_MINUTES: Record<SeriesWindow, number> = { "1h": 60, "24h": 1440 };
-export const SERIES_NAMES: readonly SeriesName[] = [
+const SERIES_NAMES: readonly SeriesName[] = [
   "accepted",
   "replayed",
   "conflicts",
@@ -19,7 +19,7 @@ export const SERIES_NAMES: readonly SeriesName[] = [
  * database clock: a job's `created_at` / `finished_at` is its transaction's start, and observations
  * are flushed a moment after the fact, so the last two minutes can still change.
  */
-export const SETTLE_MS = 2 * 60_000;
+const SETTLE_MS = 2 * 60_000;
 
 const MINUTE = 60_000;
 const DAY_MINUTES = SERIES_MINUTES["24h"];

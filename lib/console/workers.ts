@@ -1,10 +1,10 @@
 import "server-only";
-import { type Db, iso } from "./sql";
-import type { WorkersDto } from "./types";
+import { type Db, iso } from "./read-queries";
+import type { WorkersDto } from "./wire-types";
 
 /** At most this many workers and this many job ids per worker are listed. */
-export const WORKERS_LIMIT = 200;
-export const JOBS_PER_WORKER = 5;
+const WORKERS_LIMIT = 200;
+const JOBS_PER_WORKER = 5;
 
 /**
  * Who is running what, from the leases of active jobs (there is no worker registry): a lease owner

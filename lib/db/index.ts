@@ -12,8 +12,8 @@ import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import pg from "pg";
 
-export const EMBEDDED_USER = "postgres";
-export const EMBEDDED_PASSWORD = "workhorse";
+const EMBEDDED_USER = "postgres";
+const EMBEDDED_PASSWORD = "workhorse";
 export const DEFAULT_DATABASE = "workhorse";
 
 export interface ServerInfo {

@@ -2,12 +2,12 @@
  * The enqueue call as PostgreSQL sees it: the statement for one request (and its cached-plan name),
  * its positional parameters, a batch's typed arrays, and the distributed layout's buckets. The
  * decision itself is SQL (workhorse.enqueue_one / enqueue_batch, docs/enqueue.md "How it is
- * built"); queue.ts sends these statements and turns their rows into results and errors.
+ * built"); enqueue-call.ts sends these statements and turns their rows into results and errors.
  */
 import { createHash } from "node:crypto";
+import type { NormalizedRequest } from "./enqueue-input";
 import { withLegacyProbe } from "./key-upgrade";
 import type { EnqueueOutcome, NonReplaceableReason } from "./types";
-import type { NormalizedRequest } from "./validate";
 
 /**
  * The request's fields as enqueue_one and enqueue_batch take them, in their parameter order: one
@@ -91,12 +91,13 @@ function placeholders(types: readonly string[], from = 1): string {
   return types.map((t, i) => `$${i + from}::${t}`).join(", ");
 }
 
-const RESULT_COLUMNS = "ordinal, job_id, outcome, request_digest, reason";
+/** The columns every enqueue statement returns after the ordinal (`EnqueueRow`). */
+const RESULT_COLUMNS = "job_id, outcome, request_digest, reason";
 const oneCall = (count: number) =>
-  `select 1 as ordinal, job_id, outcome, request_digest, reason
+  `select 1 as ordinal, ${RESULT_COLUMNS}
   from workhorse.enqueue_one(${placeholders(ENQUEUE_ONE_PARAMS.slice(0, count).map((p) => p.type))})`;
 
-export const ENQUEUE_BATCH_SQL = `select ${RESULT_COLUMNS}
+export const ENQUEUE_BATCH_SQL = `select ordinal, ${RESULT_COLUMNS}
   from workhorse.enqueue_batch(${placeholders(ENQUEUE_BATCH_PARAMS.map((p) => p.type))})`;
 /** Idempotency and throttle: the fields and the wake-up flag. */
 const ENQUEUE_ONE_SQL = oneCall(FIELDS.length + 1);
@@ -105,10 +106,15 @@ const ENQUEUE_DEBOUNCE_SQL = oneCall(FIELDS.length + 3);
 /** A retry, any mode: every parameter, the retry flag last. */
 const ENQUEUE_RETRY_SQL = oneCall(FIELDS.length + 4);
 
-// While pre-HMAC bindings can be live, the legacy hash travels as one more parameter.
-const ENQUEUE_ONE_LEGACY_SQL = withLegacyProbe(ENQUEUE_ONE_SQL, FIELDS.length + 2);
-const ENQUEUE_DEBOUNCE_LEGACY_SQL = withLegacyProbe(ENQUEUE_DEBOUNCE_SQL, FIELDS.length + 4);
-const ENQUEUE_RETRY_LEGACY_SQL = withLegacyProbe(ENQUEUE_RETRY_SQL, FIELDS.length + 5);
+/** The 1-based position of a field's parameter in enqueue_one. */
+const paramOf = (one: string): number => FIELDS.findIndex((f) => f.one === one) + 1;
+
+// While pre-HMAC bindings can be live, the legacy hash travels as one more parameter, after the call's own.
+const legacyProbe = (sql: string, count: number) =>
+  withLegacyProbe(sql, { scope: paramOf("p_scope"), keyHash: paramOf("p_key_hash"), legacy: count + 1 });
+const ENQUEUE_ONE_LEGACY_SQL = legacyProbe(ENQUEUE_ONE_SQL, FIELDS.length + 1);
+const ENQUEUE_DEBOUNCE_LEGACY_SQL = legacyProbe(ENQUEUE_DEBOUNCE_SQL, FIELDS.length + 3);
+const ENQUEUE_RETRY_LEGACY_SQL = legacyProbe(ENQUEUE_RETRY_SQL, FIELDS.length + 4);
 
 /** The statement (and its cached-plan name) for one request; `retry` from a call's second try on. */
 export function oneRequestStatement(r: NormalizedRequest, retry = false): { name: string; text: string } {
@@ -130,7 +136,7 @@ export function oneRequestStatement(r: NormalizedRequest, retry = false): { name
 
 // Distributed layout (Citus): the same decision, delegated to the node holding the request's bucket
 // ($1), which is also written into the job id (see bucketedId); the literal 1 is the ordinal.
-export const ENQUEUE_ONE_AT_SQL = `select 1 as ordinal, job_id, outcome, request_digest, reason
+export const ENQUEUE_ONE_AT_SQL = `select 1 as ordinal, ${RESULT_COLUMNS}
   from workhorse.enqueue_one_at($1::integer, 1, ${placeholders(
     ENQUEUE_ONE_PARAMS.map((p) => p.type),
     2,
@@ -140,7 +146,7 @@ export const ENQUEUE_ONE_AT_SQL = `select 1 as ordinal, job_id, outcome, request
  * The distributed layout's bucket (0..4095) of a keyed request: the first 12 bits of
  * SHA-256(scope ‖ 0x00 ‖ key hash), as workhorse.key_bucket() computes it.
  */
-export function keyBucket(scope: string, keyHash: Buffer): number {
+function keyBucket(scope: string, keyHash: Buffer): number {
   const d = createHash("sha256").update(scope, "utf8").update(ZERO_BYTE).update(keyHash).digest();
   return ((d[0] as number) << 4) | ((d[1] as number) >> 4);
 }

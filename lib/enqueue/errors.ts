@@ -3,7 +3,7 @@
  * None of them ever carries a raw idempotency key: only its preview, digest and length.
  */
 
-/** SQLSTATEs the core knows by name. Translated into typed errors in one place (`QueueOperations.translate`). */
+/** SQLSTATEs the core knows by name. Translated into typed errors in one place (enqueue-call.ts `translate`). */
 export const SqlState = {
   /** Raised by workhorse.enqueue_one() / enqueue_batch() when a live key is reused for different work. */
   idempotencyConflict: "WH409",
@@ -241,7 +241,7 @@ export class WorkhorseDatabaseError extends WorkhorseError {
 }
 
 /** SQLSTATEs after which repeating the same statement may succeed. */
-export const RETRYABLE_SQLSTATES: ReadonlySet<string> = new Set([
+const RETRYABLE_SQLSTATES: ReadonlySet<string> = new Set([
   SqlState.serializationFailure,
   SqlState.deadlockDetected,
   "53300", // too_many_connections

@@ -13,29 +13,10 @@
  * ```
  */
 
+/** Vocabulary, bounds, result types and typed errors: also importable alone, from browser code (client.ts). */
+export * from "./client";
 /** How a read model tells the Citus layout from one node (one row: `distributed boolean`). */
 export { LAYOUT_SQL } from "./enqueue-sql";
-export {
-  DeadlineExceededError,
-  EnqueueIdempotencyConflictError,
-  EnqueueValidationError,
-  ExecutionTimeoutError,
-  type IdempotencyConflictDetails,
-  isRetryableDbError,
-  JobCanceledError,
-  JobNotFoundError,
-  LeaseLostError,
-  NotStorableError,
-  PurgeNotAllowedError,
-  QueueClosedError,
-  RedriveIdempotencyConflictError,
-  SqlState,
-  type ValidationIssue,
-  WorkerConfigError,
-  WorkerStoppingError,
-  WorkhorseDatabaseError,
-  WorkhorseError,
-} from "./errors";
 export { keyDigestOf, keyLengthOf, keyPreviewOf } from "./keys";
 export { type MigrateOptions, type MigrateResult, migrate } from "./migrate";
 export type { Observation, ObservationRecorderOptions, ObservationStats } from "./observations";
@@ -56,50 +37,7 @@ export {
   type ObservationRow,
   observationFromRow,
 } from "./rows";
-export type {
-  BindingInfo,
-  CancelResult,
-  DeadLetterPage,
-  DeadLetterQuery,
-  DebounceOptions,
-  EnqueueOptions,
-  EnqueueOutcome,
-  EnqueueRequest,
-  EnqueueResult,
-  IdempotencyOptions,
-  Job,
-  JobSelection,
-  JobState,
-  KeyMode,
-  NonReplaceableReason,
-  NormalizedRetryPolicy,
-  OperatorContext,
-  PruneFinishedJobsResult,
-  PurgeJobsResult,
-  PurgeResult,
-  RedriveRequest,
-  RedriveResult,
-  RedriveStatus,
-  RetryPolicy,
-  RunNowResult,
-  ThrottleOptions,
-  Unchanged,
-} from "./types";
-export { DEFAULT_QUEUE, DEFAULT_RETRY_POLICY, DEFAULT_SCOPE, LIMITS, MAX_JOB_IDS } from "./validate";
-export {
-  AUDIT_ACTIONS,
-  type AuditAction,
-  canPurge,
-  ENQUEUE_OUTCOMES,
-  JOB_STATES,
-  KEY_MODES,
-  MAINTENANCE_TASKS,
-  type MaintenanceTask,
-  NON_REPLACEABLE_REASONS,
-  OBSERVATION_OUTCOMES,
-  type ObservationOutcome,
-  PENDING_STATES,
-} from "./vocabulary";
+export { type ErrorSummary, summarizeError } from "./worker/error-summary";
 export {
   type ClaimedJob,
   type FailureCause,
@@ -110,4 +48,4 @@ export {
   type WorkerOptions,
   type WorkerStats,
 } from "./worker/index";
-export { type ErrorSummary, retryDelayMs, summarizeError } from "./worker/support";
+export { retryDelayMs } from "./worker/timing";

@@ -13,16 +13,20 @@
  */
 
 /**
- * `workhorse.enqueue_one(...)` call text with the key-hash argument ($14, next to the scope in $13)
- * replaced by "the live legacy binding's hash ($`legacyParam`, the parameter after the call's own)
- * if there is one, else $14".
+ * `workhorse.enqueue_one(...)` call text with the key-hash argument (`$<keyHash>`, the scope being
+ * `$<scope>`) replaced by "the live legacy binding's hash ($`legacy`, a parameter after the call's
+ * own) if there is one, else the key hash". The positions come from enqueue-sql.ts's field table.
  */
-export function withLegacyProbe(enqueueOneSql: string, legacyParam = 20): string {
-  if (!enqueueOneSql.includes("$14::bytea")) throw new Error("enqueue_one call text without $14::bytea");
+export function withLegacyProbe(
+  enqueueOneSql: string,
+  param: { scope: number; keyHash: number; legacy: number },
+): string {
+  const keyHash = `$${param.keyHash}::bytea`;
+  if (!enqueueOneSql.includes(keyHash)) throw new Error(`enqueue_one call text without ${keyHash}`);
   return enqueueOneSql.replace(
-    "$14::bytea",
+    keyHash,
     `coalesce((select b.key_hash from workhorse.key_binding b
-        where b.scope = $13::text and b.key_hash = $${legacyParam}::bytea and b.expires_at > now() for key share), $14::bytea)`,
+        where b.scope = $${param.scope}::text and b.key_hash = $${param.legacy}::bytea and b.expires_at > now() for key share), ${keyHash})`,
   );
 }
 

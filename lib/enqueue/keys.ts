@@ -49,7 +49,7 @@ export interface KeyIdentity {
 }
 
 /** Bytes of the installation secret. */
-export const KEY_SECRET_BYTES = 32;
+const KEY_SECRET_BYTES = 32;
 
 /**
  * Parses an installation secret supplied from outside the database (`WORKHORSE_KEY_SECRET`, or

@@ -1,12 +1,13 @@
 /**
  * Maintenance (docs/enqueue.md, expiry): expired bindings, old observations, lapsed leases and
  * finished jobs past their retention, each in short bounded statements, and `runMaintenance`, which
- * runs them all and records the run. Public methods and docs are on `QueueOperations` (queue.ts).
+ * runs them all and records the run. Public methods and docs are on `QueueOperations` (queue-operations.ts).
  */
-import { pruneFinishedJobs } from "./operator-actions";
 
-import type { OperationsDb } from "./shared";
-import { parseMaintenanceOptions, pruneBindingsSchema, pruneObservationsSchema, reapLeasesSchema } from "./validate";
+import { parseOptions } from "./input-rules";
+import { pruneFinishedJobs } from "./operator-actions";
+import { pruneBindingsSchema, pruneObservationsSchema, reapLeasesSchema } from "./operator-input";
+import type { OperationsDb } from "./queue-context";
 
 export interface MaintenanceResult {
   expiredBindingsDeleted: number;
@@ -17,14 +18,27 @@ export interface MaintenanceResult {
   finishedJobsDeleted: number;
 }
 
+/**
+ * Runs `batch` (which handles at most `limit` rows and says how many it did) until one does fewer
+ * than `limit` or `maxBatches` ran; the total. Each batch is its own short statement: no long locks.
+ */
+async function inBatches(limit: number, maxBatches: number, batch: () => Promise<number>): Promise<number> {
+  let total = 0;
+  for (let i = 0; i < maxBatches; i++) {
+    const n = await batch();
+    total += n;
+    if (n < limit) break;
+  }
+  return total;
+}
+
 export async function pruneExpiredBindings(
   db: OperationsDb,
   options: { limit?: number; maxBatches?: number } = {},
 ): Promise<number> {
-  const { limit, maxBatches } = parseMaintenanceOptions(pruneBindingsSchema, options);
-  let total = 0;
+  const { limit, maxBatches } = parseOptions(pruneBindingsSchema, options);
   const distributed = await db.distributed("pruneExpiredBindings");
-  for (let batch = 0; batch < maxBatches; batch++) {
+  return inBatches(limit, maxBatches, async () => {
     const { rowCount } = await db.sql(
       "pruneExpiredBindings",
       distributed
@@ -64,19 +78,16 @@ export async function pruneExpiredBindings(
             values: [limit],
           },
     );
-    total += rowCount ?? 0;
-    if ((rowCount ?? 0) < limit) break;
-  }
-  return total;
+    return rowCount ?? 0;
+  });
 }
 
 export async function pruneObservations(
   db: OperationsDb,
   options: { olderThanMs?: number; limit?: number } = {},
 ): Promise<number> {
-  const { olderThanMs, limit } = parseMaintenanceOptions(pruneObservationsSchema, options);
-  let total = 0;
-  for (;;) {
+  const { olderThanMs, limit } = parseOptions(pruneObservationsSchema, options);
+  return inBatches(limit, Number.POSITIVE_INFINITY, async () => {
     const { rowCount } = await db.sql("pruneObservations", {
       name: "workhorse_prune_observations",
       text: `delete from workhorse.enqueue_observation where id in (
@@ -84,26 +95,20 @@ export async function pruneObservations(
                 where at < now() - $1::bigint * interval '1 millisecond' order by at limit $2)`,
       values: [olderThanMs, limit],
     });
-    total += rowCount ?? 0;
-    if ((rowCount ?? 0) < limit) break;
-  }
-  return total;
+    return rowCount ?? 0;
+  });
 }
 
 export async function reapExpiredLeases(db: OperationsDb, options: { limit?: number } = {}): Promise<number> {
-  const { limit } = parseMaintenanceOptions(reapLeasesSchema, options);
-  let total = 0;
-  for (;;) {
+  const { limit } = parseOptions(reapLeasesSchema, options);
+  return inBatches(limit, Number.POSITIVE_INFINITY, async () => {
     const { rows } = await db.sql<{ n: number }>("reapExpiredLeases", {
       name: "workhorse_reap_expired_leases",
       text: "select workhorse.reap_expired_leases(null, $1::integer) as n",
       values: [limit],
     });
-    const n = rows[0]?.n ?? 0;
-    total += n;
-    if (n < limit) break;
-  }
-  return total;
+    return rows[0]?.n ?? 0;
+  });
 }
 
 export async function runMaintenance(
@@ -111,7 +116,7 @@ export async function runMaintenance(
   options: { trigger?: "schedule" | "manual"; observationRetentionMs?: number; jobRetentionMs?: number } = {},
 ): Promise<MaintenanceResult> {
   const started = new Date();
-  const m = db.shared.config.maintenance;
+  const m = db.context.config.maintenance;
   const expiredBindingsDeleted = await pruneExpiredBindings(db, { limit: m ? m.batchSize : 1000 });
   const observationsDeleted = await pruneObservations(db, {
     olderThanMs: options.observationRetentionMs ?? (m ? m.observationRetentionMs : undefined),

@@ -1,27 +1,7 @@
 import type pg from "pg";
-import type { ObservationOutcome } from "./vocabulary";
+import type { Observation } from "./types";
 
-/** One replay, conflict, coalesce or non-replaceable decision, as operators see it (docs/enqueue.md, observations). */
-export interface Observation {
-  at: Date;
-  outcome: ObservationOutcome;
-  reason?: string | null;
-  queue: string;
-  type: string;
-  scope: string;
-  keyPreview: string;
-  keyDigest: string;
-  keyLength: number;
-  jobId: string | null;
-  conflictingFields?: string[] | null;
-  payloadPaths?: string[] | null;
-  storedRequestDigest?: string | null;
-  rejectedRequestDigest?: string | null;
-  source?: string | null;
-}
-
-/** An observation as `workhorse.enqueue_observation` holds it: every field present, `null` when absent. */
-export type StoredObservation = { id: string } & { [K in keyof Observation]-?: Exclude<Observation[K], undefined> };
+export type { Observation, StoredObservation } from "./types";
 
 export interface ObservationStats {
   /** Handed to the recorder. */

@@ -1,7 +1,7 @@
 /**
  * Operator actions (docs/operator-actions.md) and purge: each one round trip to one SQL function
  * (sql/migrations 007, 008), audited there. The public methods and their docs are on
- * `QueueOperations` (queue.ts); these are their bodies, over the view's `OperationsDb`.
+ * `QueueOperations` (queue-operations.ts); these are their bodies, over the view's `OperationsDb`.
  */
 import { v7 as uuidv7 } from "uuid";
 import { bucketedId, idBucket } from "./enqueue-sql";
@@ -14,35 +14,21 @@ import {
   sqlStateOf,
   WorkhorseDatabaseError,
 } from "./errors";
-import { type JobRow, jobFromRow } from "./rows";
-import type { OperationsDb } from "./shared";
-import type {
-  CancelResult,
-  DeadLetterPage,
-  DeadLetterQuery,
-  JobSelection,
-  OperatorContext,
-  PruneFinishedJobsResult,
-  PurgeJobsResult,
-  PurgeResult,
-  RedriveRequest,
-  RedriveResult,
-  RedriveStatus,
-  RunNowResult,
-  Unchanged,
-} from "./types";
+import { parseOptions } from "./input-rules";
 import {
   encodeDeadLetterCursor,
   parseDeadLetterQuery,
   parseJobId,
   parseJobSelection,
-  parseMaintenanceOptions,
   parseOperatorContext,
   parseOperatorEntry,
   parseQueueName,
   parseRedriveRequest,
   pruneFinishedJobsSchema,
-} from "./validate";
+} from "./operator-input";
+import type { OperationsDb } from "./queue-context";
+import { type JobRow, jobFromRow } from "./rows";
+import type * as T from "./types";
 
 /** The scope a redrive request id is hashed under (kept apart from every caller's key scope by the 0x1F separator and name). */
 const REDRIVE_SCOPE = "workhorse.redrive";
@@ -50,8 +36,8 @@ const REDRIVE_SCOPE = "workhorse.redrive";
 export async function purge(
   db: OperationsDb,
   target: { jobId: string },
-  context: OperatorContext,
-): Promise<PurgeResult> {
+  context: T.OperatorContext,
+): Promise<T.PurgeResult> {
   const jobId = parseJobId(target?.jobId);
   const ctx = parseOperatorContext(context);
   const row = await purgeCall(db, [jobId], null, ctx);
@@ -60,71 +46,93 @@ export async function purge(
   return { purged: row.purged, releasedBindings: row.released_bindings };
 }
 
-export async function purgeQueue(db: OperationsDb, queue: string, context: OperatorContext): Promise<PurgeResult> {
+export async function purgeQueue(db: OperationsDb, queue: string, context: T.OperatorContext): Promise<T.PurgeResult> {
   const name = parseQueueName(queue);
   const ctx = parseOperatorContext(context);
   const row = await purgeCall(db, null, name, ctx);
   return { purged: row.purged, releasedBindings: row.released_bindings };
 }
 
-export async function cancel(
+/**
+ * One SQL function over a selection of job ids with who and why (`fn(ids, actor, reason)`), its one
+ * row of `columns`; a single unknown id is `JobNotFoundError` when `missingIsError`.
+ */
+async function overSelection<R extends { unchanged: T.Unchanged }>(
   db: OperationsDb,
-  selection: JobSelection,
-  context: OperatorContext,
-): Promise<CancelResult> {
+  what: string,
+  call: { fn: string; columns: string; missingIsError: boolean },
+  selection: T.JobSelection,
+  context: T.OperatorContext,
+): Promise<R> {
   const ids = parseJobSelection(selection);
   const ctx = parseOperatorContext(context);
-  const { rows } = await db.sql<{ canceled: number; cancel_requested: number; unchanged: Unchanged }>("cancel", {
-    text: "select canceled, cancel_requested, unchanged from workhorse.cancel_jobs($1::uuid[], $2::text, $3::text)",
+  const { rows } = await db.sql<R>(what, {
+    text: `select ${call.columns} from workhorse.${call.fn}($1::uuid[], $2::text, $3::text)`,
     values: [ids, ctx.actor, ctx.reason],
   });
-  const row = rows[0] as { canceled: number; cancel_requested: number; unchanged: Unchanged };
-  if (ids.length === 1 && row.unchanged.missing === 1) throw new JobNotFoundError(ids[0] as string);
+  const row = rows[0] as R;
+  if (call.missingIsError && ids.length === 1 && row.unchanged.missing === 1) {
+    throw new JobNotFoundError(ids[0] as string);
+  }
+  return row;
+}
+
+export async function cancel(
+  db: OperationsDb,
+  selection: T.JobSelection,
+  context: T.OperatorContext,
+): Promise<T.CancelResult> {
+  const row = await overSelection<{ canceled: number; cancel_requested: number; unchanged: T.Unchanged }>(
+    db,
+    "cancel",
+    { fn: "cancel_jobs", columns: "canceled, cancel_requested, unchanged", missingIsError: true },
+    selection,
+    context,
+  );
   return { canceled: row.canceled, cancelRequested: row.cancel_requested, unchanged: row.unchanged };
 }
 
 export async function purgeJobs(
   db: OperationsDb,
-  selection: JobSelection,
-  context: OperatorContext,
-): Promise<PurgeJobsResult> {
-  const ids = parseJobSelection(selection);
-  const ctx = parseOperatorContext(context);
-  const { rows } = await db.sql<{ purged: number; released_bindings: number; unchanged: Unchanged }>("purgeJobs", {
-    text: "select purged, released_bindings, unchanged from workhorse.purge_job_list($1::uuid[], $2::text, $3::text)",
-    values: [ids, ctx.actor, ctx.reason],
-  });
-  const row = rows[0] as { purged: number; released_bindings: number; unchanged: Unchanged };
+  selection: T.JobSelection,
+  context: T.OperatorContext,
+): Promise<T.PurgeJobsResult> {
+  const row = await overSelection<{ purged: number; released_bindings: number; unchanged: T.Unchanged }>(
+    db,
+    "purgeJobs",
+    { fn: "purge_job_list", columns: "purged, released_bindings, unchanged", missingIsError: false },
+    selection,
+    context,
+  );
   return { purged: row.purged, releasedBindings: row.released_bindings, unchanged: row.unchanged };
 }
 
 export async function runNow(
   db: OperationsDb,
-  selection: JobSelection,
-  context: OperatorContext,
-): Promise<RunNowResult> {
-  const ids = parseJobSelection(selection);
-  const ctx = parseOperatorContext(context);
-  const { rows } = await db.sql<{ updated: number; unchanged: Unchanged }>("runNow", {
-    text: "select updated, unchanged from workhorse.run_jobs_now($1::uuid[], $2::text, $3::text)",
-    values: [ids, ctx.actor, ctx.reason],
-  });
-  const row = rows[0] as { updated: number; unchanged: Unchanged };
-  if (ids.length === 1 && row.unchanged.missing === 1) throw new JobNotFoundError(ids[0] as string);
+  selection: T.JobSelection,
+  context: T.OperatorContext,
+): Promise<T.RunNowResult> {
+  const row = await overSelection<{ updated: number; unchanged: T.Unchanged }>(
+    db,
+    "runNow",
+    { fn: "run_jobs_now", columns: "updated, unchanged", missingIsError: true },
+    selection,
+    context,
+  );
   return { updated: row.updated, unchanged: row.unchanged };
 }
 
-export async function redrive(db: OperationsDb, request: RedriveRequest): Promise<RedriveResult> {
+export async function redrive(db: OperationsDb, request: T.RedriveRequest): Promise<T.RedriveResult> {
   const r = parseRedriveRequest(request);
-  if (!db.shared.config.keys.loaded) await db.loadKeys();
-  const requestHash = db.shared.config.keys.hash(REDRIVE_SCOPE, r.requestId);
+  if (!db.context.config.keys.loaded) await db.loadKeys();
+  const requestHash = db.context.config.keys.hash(REDRIVE_SCOPE, r.requestId);
   const newIds = r.jobIds.map(() => uuidv7());
   // Citus: a redriven job lives in its source's bucket, where the key it may take over is.
   if (await db.distributed("redrive")) {
     for (let i = 0; i < newIds.length; i++)
       newIds[i] = bucketedId(newIds[i] as string, idBucket(r.jobIds[i] as string));
   }
-  type Row = { source_job_id: string; status: RedriveStatus; job_id: string | null };
+  type Row = { source_job_id: string; status: T.RedriveStatus; job_id: string | null };
   let rows: Row[];
   try {
     ({ rows } = await db.exec.query<Row>({
@@ -152,7 +160,7 @@ export async function redrive(db: OperationsDb, request: RedriveRequest): Promis
   return { results };
 }
 
-export async function listDeadLetters(db: OperationsDb, query: DeadLetterQuery = {}): Promise<DeadLetterPage> {
+export async function listDeadLetters(db: OperationsDb, query: T.DeadLetterQuery = {}): Promise<T.DeadLetterPage> {
   const q = parseDeadLetterQuery(query);
   // Citus runs no correlated subquery across shards: there the redrives are read by a second query.
   const distributed = await db.distributed("listDeadLetters");
@@ -203,32 +211,28 @@ export async function listDeadLetters(db: OperationsDb, query: DeadLetterQuery =
   };
 }
 
-export async function pauseQueue(
+/** pause_queue / resume_queue: whether the queue's state changed (one audit row either way). */
+async function setPaused(
   db: OperationsDb,
+  fn: "pause_queue" | "resume_queue",
   queue: string,
-  context: OperatorContext,
-): Promise<{ paused: boolean }> {
+  context: T.OperatorContext,
+): Promise<boolean> {
   const name = parseQueueName(queue);
   const ctx = parseOperatorContext(context);
-  const { rows } = await db.sql<{ changed: boolean }>("pauseQueue", {
-    text: "select workhorse.pause_queue($1::text, $2::text, $3::text) as changed",
+  const { rows } = await db.sql<{ changed: boolean }>(fn === "pause_queue" ? "pauseQueue" : "resumeQueue", {
+    text: `select workhorse.${fn}($1::text, $2::text, $3::text) as changed`,
     values: [name, ctx.actor, ctx.reason],
   });
-  return { paused: rows[0]?.changed === true };
+  return rows[0]?.changed === true;
 }
 
-export async function resumeQueue(
-  db: OperationsDb,
-  queue: string,
-  context: OperatorContext,
-): Promise<{ resumed: boolean }> {
-  const name = parseQueueName(queue);
-  const ctx = parseOperatorContext(context);
-  const { rows } = await db.sql<{ changed: boolean }>("resumeQueue", {
-    text: "select workhorse.resume_queue($1::text, $2::text, $3::text) as changed",
-    values: [name, ctx.actor, ctx.reason],
-  });
-  return { resumed: rows[0]?.changed === true };
+export async function pauseQueue(db: OperationsDb, queue: string, context: T.OperatorContext) {
+  return { paused: await setPaused(db, "pause_queue", queue, context) };
+}
+
+export async function resumeQueue(db: OperationsDb, queue: string, context: T.OperatorContext) {
+  return { resumed: await setPaused(db, "resume_queue", queue, context) };
 }
 
 export async function listPausedQueues(
@@ -244,8 +248,8 @@ export async function listPausedQueues(
 export async function pruneFinishedJobs(
   db: OperationsDb,
   options: { olderThanMs?: number; limit?: number; maxBatches?: number } = {},
-): Promise<PruneFinishedJobsResult> {
-  const { olderThanMs, limit, maxBatches } = parseMaintenanceOptions(pruneFinishedJobsSchema, options);
+): Promise<T.PruneFinishedJobsResult> {
+  const { olderThanMs, limit, maxBatches } = parseOptions(pruneFinishedJobsSchema, options);
   let jobsDeleted = 0;
   let eventsDeleted = 0;
   for (let batch = 0; batch < maxBatches; batch++) {
@@ -262,7 +266,7 @@ export async function pruneFinishedJobs(
   return { jobsDeleted, eventsDeleted };
 }
 
-async function purgeCall(db: OperationsDb, ids: string[] | null, queue: string | null, ctx: OperatorContext) {
+async function purgeCall(db: OperationsDb, ids: string[] | null, queue: string | null, ctx: T.OperatorContext) {
   try {
     const { rows } = await db.exec.query<{
       purged: number;

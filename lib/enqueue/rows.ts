@@ -85,7 +85,7 @@ export function observationFromRow(r: ObservationRow): StoredObservation {
   };
 }
 
-export function toDate(v: Date | string | null): Date | null {
+function toDate(v: Date | string | null): Date | null {
   if (v === null) return null;
   return v instanceof Date ? v : new Date(v);
 }

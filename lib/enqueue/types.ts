@@ -1,4 +1,4 @@
-import type { EnqueueOutcome, JobState, KeyMode, NonReplaceableReason } from "./vocabulary";
+import type { EnqueueOutcome, JobState, KeyMode, NonReplaceableReason, ObservationOutcome } from "./vocabulary";
 
 // The word lists (states, modes, outcomes, reasons) live in vocabulary.ts.
 export type { EnqueueOutcome, JobState, KeyMode, NonReplaceableReason };
@@ -88,23 +88,40 @@ export interface EnqueueRequest {
  * key. `reason` exists only on `non_replaceable`, so `if (r.outcome === "non_replaceable") r.reason`.
  */
 export type EnqueueResult =
-  | { jobId: string; outcome: "accepted" | "replayed" | "replaced" | "coalesced" }
-  | { jobId: string; outcome: "non_replaceable"; reason: NonReplaceableReason };
+  | ({ jobId: string; outcome: "accepted" | "replayed" | "replaced" | "coalesced" } & ResultKey)
+  | ({ jobId: string; outcome: "non_replaceable"; reason: NonReplaceableReason } & ResultKey);
 
-export interface Job {
-  id: string;
+/**
+ * What operators may see of a keyed request's key, as the core computed it for the request (the
+ * same values as `describeKey`): present on keyed requests' results only, never the key itself.
+ */
+export interface ResultKey {
+  /** The first min(8, floor(n / 3)) code points, then "…" (never the tail). */
+  keyPreview?: string;
+  /** The first 12 hex characters of the keyed hash. */
+  keyDigest?: string;
+  /** The key's length in Unicode code points. */
+  keyLength?: number;
+}
+
+/** How a job is to be run, as its request set it (defaults filled): shared by `Job` and the normalised request. */
+export interface JobDefinition {
   queue: string;
   type: string;
-  payload: unknown;
-  state: JobState;
-  runAt: Date;
-  attempt: number;
   maxAttempts: number;
   retryPolicy: NormalizedRetryPolicy | null;
   deadline: Date | null;
   executionTimeoutMs: number | null;
   concurrencyKey: string | null;
   tags: string[];
+}
+
+export interface Job extends JobDefinition {
+  id: string;
+  payload: unknown;
+  state: JobState;
+  runAt: Date;
+  attempt: number;
   createdAt: Date;
   updatedAt: Date;
   leaseOwner: string | null;
@@ -234,3 +251,25 @@ export interface PruneFinishedJobsResult {
   jobsDeleted: number;
   eventsDeleted: number;
 }
+
+/** One replay, conflict, coalesce or non-replaceable decision, as operators see it (docs/enqueue.md, observations). */
+export interface Observation {
+  at: Date;
+  outcome: ObservationOutcome;
+  reason?: string | null;
+  queue: string;
+  type: string;
+  scope: string;
+  keyPreview: string;
+  keyDigest: string;
+  keyLength: number;
+  jobId: string | null;
+  conflictingFields?: string[] | null;
+  payloadPaths?: string[] | null;
+  storedRequestDigest?: string | null;
+  rejectedRequestDigest?: string | null;
+  source?: string | null;
+}
+
+/** An observation as `workhorse.enqueue_observation` holds it: every field present, `null` when absent. */
+export type StoredObservation = { id: string } & { [K in keyof Observation]-?: Exclude<Observation[K], undefined> };

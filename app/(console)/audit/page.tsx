@@ -5,7 +5,7 @@ import { PageHeader } from "@/components/ui";
 import { listAudit } from "@/lib/console/audit";
 import { consolePool } from "@/lib/console/db";
 import { AUDIT_ACTIONS, parseAuditFilters, toQuery } from "@/lib/console/filters";
-import { requireViewer } from "@/lib/console/session";
+import { requireViewer } from "@/lib/console/viewer";
 
 export const metadata: Metadata = { title: "Audit log" };
 

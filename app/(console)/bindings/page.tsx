@@ -6,8 +6,8 @@ import { cx, PageHeader } from "@/components/ui";
 import { listBindings } from "@/lib/console/bindings";
 import { consolePool } from "@/lib/console/db";
 import { parseBindingFilters, toQuery } from "@/lib/console/filters";
-import { requireViewer } from "@/lib/console/session";
-import { BINDING_MODES } from "@/lib/console/types";
+import { requireViewer } from "@/lib/console/viewer";
+import { BINDING_MODES } from "@/lib/console/wire-types";
 
 export const metadata: Metadata = { title: "Bindings" };
 

@@ -4,10 +4,10 @@ import { ObservationsTable } from "@/components/observations-table";
 import { Badge, PageHeader } from "@/components/ui";
 import { consolePool } from "@/lib/console/db";
 import { parseObservationFilters, TIME_WINDOWS, toQuery } from "@/lib/console/filters";
-import { listObservations } from "@/lib/console/observations";
+import { listObservations } from "@/lib/console/observation-reads";
 import { explainOutcome, REASON_LABELS } from "@/lib/console/outcomes";
-import { requireViewer } from "@/lib/console/session";
-import { OBSERVATION_OUTCOMES } from "@/lib/console/types";
+import { requireViewer } from "@/lib/console/viewer";
+import { OBSERVATION_OUTCOMES } from "@/lib/console/wire-types";
 
 export const metadata: Metadata = { title: "Conflicts & replays" };
 

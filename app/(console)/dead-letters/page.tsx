@@ -6,7 +6,7 @@ import { Card, EmptyState, linkClass, PageHeader, Table, Td } from "@/components
 import { consoleDb, consolePool } from "@/lib/console/db";
 import { formatTime } from "@/lib/console/format";
 import { deadLetterGroups } from "@/lib/console/operator-reads";
-import { requireViewer } from "@/lib/console/session";
+import { requireViewer } from "@/lib/console/viewer";
 import { EnqueueValidationError } from "@/lib/enqueue";
 import { redriveAction } from "../jobs/actions";
 

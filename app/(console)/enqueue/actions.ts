@@ -3,7 +3,7 @@ import type { EnqueueFormState } from "@/lib/console/action-state";
 import { consoleDb } from "@/lib/console/db";
 import { enqueueTestJob } from "@/lib/console/mutations";
 import { invalidateCounts } from "@/lib/console/overview";
-import { requireMutator } from "@/lib/console/session";
+import { requireMutator } from "@/lib/console/viewer";
 
 export async function enqueueTestJobAction(_prev: EnqueueFormState, data: FormData): Promise<EnqueueFormState> {
   const m = await requireMutator();

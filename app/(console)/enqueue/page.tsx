@@ -1,7 +1,7 @@
 import type { Metadata } from "next";
 import { EnqueueForm } from "@/components/enqueue-form";
 import { Notice, PageHeader } from "@/components/ui";
-import { requireViewer } from "@/lib/console/session";
+import { requireViewer } from "@/lib/console/viewer";
 import { enqueueTestJobAction } from "./actions";
 
 export const metadata: Metadata = { title: "Enqueue test job" };

@@ -2,7 +2,7 @@
 import type { FindKeyState } from "@/lib/console/action-state";
 import { consoleDb } from "@/lib/console/db";
 import { findByKey } from "@/lib/console/find-key";
-import { currentViewer, sameOriginRequest } from "@/lib/console/session";
+import { currentViewer, sameOriginRequest } from "@/lib/console/viewer";
 
 /** POST only: the raw key travels in the request body, is hashed by lib/enqueue, and is never returned. */
 export async function findByKeyAction(_prev: FindKeyState, data: FormData): Promise<FindKeyState> {

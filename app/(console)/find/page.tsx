@@ -4,7 +4,7 @@ import { FindKeyForm } from "@/components/find-key-form";
 import { buttonClass, Card, Field, inputClass, Notice, PageHeader } from "@/components/ui";
 import { consolePool } from "@/lib/console/db";
 import { DIGEST_RE, lookupDigestLimited } from "@/lib/console/digest";
-import { requestInfo, requireViewer } from "@/lib/console/session";
+import { requestInfo, requireViewer } from "@/lib/console/viewer";
 import { findByKeyAction } from "./actions";
 
 export const metadata: Metadata = { title: "Find by key" };

@@ -4,10 +4,10 @@ import type { OperatorActionState, PurgeState, RedriveState } from "@/lib/consol
 import { consoleDb } from "@/lib/console/db";
 import { parseJobFilters } from "@/lib/console/filters";
 import { purgeJob, purgeQueue } from "@/lib/console/mutations";
-import { cancelJobs, purgeSelected, redriveJobs, runJobsNow } from "@/lib/console/operator-actions";
+import { cancelJobs, purgeSelected, redriveJobs, runJobsNow } from "@/lib/console/operator-action-forms";
 import { countMatchingJobs } from "@/lib/console/operator-reads";
 import { invalidateCounts } from "@/lib/console/overview";
-import { requireMutator } from "@/lib/console/session";
+import { requireMutator } from "@/lib/console/viewer";
 
 export async function purgeJobAction(_prev: PurgeState, data: FormData): Promise<PurgeState> {
   const m = await requireMutator();

@@ -10,7 +10,7 @@ import { consolePool } from "@/lib/console/db";
 import { parseJobFilters, toQuery, UUID_RE } from "@/lib/console/filters";
 import { jobExists, listJobs, stateTabCounts } from "@/lib/console/jobs";
 import { MAX_BULK_JOBS } from "@/lib/console/operator-reads";
-import { requireViewer } from "@/lib/console/session";
+import { requireViewer } from "@/lib/console/viewer";
 import { cancelJobsAction, countMatchingAction, purgeSelectedAction, redriveAction, runNowAction } from "./actions";
 
 export const metadata: Metadata = { title: "Jobs" };

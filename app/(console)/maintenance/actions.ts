@@ -2,7 +2,7 @@
 import type { MaintenanceState } from "@/lib/console/action-state";
 import { consoleDb } from "@/lib/console/db";
 import { runMaintenanceNow } from "@/lib/console/mutations";
-import { requireMutator } from "@/lib/console/session";
+import { requireMutator } from "@/lib/console/viewer";
 
 export async function runMaintenanceAction(_prev: MaintenanceState, _data: FormData): Promise<MaintenanceState> {
   const m = await requireMutator();

@@ -2,8 +2,8 @@ import type { Metadata } from "next";
 import { MaintenancePanel } from "@/components/maintenance-panel";
 import { PageHeader } from "@/components/ui";
 import { consolePool } from "@/lib/console/db";
-import { maintenanceStatus } from "@/lib/console/maintenance";
-import { requireViewer } from "@/lib/console/session";
+import { maintenanceStatus } from "@/lib/console/maintenance-status";
+import { requireViewer } from "@/lib/console/viewer";
 import { runMaintenanceAction } from "./actions";
 
 export const metadata: Metadata = { title: "Maintenance" };

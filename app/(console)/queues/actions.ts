@@ -2,8 +2,8 @@
 import { revalidatePath } from "next/cache";
 import type { OperatorActionState } from "@/lib/console/action-state";
 import { consoleDb } from "@/lib/console/db";
-import { setQueuePaused } from "@/lib/console/operator-actions";
-import { requireMutator } from "@/lib/console/session";
+import { setQueuePaused } from "@/lib/console/operator-action-forms";
+import { requireMutator } from "@/lib/console/viewer";
 
 /** Pause or resume a queue (`action` = `pause` | `resume`); the actor comes from the session. */
 export async function queuePauseAction(_prev: OperatorActionState, data: FormData): Promise<OperatorActionState> {

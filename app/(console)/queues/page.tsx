@@ -6,7 +6,7 @@ import { PageHeader } from "@/components/ui";
 import { consolePool } from "@/lib/console/db";
 import { pausedQueues, pendingQueueNames } from "@/lib/console/operator-reads";
 import { queueHealth } from "@/lib/console/queues";
-import { requireViewer } from "@/lib/console/session";
+import { requireViewer } from "@/lib/console/viewer";
 import { purgeQueueAction } from "../jobs/actions";
 import { queuePauseAction } from "./actions";
 

@@ -1,8 +1,8 @@
 "use server";
 import { redirect } from "next/navigation";
 import { consoleDb } from "@/lib/console/db";
-import { getSession, requireMutator } from "@/lib/console/session";
-import { deleteAllSessions } from "@/lib/console/sessions";
+import { deleteAllSessions } from "@/lib/console/session-store";
+import { getSession, requireMutator } from "@/lib/console/viewer";
 
 /**
  * Ends every console session, this one included (audited). Allowed in read-only mode: it changes

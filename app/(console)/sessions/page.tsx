@@ -2,8 +2,8 @@ import type { Metadata } from "next";
 import { EmptyState, Notice, PageHeader, secondaryButtonClass, Table, Td } from "@/components/ui";
 import { consolePool } from "@/lib/console/db";
 import { formatTime } from "@/lib/console/format";
-import { currentFingerprint, requireViewer } from "@/lib/console/session";
-import { listSessions, SESSION_IDLE_MS, SESSION_MAX_MS } from "@/lib/console/sessions";
+import { listSessions, SESSION_IDLE_MS, SESSION_MAX_MS } from "@/lib/console/session-store";
+import { currentFingerprint, requireViewer } from "@/lib/console/viewer";
 import { signOutEverywhere } from "./actions";
 
 export const metadata: Metadata = { title: "Sessions" };

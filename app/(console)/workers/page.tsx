@@ -2,7 +2,7 @@ import type { Metadata } from "next";
 import { PageHeader } from "@/components/ui";
 import { WorkersLive } from "@/components/workers-live";
 import { consolePool } from "@/lib/console/db";
-import { requireViewer } from "@/lib/console/session";
+import { requireViewer } from "@/lib/console/viewer";
 import { listWorkers } from "@/lib/console/workers";
 
 export const metadata: Metadata = { title: "Workers" };

@@ -1,5 +1,5 @@
 import { jsonRead } from "@/lib/console/api";
-import { maintenanceStatus } from "@/lib/console/maintenance";
+import { maintenanceStatus } from "@/lib/console/maintenance-status";
 
 export const dynamic = "force-dynamic";
 

@@ -3,20 +3,21 @@
  * records fenced outcomes. Delivery is at least once: a handler may run again after a crash, a
  * lost lease or a lost acknowledgement, so handlers must tolerate repeats (checkpoints help).
  */
-import type pg from "pg";
 import {
   DeadlineExceededError,
   ExecutionTimeoutError,
-  JobCanceledError,
   LeaseLostError,
   NotStorableError,
   WorkerConfigError,
   WorkerStoppingError,
 } from "../errors";
-import { workerSettings } from "../validate";
+import { type AttemptDeps, handlerContext, heartbeatAttempts, type Running, type StopCause } from "./attempt";
+import { summarizeError, toJsonText } from "./error-summary";
 import { Listener } from "./listener";
+import { describeRefusal, OutcomeWriter } from "./outcomes";
+import { type WorkerSettings, workerSettings } from "./settings";
 import * as sql from "./sql";
-import { type ErrorSummary, isTransientDbError, longTimeout, sleep, summarizeError, toJsonText } from "./support";
+import { longTimeout, sleep, untilDone } from "./timing";
 import type {
   ClaimedJob,
   FailureCause,
@@ -28,29 +29,6 @@ import type {
 } from "./types";
 
 export type { ClaimedJob, FailureCause, HandlerContext, JobHandler, WorkerEvent, WorkerOptions, WorkerStats };
-
-type StopCause = "execution_timed_out" | "deadline_exceeded" | "lease_lost" | "shutdown" | "canceled";
-
-/** What became of one completion write: recorded, fenced out (stale), or refused for this job alone. */
-type CompleteOutcome = "recorded" | "stale" | { refused: unknown };
-
-interface Running {
-  key: string;
-  job: ClaimedJob;
-  controller: AbortController;
-  cause: StopCause | null;
-  /** The handler returned or threw (or was abandoned): lease loss no longer matters to it. */
-  settled: boolean;
-  startedAt: number;
-}
-
-const COMPLETE_BATCH = 500;
-
-/** A refused write's reason in words (the driver error's message, bounded by the error summary). */
-function describeRefusal(err: unknown): string {
-  const summary = summarizeError(err);
-  return summary.code ? `${summary.message} (SQLSTATE ${summary.code})` : summary.message;
-}
 
 /**
  * Runs jobs from PostgreSQL.
@@ -77,18 +55,8 @@ function describeRefusal(err: unknown): string {
  */
 export class Worker {
   readonly workerId: string;
-  private readonly pool: pg.Pool;
-  private readonly queues: string[];
-  private readonly handlers: Map<string, JobHandler<unknown>>;
-  private readonly types: string[] | null;
-  private readonly concurrency: number;
-  private readonly leaseMs: number;
-  private readonly heartbeatIntervalMs: number;
-  private readonly pollIntervalMs: number;
-  private readonly reapIntervalMs: number;
-  private readonly abortGraceMs: number;
-  private readonly maxResultBytes: number;
-  private readonly defaultPolicyJson: string;
+  /** The options, checked and defaulted. */
+  private readonly settings: WorkerSettings;
   private readonly listenEnabled: boolean;
   private readonly onEvent: (e: WorkerEvent) => void;
   private readonly onError: (e: Error) => void;
@@ -109,8 +77,6 @@ export class Worker {
   private heartbeatTimer: NodeJS.Timeout | null = null;
   private heartbeating = false;
   private giveUp = false;
-  private completeQueue: Array<{ r: Running; result: string; resolve: (outcome: CompleteOutcome) => void }> = [];
-  private completing = false;
   private listener: Listener | null = null;
   private stopping: Promise<void> | null = null;
   private readonly counters: Omit<WorkerStats, "running"> = {
@@ -123,6 +89,7 @@ export class Worker {
     canceled: 0,
   };
   private readonly onPoolError = (err: Error) => this.report(err);
+  private readonly outcomes: OutcomeWriter;
   /** Claim calls so far, from a random start: the `<claim>` part of lease tokens. */
   private claimSeq = Math.floor(Math.random() * 2 ** 40);
 
@@ -135,19 +102,8 @@ export class Worker {
   /** @throws WorkerConfigError an option is missing or out of range */
   constructor(options: WorkerOptions) {
     const settings = workerSettings(options);
-    this.pool = settings.pool;
-    this.queues = settings.queues;
-    this.handlers = settings.handlers;
-    this.types = settings.types;
-    this.concurrency = settings.concurrency;
-    this.maxPendingOutcomes = Math.max(this.concurrency, 32);
-    this.leaseMs = settings.leaseMs;
-    this.heartbeatIntervalMs = settings.heartbeatIntervalMs;
-    this.pollIntervalMs = settings.pollIntervalMs;
-    this.reapIntervalMs = settings.reapIntervalMs;
-    this.abortGraceMs = settings.abortGraceMs;
-    this.maxResultBytes = settings.maxResultBytes;
-    this.defaultPolicyJson = settings.defaultPolicyJson;
+    this.settings = settings;
+    this.maxPendingOutcomes = Math.max(this.settings.concurrency, 32);
     this.workerId = settings.workerId;
     this.listenEnabled = options.listen ?? true;
     const onEvent = options.onEvent;
@@ -161,26 +117,34 @@ export class Worker {
         }
       : () => {};
     this.onError = options.onError ?? ((e) => console.warn(`[workhorse worker ${this.workerId}] ${e.message}`));
+    this.outcomes = new OutcomeWriter({
+      pool: this.settings.pool,
+      defaultPolicyJson: settings.defaultPolicyJson,
+      counters: this.counters,
+      onEvent: this.onEvent,
+      report: (err) => this.report(err),
+      givenUp: () => this.giveUp,
+    });
   }
 
   /** Starts claiming. Resolves once the loop runs (the LISTEN connection comes up in the background). */
   async start(): Promise<void> {
     if (this.state !== "idle") throw new WorkerConfigError("start", `cannot start a worker that is ${this.state}`);
     this.state = "running";
-    this.pool.on("error", this.onPoolError);
+    this.settings.pool.on("error", this.onPoolError);
     if (this.listenEnabled) {
       this.listener = new Listener(
-        this.pool,
+        this.settings.pool,
         (queue) => {
-          if (this.queues.includes(queue)) this.want();
+          if (this.settings.queues.includes(queue)) this.want();
         },
         () => this.want(),
         (err) => this.report(err),
       );
       this.listener.start();
     }
-    this.pollTimer = setInterval(() => this.want(), this.pollIntervalMs);
-    this.heartbeatTimer = setInterval(() => void this.heartbeatAll(), this.heartbeatIntervalMs);
+    this.pollTimer = setInterval(() => this.want(), this.settings.pollIntervalMs);
+    this.heartbeatTimer = setInterval(() => void this.heartbeatAll(), this.settings.heartbeatIntervalMs);
     this.heartbeatTimer.unref();
     this.loopDone = this.loop();
   }
@@ -211,12 +175,12 @@ export class Worker {
     const allDone = () => Promise.all([...this.done.values()]).then(() => {});
     if (this.done.size > 0) await Promise.race([allDone(), sleep(graceMs)]);
     for (const r of this.running.values()) this.interrupt(r, "shutdown", new WorkerStoppingError());
-    if (this.done.size > 0) await Promise.race([allDone(), sleep(this.abortGraceMs + 5000)]);
+    if (this.done.size > 0) await Promise.race([allDone(), sleep(this.settings.abortGraceMs + 5000)]);
     this.giveUp = true; // outcome writes still retrying (database down) stop trying; leases lapse instead
     await allDone();
     if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
     this.heartbeatTimer = null;
-    this.pool.off("error", this.onPoolError);
+    this.settings.pool.off("error", this.onPoolError);
     this.state = "stopped";
   }
 
@@ -260,22 +224,22 @@ export class Worker {
     while (this.state === "running") {
       // A slot is a running handler. Attempts whose outcome is still being written do not hold one
       // (so the next claims overlap that write and completions batch up), but only so many may pile up.
-      const free = this.concurrency - this.busy;
+      const free = this.settings.concurrency - this.busy;
       const writing = this.running.size - this.busy;
       if (free <= 0 || !this.wanted || writing >= this.maxPendingOutcomes) {
         await this.waitForKick();
         continue;
       }
       this.wanted = false;
-      const reap = Date.now() - this.lastReap >= this.reapIntervalMs;
+      const reap = Date.now() - this.lastReap >= this.settings.reapIntervalMs;
       let jobs: ClaimedJob[];
       try {
-        jobs = await sql.claimJobs(this.pool, {
-          queues: this.queues,
-          types: this.types,
+        jobs = await sql.claimJobs(this.settings.pool, {
+          queues: this.settings.queues,
+          types: this.settings.types,
           leaseToken: this.leaseToken(),
           limit: free,
-          leaseMs: this.leaseMs,
+          leaseMs: this.settings.leaseMs,
           reap,
         });
         if (reap) this.lastReap = Date.now();
@@ -294,7 +258,7 @@ export class Worker {
           const key = `${job.id}:${job.leaseOwner}`;
           this.done.set(
             key,
-            this.releaseUnstarted(job).finally(() => this.done.delete(key)),
+            this.outcomes.releaseUnstarted(job).finally(() => this.done.delete(key)),
           );
           continue;
         }
@@ -302,10 +266,6 @@ export class Worker {
       }
       if (jobs.length === free) this.wanted = true;
     }
-  }
-
-  private async releaseUnstarted(job: ClaimedJob): Promise<void> {
-    await this.persist(() => sql.releaseJob(this.pool, job, "shutdown")).catch((err) => this.report(err));
   }
 
   private launch(job: ClaimedJob): void {
@@ -352,7 +312,7 @@ export class Worker {
 
   private async execute(r: Running): Promise<void> {
     const { job } = r;
-    const handler = this.handlers.get(job.type) ?? this.handlers.get("*");
+    const handler = this.settings.handlers.get(job.type) ?? this.settings.handlers.get("*");
     const cancels: Array<() => void> = [];
     if (job.executionTimeoutMs !== null) {
       const ms = job.executionTimeoutMs;
@@ -371,7 +331,7 @@ export class Worker {
     // the slot (or stop()) forever.
     const abandoned = new Promise<"abandoned">((resolve) => {
       const onAbort = () => {
-        const t = setTimeout(() => resolve("abandoned"), this.abortGraceMs);
+        const t = setTimeout(() => resolve("abandoned"), this.settings.abortGraceMs);
         t.unref();
       };
       if (r.controller.signal.aborted) onAbort();
@@ -380,7 +340,7 @@ export class Worker {
     type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
     const run: Promise<Outcome> = (async () => {
       if (!handler) throw new Error(`no handler for job type ${JSON.stringify(job.type)}`);
-      return handler(job.payload, this.context(r));
+      return handler(job.payload, handlerContext(r, this.attemptDeps()));
     })().then(
       (value) => ({ ok: true, value }),
       (error) => ({ ok: false, error }),
@@ -402,31 +362,31 @@ export class Worker {
       return;
     }
     if (cause === "shutdown" && (outcome === "abandoned" || !outcome.ok)) {
-      await this.release(r);
+      await this.outcomes.release(job);
       return;
     }
     if (cause === "execution_timed_out" || cause === "deadline_exceeded") {
       const reason = r.controller.signal.reason as Error;
-      await this.fail(r, summarizeError(reason), cause);
+      await this.outcomes.fail(job, summarizeError(reason), cause);
       return;
     }
     if (cause === "canceled" && (outcome === "abandoned" || !outcome.ok)) {
-      await this.recordCanceled(r);
+      await this.outcomes.canceled(job);
       return;
     }
     if (outcome === "abandoned") return; // unreachable: only an aborted attempt can be abandoned
     if (!outcome.ok) {
-      await this.fail(r, summarizeError(outcome.error), "error");
+      await this.outcomes.fail(job, summarizeError(outcome.error), "error");
       return;
     }
     let text: string;
     try {
-      text = toJsonText(outcome.value, `the result of job ${job.id}`, this.maxResultBytes);
+      text = toJsonText(outcome.value, `the result of job ${job.id}`, this.settings.maxResultBytes);
     } catch (err) {
-      await this.fail(r, summarizeError(err), "error");
+      await this.outcomes.fail(job, summarizeError(err), "error");
       return;
     }
-    const written = await this.complete(r, text);
+    const written = await this.outcomes.complete(job, text);
     if (written === "recorded") {
       this.counters.succeeded++;
       this.onEvent({ kind: "succeeded", job, durationMs: Date.now() - r.startedAt });
@@ -436,226 +396,42 @@ export class Worker {
     } else {
       // PostgreSQL refused this result (it passed our checks, so the rules disagree somewhere):
       // the attempt fails with the reason instead of waiting for its lease to lapse.
-      await this.fail(
-        r,
+      await this.outcomes.fail(
+        job,
         summarizeError(new NotStorableError(`the result of job ${job.id}`, describeRefusal(written.refused))),
         "error",
       );
     }
   }
 
-  private context(r: Running): HandlerContext {
-    const { job } = r;
+  private attemptDeps(): AttemptDeps {
     return {
-      jobId: job.id,
-      attempt: job.attempt,
-      signal: r.controller.signal,
-      job,
+      pool: this.settings.pool,
       workerId: this.workerId,
-      heartbeat: async () => {
-        if (r.cause === "lease_lost") throw new LeaseLostError(job.id, job.attempt);
-        const rows = await sql.heartbeat(this.pool, [job], this.leaseMs);
-        if (rows.length === 0) {
-          this.loseLease(r);
-          throw new LeaseLostError(job.id, job.attempt);
-        }
-        if (rows[0]?.cancelRequested) this.interrupt(r, "canceled", new JobCanceledError(job.id));
-      },
-      checkpoint: async <T>(name: string, fn: () => T | Promise<T>): Promise<T> => {
-        if (typeof name !== "string" || name.length < 1 || name.length > 128 || /\p{Cc}/u.test(name)) {
-          throw new TypeError("checkpoint name must be 1..128 characters without control characters");
-        }
-        if (typeof fn !== "function") throw new TypeError("checkpoint(name, fn): fn must be a function");
-        if (r.cause === "lease_lost") throw new LeaseLostError(job.id, job.attempt);
-        const stored = await this.retrying(r, () => sql.readCheckpoint(this.pool, job.id, name));
-        if (stored) return stored.value as T;
-        const valueJson = toJsonText(await fn(), `checkpoint ${JSON.stringify(name)}`, this.maxResultBytes);
-        const row = await this.retrying(r, () =>
-          sql.saveCheckpoint(this.pool, job, { name, valueJson, leaseMs: this.leaseMs }),
-        );
-        if (!row || row.status === "stale") {
-          this.loseLease(r);
-          throw new LeaseLostError(job.id, job.attempt);
-        }
-        if (row.status === "saved") this.onEvent({ kind: "checkpoint_saved", job, name });
-        return row.value as T;
-      },
+      leaseMs: this.settings.leaseMs,
+      maxResultBytes: this.settings.maxResultBytes,
+      onEvent: this.onEvent,
+      loseLease: (x) => this.loseLease(x),
+      interrupt: (x, cause, reason) => this.interrupt(x, cause, reason),
+      retrying: (x, op) => this.retrying(x, op),
     };
   }
 
   /** Retries a handler-side query through transient failures until the attempt is told to stop. */
-  private async retrying<T>(r: Running, op: () => Promise<T>): Promise<T> {
-    let delay = 100;
-    for (;;) {
-      try {
-        return await op();
-      } catch (err) {
-        if (!isTransientDbError(err) || r.controller.signal.aborted || this.giveUp) throw err;
-        this.report(err);
-        await sleep(delay);
-        delay = Math.min(delay * 2, 2000);
-      }
-    }
-  }
-
-  /**
-   * Runs an outcome write until it lands. Transient failures (connection lost, server restarting)
-   * are retried with backoff: the write is fenced, so repeating it is safe. Gives up when the error
-   * is not transient or stop() ran out of patience; the lease then lapses and the job runs again.
-   */
-  private async persist<T>(op: () => Promise<T>): Promise<T> {
-    let delay = 100;
-    for (;;) {
-      try {
-        return await op();
-      } catch (err) {
-        if (!isTransientDbError(err) || this.giveUp) throw err;
-        this.report(err);
-        await sleep(delay);
-        delay = Math.min(delay * 2, 5000);
-      }
-    }
-  }
-
-  private complete(r: Running, result: string): Promise<CompleteOutcome> {
-    return new Promise((resolve) => {
-      this.completeQueue.push({ r, result, resolve });
-      if (!this.completing) void this.drainCompletions();
+  private retrying<T>(r: Running, op: () => Promise<T>): Promise<T> {
+    return untilDone(op, {
+      maxDelayMs: 2000,
+      stop: () => r.controller.signal.aborted || this.giveUp,
+      report: (err) => this.report(err),
     });
   }
 
-  /**
-   * One completion statement in flight at a time, carrying everything that finished meanwhile. If
-   * PostgreSQL refuses the batch (not a lost connection, which `persist` retries), each job is
-   * written alone, so one bad row costs no other job anything.
-   */
-  private async drainCompletions(): Promise<void> {
-    this.completing = true;
-    try {
-      while (this.completeQueue.length > 0) {
-        const batch = this.completeQueue.splice(0, COMPLETE_BATCH);
-        try {
-          const recorded = await this.writeCompletions(batch);
-          for (const b of batch) b.resolve(recorded.has(b.r.job.id) ? "recorded" : "stale");
-        } catch (err) {
-          if (batch.length === 1 || isTransientDbError(err)) {
-            this.report(err);
-            for (const b of batch)
-              b.resolve(batch.length === 1 && !isTransientDbError(err) ? { refused: err } : "stale");
-            continue;
-          }
-          for (const b of batch) {
-            try {
-              const recorded = await this.writeCompletions([b]);
-              b.resolve(recorded.has(b.r.job.id) ? "recorded" : "stale");
-            } catch (one) {
-              this.report(one);
-              b.resolve(isTransientDbError(one) ? "stale" : { refused: one });
-            }
-          }
-        }
-      }
-    } finally {
-      this.completing = false;
-    }
-  }
-
-  /** `workhorse.complete_jobs` for these attempts; the ids whose outcome was recorded (fenced by lease). */
-  private async writeCompletions(batch: Array<{ r: Running; result: string }>): Promise<Set<string>> {
-    return this.persist(() =>
-      sql.completeJobs(
-        this.pool,
-        batch.map((b) => ({ attempt: b.r.job, result: b.result })),
-      ),
-    );
-  }
-
-  /** Records an operator-canceled attempt as `canceled` (fenced: a stale attempt changes nothing). */
-  private async recordCanceled(r: Running): Promise<void> {
-    const { job } = r;
-    try {
-      if (await this.persist(() => sql.cancelAttempt(this.pool, job))) {
-        this.counters.canceled++;
-        this.onEvent({ kind: "canceled", job });
-      } else {
-        this.counters.stale++;
-        this.onEvent({ kind: "stale", job });
-      }
-    } catch (err) {
-      this.report(err);
-    }
-  }
-
-  private async fail(r: Running, error: ErrorSummary, cause: FailureCause): Promise<void> {
-    const { job } = r;
-    let row: Awaited<ReturnType<typeof sql.failJob>>;
-    try {
-      row = await this.persist(() =>
-        sql.failJob(this.pool, job, {
-          errorJson: JSON.stringify(error),
-          cause,
-          defaultPolicyJson: this.defaultPolicyJson,
-        }),
-      );
-    } catch (err) {
-      this.report(err);
-      return;
-    }
-    if (!row) {
-      this.counters.stale++;
-      this.onEvent({ kind: "stale", job });
-    } else if (row.state === "failed") {
-      this.counters.failed++;
-      this.onEvent({ kind: "failed", job, cause, error });
-    } else if (row.state === "canceled") {
-      // An operator's cancel arrived before this worker's next heartbeat: the would-be retry became
-      // `canceled` (the job's cancel trigger), and that is what happened.
-      this.counters.canceled++;
-      this.onEvent({ kind: "canceled", job });
-    } else {
-      this.counters.retried++;
-      this.onEvent({
-        kind: "retry_scheduled",
-        job,
-        cause,
-        error,
-        runAt: row.runAt as Date,
-        delayMs: Number(row.delayMs),
-      });
-    }
-  }
-
-  private async release(r: Running): Promise<void> {
-    const { job } = r;
-    try {
-      if (await this.persist(() => sql.releaseJob(this.pool, job, "shutdown"))) {
-        this.counters.released++;
-        this.onEvent({ kind: "released", job });
-      }
-    } catch (err) {
-      this.report(err);
-    }
-  }
-
-  /** One statement extends every running attempt's lease; attempts missing from the answer lost theirs. */
+  /** One statement extends every running attempt's lease (skipped while the last one is in flight). */
   private async heartbeatAll(): Promise<void> {
     if (this.heartbeating) return;
-    const list = [...this.running.values()].filter((r) => r.cause !== "lease_lost");
-    if (list.length === 0) return;
     this.heartbeating = true;
     try {
-      const rows = await sql.heartbeat(
-        this.pool,
-        list.map((r) => r.job),
-        this.leaseMs,
-      );
-      const held = new Set(rows.map((row) => `${row.id}:${row.leaseOwner}`));
-      const canceled = new Set(rows.filter((row) => row.cancelRequested).map((row) => `${row.id}:${row.leaseOwner}`));
-      for (const r of list) {
-        // A settled attempt may be missing because its own outcome just landed; its write is fenced anyway.
-        if (!held.has(r.key) && !r.settled) this.loseLease(r);
-        else if (canceled.has(r.key) && !r.settled) this.interrupt(r, "canceled", new JobCanceledError(r.job.id));
-      }
+      await heartbeatAttempts([...this.running.values()], this.attemptDeps());
     } catch (err) {
       this.report(err);
     } finally {

@@ -1,5 +1,5 @@
 import pg from "pg";
-import { WAKE_CHANNEL } from "../shared";
+import { WAKE_CHANNEL } from "../queue-context";
 
 /** The dedicated LISTEN connection, reconnected with backoff; `onReconnect` covers notifications missed meanwhile. */
 export class Listener {

@@ -1,7 +1,7 @@
 /** The worker's public types: what a handler receives and what `new Worker(options)` accepts. */
 import type pg from "pg";
 import type { RetryPolicy } from "../types";
-import type { ErrorSummary } from "./support";
+import type { ErrorSummary } from "./error-summary";
 
 /** A job as its handler receives it: the claimed attempt. */
 export interface ClaimedJob {

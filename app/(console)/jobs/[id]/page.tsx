@@ -8,7 +8,7 @@ import { linkClass, PageHeader } from "@/components/ui";
 import { consolePool } from "@/lib/console/db";
 import { UUID_RE } from "@/lib/console/filters";
 import { jobDetail } from "@/lib/console/jobs";
-import { requireViewer } from "@/lib/console/session";
+import { requireViewer } from "@/lib/console/viewer";
 import { cancelJobsAction, purgeJobAction, redriveAction, runNowAction } from "../actions";
 
 export const metadata: Metadata = { title: "Job" };

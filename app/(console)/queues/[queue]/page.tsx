@@ -12,7 +12,7 @@ import { formatTime } from "@/lib/console/format";
 import { pausedQueues } from "@/lib/console/operator-reads";
 import { queueHealth } from "@/lib/console/queues";
 import { series } from "@/lib/console/series";
-import { requireViewer } from "@/lib/console/session";
+import { requireViewer } from "@/lib/console/viewer";
 import { purgeQueueAction } from "../../jobs/actions";
 import { queuePauseAction } from "../actions";
 

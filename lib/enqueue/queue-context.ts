@@ -9,7 +9,6 @@ import { EXPECTED_SQLSTATES, QueueClosedError, sqlStateOf } from "./errors";
 import type { KeyRing } from "./keys";
 import { ObservationRecorder, type ObservationRecorderOptions } from "./observations";
 import { withPoolClient } from "./pool-client";
-import type { RetryStats } from "./queue";
 
 /** Channel that workers LISTEN on; the payload is the queue name. */
 export const WAKE_CHANNEL = "workhorse_jobs";
@@ -20,7 +19,7 @@ export interface Executor {
   query<R extends pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<R>>;
 }
 
-export function poolExecutor(pool: pg.Pool): Executor {
+function poolExecutor(pool: pg.Pool): Executor {
   const keep = (err: unknown) => {
     const state = sqlStateOf(err);
     return state !== undefined && EXPECTED_SQLSTATES.has(state);
@@ -35,8 +34,32 @@ export function clientExecutor(client: pg.ClientBase): Executor {
   return { query: <R extends pg.QueryResultRow>(config: pg.QueryConfig) => client.query<R>(config) };
 }
 
+/** What the keyed-call retry did since the `Queue` was made (`queue.retryStats()`). */
+export interface RetryStats {
+  /** Calls that needed more than one try. */
+  retriedCalls: number;
+  /** Extra tries in all. */
+  retries: number;
+  /** Calls that still failed after their last try (the error was thrown). */
+  exhausted: number;
+  /** Tries whose answer was our own earlier try's job, committed before the connection broke: reported as `accepted`. */
+  recoveredAccepts: number;
+}
+
+/** A `Queue`'s settings, checked and defaulted (queue-settings.ts). */
+export interface QueueConfig {
+  maxPayloadBytes: number;
+  source: string | null;
+  notify: boolean;
+  keys: KeyRing;
+  maintenance:
+    | false
+    | { intervalMs: number; observationRetentionMs: number; jobRetentionMs: number; batchSize: number };
+  retry: false | { attempts: number; maxDelayMs: number };
+}
+
 /** What every view of the queue shares: the pool, the observation log, the wake-ups. */
-export class Shared {
+export class QueueContext {
   readonly recorder: ObservationRecorder;
   readonly poolExec: Executor;
   private pendingWake = new Set<string>();
@@ -51,16 +74,7 @@ export class Shared {
 
   constructor(
     readonly pool: pg.Pool,
-    readonly config: {
-      maxPayloadBytes: number;
-      source: string | null;
-      notify: boolean;
-      keys: KeyRing;
-      maintenance:
-        | false
-        | { intervalMs: number; observationRetentionMs: number; jobRetentionMs: number; batchSize: number };
-      retry: false | { attempts: number; maxDelayMs: number };
-    },
+    readonly config: QueueConfig,
     observations: ObservationRecorderOptions | undefined,
   ) {
     this.recorder = new ObservationRecorder(pool, observations);
@@ -107,7 +121,6 @@ export class Shared {
     tick();
   }
 
-  /** Runs one database call unless the queue is closed; close() waits for calls in flight. */
   /**
    * Whether the schema has the distributed (Citus) layout: read once per queue through `query`
    * (the caller's executor, so its error handling applies), then kept.
@@ -122,6 +135,7 @@ export class Shared {
     return this.layout === "distributed";
   }
 
+  /** Runs one database call unless the queue is closed; close() waits for calls in flight. */
   async guard<T>(fn: () => Promise<T>): Promise<T> {
     if (this.closed) throw new QueueClosedError();
     this.inflight++;
@@ -148,7 +162,7 @@ export class Shared {
   }
 }
 
-/** What operator actions and maintenance need from a view of the queue (queue.ts builds it). */
+/** What operator actions and maintenance need from a view of the queue (queue-operations.ts builds it). */
 export interface OperationsDb {
   /** One statement; driver errors become `WorkhorseDatabaseError` naming `what`. */
   sql<R extends pg.QueryResultRow>(what: string, config: pg.QueryConfig): Promise<pg.QueryResult<R>>;
@@ -156,7 +170,7 @@ export interface OperationsDb {
   distributed(what: string): Promise<boolean>;
   /** The raw executor (driver errors untouched), for calls that translate SQLSTATEs themselves. */
   exec: Executor;
-  shared: Shared;
+  context: QueueContext;
   /** Reads the installation key once (for hashing redrive request ids). */
   loadKeys(): Promise<void>;
 }

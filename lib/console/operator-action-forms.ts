@@ -17,7 +17,7 @@ import {
 import type { FieldErrors, OperatorActionState, RedriveState } from "./action-state";
 import { parseJobFilters } from "./filters";
 import { MAX_BULK_JOBS, matchingJobIds } from "./operator-reads";
-import type { Db } from "./sql";
+import type { Db } from "./read-queries";
 
 const reason = z
   .string({ error: "Give a reason: it is kept in the job's timeline and in the audit log" })
@@ -72,7 +72,7 @@ const STATE_WORDS: Record<string, string> = {
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
 /** "2 already succeeded, 1 no longer exist" or "" */
-export function describeUnchanged(unchanged: Unchanged): string {
+function describeUnchanged(unchanged: Unchanged): string {
   return Object.entries(unchanged)
     .filter(([, n]) => (n ?? 0) > 0)
     .map(([state, n]) => `${n} ${STATE_WORDS[state] ?? state}`)
@@ -221,7 +221,7 @@ const REDRIVE_WORDS: Record<string, string> = {
 };
 
 /** Most jobs one group redrive takes (newest first); the dialog says so when a group is larger. */
-export const MAX_GROUP_REDRIVE = 10_000;
+const MAX_GROUP_REDRIVE = 10_000;
 
 /** The failed jobs of one dead-letter group (queue, type, error name), newest first, at most MAX_GROUP_REDRIVE. */
 async function groupJobIds(queue: Queue, form: FormData): Promise<string[]> {

@@ -4,8 +4,7 @@
  * Shared by server and client code (type-only imports on the client).
  */
 
-import type { StoredObservation } from "@/lib/enqueue/observations";
-// The core's word lists, from its pure vocabulary module (safe in client bundles, unlike lib/enqueue's index).
+// The core's client-safe entry (no pg, no node:crypto), unlike lib/enqueue's index.
 import {
   JOB_STATES,
   type JobState,
@@ -13,13 +12,14 @@ import {
   type KeyMode,
   OBSERVATION_OUTCOMES,
   type ObservationOutcome,
-} from "@/lib/enqueue/vocabulary";
+  type StoredObservation,
+} from "@/lib/enqueue/client";
 
 export type { ObservationOutcome };
 export { JOB_STATES, OBSERVATION_OUTCOMES };
 export const BINDING_MODES = KEY_MODES;
 export type JobStateName = JobState;
-export type BindingMode = KeyMode;
+type BindingMode = KeyMode;
 
 export interface JobRowDto {
   id: string;
@@ -73,7 +73,7 @@ export interface BindingDto {
   maxWaitUntil: string | null;
 }
 
-export interface JobEventDto {
+interface JobEventDto {
   seq: number;
   at: string;
   kind: string;
@@ -145,7 +145,7 @@ export interface OverviewDto {
   expiredAwaitingCleanup: CappedCount;
 }
 
-export interface MaintenanceRunDto {
+interface MaintenanceRunDto {
   id: string;
   task: string;
   startedAt: string;
@@ -223,7 +223,7 @@ export interface QueueHealthDto {
   failureRate: number | null;
 }
 
-export interface WorkerDto {
+interface WorkerDto {
   /** The worker id (the part of the lease owner before `~`). */
   worker: string;
   /** Active jobs it holds a lease on. */

@@ -2,10 +2,10 @@ import "server-only";
 import { type ObservationRow, observationFromRow } from "@/lib/enqueue";
 import { type ObservationFilters, TIME_WINDOWS } from "./filters";
 import { prefixPattern } from "./jobs";
-import { type Db, iso, Where } from "./sql";
-import type { ObservationDto, Page } from "./types";
+import { type Db, iso, Where } from "./read-queries";
+import type { ObservationDto, Page } from "./wire-types";
 
-export const OBSERVATIONS_PAGE_SIZE = 50;
+const OBSERVATIONS_PAGE_SIZE = 50;
 
 export type { ObservationRow };
 

@@ -1,8 +1,8 @@
 import "server-only";
 import { MAINTENANCE_TASKS } from "@/lib/enqueue";
 import { COUNT_CAP } from "./overview";
-import { cappedCount, type Db, iso } from "./sql";
-import type { MaintenanceDto } from "./types";
+import { cappedCount, type Db, iso } from "./read-queries";
+import type { MaintenanceDto } from "./wire-types";
 
 // The panel shows the tasks that keep keys and leases healthy; job retention has its own line.
 const TASKS = MAINTENANCE_TASKS.filter((t) => t !== "prune_finished_jobs");

@@ -9,7 +9,7 @@
  */
 import { createHash, createHmac, randomBytes } from "node:crypto";
 import type { PasswordCheck } from "./config";
-import type { Db } from "./sql";
+import type { Db } from "./read-queries";
 
 /** A session ends after this long without a request. */
 export const SESSION_IDLE_MS = 2 * 60 * 60_000;
@@ -32,7 +32,7 @@ export function passwordFingerprint(check: PasswordCheck, sessionSecret: string)
 
 const idHash = (id: string) => createHash("sha256").update(id, "utf8").digest();
 
-export interface SessionRow {
+interface SessionRow {
   /** First 12 hex characters of the id's hash: names a session on the Sessions page, reveals nothing. */
   ref: string;
   actor: string;

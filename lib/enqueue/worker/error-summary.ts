@@ -1,11 +1,11 @@
 /**
- * Pieces of the worker runtime that are not the Worker itself: typed errors, the bounded error
- * summary stored in `last_error`, JSON checks for values headed to `jsonb`, timers, and the
- * classification of database errors a worker may simply retry.
+ * What a worker stores when an attempt fails or returns: the bounded error summary kept in
+ * `last_error`, the JSON text of results and checkpoints, and which database errors a worker may
+ * simply retry.
  */
 import { EnqueueValidationError, isRetryableDbError, NotStorableError, readSafely } from "../errors";
-import type { NormalizedRetryPolicy } from "../types";
-import { LIMITS, serializePayload } from "../validate";
+import { LIMITS } from "../limits";
+import { serializePayload } from "../payload";
 
 /** Why an attempt failed, as stored in `workhorse.job.last_error` and in the event data. */
 export interface ErrorSummary {
@@ -21,7 +21,7 @@ export interface ErrorSummary {
   cause?: ErrorSummary;
 }
 
-export const ERROR_LIMITS = { name: 128, message: 1000, stack: 4000, causeDepth: 2 } as const;
+const ERROR_LIMITS = { name: 128, message: 1000, stack: 4000, causeDepth: 2 } as const;
 
 /** Well-formed, NUL-free (jsonb rejects U+0000), at most `max` characters. */
 function clean(s: string, max: number): string {
@@ -99,42 +99,9 @@ export function toJsonText(value: unknown, what: string, maxBytes: number = LIMI
   }
 }
 
-/** The delay after attempt `attempt` (1-based) failed; mirrors `workhorse.retry_delay_ms`. */
-export function retryDelayMs(policy: NormalizedRetryPolicy, attempt: number): number {
-  const exp = Math.min(Math.max(attempt - 1, 0), 60);
-  return Math.min(policy.maxDelayMs, Math.round(policy.initialDelayMs * policy.multiplier ** exp));
-}
-
 /** Connection loss, server restarts and contention: the same call may succeed later. */
 export function isTransientDbError(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code !== "string") return true; // socket errors, "Connection terminated", timeouts
   return isRetryableDbError(err);
-}
-
-const MAX_TIMER = 2_147_483_647;
-
-/** setTimeout for any duration (Node caps one timer at ~24.8 days). Returns a cancel function. */
-export function longTimeout(fn: () => void, ms: number): () => void {
-  const at = Date.now() + ms;
-  let timer: NodeJS.Timeout | null = null;
-  const arm = () => {
-    const left = at - Date.now();
-    if (left <= 0) {
-      timer = null;
-      fn();
-      return;
-    }
-    timer = setTimeout(arm, Math.min(left, MAX_TIMER));
-    timer.unref();
-  };
-  arm();
-  return () => {
-    if (timer) clearTimeout(timer);
-    timer = null;
-  };
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }

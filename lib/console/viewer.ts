@@ -7,18 +7,18 @@ import { consoleConfig, isLoopbackHost } from "./config";
 import { consolePool } from "./db";
 import { CLIENT_ADDRESS_HEADER, HOST_HEADER, isSameOrigin, PATH_HEADER, PROTO_HEADER } from "./request-info";
 import { signInHref } from "./return-to";
-import { lookupSession, passwordFingerprint, SESSION_MAX_MS, sessionRef } from "./sessions";
+import { lookupSession, passwordFingerprint, SESSION_MAX_MS, sessionRef } from "./session-store";
 
 /**
  * What the sealed, HttpOnly, SameSite=Strict cookie holds: only the id of a row in
- * `workhorse.console_session` (lib/console/sessions.ts). Who is signed in comes from that row, so
+ * `workhorse.console_session` (lib/console/session-store.ts). Who is signed in comes from that row, so
  * deleting it ends the session even for a copied cookie.
  */
-export interface SessionData {
+interface SessionData {
   sid?: string;
 }
 
-export interface Viewer {
+interface Viewer {
   actor: string;
   readOnly: boolean;
   /** No password configured: loopback-only console without sign-in. */
@@ -27,15 +27,15 @@ export interface Viewer {
   sessionRef: string | null;
 }
 
-export type ViewerResult =
+type ViewerResult =
   | { status: "ok"; viewer: Viewer }
   | { status: "signed-out" }
   | { status: "forbidden"; message: string };
 
 /** Over https the cookie is `__Host-` prefixed (Secure, Path=/, no Domain); over plain http it cannot be. */
-export const SESSION_COOKIE = "workhorse_console";
-export const SECURE_SESSION_COOKIE = "__Host-workhorse_console";
-export const PASSWORDLESS_ACTOR = "local-operator";
+const SESSION_COOKIE = "workhorse_console";
+const SECURE_SESSION_COOKIE = "__Host-workhorse_console";
+const PASSWORDLESS_ACTOR = "local-operator";
 
 /** How the browser reached the console, as scripts/serve.ts determined it. */
 export async function requestInfo(): Promise<{ https: boolean; host: string | null; clientAddress: string }> {
@@ -110,7 +110,7 @@ export async function requireViewer(): Promise<Viewer> {
   redirect("/sign-in");
 }
 
-export type MutatorResult = { ok: true; actor: string; viewer: Viewer } | { ok: false; message: string };
+type MutatorResult = { ok: true; actor: string; viewer: Viewer } | { ok: false; message: string };
 
 /** A request whose Origin is exactly this console (scheme, host, port). proxy.ts refuses the rest with 403 first. */
 export async function sameOriginRequest(): Promise<boolean> {

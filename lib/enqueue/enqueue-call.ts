@@ -1,0 +1,233 @@
+/**
+ * One enqueue call from normalised requests to results: send the statement (enqueue-sql.ts), repeat
+ * it when keyed and the connection broke, report what PostgreSQL decided as `EnqueueResult`s (with
+ * observations and wake-ups), and translate its SQLSTATEs into typed errors.
+ */
+import { v7 as uuidv7 } from "uuid";
+import type { NormalizedRequest } from "./enqueue-input";
+import {
+  batchValues,
+  bucketIds,
+  type ConflictDetail,
+  distributedOneValues,
+  ENQUEUE_BATCH_SQL,
+  ENQUEUE_ONE_AT_SQL,
+  type EnqueueRow,
+  oneRequestStatement,
+  oneRequestValues,
+} from "./enqueue-sql";
+import {
+  EnqueueIdempotencyConflictError,
+  EnqueueValidationError,
+  isRetryableDbError,
+  QueueClosedError,
+  SqlState,
+  sqlStateOf,
+  WorkhorseDatabaseError,
+} from "./errors";
+import { LIMITS } from "./limits";
+import type { Executor, QueueContext } from "./queue-context";
+import type { EnqueueResult, NonReplaceableReason } from "./types";
+
+/** The view of the queue a call runs on (`QueueOperations` over the pool or a caller's client). */
+export interface CallView {
+  context: QueueContext;
+  /** The executor guarded by the queue's close() accounting. */
+  exec: Executor;
+  /** The same executor unguarded: a repeating call is guarded once, around all its tries. */
+  rawExec: Executor;
+  /** Inside a caller's transaction: no repeats, and the wake-up NOTIFY is sent inside it. */
+  inCallerTransaction: boolean;
+}
+
+/** Keyed calls through the pool repeat themselves (QueueOptions.retry); never inside a caller's transaction. */
+export function mayRetry(view: CallView): boolean {
+  const retry = view.context.config.retry;
+  return retry !== false && retry.attempts > 1 && !view.inCallerTransaction;
+}
+
+/** Runs `fn` until it succeeds, fails for good, or runs out of tries, waiting with jittered backoff between tries. */
+export async function repeating<T>(context: QueueContext, fn: (attempt: number) => Promise<T>): Promise<T> {
+  const retry = context.config.retry as { attempts: number; maxDelayMs: number };
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn(attempt);
+    } catch (err) {
+      const cause = err instanceof WorkhorseDatabaseError ? err.cause : err;
+      if (!isRetryableDbError(cause) || attempt >= retry.attempts) {
+        if (attempt > 1) context.retryCounts.exhausted++;
+        throw err;
+      }
+      if (attempt === 1) context.retryCounts.retriedCalls++;
+      context.retryCounts.retries++;
+      const ceiling = Math.min(retry.maxDelayMs, 25 * 2 ** (attempt - 1));
+      await new Promise((r) => setTimeout(r, ceiling / 2 + Math.random() * (ceiling / 2)));
+    }
+  }
+}
+
+/** Enqueues normalised requests in one round trip (repeated when all are keyed) and returns their results in input order. */
+export async function runEnqueue(view: CallView, requests: NormalizedRequest[]): Promise<EnqueueResult[]> {
+  const ids = requests.map(() => uuidv7());
+  if (!mayRetry(view) || !requests.every((r) => r.keyed !== null)) {
+    return reportResults(view, requests, ids, await send(view, view.exec, requests, ids));
+  }
+  // Keyed requests are safe to repeat. The job ids proposed on the first try are proposed again,
+  // and a retry says so (the functions' p_retry): when an earlier try committed but its answer was
+  // lost, PostgreSQL recognises that try's job by its id, writes nothing, and answers what that try
+  // decided, its own job as a replay of our own id: that request was accepted, and is reported so.
+  return view.context.guard(() =>
+    repeating(view.context, async (attempt) =>
+      reportResults(view, requests, ids, await send(view, view.rawExec, requests, ids, attempt > 1), attempt > 1),
+    ),
+  );
+}
+
+/** One round trip: the scalar function for one request, the set-based one for a batch. */
+async function send(
+  view: CallView,
+  exec: Executor,
+  requests: NormalizedRequest[],
+  ids: string[],
+  retry = false,
+): Promise<EnqueueRow[]> {
+  const notifyInside = view.inCallerTransaction && view.context.config.notify;
+  try {
+    // Read inside the enqueue call (its executor, its error translation, every try alike).
+    const distributed = await view.context.distributedLayout((config) => exec.query(config));
+    // Citus: a keyed job lives in its key's bucket; an unkeyed one in the random bucket its id has.
+    if (distributed) bucketIds(requests, ids);
+    // One request: the scalar hot path (a named statement, so its plan is cached per connection).
+    // A batch: one set-based statement; left unnamed so each batch is planned for its own size.
+    const one = requests.length === 1 ? (requests[0] as NormalizedRequest) : null;
+    const res = one
+      ? distributed
+        ? await exec.query<EnqueueRow>({
+            name: "workhorse_enqueue_one_at",
+            text: ENQUEUE_ONE_AT_SQL,
+            values: distributedOneValues(one, ids[0] as string, notifyInside, retry),
+          })
+        : await exec.query<EnqueueRow>({
+            ...oneRequestStatement(one, retry),
+            values: oneRequestValues(one, ids[0] as string, notifyInside, retry),
+          })
+      : await exec.query<EnqueueRow>({
+          text: ENQUEUE_BATCH_SQL,
+          values: batchValues(requests, ids, notifyInside, retry),
+        });
+    return res.rows;
+  } catch (err) {
+    throw translate(view, err, requests);
+  }
+}
+
+/**
+ * PostgreSQL's decisions as results in input order, with what operators may see of each key;
+ * replays, coalesces and non-replaceable requests are observed (a replacement is in the job's own
+ * history), accepted queues woken.
+ */
+function reportResults(
+  view: CallView,
+  requests: NormalizedRequest[],
+  ids: string[],
+  rows: EnqueueRow[],
+  retried = false,
+): EnqueueResult[] {
+  const { context } = view;
+  const results: EnqueueResult[] = new Array(rows.length);
+  const acceptedQueues = new Set<string>();
+  const now = new Date();
+  for (const row of rows) {
+    const req = requests[row.ordinal - 1] as NormalizedRequest;
+    let outcome = row.outcome;
+    if (retried && outcome !== "accepted" && row.job_id === ids[row.ordinal - 1]) {
+      outcome = "accepted"; // an earlier try of this very call committed it
+      context.retryCounts.recoveredAccepts++;
+    }
+    const k = req.keyed?.key;
+    const key = k ? { keyPreview: k.keyPreview, keyDigest: k.keyDigest, keyLength: k.keyLength } : null;
+    results[row.ordinal - 1] =
+      outcome === "non_replaceable"
+        ? { jobId: row.job_id, outcome, reason: row.reason as NonReplaceableReason, ...key }
+        : { jobId: row.job_id, outcome, ...key };
+    if (outcome === "accepted") {
+      acceptedQueues.add(req.queue);
+    } else if (k && key && outcome !== "replaced") {
+      const rejected = outcome === "non_replaceable";
+      context.recorder.record({
+        at: now,
+        outcome,
+        reason: rejected ? row.reason : null,
+        queue: req.queue,
+        type: req.type,
+        scope: k.scope,
+        ...key,
+        jobId: row.job_id,
+        storedRequestDigest: rejected ? null : row.request_digest,
+        rejectedRequestDigest: rejected ? row.request_digest : null,
+        source: req.source,
+      });
+    }
+  }
+  if (acceptedQueues.size > 0 && !view.inCallerTransaction) context.wake(acceptedQueues);
+  return results;
+}
+
+/** Turns driver errors into typed ones; the one place SQLSTATEs are interpreted. */
+function translate(view: CallView, err: unknown, requests: NormalizedRequest[]): Error {
+  if (err instanceof QueueClosedError) return err;
+  const state = sqlStateOf(err);
+  if (state === SqlState.idempotencyConflict) {
+    const detail = JSON.parse((err as { detail?: string }).detail ?? "{}") as ConflictDetail;
+    const req = requests[detail.ordinal - 1];
+    if (req?.keyed) {
+      const { scope, keyPreview, keyDigest, keyLength } = req.keyed.key;
+      const shown = { scope, keyPreview, keyDigest, keyLength };
+      const conflict = new EnqueueIdempotencyConflictError(
+        // The constructor keeps payloadPaths and payloadPathsTruncated only when set.
+        { ...shown, ...detail, payloadPaths: detail.payloadPaths ?? undefined },
+        { cause: err },
+      );
+      view.context.recorder.record({
+        at: new Date(),
+        outcome: "conflict",
+        queue: req.queue,
+        type: req.type,
+        ...shown,
+        jobId: detail.existingJobId,
+        conflictingFields: detail.conflictingFields,
+        payloadPaths: conflict.payloadPaths ?? null,
+        storedRequestDigest: detail.storedRequestDigest,
+        rejectedRequestDigest: detail.rejectedRequestDigest,
+        source: req.source,
+      });
+      return conflict;
+    }
+  }
+  if (
+    state === SqlState.checkViolation ||
+    state === SqlState.untranslatableCharacter ||
+    state === SqlState.invalidTextRepresentation
+  ) {
+    // Client validation mirrors the stored bounds; reaching here means input slipped past it
+    // (or the clocks of this process and PostgreSQL disagree about "now").
+    const e = err as { constraint?: string; dataType?: string; message?: string };
+    if (e.constraint === "job_payload_depth") {
+      return new EnqueueValidationError([
+        {
+          option: "payload",
+          rule: `must be nested at most ${LIMITS.maxPayloadDepth} levels deep (objects and arrays); refused by PostgreSQL`,
+        },
+      ]);
+    }
+    if (e.constraint === "job_deadline_after_run_at") {
+      return new EnqueueValidationError([
+        { option: "options.deadline", rule: "must be after runAt (which defaults to PostgreSQL's now())" },
+      ]);
+    }
+    return new EnqueueValidationError([
+      { option: e.dataType ? `request (${e.dataType})` : "request", rule: `rejected by PostgreSQL: ${e.message}` },
+    ]);
+  }
+  return new WorkhorseDatabaseError(`enqueue failed: ${(err as Error).message}`, err);
+}

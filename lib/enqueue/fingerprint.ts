@@ -1,0 +1,48 @@
+/**
+ * The process's half of a request's fingerprint: an 8-byte digest (the first bytes of SHA-256 of
+ * the JSON form) of every fingerprint field but the payload, which PostgreSQL digests from its
+ * canonical jsonb. The field order is `workhorse.fingerprint_fields()` (vocabulary.ts).
+ */
+import { hash } from "node:crypto";
+import { FINGERPRINT_FIELDS, type FingerprintField } from "./vocabulary";
+
+/** The fingerprint fields the process digests (all but the payload), in their stored order. */
+type DigestedField = Exclude<FingerprintField, "payload">;
+const DIGESTED_FIELDS = FINGERPRINT_FIELDS.filter((f): f is DigestedField => f !== "payload");
+
+// Most fingerprint fields repeat across requests (queue, type, defaults, nulls): remember the digests
+// of recent short values instead of hashing them again. Bounded (4,096 entries of at most 256
+// characters); cleared when full.
+const CACHE_ENTRIES = 4096;
+const digestCache = new Map<string, Buffer>();
+const fieldDigestCache = new Map<string, Buffer>();
+
+function remember(cache: Map<string, Buffer>, text: string, value: Buffer): void {
+  if (cache.size >= CACHE_ENTRIES) cache.clear();
+  cache.set(text, value);
+}
+
+function digest(value: unknown): Buffer {
+  const text = JSON.stringify(value) ?? "undefined";
+  let d = digestCache.get(text);
+  if (d === undefined) {
+    d = hash("sha256", text, "buffer").subarray(0, 8);
+    if (text.length <= 256) remember(digestCache, text, d);
+  }
+  return d;
+}
+
+/**
+ * 80 bytes: the digests of `values` in `workhorse.fingerprint_fields()` order. Requests of one
+ * stream mostly share these: the 80 bytes are remembered per distinct combination (one JSON text,
+ * one map lookup on the hot path).
+ */
+export function fieldDigestsOf(values: Record<DigestedField, unknown>): Buffer {
+  const signature = JSON.stringify(DIGESTED_FIELDS.map((f) => values[f]));
+  let fieldDigests = fieldDigestCache.get(signature);
+  if (fieldDigests === undefined) {
+    fieldDigests = Buffer.concat(DIGESTED_FIELDS.map((f) => digest(values[f])));
+    if (signature.length <= 1024) remember(fieldDigestCache, signature, fieldDigests);
+  }
+  return fieldDigests;
+}

@@ -1,0 +1,127 @@
+// The import graph of lib/, app/ and components/ read with the TypeScript compiler's parser: no
+// module may reach itself through its imports (type-only imports count: a cycle of types still ties
+// the files together), and no module in lib/ grows past 450 lines.
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import path from "node:path";
+import ts from "typescript";
+import { expect, test } from "vitest";
+
+const ROOT = path.resolve(import.meta.dirname, "..");
+const DIRS = ["lib", "app", "components"];
+const EXTENSIONS = [".ts", ".tsx"];
+
+function sourceFiles(dir: string): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(dir)) {
+    const full = path.join(dir, name);
+    if (statSync(full).isDirectory()) out.push(...sourceFiles(full));
+    else if (EXTENSIONS.some((e) => name.endsWith(e)) && !name.endsWith(".d.ts")) out.push(full);
+  }
+  return out;
+}
+
+/** The file an import specifier names, or null for packages. `@/` is the repository root (tsconfig paths). */
+function resolve(from: string, specifier: string): string | null {
+  let base: string;
+  if (specifier.startsWith("@/")) base = path.join(ROOT, specifier.slice(2));
+  else if (specifier.startsWith(".")) base = path.resolve(path.dirname(from), specifier);
+  else return null;
+  for (const candidate of [
+    base,
+    ...EXTENSIONS.map((e) => base + e),
+    ...EXTENSIONS.map((e) => path.join(base, `index${e}`)),
+  ]) {
+    if (existsSync(candidate) && statSync(candidate).isFile()) return candidate;
+  }
+  return null;
+}
+
+/** What a file imports or re-exports from, as written (static only: a dynamic `import()` breaks no load order). */
+function specifiersOf(file: string): string[] {
+  const source = ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.Latest, false);
+  const out: string[] = [];
+  for (const statement of source.statements) {
+    if (
+      (ts.isImportDeclaration(statement) || ts.isExportDeclaration(statement)) &&
+      statement.moduleSpecifier &&
+      ts.isStringLiteral(statement.moduleSpecifier)
+    ) {
+      out.push(statement.moduleSpecifier.text);
+    }
+  }
+  return out;
+}
+
+/** The files of this repository a file imports. */
+function importsOf(file: string): string[] {
+  return specifiersOf(file).flatMap((s) => resolve(file, s) ?? []);
+}
+
+/** The cycles of the graph, one per strongly connected component of more than one file (or a self-import). */
+function cycles(graph: Map<string, string[]>): string[][] {
+  let counter = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[][] = [];
+  const visit = (v: string) => {
+    index.set(v, counter);
+    low.set(v, counter);
+    counter++;
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v) as number, low.get(w) as number));
+      } else if (onStack.has(w)) {
+        low.set(v, Math.min(low.get(v) as number, index.get(w) as number));
+      }
+    }
+    if (low.get(v) === index.get(v)) {
+      const component: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop() as string;
+        onStack.delete(w);
+        component.push(w);
+      } while (w !== v);
+      if (component.length > 1 || (graph.get(v) ?? []).includes(v)) found.push(component.sort());
+    }
+  };
+  for (const v of graph.keys()) if (!index.has(v)) visit(v);
+  return found;
+}
+
+const files = DIRS.flatMap((d) => sourceFiles(path.join(ROOT, d)));
+
+test("no import cycle in lib/, app/ or components/", () => {
+  const graph = new Map(files.map((f) => [f, importsOf(f)]));
+  const found = cycles(graph).map((c) => c.map((f) => path.relative(ROOT, f)));
+  expect(found).toEqual([]);
+});
+
+test("no module in lib/ is longer than 450 lines", () => {
+  const long = files
+    .filter((f) => path.relative(ROOT, f).startsWith(`lib${path.sep}`) && !f.endsWith(".generated.ts"))
+    .map((f) => ({ file: path.relative(ROOT, f), lines: readFileSync(f, "utf8").split("\n").length - 1 }))
+    .filter((f) => f.lines > 450);
+  expect(long).toEqual([]);
+});
+
+test("lib/enqueue/client.ts, what browser code imports, reaches no Node or database module", () => {
+  const seen = new Set<string>();
+  const packages = new Set<string>();
+  const visit = (file: string) => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    for (const s of specifiersOf(file)) {
+      const target = resolve(file, s);
+      if (target) visit(target);
+      else packages.add(s);
+    }
+  };
+  visit(path.join(ROOT, "lib/enqueue/client.ts"));
+  expect([...packages].filter((p) => p === "pg" || p.startsWith("node:") || p === "server-only")).toEqual([]);
+});
