@@ -178,12 +178,7 @@ class Queue:
                         sql = _INSTALLATION_SQL.format(secret="null::bytea" if self._outside else "key_secret")
                         row = conn.execute(sql).fetchone()
                         if not self._checked_layout:
-                            dist = conn.execute("select to_regclass('workhorse.shard_bucket') is not null").fetchone()
-                            if dist and dist[0]:
-                                raise WorkhorseError(
-                                    "the distributed (Citus) layout is not supported by the Python client yet"
-                                )
-                            self._checked_layout = True
+                            self._check_layout(conn)
                 except psycopg.Error as err:
                     raise WorkhorseDatabaseError(f"reading the installation key failed: {err}", err, is_retryable(err)) from err
                 if row is None:
@@ -197,6 +192,12 @@ class Queue:
             self._legacy_until = time.monotonic() + legacy_ms / 1000 + _LEGACY_MARGIN_S if legacy_ms > 0 else 0.0
             self._secret = secret
             return secret
+
+    def _check_layout(self, conn: psycopg.Connection[Any]) -> None:
+        row = conn.execute("select to_regclass('workhorse.shard_bucket') is not null").fetchone()
+        if row and row[0]:
+            raise WorkhorseError("the distributed (Citus) layout is not supported by the Python client yet")
+        self._checked_layout = True
 
     def _config(self, keyed: bool) -> RequestConfig:
         secret = self._load(repeat=True) if keyed else (self._secret or b"\0" * 32)
@@ -267,6 +268,8 @@ class Queue:
     def _send(self, requests: list[Normalized], ids: list[str], retry: bool) -> list[tuple[Any, ...]]:
         try:
             with self._pool.connection() as conn:
+                if not self._checked_layout:
+                    self._check_layout(conn)
                 if len(requests) == 1:
                     r = requests[0]
                     params: dict[str, Any] = {f"p{i}": v for i, v in enumerate(one_values(r, ids[0], True, retry))}
