@@ -1,0 +1,407 @@
+// `npx tsx scripts/conformance.ts`: writes sdk/conformance/enqueue.json, the cases every client in
+// another language must reproduce byte for byte (docs/clients.md, "Conformance"). The expected
+// values are computed by the TypeScript core's own functions (normalizeRequest, the key ring,
+// encodePayload, the enqueue_one parameter table). `--check` writes nothing and exits 1 when the
+// checked-in file differs from what this script would write.
+import { execFileSync } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import { normalizeRequest } from "../lib/enqueue/enqueue-input";
+import { ENQUEUE_ONE_PARAMS, oneRequestValues } from "../lib/enqueue/enqueue-sql";
+import { EnqueueValidationError } from "../lib/enqueue/errors";
+import { KeyRing, legacyKeyHash } from "../lib/enqueue/keys";
+import { LIMITS } from "../lib/enqueue/limits";
+import { encodePayload } from "../lib/enqueue/payload";
+import { FINGERPRINT_FIELDS } from "../lib/enqueue/vocabulary";
+
+const OUT = new URL("../sdk/conformance/enqueue.json", import.meta.url);
+const SECRET_HEX = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+const JOB_ID = "01890000-0000-7000-8000-000000000001";
+
+/** What a case may need that not every language can express; a client skips the cases it cannot. */
+type Need =
+  | "loneSurrogate" // a string holding an unpaired UTF-16 surrogate
+  | "optionShape"; // options given as something other than the documented names and types
+
+interface CaseInput {
+  type: unknown;
+  /** The payload as JSON text; the client parses it itself (numbers are IEEE-754 doubles). */
+  payloadText: string;
+  /** camelCase option names as in TypeScript; runAt and deadline as ISO 8601 strings. */
+  options?: Record<string, unknown>;
+  /** The Queue's payload bound for this case (default LIMITS.defaultPayloadBytes). */
+  maxPayloadBytes?: number;
+}
+interface CaseDef {
+  name: string;
+  input: CaseInput;
+  needs?: Need[];
+}
+
+const cases: CaseDef[] = [];
+const add = (name: string, input: CaseInput, needs?: Need[]) =>
+  cases.push({ name, input, ...(needs ? { needs } : {}) });
+const p = (payload: unknown) => JSON.stringify(payload);
+const idem = (key: string, more: Record<string, unknown> = {}) => ({ idempotency: { key, ...more } });
+const nested = (depth: number) => "[".repeat(depth) + "]".repeat(depth);
+
+// --- payloads: the canonical text and its size
+add("payload: object", { type: "t", payloadText: '{"b":1,"a":[true,false,null],"c":"x"}', options: idem("k1") });
+add("payload: key order does not matter (same as previous but reordered)", {
+  type: "t",
+  payloadText: '{"c":"x","a":[true,false,null],"b":1}',
+  options: idem("k1"),
+});
+add("payload: integer-like keys", { type: "t", payloadText: '{"b":1,"10":2,"2":3,"a":4}', options: idem("k1") });
+add("payload: 42.0 is 42", { type: "t", payloadText: '{"n":42.0}', options: idem("k1") });
+add("payload: 42", { type: "t", payloadText: '{"n":42}', options: idem("k1") });
+add("payload: -0 is 0", { type: "t", payloadText: "[-0, -0.0, 0]", options: idem("k1") });
+add("payload: exponent forms", {
+  type: "t",
+  payloadText: "[1e21, 1e20, 123456789012345680000, 1e-7, 0.000001, -1e-7, 1.5e300, 5e-324, 0.1, 1e16, 2.5e-10]",
+  options: idem("k1"),
+});
+add("payload: big integers are doubles", {
+  type: "t",
+  payloadText: "[12345678901234567890, 9007199254740993, -9007199254740991, 18446744073709551616]",
+  options: idem("k1"),
+});
+add("payload: numbers beside booleans", { type: "t", payloadText: "[1, true, 0, false, 1.0]", options: idem("k1") });
+add("payload: strings that need escapes", {
+  type: "t",
+  payloadText: p({ q: 'a"b\\c', ctl: "\u0001\u001f\n\t\b\f\r", del: "\u007f", u2028: "\u2028", emoji: "😀é" }),
+  options: idem("k1"),
+});
+add("payload: scalar top-level values", { type: "t", payloadText: '"just a string"' });
+add("payload: null", { type: "t", payloadText: "null" });
+add("payload: empty containers", { type: "t", payloadText: '{"a":{},"b":[]}' });
+add("payload: duplicate keys, last wins", { type: "t", payloadText: '{"a":1,"b":2,"a":3}' });
+add("payload: nested 100 levels", { type: "t", payloadText: nested(100) });
+add("payload: nested 101 levels", { type: "t", payloadText: nested(101) });
+add("payload: nested 101 levels in objects", {
+  type: "t",
+  payloadText: `${'{"a":'.repeat(100)}{}${"}".repeat(100)}`,
+});
+add("payload: NUL in a string", { type: "t", payloadText: '{"a":["x\\u0000y"]}' });
+add("payload: NUL in a key", { type: "t", payloadText: '{"a\\u0000":1}' });
+add("payload: lone surrogate in a string", { type: "t", payloadText: '{"a b":"\\ud800"}' }, ["loneSurrogate"]);
+add("payload: lone surrogate in a key", { type: "t", payloadText: '{"\\udc00":1}' }, ["loneSurrogate"]);
+add("payload: surrogate pair is fine", { type: "t", payloadText: '"\\ud83d\\ude00"' });
+add("payload: at the byte bound (jsonb text with spaces)", {
+  type: "t",
+  payloadText: '{"a":[1,2]}', // stored as {"a": [1, 2]}: 13 bytes
+  maxPayloadBytes: 13,
+});
+add("payload: one byte over the bound", { type: "t", payloadText: '{"a":[1,2]}', maxPayloadBytes: 12 });
+add("payload: exponent expands in PostgreSQL", { type: "t", payloadText: "[1e21]", maxPayloadBytes: 24 });
+add("payload: exponent expansion over the bound", { type: "t", payloadText: "[1e21]", maxPayloadBytes: 23 });
+add("payload: multi-byte strings count UTF-8 bytes", {
+  type: "t",
+  payloadText: '"éé😀"', // 2+2+4 bytes + 2 quotes
+  maxPayloadBytes: 10,
+});
+add("payload: multi-byte over the bound", { type: "t", payloadText: '"éé😀"', maxPayloadBytes: 9 });
+
+// --- keys, scopes and what operators see of them
+const keyCase = (name: string, key: string, more: Record<string, unknown> = {}, needs?: Need[]) =>
+  add(name, { type: "t", payloadText: "{}", options: idem(key, more) }, needs);
+keyCase("key: 1 byte", "a");
+keyCase("key: 2 code points preview as …", "ab");
+keyCase("key: 3 code points", "abc");
+keyCase("key: 24 code points", "abcdefghijklmnopqrstuvwx");
+keyCase("key: long key shows at most 8", "capture:INV-000001-and-a-long-tail");
+keyCase("key: 512 bytes", "k".repeat(512));
+keyCase("key: 513 bytes", "k".repeat(513));
+keyCase("key: 512 bytes of 2-byte characters", "é".repeat(256));
+keyCase("key: 514 bytes of 2-byte characters", "é".repeat(257));
+keyCase("key: empty", "");
+keyCase("key: multi-byte", "ключ-идемпотентности-42");
+keyCase("key: astral code points", "😀😀😀😀😀😀😀😀😀😀😀😀");
+keyCase("key: 128 astral code points (512 bytes)", "😀".repeat(128));
+keyCase("key: 129 astral code points (516 bytes)", "😀".repeat(129));
+keyCase("key: combining marks count as code points", "e\u0301e\u0301e\u0301e\u0301e\u0301e\u0301");
+keyCase("key: control and format characters preview as U+FFFD", "\u0000\u0007\u200b\u202eabcdefghijklmnop");
+keyCase("key: NUL is allowed in a key (never stored)", "a\u0000b\u0000c");
+keyCase("key: lone surrogate", "abc\ud800def", {}, ["loneSurrogate"]);
+keyCase("key: with scope", "capture:INV-000001", { scope: "invoice-capture" });
+keyCase("key: scope 256 bytes", "k", { scope: "s".repeat(256) });
+keyCase("key: scope 257 bytes", "k", { scope: "s".repeat(257) });
+keyCase("key: scope multi-byte 256 bytes", "k", { scope: "ж".repeat(128) });
+keyCase("key: scope multi-byte 258 bytes", "k", { scope: "ж".repeat(129) });
+keyCase("key: scope empty", "k", { scope: "" });
+keyCase("key: scope with NUL", "k", { scope: "a\u0000" });
+keyCase("key: scope with lone surrogate", "k", { scope: "a\udfff" }, ["loneSurrogate"]);
+keyCase("key: scope with a 0x1F separator byte", "b", { scope: "a\u001f" });
+keyCase("key: scope/key split differently hash differently", "\u001fb", { scope: "a" });
+keyCase("key: not a string", 42 as unknown as string, {}, ["optionShape"]);
+keyCase("ttlMs: 1", "k", { ttlMs: 1 });
+keyCase("ttlMs: 365 days", "k", { ttlMs: LIMITS.maxWindowMs });
+keyCase("ttlMs: 365 days + 1", "k", { ttlMs: LIMITS.maxWindowMs + 1 });
+keyCase("ttlMs: 0", "k", { ttlMs: 0 });
+keyCase("ttlMs: fractional", "k", { ttlMs: 1.5 });
+keyCase("ttlMs: not a number", "k", { ttlMs: "100" }, ["optionShape"]);
+keyCase("idempotency: unknown field", "k", { ttl: 5 }, ["optionShape"]);
+
+// --- names
+const opt = (name: string, options: Record<string, unknown>, needs?: Need[], type: unknown = "t") =>
+  add(name, { type, payloadText: "{}", options }, needs);
+opt("type: 128 characters", {}, undefined, "t".repeat(128));
+opt("type: 128 astral characters", {}, undefined, "😀".repeat(128));
+opt("type: 129 characters", {}, undefined, "t".repeat(129));
+opt("type: empty", {}, undefined, "");
+opt("type: control character", {}, undefined, "a\tb");
+opt("type: DEL is a control character", {}, undefined, "a\u007f");
+opt("type: C1 control character", {}, undefined, "a\u0085");
+opt("type: format character is allowed", {}, undefined, "a\u200bb");
+opt("type: lone surrogate", {}, ["loneSurrogate"], "a\ud800");
+opt("type: not a string", {}, ["optionShape"], 7);
+opt("queue: 128 characters", { queue: "q".repeat(128) });
+opt("queue: 129 characters", { queue: "q".repeat(129) });
+opt("queue: empty", { queue: "" });
+opt("queue: newline", { queue: "a\nb" });
+opt("queue: multi-byte", { queue: "очередь" });
+
+// --- tags
+opt("tags: sorted bytewise, duplicates removed", { tags: ["b", "a", "B", "é", "z", "a", "😀", "\uffff"] });
+opt("tags: 32", { tags: Array.from({ length: 32 }, (_, i) => `t${i}`) });
+opt("tags: 33", { tags: Array.from({ length: 33 }, (_, i) => `t${i}`) });
+opt("tags: 33 with duplicates still refused", { tags: Array.from({ length: 33 }, () => "same") });
+opt("tags: tag of 128 characters", { tags: ["x".repeat(128)] });
+opt("tags: tag of 129 characters", { tags: ["x".repeat(129)] });
+opt("tags: empty tag", { tags: ["a", ""] });
+opt("tags: tag with NUL", { tags: ["a\u0000"] });
+opt("tags: tag with a control character is allowed", { tags: ["a\tb"] });
+opt("tags: empty list", { tags: [] });
+opt("tags: not strings", { tags: [1] }, ["optionShape"]);
+
+// --- attempts and retries
+opt("maxAttempts: 1", { maxAttempts: 1 });
+opt("maxAttempts: 1000", { maxAttempts: 1000 });
+opt("maxAttempts: 0", { maxAttempts: 0 });
+opt("maxAttempts: 1001", { maxAttempts: 1001 });
+opt("maxAttempts: fractional", { maxAttempts: 2.5 });
+opt("maxAttempts: integral float", { maxAttempts: 3.0 });
+opt("retryPolicy: fixed", { retryPolicy: { type: "fixed", delayMs: 500 } });
+opt("retryPolicy: fixed 0", { retryPolicy: { type: "fixed", delayMs: 0 } });
+opt("retryPolicy: fixed 365 days", { retryPolicy: { type: "fixed", delayMs: LIMITS.maxWindowMs } });
+opt("retryPolicy: fixed over 365 days", { retryPolicy: { type: "fixed", delayMs: LIMITS.maxWindowMs + 1 } });
+opt("retryPolicy: fixed negative", { retryPolicy: { type: "fixed", delayMs: -1 } });
+opt("retryPolicy: exponential", {
+  retryPolicy: { type: "exponential", initialDelayMs: 1000, multiplier: 2, maxDelayMs: 60000 },
+});
+opt("retryPolicy: exponential multiplier 100", {
+  retryPolicy: { type: "exponential", initialDelayMs: 0, multiplier: 100, maxDelayMs: 0 },
+});
+opt("retryPolicy: exponential multiplier 0", {
+  retryPolicy: { type: "exponential", initialDelayMs: 1, multiplier: 0, maxDelayMs: 1 },
+});
+opt("retryPolicy: exponential multiplier 101", {
+  retryPolicy: { type: "exponential", initialDelayMs: 1, multiplier: 101, maxDelayMs: 1 },
+});
+opt("retryPolicy: exponential max below initial", {
+  retryPolicy: { type: "exponential", initialDelayMs: 10, multiplier: 2, maxDelayMs: 9 },
+});
+opt("retryPolicy: unknown type", { retryPolicy: { type: "linear", delayMs: 5 } }, ["optionShape"]);
+opt("retryPolicy: extra field", { retryPolicy: { type: "fixed", delayMs: 5, jitter: true } }, ["optionShape"]);
+
+// --- times
+opt("runAt: given", { runAt: "2030-01-02T03:04:05.678Z" });
+opt("runAt: year 1", { runAt: "0001-01-01T00:00:00.000Z" });
+opt("runAt: year 9999", { runAt: "9999-12-31T23:59:59.999Z" });
+opt("runAt and deadline", { runAt: "2030-01-01T00:00:00.000Z", deadline: "2030-01-01T00:00:00.001Z" });
+opt("deadline: equal to runAt", { runAt: "2030-01-01T00:00:00.000Z", deadline: "2030-01-01T00:00:00.000Z" });
+opt("deadline: before runAt", { runAt: "2030-01-01T00:00:00.000Z", deadline: "2029-12-31T23:59:59.999Z" });
+opt("deadline: in the past without runAt", { deadline: "2001-01-01T00:00:00.000Z" });
+opt("deadline: in the future without runAt", { deadline: "2999-01-01T00:00:00.000Z" });
+opt("executionTimeoutMs: 1", { executionTimeoutMs: 1 });
+opt("executionTimeoutMs: 365 days", { executionTimeoutMs: LIMITS.maxWindowMs });
+opt("executionTimeoutMs: 0", { executionTimeoutMs: 0 });
+opt("executionTimeoutMs: 365 days + 1", { executionTimeoutMs: LIMITS.maxWindowMs + 1 });
+
+// --- the other fields
+opt("concurrencyKey: 256 characters", { concurrencyKey: "c".repeat(256) });
+opt("concurrencyKey: 257 characters", { concurrencyKey: "c".repeat(257) });
+opt("concurrencyKey: empty", { concurrencyKey: "" });
+opt("source: given", { source: "billing-service" });
+opt("source: 129 characters", { source: "s".repeat(129) });
+opt("unknown option", { queueName: "x" }, ["optionShape"]);
+opt("several failing options are all named", { queue: "", maxAttempts: 0, tags: [""] });
+
+// --- keyed modes, with every field
+const full = {
+  queue: "billing",
+  maxAttempts: 5,
+  retryPolicy: { type: "exponential", initialDelayMs: 100, multiplier: 3, maxDelayMs: 10000 },
+  deadline: "2999-06-01T00:00:00.000Z",
+  executionTimeoutMs: 30000,
+  concurrencyKey: "customer-7",
+  tags: ["vip", "eu"],
+};
+opt("idempotency: every field", { ...full, runAt: "2999-01-01T00:00:00.000Z", ...idem("order-1", { ttlMs: 3600000 }) });
+opt("idempotency: defaults", idem("order-1"));
+opt(
+  "idempotency: explicit default scope and ttl are the same request",
+  idem("order-1", { scope: "default", ttlMs: 86400000 }),
+);
+opt("debounce: defaults", { debounce: { key: "doc-9", windowMs: 5000 } });
+opt("debounce: every field", {
+  ...full,
+  debounce: { key: "doc-9", scope: "docs", windowMs: 5000, schedule: "preserve", maxWaitMs: 60000 },
+});
+opt("debounce: reset", { debounce: { key: "doc-9", windowMs: 5000, schedule: "reset" } });
+opt("debounce: maxWaitMs equal to windowMs", { debounce: { key: "doc-9", windowMs: 5000, maxWaitMs: 5000 } });
+opt("debounce: maxWaitMs below windowMs", { debounce: { key: "doc-9", windowMs: 5000, maxWaitMs: 4999 } });
+opt("debounce: with runAt", { runAt: "2030-01-01T00:00:00.000Z", debounce: { key: "doc-9", windowMs: 5000 } });
+opt("debounce: unknown schedule", { debounce: { key: "doc-9", windowMs: 5000, schedule: "later" } }, ["optionShape"]);
+opt("debounce: windowMs 0", { debounce: { key: "doc-9", windowMs: 0 } });
+opt("debounce: windowMs over 365 days", { debounce: { key: "doc-9", windowMs: LIMITS.maxWindowMs + 1 } });
+opt("throttle: defaults", { throttle: { key: "user-3", windowMs: 60000 } });
+opt("throttle: with runAt and scope", {
+  runAt: "2030-01-01T00:00:00.000Z",
+  throttle: { key: "user-3", scope: "mail", windowMs: 60000 },
+});
+opt("throttle: windowMs 365 days", { throttle: { key: "user-3", windowMs: LIMITS.maxWindowMs } });
+opt("two keyed modes", { idempotency: { key: "a" }, throttle: { key: "a", windowMs: 5 } });
+opt("three keyed modes", {
+  idempotency: { key: "a" },
+  debounce: { key: "a", windowMs: 5 },
+  throttle: { key: "a", windowMs: 5 },
+});
+opt("no keyed mode: every field", { ...full, runAt: "2999-01-01T00:00:00.000Z" });
+
+// ---------------------------------------------------------------------------------------------
+
+const secret = Buffer.from(SECRET_HEX, "hex");
+const keys = new KeyRing(secret);
+await keys.load(async () => ({ key_secret: null, legacy_ms: 0 }));
+
+const hex = (b: Buffer) => b.toString("hex");
+const paramValue = (v: unknown): unknown => (Buffer.isBuffer(v) ? `\\x${hex(v)}` : v);
+
+/** Dates in the case's options as the TypeScript API takes them. */
+function tsOptions(options: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+  if (!options) return undefined;
+  const o: Record<string, unknown> = { ...options };
+  for (const k of ["runAt", "deadline"]) if (typeof o[k] === "string") o[k] = new Date(o[k] as string);
+  return o;
+}
+
+/**
+ * The payload in a canonical text every client can write byte for byte: no whitespace, object keys
+ * in jsonb's order (shorter UTF-8 first, then bytewise; a repeated key keeps its last value),
+ * numbers as ECMAScript writes doubles, strings escaped as JSON.stringify escapes them.
+ */
+function canonical(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(",")}]`;
+  if (v !== null && typeof v === "object") {
+    const keysSorted = Object.keys(v).sort((a, b) => {
+      const ba = Buffer.from(a, "utf8");
+      const bb = Buffer.from(b, "utf8");
+      return ba.length - bb.length || Buffer.compare(ba, bb);
+    });
+    return `{${keysSorted.map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`).join(",")}}`;
+  }
+  return JSON.stringify(v);
+}
+
+function expected(c: CaseDef): Record<string, unknown> {
+  const payload = JSON.parse(c.input.payloadText);
+  const maxPayloadBytes = c.input.maxPayloadBytes ?? LIMITS.defaultPayloadBytes;
+  try {
+    const n = normalizeRequest(c.input.type, payload, tsOptions(c.input.options), {
+      maxPayloadBytes,
+      source: null,
+      keys,
+    });
+    const values = oneRequestValues(n, JOB_ID, false, true);
+    const params: Record<string, unknown> = {};
+    ENQUEUE_ONE_PARAMS.forEach((param, i) => {
+      params[param.name] = paramValue(values[i]);
+    });
+    const k = n.keyed;
+    let keyed: Record<string, unknown> | null = null;
+    if (k) {
+      const digests: Record<string, string> = {};
+      let i = 0;
+      for (const f of FINGERPRINT_FIELDS) {
+        if (f === "payload") continue;
+        digests[f] = hex(k.fieldDigests.subarray(i * 8, i * 8 + 8));
+        i++;
+      }
+      keyed = {
+        mode: k.mode,
+        scope: k.key.scope,
+        keyHash: hex(k.key.keyHash),
+        legacyKeyHash: hex(
+          legacyKeyHash(k.key.scope, (c.input.options as Record<string, { key: string }>)[k.mode]!.key),
+        ),
+        keyDigest: k.key.keyDigest,
+        keyPreview: k.key.keyPreview,
+        keyLength: k.key.keyLength,
+        ttlMs: k.ttlMs,
+        schedule: k.schedule,
+        maxWaitMs: k.maxWaitMs,
+        fieldDigests: hex(k.fieldDigests),
+        fieldDigestsByName: digests,
+      };
+    }
+    return {
+      ok: {
+        payloadCanonical: canonical(payload),
+        payloadJson: n.payloadJson,
+        payloadBytes: encodePayload(payload, maxPayloadBytes).bytes,
+        type: n.type,
+        queue: n.queue,
+        runAt: n.runAt?.toISOString() ?? null,
+        deadline: n.deadline?.toISOString() ?? null,
+        maxAttempts: n.maxAttempts,
+        retryPolicy: n.retryPolicy,
+        executionTimeoutMs: n.executionTimeoutMs,
+        concurrencyKey: n.concurrencyKey,
+        tags: n.tags,
+        source: n.source,
+        keyed,
+        enqueueOneParams: params,
+      },
+    };
+  } catch (err) {
+    if (!(err instanceof EnqueueValidationError)) throw err;
+    return {
+      error: {
+        issues: err.issues.map((i) => ({ option: i.option, rule: i.rule, ...(i.path ? { path: i.path } : {}) })),
+      },
+    };
+  }
+}
+
+const file = {
+  description:
+    "Enqueue conformance cases for Workhorse clients in other languages, generated by scripts/conformance.ts " +
+    "from the TypeScript core. Do not edit by hand. docs/clients.md explains every field.",
+  secretHex: SECRET_HEX,
+  jobId: JOB_ID,
+  fingerprintFields: FINGERPRINT_FIELDS,
+  enqueueOneParams: ENQUEUE_ONE_PARAMS,
+  limits: LIMITS,
+  cases: cases.map((c) => ({ ...c, expect: expected(c) })),
+};
+// Written as the repository's formatter writes JSON, so `biome check` and `--check` agree.
+const text = execFileSync(
+  new URL("../node_modules/.bin/biome", import.meta.url).pathname,
+  ["format", "--stdin-file-path=sdk/conformance/enqueue.json"],
+  { input: JSON.stringify(file, null, 2), encoding: "utf8", maxBuffer: 64 * 1024 * 1024 },
+);
+
+if (process.argv.includes("--check")) {
+  let current = "";
+  try {
+    current = readFileSync(OUT, "utf8");
+  } catch {}
+  if (current !== text) {
+    console.error("sdk/conformance/enqueue.json is out of date: run npx tsx scripts/conformance.ts");
+    process.exit(1);
+  }
+  console.log(`sdk/conformance/enqueue.json is current (${cases.length} cases)`);
+} else {
+  writeFileSync(OUT, text);
+  console.log(`wrote sdk/conformance/enqueue.json (${cases.length} cases)`);
+}

@@ -1,0 +1,107 @@
+"""Fixtures: a PostgreSQL server (DATABASE_URL, or a throwaway Debian PostgreSQL cluster in a temp
+dir), the schema migrated by the TypeScript core's migrate(), a pool and a Queue."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+import json
+import os
+from pathlib import Path
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from psycopg_pool import ConnectionPool  # noqa: E402
+
+from workhorse import Queue  # noqa: E402
+
+PG_BIN = Path(os.environ.get("WORKHORSE_PG_BIN", "/usr/lib/postgresql/15/bin"))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Server:
+    url: str
+    data: Path | None  # set when this run owns the cluster (it may then restart it)
+    run_as: list[str]
+
+    def pg_ctl(self, *args: str) -> None:
+        assert self.data is not None
+        subprocess.run([*self.run_as, str(PG_BIN / "pg_ctl"), "-D", str(self.data / "data"), *args], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+
+
+def _as_postgres() -> list[str]:
+    if os.geteuid() != 0:
+        return []
+    return ["runuser", "-u", "postgres", "--"]
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[Server]:
+    if os.environ.get("DATABASE_URL"):
+        yield Server(os.environ["DATABASE_URL"], None, [])
+        return
+    if not (PG_BIN / "initdb").exists():
+        pytest.skip(f"no PostgreSQL at {PG_BIN} and no DATABASE_URL")
+    tmp = Path(tempfile.mkdtemp(prefix="workhorse-py-pg-"))
+    run_as = _as_postgres()
+    if run_as:
+        shutil.chown(tmp, "postgres")
+    port = _free_port()
+    subprocess.run([*run_as, str(PG_BIN / "initdb"), "-D", str(tmp / "data"), "-A", "trust", "-U", "postgres"],
+                   check=True, stdout=subprocess.DEVNULL)  # fmt: skip
+    s = Server(f"postgresql://postgres@127.0.0.1:{port}/postgres", tmp, run_as)
+    opts = f"-p {port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={tmp} -c max_connections=100"
+    s.pg_ctl("-w", "-l", str(tmp / "log"), "-o", opts, "start")
+    try:
+        yield s
+    finally:
+        try:
+            s.pg_ctl("-m", "immediate", "-w", "stop")
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run_ts(script: str, url: str, arg: Any = None) -> Any:
+    """Runs tests/ts/<script> with the TypeScript core (npx tsx) and returns the JSON it prints."""
+    env = {**os.environ, "DATABASE_URL": url}
+    out = subprocess.run(
+        ["npx", "tsx", str(Path(__file__).parent / "ts" / script), json.dumps(arg)],
+        cwd=ROOT, env=env, check=True, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="session")
+def database_url(server: Server) -> str:
+    run_ts("migrate.ts", server.url)
+    return server.url
+
+
+@pytest.fixture(scope="session")
+def pool(database_url: str) -> Iterator[ConnectionPool]:
+    p = ConnectionPool(database_url, min_size=1, max_size=8, timeout=30, open=True)
+    try:
+        yield p
+    finally:
+        p.close()
+
+
+@pytest.fixture
+def queue(pool: ConnectionPool) -> Queue:
+    return Queue(pool)

@@ -1,0 +1,98 @@
+"""Every case of sdk/conformance/enqueue.json, computed by the Python client's own functions."""
+
+from __future__ import annotations
+
+from datetime import datetime
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from workhorse._input import RequestConfig, iso, normalize_request, one_values
+from workhorse._keys import legacy_key_hash
+from workhorse.errors import EnqueueValidationError
+
+FILE = json.loads((Path(__file__).parents[2] / "conformance" / "enqueue.json").read_text(encoding="utf-8"))
+CASES = FILE["cases"]
+# Python can hold every case's input: lone surrogates in str, and options as a mapping of the TypeScript names.
+SUPPORTED_NEEDS = {"loneSurrogate", "optionShape"}
+
+
+def parse_payload(text: str) -> Any:
+    """JSON text with numbers read as IEEE-754 doubles, as the file prescribes (and JSON.parse does)."""
+
+    def as_double(s: str) -> int | float:
+        n = int(s)
+        return n if abs(n) <= 2**53 else float(s)
+
+    return json.loads(text, parse_int=as_double)
+
+
+def options_of(case: dict[str, Any]) -> dict[str, Any] | None:
+    o = case["input"].get("options")
+    if o is None:
+        return None
+    o = dict(o)
+    for k in ("runAt", "deadline"):
+        if isinstance(o.get(k), str):
+            o[k] = datetime.fromisoformat(o[k].replace("Z", "+00:00"))
+    return o
+
+
+def test_every_case_is_runnable() -> None:
+    needs = {n for c in CASES for n in c.get("needs", [])}
+    assert needs <= SUPPORTED_NEEDS
+    assert len(CASES) > 100
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
+def test_case(case: dict[str, Any]) -> None:
+    config = RequestConfig(
+        max_payload_bytes=case["input"].get("maxPayloadBytes", FILE["limits"]["defaultPayloadBytes"]),
+        source=None,
+        secret=bytes.fromhex(FILE["secretHex"]),
+    )
+    expect = case["expect"]
+    payload = parse_payload(case["input"]["payloadText"])
+    if "error" in expect:
+        with pytest.raises(EnqueueValidationError) as caught:
+            normalize_request(case["input"]["type"], payload, options_of(case), config)
+        got = [{"option": i.option, "rule": i.rule, **({"path": i.path} if i.path else {})} for i in caught.value.issues]
+        assert got == expect["error"]["issues"]
+        return
+    ok = expect["ok"]
+    n = normalize_request(case["input"]["type"], payload, options_of(case), config)
+    assert n.payload_text == ok["payloadCanonical"]
+    assert n.payload_bytes == ok["payloadBytes"]
+    assert (n.type, n.queue, n.max_attempts, n.tags) == (ok["type"], ok["queue"], ok["maxAttempts"], ok["tags"])
+    assert (iso(n.run_at) if n.run_at else None) == ok["runAt"]
+    assert (iso(n.deadline) if n.deadline else None) == ok["deadline"]
+    assert n.retry_policy == ok["retryPolicy"]
+    assert (n.execution_timeout_ms, n.concurrency_key, n.source) == (ok["executionTimeoutMs"], ok["concurrencyKey"], ok["source"])
+    k, ek = n.keyed, ok["keyed"]
+    if ek is None:
+        assert k is None
+    else:
+        assert k is not None
+        key = case["input"]["options"][k.mode]["key"]
+        assert {
+            "mode": k.mode,
+            "scope": k.scope,
+            "keyHash": k.key_hash.hex(),
+            "legacyKeyHash": legacy_key_hash(k.scope, key).hex(),
+            "keyDigest": k.key_digest,
+            "keyPreview": k.key_preview,
+            "keyLength": k.key_length,
+            "ttlMs": k.ttl_ms,
+            "schedule": k.schedule,
+            "maxWaitMs": k.max_wait_ms,
+            "fieldDigests": k.field_digests.hex(),
+        } == {name: v for name, v in ek.items() if name != "fieldDigestsByName"}
+    names = [p["name"] for p in FILE["enqueueOneParams"]]
+    values = one_values(n, FILE["jobId"], notify=False, retry=True)
+    got = {name: (f"\\x{v.hex()}" if isinstance(v, bytes) else v) for name, v in zip(names, values, strict=True)}
+    want = dict(ok["enqueueOneParams"])
+    assert got.pop("p_payload") == ok["payloadCanonical"]
+    want.pop("p_payload")
+    assert got == want

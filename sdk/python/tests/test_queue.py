@@ -1,0 +1,199 @@
+"""The public API against a real PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+import uuid
+
+import psycopg
+import pytest
+
+from workhorse import (
+    Debounce,
+    EnqueueIdempotencyConflictError,
+    EnqueueOptions,
+    EnqueueRequest,
+    EnqueueValidationError,
+    Idempotency,
+    Queue,
+    RetryPolicy,
+    Throttle,
+)
+
+
+def key() -> str:
+    return f"k-{uuid.uuid4()}"
+
+
+def count_jobs(queue: Queue, name: str) -> int:
+    with queue._pool.connection() as conn:
+        row = conn.execute("select count(*) from workhorse.job where queue = %s", (name,)).fetchone()
+        assert row is not None
+        return int(row[0])
+
+
+def test_accept_then_replay_then_conflict(queue: Queue) -> None:
+    k = key()
+    opts = EnqueueOptions(queue="billing", idempotency=Idempotency(key=k, scope="invoice-capture", ttl_ms=86_400_000))
+    first = queue.enqueue_with_result("invoice.capture", {"invoiceId": "INV-1", "amountCents": 4200}, opts)
+    assert first.outcome == "accepted"
+    again = queue.enqueue_with_result("invoice.capture", {"amountCents": 4200.0, "invoiceId": "INV-1"}, opts)
+    assert (again.outcome, again.job_id) == ("replayed", first.job_id)
+    with pytest.raises(EnqueueIdempotencyConflictError) as caught:
+        queue.enqueue("invoice.capture", {"invoiceId": "INV-1", "amountCents": 9900}, opts)
+    c = caught.value
+    assert c.existing_job_id == first.job_id
+    assert c.conflicting_fields == ["payload"]
+    assert c.payload_paths == ["$.amountCents"]
+    assert c.key_preview == first.key_preview and c.key_digest == first.key_digest
+    assert c.ordinal == 1 and c.existing_mode == "idempotency"
+    assert k not in str(c)
+
+
+def test_bool_is_not_a_number(queue: Queue) -> None:
+    opts = EnqueueOptions(idempotency=Idempotency(key=key()))
+    queue.enqueue("t", {"flag": 1}, opts)
+    with pytest.raises(EnqueueIdempotencyConflictError):
+        queue.enqueue("t", {"flag": True}, opts)
+
+
+def test_mapping_options_are_the_typescript_names(queue: Queue) -> None:
+    k = key()
+    a = queue.enqueue("t", [1], {"queue": "maps", "idempotency": {"key": k, "ttlMs": 5000}})
+    b = queue.enqueue("t", [1.0], EnqueueOptions(queue="maps", idempotency=Idempotency(key=k, ttl_ms=5000)))
+    assert a == b
+
+
+def test_get_job_and_every_option(queue: Queue) -> None:
+    run_at = datetime(2999, 1, 1, tzinfo=timezone.utc)
+    opts = EnqueueOptions(
+        queue="full",
+        run_at=run_at,
+        max_attempts=3,
+        retry_policy=RetryPolicy.exponential(100, 2, 1000),
+        deadline=run_at + timedelta(days=1),
+        execution_timeout_ms=5000,
+        concurrency_key="c1",
+        tags=["b", "a", "b"],
+        idempotency=Idempotency(key=key()),
+    )
+    job_id = queue.enqueue("t", {"x": [1, 2.5, None, "é"]}, opts)
+    job = queue.get_job(job_id)
+    assert job is not None
+    assert (job.queue, job.type, job.state, job.max_attempts, job.tags) == ("full", "t", "scheduled", 3, ["a", "b"])
+    assert job.payload == {"x": [1, 2.5, None, "é"]}
+    assert job.run_at == run_at and job.execution_timeout_ms == 5000 and job.concurrency_key == "c1"
+    assert job.retry_policy == {"initialDelayMs": 100, "multiplier": 2, "maxDelayMs": 1000}
+    assert queue.get_job(str(uuid.uuid4())) is None
+
+
+def test_unkeyed_requests_always_create(queue: Queue) -> None:
+    assert queue.enqueue("t", {}) != queue.enqueue("t", {})
+
+
+def test_find_binding_and_describe_key(queue: Queue) -> None:
+    k = key()
+    r = queue.enqueue_with_result("t", {}, EnqueueOptions(idempotency=Idempotency(key=k, scope="s1", ttl_ms=60_000)))
+    b = queue.find_binding(k, scope="s1")
+    assert b is not None
+    assert (b.job_id, b.mode, b.scope, b.key_digest, b.key_preview, b.key_length, b.expired) == (
+        r.job_id, "idempotency", "s1", r.key_digest, r.key_preview, len(k), False
+    )  # fmt: skip
+    assert b.ttl_ms == 60_000
+    assert queue.find_binding(k, scope="other") is None
+    d = queue.describe_key(k, scope="s1")
+    assert (d.key_digest, d.key_preview, d.key_length) == (r.key_digest, r.key_preview, len(k))
+
+
+def test_debounce_and_throttle_outcomes(queue: Queue) -> None:
+    k = key()
+    d = EnqueueOptions(debounce=Debounce(key=k, window_ms=60_000))
+    first = queue.enqueue_with_result("t", {"v": 1}, d)
+    second = queue.enqueue_with_result("t", {"v": 2}, d)
+    assert (first.outcome, second.outcome, second.job_id) == ("accepted", "replaced", first.job_id)
+    held = queue.enqueue_with_result("t", {}, EnqueueOptions(idempotency=Idempotency(key=key())))
+    assert held.outcome == "accepted"
+    t = EnqueueOptions(throttle=Throttle(key=k + "-t", window_ms=60_000))
+    a = queue.enqueue_with_result("t", {}, t)
+    b = queue.enqueue_with_result("t", {}, t)
+    assert (a.outcome, b.outcome, b.job_id) == ("accepted", "coalesced", a.job_id)
+    # A debounce request on a key held by idempotency is non_replaceable.
+    k2 = key()
+    queue.enqueue("t", {}, EnqueueOptions(idempotency=Idempotency(key=k2)))
+    nr = queue.enqueue_with_result("t", {}, EnqueueOptions(debounce=Debounce(key=k2, window_ms=1000)))
+    assert (nr.outcome, nr.reason) == ("non_replaceable", "incompatible_key_mode")
+
+
+def test_enqueue_many(queue: Queue) -> None:
+    k = key()
+    opts = EnqueueOptions(queue="batch", idempotency=Idempotency(key=k))
+    results = queue.enqueue_many([
+        EnqueueRequest("t", {"a": 1}, opts),
+        EnqueueRequest("t", {"a": 1.0}, opts),
+        {"type": "u", "payload": None},
+        EnqueueRequest("d", {}, EnqueueOptions(queue="batch", debounce=Debounce(key=key(), window_ms=1000, schedule="preserve", max_wait_ms=5000))),
+    ])  # fmt: skip
+    assert [r.outcome for r in results] == ["accepted", "replayed", "accepted", "accepted"]
+    assert results[0].job_id == results[1].job_id
+    assert count_jobs(queue, "batch") == 2  # the unkeyed one went to the default queue
+    # A conflict anywhere rolls the whole batch back.
+    before = count_jobs(queue, "batch")
+    with pytest.raises(EnqueueIdempotencyConflictError) as caught:
+        queue.enqueue_many([
+            EnqueueRequest("t", {}, EnqueueOptions(queue="batch", idempotency=Idempotency(key=key()))),
+            EnqueueRequest("t", {"a": 2}, opts),
+        ])  # fmt: skip
+    assert caught.value.ordinal == 2 and caught.value.existing_job_id == results[0].job_id
+    assert count_jobs(queue, "batch") == before
+    assert queue.enqueue_many([]) == []
+
+
+def test_bad_input_is_typed_and_writes_nothing(queue: Queue) -> None:
+    before = count_jobs(queue, "bad")
+    cases = [
+        ("", {}, EnqueueOptions(queue="bad"), "type"),
+        ("t", {"n": float("nan")}, EnqueueOptions(queue="bad"), "payload"),
+        ("t", {"d": datetime.now(timezone.utc)}, EnqueueOptions(queue="bad"), "payload"),
+        ("t", {1: "x"}, EnqueueOptions(queue="bad"), "payload"),
+        ("t", {}, EnqueueOptions(queue="bad", idempotency=Idempotency(key="k" * 513)), "options.idempotency.key"),
+        ("t", {}, EnqueueOptions(queue="bad", run_at=datetime(2030, 1, 1)), "options.runAt"),
+        ("t", {}, EnqueueOptions(queue="bad", max_attempts=True), "options.maxAttempts"),  # type: ignore[arg-type]
+        ("t", {}, EnqueueOptions(queue="bad", idempotency=Idempotency(key="a"), throttle=Throttle(key="a", window_ms=5)), "options.throttle"),
+    ]  # fmt: skip
+    for type_, payload, opts, option in cases:
+        with pytest.raises(EnqueueValidationError) as caught:
+            queue.enqueue(type_, payload, opts)
+        assert caught.value.option == option, caught.value
+    with pytest.raises(EnqueueValidationError) as caught:
+        queue.enqueue_many([EnqueueRequest("t", {}, EnqueueOptions(queue="bad"))] * 1001)
+    assert caught.value.option == "requests"
+    with pytest.raises(EnqueueValidationError) as caught:
+        queue.enqueue_many([EnqueueRequest("t", {}, EnqueueOptions(queue="bad")), EnqueueRequest("t", {}, {"queue": ""})])
+    assert caught.value.option == "requests[1].options.queue"
+    assert count_jobs(queue, "bad") == before
+
+
+def test_exact_integers_follow_json(queue: Queue) -> None:
+    job = queue.get_job(queue.enqueue("t", {"big": 2**64, "f": 2.0**64}))
+    assert job is not None
+    assert job.payload == {"big": 2**64, "f": 18446744073709552000}
+
+
+def test_secret_from_the_environment(pool, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("WORKHORSE_KEY_SECRET", "zz")
+    with pytest.raises(EnqueueValidationError):
+        Queue(pool)
+    monkeypatch.setenv("WORKHORSE_KEY_SECRET", "11" * 32)
+    outside = Queue(pool)
+    monkeypatch.delenv("WORKHORSE_KEY_SECRET")
+    inside = Queue(pool)
+    k = key()
+    assert outside.describe_key(k).key_digest != inside.describe_key(k).key_digest
+
+
+def test_conflict_is_a_psycopg_free_error(queue: Queue) -> None:
+    opts = EnqueueOptions(idempotency=Idempotency(key=key()))
+    queue.enqueue("t", 1, opts)
+    with pytest.raises(EnqueueIdempotencyConflictError) as caught:
+        queue.enqueue("t", 2, opts)
+    assert isinstance(caught.value.__cause__, psycopg.Error)

@@ -1,0 +1,106 @@
+"""Keyed calls through connection loss: the same ids are proposed again (p_retry), so a lost answer
+is recovered as the accept it was, and a PostgreSQL restart costs neither a duplicate nor a crash."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+
+import psycopg
+import pytest
+
+from workhorse import EnqueueOptions, EnqueueRequest, Idempotency, Queue
+
+from .conftest import Server
+
+
+def jobs_per_key(queue: Queue, scope: str) -> dict[str, int]:
+    with queue._pool.connection() as conn:
+        rows = conn.execute(
+            "select encode(key_hash, 'hex'), count(distinct job_id) from workhorse.key_binding where scope = %s group by 1",
+            (scope,),
+        ).fetchall()
+    return {r[0]: int(r[1]) for r in rows}
+
+
+def test_a_lost_answer_is_recovered_as_accepted(queue: Queue, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_send = queue._send
+    calls: list[bool] = []
+
+    def send_then_lose_the_answer(requests, ids, retry):  # type: ignore[no-untyped-def]
+        calls.append(retry)
+        rows = real_send(requests, ids, retry)  # committed
+        if len(calls) == 1:
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+        return rows
+
+    monkeypatch.setattr(queue, "_send", send_then_lose_the_answer)
+    result = queue.enqueue_with_result("t", {"n": 1}, EnqueueOptions(idempotency=Idempotency(key=str(uuid.uuid4()))))
+    assert calls == [False, True]
+    assert result.outcome == "accepted"
+    assert queue.retry_stats["recovered_accepts"] == 1
+    batch = queue.enqueue_many([
+        EnqueueRequest("t", {}, EnqueueOptions(idempotency=Idempotency(key=str(uuid.uuid4())))) for _ in range(3)
+    ])  # fmt: skip
+    assert [r.outcome for r in batch] == ["accepted"] * 3
+
+
+def test_unkeyed_calls_are_not_repeated(queue: Queue, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[bool] = []
+
+    def lose(requests, ids, retry):  # type: ignore[no-untyped-def]
+        calls.append(retry)
+        raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(queue, "_send", lose)
+    with pytest.raises(psycopg.OperationalError):
+        queue.enqueue("t", {})
+    assert calls == [False]
+
+
+def test_postgresql_restart_during_keyed_calls(server: Server, pool) -> None:  # type: ignore[no-untyped-def]
+    if server.data is None:
+        pytest.skip("DATABASE_URL given: this run does not own the server, so it does not restart it")
+    # The most tries the TypeScript core allows (about 40 s of backoff): a restart on a loaded
+    # machine (a shutdown checkpoint, then recovery) must not exhaust them.
+    queue = Queue(pool, retry_attempts=20)
+    scope = f"restart-{uuid.uuid4()}"
+    results: list[tuple[str, str]] = []
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def produce(worker: int) -> None:
+        i = 0
+        while not stop.is_set() or i < 20:
+            key = f"{worker}-{i}"
+            try:
+                r = queue.enqueue_with_result("t", {"i": i}, EnqueueOptions(idempotency=Idempotency(key=key, scope=scope)))
+                results.append((key, r.job_id))
+                # The same request again always replays the same job.
+                again = queue.enqueue_with_result("t", {"i": i}, EnqueueOptions(idempotency=Idempotency(key=key, scope=scope)))
+                assert again.job_id == r.job_id and again.outcome == "replayed"
+            except BaseException as err:  # noqa: BLE001
+                errors.append(err)
+                return
+            i += 1
+
+    threads = [threading.Thread(target=produce, args=(w,)) for w in range(3)]
+    for t in threads:
+        t.start()
+    while len(results) < 15:
+        time.sleep(0.01)
+    server.pg_ctl("-m", "fast", "-w", "restart")
+    time.sleep(0.5)
+    stop.set()
+    for t in threads:
+        t.join(timeout=120)
+    assert errors == [], (errors, queue.retry_stats)
+    assert queue.retry_stats["retries"] > 0, queue.retry_stats
+    per_key = jobs_per_key(queue, scope)
+    assert len(per_key) == len(results) == len({k for k, _ in results}), (len(per_key), len(results))
+    assert set(per_key.values()) == {1}, per_key
+    with queue._pool.connection() as conn:
+        jobs = {r[0] for r in conn.execute(
+            "select job_id::text from workhorse.key_binding where scope = %s", (scope,)).fetchall()}  # fmt: skip
+    assert jobs == {j for _, j in results}

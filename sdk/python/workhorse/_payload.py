@@ -1,0 +1,270 @@
+"""Payloads: the canonical JSON text every Workhorse client sends, and the bytes PostgreSQL stores.
+
+The canonical text follows JSON's data model, not Python's: ``42.0`` is written ``42`` (numbers are
+written as ECMAScript writes doubles), ``True`` is a boolean and never a number, object keys are
+written in jsonb's order (shorter UTF-8 first, then bytewise), no whitespace. The checks and their
+messages are the TypeScript core's (docs/clients.md, conformance).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+import json
+import math
+import re
+from typing import Any
+
+from .errors import EnqueueValidationError, ValidationIssue
+
+MAX_DEPTH = 100
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_MAX_PATH_CHARS = 2000
+_ARRAY_INDEX = re.compile(r"0|[1-9][0-9]*")
+
+
+def _digits_exponent(x: float) -> tuple[str, int]:
+    """Shortest round-trip digits of |x| (no leading or trailing zeros) and n with |x| = 0.digits * 10^n."""
+    sign, digits, exp = Decimal(repr(abs(x))).as_tuple()
+    s = "".join(map(str, digits)).lstrip("0")
+    stripped = s.rstrip("0")
+    exp = int(exp) + (len(s) - len(stripped))
+    return stripped, exp + len(stripped)
+
+
+def es_number(x: int | float) -> str:
+    """A number as JSON.stringify writes it (an int exactly; a float as ECMAScript's Number::toString)."""
+    if isinstance(x, int):
+        return str(x)
+    if x == 0:
+        return "0"
+    s, n = _digits_exponent(x)
+    k = len(s)
+    sign = "-" if x < 0 else ""
+    if k <= n <= 21:
+        return sign + s + "0" * (n - k)
+    if 0 < n <= 21:
+        return sign + s[:n] + "." + s[n:]
+    if -6 < n <= 0:
+        return sign + "0." + "0" * (-n) + s
+    e = n - 1
+    mant = s if k == 1 else s[0] + "." + s[1:]
+    return f"{sign}{mant}e{'+' if e >= 0 else '-'}{abs(e)}"
+
+
+def _numeric_expansion(x: float, text: str) -> int:
+    """How many more characters PostgreSQL's numeric form has than ECMAScript's (exponent forms only)."""
+    e = text.find("e")
+    if e < 0:
+        return 0
+    sign = 1 if x < 0 else 0
+    digits = e - sign - (0 if "." not in text else 1)
+    exp = int(text[e + 1 :])
+    plain = sign + (exp + 1 if exp >= 0 else 2 - exp - 1 + digits)
+    return plain - len(text)
+
+
+def js_string(s: str) -> str:
+    """A string as JSON.stringify writes it (lone surrogates escaped as \\udxxx)."""
+    out = json.dumps(s, ensure_ascii=False)
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in s):
+        out = "".join(f"\\u{ord(c):04x}" if 0xD800 <= ord(c) <= 0xDFFF else c for c in out)
+    return out
+
+
+def _units(s: str) -> int:
+    """UTF-16 length of JSON.stringify(s), or -1 when PostgreSQL cannot store it (NUL, lone surrogates)."""
+    units = len(s) + 2
+    for c in s:
+        o = ord(c)
+        if o == 0 or 0xD800 <= o <= 0xDFFF:
+            return -1
+        if o > 0xFFFF:
+            units += 1
+        elif o in (0x22, 0x5C, 8, 9, 10, 12, 13):
+            units += 1
+        elif o < 0x20:
+            units += 5
+    return units
+
+
+def json_path(steps: list[str | int]) -> str:
+    """A JSON path in payloadPaths syntax: ``$.a``, ``$[0]``, ``$["not an identifier"]``."""
+    out = "$"
+    for s in steps:
+        if isinstance(s, int):
+            out += f"[{s}]"
+        elif _IDENTIFIER.fullmatch(s):
+            out += f".{s}"
+        else:
+            out += f"[{js_string(s)}]"
+        if len(out) > _MAX_PATH_CHARS:
+            return out[: _MAX_PATH_CHARS - 1] + "…"
+    return out
+
+
+def _js_key_order(d: dict[str, Any]) -> list[str]:
+    """Keys in the order JavaScript enumerates them: array indices ascending, then insertion order."""
+    keys = list(d.keys())
+    indices = [k for k in keys if isinstance(k, str) and _ARRAY_INDEX.fullmatch(k) and int(k) < 2**32 - 1]
+    if not indices:
+        return keys
+    rest = [k for k in keys if k not in set(indices)]
+    return sorted(indices, key=int) + rest
+
+
+def _type_name(v: object) -> str:
+    return type(v).__name__
+
+
+def canonical_text(v: Any) -> str:
+    """The canonical text of an already checked payload (docs/clients.md, payloadCanonical)."""
+    parts: list[str] = []
+    stack: list[Any] = [v]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, _Raw):
+            parts.append(x.text)
+        elif x is None:
+            parts.append("null")
+        elif x is True:
+            parts.append("true")
+        elif x is False:
+            parts.append("false")
+        elif isinstance(x, (int, float)):
+            parts.append(es_number(x))
+        elif isinstance(x, str):
+            parts.append(js_string(x))
+        elif isinstance(x, dict):
+            keys = sorted(x.keys(), key=lambda k: (len(k.encode("utf-8")), k.encode("utf-8")))
+            seq: list[Any] = [_Raw("{")]
+            for i, k in enumerate(keys):
+                seq.append(_Raw(("," if i else "") + js_string(k) + ":"))
+                seq.append(x[k])
+            seq.append(_Raw("}"))
+            stack.extend(reversed(seq))
+        else:  # list or tuple
+            seq = [_Raw("[")]
+            for i, item in enumerate(x):
+                if i:
+                    seq.append(_Raw(","))
+                seq.append(item)
+            seq.append(_Raw("]"))
+            stack.extend(reversed(seq))
+    return "".join(parts)
+
+
+class _Raw:
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = text
+
+
+def encode_payload(payload: Any, max_bytes: int, option: str = "payload") -> tuple[str, int]:
+    """Checks a payload and returns (canonical text, bytes PostgreSQL stores for it).
+
+    Plain JSON only: dict (str keys), list or tuple, str (no NUL, no lone surrogates), int, finite
+    float, bool, None; nested at most 100 levels; at most ``max_bytes`` as jsonb text.
+    """
+
+    def fail(rule: str, path: str) -> None:
+        raise EnqueueValidationError([ValidationIssue(option, f"{rule} (at {path})", path)])
+
+    containers: list[Any] = []
+    key_lists: list[list[str] | None] = []
+    next_index: list[int] = []
+    units = 0
+    extra = 0
+    value: Any = payload
+
+    def path_to(depth: int | None = None) -> str:
+        d = len(containers) if depth is None else depth
+        steps: list[str | int] = []
+        for j in range(d):
+            keys = key_lists[j]
+            at = next_index[j] - 1
+            steps.append(keys[at] if keys is not None else at)
+        return json_path(steps)
+
+    while True:
+        if isinstance(value, str):
+            u = _units(value)
+            if u < 0:
+                fail("has a string that PostgreSQL jsonb cannot store (NUL character or lone surrogate)", path_to())
+            units += u
+        elif value is None:
+            units += 4
+        elif isinstance(value, bool):
+            units += 4 if value else 5
+        elif isinstance(value, int):
+            units += 1
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                found = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+                fail(f"must contain only finite numbers (found {found})", path_to())
+            units += 1
+            if value != 0 and (abs(value) >= 1e21 or abs(value) < 1e-6):
+                extra += _numeric_expansion(value, es_number(value))
+        elif isinstance(value, (dict, list, tuple)):
+            keys: list[str] | None = None
+            if isinstance(value, dict):
+                for k in value:
+                    if not isinstance(k, str):
+                        fail(f"must be plain JSON: an object has a key that is not a string (found {_type_name(k)})", path_to())
+                keys = _js_key_order(value)
+                count = len(keys)
+                extra += count
+            else:
+                count = len(value)
+            if len(containers) >= MAX_DEPTH:
+                for i in range(1, len(containers)):
+                    if any(containers[j] is containers[i] for j in range(i)):
+                        fail("must be JSON-serialisable: it has a cycle (an object that contains itself)", path_to(i))
+                if any(c is value for c in containers):
+                    fail("must be JSON-serialisable: it has a cycle (an object that contains itself)", path_to())
+                fail(f"must be nested at most {MAX_DEPTH} levels deep (objects and arrays)", path_to())
+            units += count + 1 if count > 0 else 2
+            extra += count - 1 if count > 1 else 0
+            containers.append(value)
+            key_lists.append(keys)
+            next_index.append(0)
+        else:
+            fail(f"must be JSON-serialisable: found a {_type_name(value)}", path_to())
+        if units + extra > max_bytes:
+            raise EnqueueValidationError(
+                [ValidationIssue(option, f"must be at most {max_bytes} bytes as PostgreSQL stores it (jsonb text; this one is larger)")]
+            )
+        found_next = False
+        while containers:
+            top = len(containers) - 1
+            container = containers[top]
+            keys = key_lists[top]
+            i = next_index[top]
+            if keys is None:
+                if i < len(container):
+                    next_index[top] = i + 1
+                    value = container[i]
+                    found_next = True
+                    break
+            elif i < len(keys):
+                next_index[top] = i + 1
+                key = keys[i]
+                ku = _units(key)
+                if ku < 0:
+                    fail("has a key that PostgreSQL cannot store (NUL or lone surrogate)", path_to())
+                units += ku + 1
+                value = container[key]
+                found_next = True
+                break
+            containers.pop()
+            key_lists.pop()
+            next_index.pop()
+        if not found_next:
+            break
+    text = canonical_text(payload)
+    size = len(text.encode("utf-8")) + extra
+    if size > max_bytes:
+        raise EnqueueValidationError(
+            [ValidationIssue(option, f"must be at most {max_bytes} bytes as PostgreSQL stores it (jsonb text; got {size})")]
+        )
+    return text, size

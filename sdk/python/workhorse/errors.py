@@ -1,0 +1,88 @@
+"""Typed errors. None of them ever carries a raw key: only its preview, digest and length."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import json
+
+
+class WorkhorseError(Exception):
+    """Base of every Workhorse error; ``code`` is stable across languages."""
+
+    code = "WORKHORSE"
+
+
+@dataclass(frozen=True)
+class ValidationIssue:
+    """One failed input rule: ``option`` is a dotted path (``options.idempotency.key``)."""
+
+    option: str
+    rule: str
+    path: str | None = None
+
+
+class EnqueueValidationError(WorkhorseError):
+    """Bad input, refused before anything is sent to PostgreSQL (nothing is written)."""
+
+    code = "ENQUEUE_VALIDATION"
+
+    def __init__(self, issues: list[ValidationIssue]):
+        self.issues: list[ValidationIssue] = list(issues) or [ValidationIssue("(input)", "is invalid")]
+        first = self.issues[0]
+        self.option: str = first.option
+        self.rule: str = first.rule
+        more = f" (and {len(self.issues) - 1} more)" if len(self.issues) > 1 else ""
+        super().__init__(f"{first.option}: {first.rule}{more}")
+
+
+class EnqueueIdempotencyConflictError(WorkhorseError):
+    """A live scoped key is bound to a job whose request differs. Nothing was written."""
+
+    code = "ENQUEUE_IDEMPOTENCY_CONFLICT"
+
+    def __init__(
+        self,
+        *,
+        scope: str,
+        key_preview: str,
+        key_digest: str,
+        key_length: int,
+        existing_job_id: str | None,
+        existing_mode: str,
+        conflicting_fields: list[str],
+        stored_request_digest: str,
+        rejected_request_digest: str,
+        ordinal: int,
+        payload_paths: list[str] | None = None,
+        payload_paths_truncated: bool = False,
+    ):
+        self.scope = scope
+        self.key_preview = key_preview
+        self.key_digest = key_digest
+        self.key_length = key_length
+        self.existing_job_id = existing_job_id
+        self.existing_mode = existing_mode
+        self.conflicting_fields = conflicting_fields
+        self.stored_request_digest = stored_request_digest
+        self.rejected_request_digest = rejected_request_digest
+        self.ordinal = ordinal
+        self.payload_paths = payload_paths
+        self.payload_paths_truncated = payload_paths_truncated
+        owner = f"job {existing_job_id}" if existing_job_id else "an earlier request of the same batch"
+        super().__init__(
+            f"Idempotency key {key_preview} (digest {key_digest}, scope {json.dumps(scope, ensure_ascii=False)}) "
+            f"is bound to {owner} with a different request: {', '.join(conflicting_fields)} differ. "
+            "Use a new key for new work, or repeat the original request."
+        )
+
+
+class WorkhorseDatabaseError(WorkhorseError):
+    """Anything else PostgreSQL (or the connection) said; ``retryable`` when repeating may succeed."""
+
+    code = "DATABASE"
+
+    def __init__(self, message: str, cause: BaseException | None, retryable: bool = False):
+        super().__init__(message)
+        self.__cause__ = cause
+        self.retryable = retryable
+

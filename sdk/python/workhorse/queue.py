@@ -1,0 +1,476 @@
+"""``Queue``: scoped idempotent enqueue over a psycopg ConnectionPool, through the same SQL functions
+(``workhorse.enqueue_one``, ``workhorse.enqueue_batch``) as the TypeScript core. The schema is the
+TypeScript core's: run its ``migrate()`` first."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+import json
+import os
+import random
+import threading
+import time
+from typing import Any, TypeVar
+import uuid
+
+import psycopg
+from psycopg_pool import ConnectionPool
+
+from ._input import (
+    DEFAULT_PAYLOAD_BYTES,
+    DEFAULT_SCOPE,
+    MAX_BATCH,
+    MAX_BATCH_PAYLOAD_BYTES,
+    Normalized,
+    RequestConfig,
+    _Issues,
+    _key,
+    _scope,
+    iso,
+    normalize_request,
+    one_values,
+    retry_policy_json,
+)
+from ._keys import key_digest, key_hash, key_length, key_preview, legacy_key_hash, parse_secret
+from .errors import (
+    EnqueueIdempotencyConflictError,
+    EnqueueValidationError,
+    ValidationIssue,
+    WorkhorseDatabaseError,
+    WorkhorseError,
+)
+from .types import BindingInfo, EnqueueOptions, EnqueueRequest, EnqueueResult, Job, KeyDescription
+
+T = TypeVar("T")
+
+_ONE_TYPES = [
+    "uuid", "text", "text", "jsonb", "timestamptz", "integer", "jsonb", "timestamptz", "bigint", "text", "text[]",
+    "text", "text", "bytea", "text", "integer", "bigint", "bytea", "boolean", "text", "bigint", "boolean",
+]  # fmt: skip
+_SCOPE_PARAM, _KEY_HASH_PARAM = 12, 13  # 0-based positions of p_scope and p_key_hash
+_COLUMNS = "job_id::text, outcome, request_digest, reason"
+
+
+def _one_sql(legacy: bool) -> str:
+    args = []
+    for i, t in enumerate(_ONE_TYPES):
+        arg = f"%(p{i})s::{t}"
+        if legacy and i == _KEY_HASH_PARAM:
+            # While pre-secret bindings may be live: the live legacy binding's hash if there is one.
+            arg = (
+                f"coalesce((select b.key_hash from workhorse.key_binding b where b.scope = %(p{_SCOPE_PARAM})s::text"
+                f" and b.key_hash = %(legacy)s::bytea and b.expires_at > now() for key share), {arg})"
+            )
+        args.append(arg)
+    return f"select 1 as ordinal, {_COLUMNS} from workhorse.enqueue_one({', '.join(args)})"
+
+
+_ONE_SQL = _one_sql(False)
+_ONE_LEGACY_SQL = _one_sql(True)
+_BATCH_TYPES = [
+    "uuid[]", "text[]", "text[]", "jsonb", "timestamptz[]", "integer[]", "jsonb[]", "timestamptz[]", "bigint[]",
+    "text[]", "text[]", "integer[]", "text[]", "text[]", "bytea[]", "text[]", "integer[]", "bigint[]", "bytea[]",
+    "bytea[]", "boolean", "text[]", "bigint[]", "boolean",
+]  # fmt: skip
+_BATCH_SQL = (
+    f"select ordinal, {_COLUMNS} from workhorse.enqueue_batch("
+    + ", ".join(f"%s::{t}" for t in _BATCH_TYPES)
+    + ")"
+)
+_INSTALLATION_SQL = """select {secret} as key_secret,
+  coalesce(greatest(0, extract(epoch from legacy_key_hashes_until - now()) * 1000), 0)::float8 as legacy_ms
+  from workhorse.installation"""
+_OBSERVATION_SQL = """insert into workhorse.enqueue_observation
+  (at, outcome, reason, queue, type, scope, key_preview, key_digest, key_length, job_id, conflicting_fields,
+   payload_paths, stored_request_digest, rejected_request_digest, source)
+  values (now(), %s, %s, %s, %s, %s, %s, %s, %s, %s::uuid, %s::text[], %s::text[], %s, %s, %s)"""
+_LEGACY_MARGIN_S = 5.0
+_RETRYABLE_SQLSTATES = {"40001", "40P01", "53300", "55P03", "57P01", "57P02", "57P03"}
+
+
+def is_retryable(err: BaseException) -> bool:
+    """Connection loss, or a SQLSTATE after which repeating the same statement may succeed."""
+    state = getattr(err, "sqlstate", None)
+    if state:
+        return state in _RETRYABLE_SQLSTATES or state.startswith("08")
+    return isinstance(err, (psycopg.OperationalError, psycopg.InterfaceError))
+
+
+def _uuid7() -> str:
+    """A time-ordered UUID (version 7), as the TypeScript core proposes for new jobs."""
+    ms = time.time_ns() // 1_000_000
+    raw = bytearray(ms.to_bytes(6, "big") + os.urandom(10))
+    raw[6] = (raw[6] & 0x0F) | 0x70
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    return str(uuid.UUID(bytes=bytes(raw)))
+
+
+class Queue:
+    """Enqueue and look up jobs. Thread-safe; one per process and pool is enough.
+
+    ``key_secret``: the installation secret (64 hex characters or 32 bytes); default
+    ``WORKHORSE_KEY_SECRET``, else the one the TypeScript ``migrate()`` stored in the database.
+    ``retry_attempts``: how often a keyed call is tried through connection loss (1 turns it off).
+    """
+
+    def __init__(
+        self,
+        pool: ConnectionPool,
+        *,
+        key_secret: str | bytes | None = None,
+        max_payload_bytes: int = DEFAULT_PAYLOAD_BYTES,
+        source: str | None = None,
+        retry_attempts: int = 12,
+        retry_max_delay_ms: int = 3000,
+    ):
+        if not isinstance(pool, ConnectionPool):
+            raise EnqueueValidationError([ValidationIssue("pool", "must be a psycopg_pool.ConnectionPool")])
+        self._pool = pool
+        given = key_secret if key_secret is not None else os.environ.get("WORKHORSE_KEY_SECRET") or None
+        self._outside: bytes | None = None
+        if given is not None:
+            parsed = parse_secret(given)
+            if parsed is None:
+                raise EnqueueValidationError(
+                    [ValidationIssue("key_secret", "must be 64 hexadecimal characters or 32 bytes (WORKHORSE_KEY_SECRET)")]
+                )
+            self._outside = parsed
+        self._secret: bytes | None = None
+        self._legacy_until = 0.0
+        self._lock = threading.Lock()
+        self._max_payload_bytes = max_payload_bytes
+        self._source = source
+        self._retry_attempts = max(1, retry_attempts)
+        self._retry_max_delay_ms = retry_max_delay_ms
+        self._checked_layout = False
+        #: Calls repeated after connection loss, and accepts recovered from a lost answer.
+        self.retry_stats = {"retried_calls": 0, "retries": 0, "recovered_accepts": 0, "exhausted": 0}
+
+    # --- the installation secret
+
+    def _repeating(self, fn: Any) -> Any:
+        for attempt in range(1, self._retry_attempts + 1):
+            try:
+                return fn(attempt)
+            except Exception as err:
+                cause = err.__cause__ if isinstance(err, WorkhorseDatabaseError) else err
+                if cause is None or not is_retryable(cause) or attempt >= self._retry_attempts:
+                    if attempt > 1:
+                        self.retry_stats["exhausted"] += 1
+                    raise
+                if attempt == 1:
+                    self.retry_stats["retried_calls"] += 1
+                self.retry_stats["retries"] += 1
+                ceiling = min(self._retry_max_delay_ms, 25 * 2 ** (attempt - 1)) / 1000
+                time.sleep(ceiling / 2 + random.random() * ceiling / 2)
+        raise AssertionError("unreachable")
+
+    def _load(self, repeat: bool = False) -> bytes:
+        if self._secret is not None:
+            return self._secret
+        with self._lock:
+            if self._secret is not None:
+                return self._secret
+
+            def read(_attempt: int = 1) -> tuple[bytes | None, float]:
+                try:
+                    with self._pool.connection() as conn:
+                        sql = _INSTALLATION_SQL.format(secret="null::bytea" if self._outside else "key_secret")
+                        row = conn.execute(sql).fetchone()
+                        if not self._checked_layout:
+                            self._check_layout(conn)
+                except psycopg.Error as err:
+                    raise WorkhorseDatabaseError(f"reading the installation key failed: {err}", err, is_retryable(err)) from err
+                if row is None:
+                    raise WorkhorseDatabaseError("workhorse.installation is empty: run migrate() first", None)
+                return (bytes(row[0]) if row[0] is not None else None), float(row[1])
+
+            stored, legacy_ms = self._repeating(read) if repeat and self._retry_attempts > 1 else read()
+            secret = self._outside or stored
+            if secret is None or len(secret) != 32:
+                raise WorkhorseError("the installation key is missing or malformed in workhorse.installation")
+            self._legacy_until = time.monotonic() + legacy_ms / 1000 + _LEGACY_MARGIN_S if legacy_ms > 0 else 0.0
+            self._secret = secret
+            return secret
+
+    def _check_layout(self, conn: psycopg.Connection[Any]) -> None:
+        row = conn.execute("select to_regclass('workhorse.shard_bucket') is not null").fetchone()
+        if row and row[0]:
+            raise WorkhorseError("the distributed (Citus) layout is not supported by the Python client yet")
+        self._checked_layout = True
+
+    def _config(self, keyed: bool) -> RequestConfig:
+        secret = self._load(repeat=True) if keyed else (self._secret or b"\0" * 32)
+        return RequestConfig(
+            max_payload_bytes=self._max_payload_bytes,
+            source=self._source,
+            secret=secret,
+            legacy_window_open=self._legacy_until > time.monotonic(),
+        )
+
+    # --- enqueue
+
+    def enqueue(self, type: str, payload: Any, options: EnqueueOptions | Mapping[str, Any] | None = None) -> str:
+        """Enqueues one job and returns its id (an existing job's id when the key replays or coalesces)."""
+        return self.enqueue_with_result(type, payload, options).job_id
+
+    def enqueue_with_result(
+        self, type: str, payload: Any, options: EnqueueOptions | Mapping[str, Any] | None = None
+    ) -> EnqueueResult:
+        """Like ``enqueue``, and says what PostgreSQL decided (``outcome``, and ``reason`` for ``non_replaceable``)."""
+        config = self._config(_names_a_key(options))
+        n = normalize_request(type, payload, options, config)
+        return self._run([n])[0]
+
+    def enqueue_many(self, requests: Sequence[EnqueueRequest | Mapping[str, Any]]) -> list[EnqueueResult]:
+        """Up to 1,000 requests in one round trip and one transaction; results in input order.
+        Any conflict rolls the whole batch back."""
+        if not isinstance(requests, Sequence) or isinstance(requests, (str, bytes)):
+            raise EnqueueValidationError([ValidationIssue("requests", "must be an array of { type, payload, options }")])
+        if len(requests) > MAX_BATCH:
+            raise EnqueueValidationError(
+                [ValidationIssue("requests", f"at most {MAX_BATCH} requests per batch (got {len(requests)}); split it")]
+            )
+        if not requests:
+            return []
+        unpacked = []
+        for i, r in enumerate(requests):
+            if isinstance(r, EnqueueRequest):
+                unpacked.append((r.type, r.payload, r.options))
+            elif isinstance(r, Mapping):
+                extra = [k for k in r if k not in ("type", "payload", "options")]
+                if extra:
+                    raise EnqueueValidationError([ValidationIssue(f"requests[{i}].{extra[0]}", "is not a known field")])
+                unpacked.append((r.get("type"), r.get("payload"), r.get("options")))
+            else:
+                raise EnqueueValidationError([ValidationIssue(f"requests[{i}]", "must be { type, payload, options }")])
+        config = self._config(any(_names_a_key(o) for _, _, o in unpacked))
+        normalized: list[Normalized] = []
+        total = 0
+        for i, (t, p, o) in enumerate(unpacked):
+            n = normalize_request(t, p, o, config, f"requests[{i}]")
+            total += len(n.payload_text.encode("utf-8"))
+            if total > MAX_BATCH_PAYLOAD_BYTES:
+                raise EnqueueValidationError(
+                    [ValidationIssue("requests", f"the payloads of one batch may total at most {MAX_BATCH_PAYLOAD_BYTES} bytes; split the batch")]
+                )
+            normalized.append(n)
+        return self._run(normalized)
+
+    def _run(self, requests: list[Normalized]) -> list[EnqueueResult]:
+        ids = [_uuid7() for _ in requests]
+        if self._retry_attempts <= 1 or not all(r.keyed for r in requests):
+            return self._report(requests, ids, self._send(requests, ids, False), False)
+        # Keyed requests are safe to repeat: the same ids are proposed again, and a retry says so
+        # (p_retry), so PostgreSQL recognises a job an earlier, answerless try committed.
+        return self._repeating(lambda attempt: self._report(requests, ids, self._send(requests, ids, attempt > 1), attempt > 1))
+
+    def _send(self, requests: list[Normalized], ids: list[str], retry: bool) -> list[tuple[Any, ...]]:
+        try:
+            with self._pool.connection() as conn:
+                if not self._checked_layout:
+                    self._check_layout(conn)
+                if len(requests) == 1:
+                    r = requests[0]
+                    params: dict[str, Any] = {f"p{i}": v for i, v in enumerate(one_values(r, ids[0], True, retry))}
+                    legacy = r.keyed.legacy_key_hash if r.keyed else None
+                    if legacy is not None:
+                        params["legacy"] = legacy
+                    rows = conn.execute(_ONE_LEGACY_SQL if legacy is not None else _ONE_SQL, params).fetchall()
+                else:
+                    rows = conn.execute(_BATCH_SQL, _batch_values(requests, ids, retry)).fetchall()
+                return rows
+        except psycopg.Error as err:
+            raise _translate(err, requests) from err
+
+    def _report(self, requests: list[Normalized], ids: list[str], rows: list[tuple[Any, ...]], retried: bool) -> list[EnqueueResult]:
+        results: list[EnqueueResult | None] = [None] * len(requests)
+        observations = []
+        for ordinal, job_id, outcome, request_digest, reason in rows:
+            req = requests[ordinal - 1]
+            if retried and outcome != "accepted" and job_id == ids[ordinal - 1]:
+                outcome = "accepted"  # an earlier try of this very call committed it
+                self.retry_stats["recovered_accepts"] += 1
+            k = req.keyed
+            results[ordinal - 1] = EnqueueResult(
+                job_id=job_id,
+                outcome=outcome,
+                reason=reason if outcome == "non_replaceable" else None,
+                key_preview=k.key_preview if k else None,
+                key_digest=k.key_digest if k else None,
+                key_length=k.key_length if k else None,
+            )
+            if k and outcome in ("replayed", "coalesced", "non_replaceable"):
+                rejected = outcome == "non_replaceable"
+                observations.append((
+                    outcome, reason if rejected else None, req.queue, req.type, k.scope, k.key_preview, k.key_digest,
+                    k.key_length, job_id, None, None, None if rejected else request_digest,
+                    request_digest if rejected else None, req.source,
+                ))  # fmt: skip
+        self._observe(observations)
+        return [r for r in results if r is not None]
+
+    def _observe(self, rows: list[tuple[Any, ...]]) -> None:
+        """Replays, coalesces, non-replaceable requests and conflicts, for operators; best effort."""
+        if not rows:
+            return
+        try:
+            with self._pool.connection() as conn, conn.cursor() as cur:
+                cur.executemany(_OBSERVATION_SQL, rows)
+        except psycopg.Error:
+            pass  # an observation never fails the enqueue it describes
+
+    # --- lookups
+
+    def _scoped(self, key: str, scope: str | None) -> tuple[str, str]:
+        out = _Issues()
+        k = _key(key, "key", out)
+        s = _scope(scope, "scope", out) if scope is not None else DEFAULT_SCOPE
+        if out.list or k is None or s is None:
+            raise EnqueueValidationError(out.list)
+        return k, s
+
+    def describe_key(self, key: str, scope: str | None = None) -> KeyDescription:
+        """What operators see of a scoped key (preview, digest, length); the raw key is not sent anywhere."""
+        k, s = self._scoped(key, scope)
+        secret = self._load()
+        return KeyDescription(
+            scope=s,
+            key_preview=key_preview(k),
+            key_digest=key_digest(key_hash(secret, s, k)),
+            key_length=key_length(k),
+            legacy_key_digest=key_digest(legacy_key_hash(s, k)),
+        )
+
+    def find_binding(self, key: str, scope: str | None = None) -> BindingInfo | None:
+        """The binding of a scoped key (live or expired, the live one first), or None."""
+        k, s = self._scoped(key, scope)
+        secret = self._load()
+        row = self._query_one(
+            """select b.scope, b.key_hash, b.job_id::text, b.mode, b.key_preview, b.key_length,
+                      encode(b.request_digest, 'hex'), b.ttl_ms, b.created_at, b.expires_at, b.expires_at <= now(),
+                      b.schedule, b.max_wait_ms
+                 from workhorse.key_binding b where b.scope = %s and b.key_hash = any(%s::bytea[])
+                order by b.expires_at desc limit 1""",
+            (s, [key_hash(secret, s, k), legacy_key_hash(s, k)]),
+        )
+        if row is None:
+            return None
+        return BindingInfo(
+            scope=row[0], key_preview=row[4], key_digest=bytes(row[1])[:6].hex(), key_length=row[5], job_id=row[2],
+            mode=row[3], request_digest=row[6], ttl_ms=None if row[7] is None else int(row[7]), created_at=row[8],
+            expires_at=row[9], expired=row[10], schedule=row[11], max_wait_ms=None if row[12] is None else int(row[12]),
+        )  # fmt: skip
+
+    def get_job(self, job_id: str) -> Job | None:
+        """The job with this id, or None."""
+        try:
+            uuid.UUID(job_id)
+        except (ValueError, TypeError, AttributeError):
+            raise EnqueueValidationError([ValidationIssue("jobId", "must be a UUID")]) from None
+        row = self._query_one(
+            """select j.id::text, j.queue, j.type, j.payload, j.state, j.run_at, j.attempt, j.max_attempts,
+                      j.retry_policy, j.deadline, j.execution_timeout_ms, j.concurrency_key, j.tags, j.created_at,
+                      j.updated_at, j.started_at, j.finished_at, j.result, j.last_error,
+                      array(select r.id::text from workhorse.job r where r.redriven_from = j.id order by r.id)
+                 from workhorse.job j where j.id = %s::uuid""",
+            (job_id,),
+        )
+        if row is None:
+            return None
+        return Job(
+            id=row[0], queue=row[1], type=row[2], payload=row[3], state=row[4], run_at=row[5], attempt=row[6],
+            max_attempts=row[7], retry_policy=row[8], deadline=row[9],
+            execution_timeout_ms=None if row[10] is None else int(row[10]), concurrency_key=row[11], tags=list(row[12]),
+            created_at=row[13], updated_at=row[14], started_at=row[15], finished_at=row[16], result=row[17],
+            last_error=row[18], redrive_job_ids=list(row[19]),
+        )  # fmt: skip
+
+    def _query_one(self, sql: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
+        try:
+            with self._pool.connection() as conn:
+                return conn.execute(sql, params).fetchone()  # type: ignore[arg-type]
+        except psycopg.Error as err:
+            raise WorkhorseDatabaseError(f"query failed: {err}", err, is_retryable(err)) from err
+
+
+def _names_a_key(options: Any) -> bool:
+    if options is None:
+        return False
+    if isinstance(options, EnqueueOptions):
+        return any(getattr(options, m) is not None for m in ("idempotency", "debounce", "throttle"))
+    if isinstance(options, Mapping):
+        return any(options.get(m) is not None for m in ("idempotency", "debounce", "throttle"))
+    return False
+
+
+def _batch_values(requests: list[Normalized], ids: list[str], retry: bool) -> list[Any]:
+    ks = [r.keyed for r in requests]
+    legacy = [k.legacy_key_hash if k else None for k in ks]
+    debounce = any(k and k.mode == "debounce" for k in ks)
+    return [
+        ids,
+        [r.queue for r in requests],
+        [r.type for r in requests],
+        "[" + ",".join(r.payload_text for r in requests) + "]",
+        [iso(r.run_at) if r.run_at else None for r in requests],
+        [r.max_attempts for r in requests],
+        [retry_policy_json(r.retry_policy) for r in requests],
+        [iso(r.deadline) if r.deadline else None for r in requests],
+        [r.execution_timeout_ms for r in requests],
+        [r.concurrency_key for r in requests],
+        [t for r in requests for t in r.tags],
+        [len(r.tags) for r in requests],
+        [k.mode if k else None for k in ks],
+        [k.scope if k else None for k in ks],
+        [k.key_hash if k else None for k in ks],
+        [k.key_preview if k else None for k in ks],
+        [k.key_length if k else None for k in ks],
+        [k.ttl_ms if k else None for k in ks],
+        [k.field_digests if k else None for k in ks],
+        legacy if any(h is not None for h in legacy) else None,
+        True,
+        [k.schedule if k and k.mode == "debounce" else None for k in ks] if debounce else None,
+        [k.max_wait_ms if k and k.mode == "debounce" else None for k in ks] if debounce else None,
+        retry,
+    ]
+
+
+def _translate(err: psycopg.Error, requests: list[Normalized]) -> Exception:
+    """PostgreSQL's errors as typed ones; the one place SQLSTATEs are interpreted."""
+    state = err.sqlstate
+    if state == "WH409":
+        detail = json.loads(err.diag.message_detail or "{}")
+        ordinal = int(detail.get("ordinal", 1))
+        req = requests[ordinal - 1] if 0 < ordinal <= len(requests) else None
+        if req is not None and req.keyed is not None:
+            k = req.keyed
+            return EnqueueIdempotencyConflictError(
+                scope=k.scope,
+                key_preview=k.key_preview,
+                key_digest=k.key_digest,
+                key_length=k.key_length,
+                existing_job_id=detail.get("existingJobId"),
+                existing_mode=detail.get("existingMode", ""),
+                conflicting_fields=list(detail.get("conflictingFields", [])),
+                stored_request_digest=detail.get("storedRequestDigest", ""),
+                rejected_request_digest=detail.get("rejectedRequestDigest", ""),
+                ordinal=ordinal,
+                payload_paths=detail.get("payloadPaths"),
+                payload_paths_truncated=bool(detail.get("payloadPathsTruncated")),
+            )
+    if state in ("23514", "22P05", "22P02"):
+        constraint = err.diag.constraint_name
+        if constraint == "job_payload_depth":
+            return EnqueueValidationError(
+                [ValidationIssue("payload", "must be nested at most 100 levels deep (objects and arrays); refused by PostgreSQL")]
+            )
+        if constraint == "job_deadline_after_run_at":
+            return EnqueueValidationError(
+                [ValidationIssue("options.deadline", "must be after runAt (which defaults to PostgreSQL's now())")]
+            )
+        dt = err.diag.datatype_name
+        return EnqueueValidationError(
+            [ValidationIssue(f"request ({dt})" if dt else "request", f"rejected by PostgreSQL: {err.diag.message_primary}")]
+        )
+    return WorkhorseDatabaseError(f"enqueue failed: {err}", err, is_retryable(err))
