@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { answeredByServer, LAYOUT_SQL, withPoolClient } from "@/lib/enqueue";
+import { answeredByServer, withPoolClient } from "@/lib/enqueue";
 
 /** Anything that runs a query: a pool or a client. Read models take one so tests can pass theirs. */
 export interface Db {
@@ -41,31 +41,7 @@ export async function cappedCount(db: Db, fromWhere: string, values: unknown[], 
   return n > cap ? { value: cap, capped: true } : { value: n, capped: false };
 }
 
-/**
- * Lowest UUIDv7 of a millisecond: job ids are UUIDv7 (time-ordered), so `id >= uuidv7Floor(t)` is an
- * index range over the primary key for "jobs created since t".
- */
-export function uuidv7Floor(ms: number): string {
-  const hex = Math.max(0, Math.floor(ms)).toString(16).padStart(12, "0");
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-0000-0000-000000000000`;
-}
-
-const layoutByDb = new WeakMap<Db, Promise<boolean>>();
-
-/**
- * Whether the schema has the distributed (Citus) layout, read once per pool or client with the
- * core's own test (`LAYOUT_SQL`: migrate({ distributed: true }) makes workhorse.shard_bucket). Read models use it
- * to pick a Citus form of a query only there, so single-node plans stay as they are.
- */
-export function isDistributed(db: Db): Promise<boolean> {
-  let known = layoutByDb.get(db);
-  if (!known) {
-    known = db.query<{ distributed: boolean }>(LAYOUT_SQL).then((r) => r.rows[0]?.distributed === true);
-    known.catch(() => layoutByDb.delete(db));
-    layoutByDb.set(db, known);
-  }
-  return known;
-}
+export { uuidv7Floor } from "@/lib/enqueue/store/console-series";
 
 /** A connection that broke under the query (backend terminated, server restart, socket reset), not an answer. */
 function connectionLost(err: unknown): boolean {

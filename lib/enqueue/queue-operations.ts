@@ -16,6 +16,7 @@ import type { MaintenanceResult } from "./maintenance";
 import * as maintenance from "./maintenance";
 import * as actions from "./operator-actions";
 import type { Executor, OperationsDb, QueueContext } from "./queue-context";
+import { sqlOver } from "./store/layout";
 import type {
   BindingInfo,
   CancelResult,
@@ -59,16 +60,11 @@ export class QueueOperations {
   protected get db(): OperationsDb {
     return {
       sql: (what, config) => this.sql(what, config),
-      distributed: (what) => this.distributed(what),
-      exec: this.view.exec,
+      store: (what) => sqlOver(this.context.pool, { query: (config) => this.sql(what, config) }),
+      rawStore: sqlOver(this.context.pool, this.view.exec),
       context: this.context,
       loadKeys: () => this.loadKeys(),
     };
-  }
-
-  /** Whether the schema has the distributed layout (read once per Queue, through this.sql). */
-  private distributed(what: string): Promise<boolean> {
-    return this.context.distributedLayout((config) => this.sql(what, config));
   }
 
   /** One statement for the non-enqueue operations: driver errors become WorkhorseDatabaseError. */
