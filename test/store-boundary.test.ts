@@ -56,15 +56,13 @@ const NOT_YET_IN_STORE: Record<string, string> = {
   "lib/console/queues.ts": "console read, not moved yet",
   "lib/console/session-store.ts": "console sessions, not moved yet",
   "lib/console/workers.ts": "console read, not moved yet",
-  "lib/enqueue/key-upgrade.ts": "installation key statements, not moved yet",
-  "lib/enqueue/observations.ts": "the observation insert, not moved yet",
-  "lib/enqueue/queue-operations.ts": "the installation row read, not moved yet",
 };
 
 /** Files whose literals name the schema without being a statement (a scope name, an error message). */
 const NOT_SQL: Record<string, string> = {
   "lib/enqueue/operator-actions.ts": "REDRIVE_SCOPE, the hashing scope of redrive request ids",
   "lib/enqueue/keys.ts": "an error message naming workhorse.installation",
+  "lib/enqueue/queue-operations.ts": "an error message naming workhorse.installation",
   "lib/enqueue/vocabulary.ts": "names checked against the SQL's own lists",
 };
 

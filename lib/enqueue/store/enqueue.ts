@@ -6,8 +6,8 @@
  */
 import { createHash } from "node:crypto";
 import type { NormalizedRequest } from "../enqueue-input";
-import { withLegacyProbe } from "../key-upgrade";
 import type { EnqueueOutcome, NonReplaceableReason } from "../types";
+import { withLegacyProbe } from "./key-upgrade";
 import type { Sql } from "./layout";
 
 /**
