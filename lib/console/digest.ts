@@ -1,11 +1,12 @@
 import "server-only";
 import type pg from "pg";
+import { OBSERVATIONS_BY_DIGEST_SQL, observationsByDigest } from "@/lib/enqueue/store/console-keys";
 import { bindingsByDigest } from "@/lib/enqueue/store/console-reads";
-import { BINDING_COLUMNS, type BindingRow, bindingDto } from "./jobs";
-import { type ObservationRow, observationDto } from "./observation-reads";
+import { bindingDto } from "./jobs";
+import { observationDto } from "./observation-reads";
 import { DIGEST_LOOKUPS_PER_MINUTE, digestLookupLimiter, type RequestLimiter } from "./rate-limit";
 import { iso, readWithTimeout } from "./read-queries";
-import type { DigestLookupDto, JobStateName } from "./wire-types";
+import type { DigestLookupDto } from "./wire-types";
 
 /** A key digest: the first 12 hex characters of the key's SHA-256 (what errors and logs carry). */
 export const DIGEST_RE = /^[0-9a-f]{12}$/;
@@ -76,13 +77,9 @@ export async function lookupDigest(pool: pg.Pool, digest: string): Promise<Diges
   };
 }
 
-/** The newest observations under a digest: an index scan on (key_digest, id) (migration 015). */
-export const OBSERVATIONS_BY_DIGEST_SQL =
-  "select * from workhorse.enqueue_observation where key_digest = $1 order by id desc limit 20";
+export { OBSERVATIONS_BY_DIGEST_SQL };
 
 async function searchObservations(pool: pg.Pool, digest: string) {
-  const r = await readWithTimeout(pool, DIGEST_SEARCH_TIMEOUT_MS, (client) =>
-    client.query<ObservationRow>(OBSERVATIONS_BY_DIGEST_SQL, [digest]),
-  );
-  return r.timedOut ? { rows: [], complete: false } : { rows: r.value.rows.map(observationDto), complete: true };
+  const r = await readWithTimeout(pool, DIGEST_SEARCH_TIMEOUT_MS, (client) => observationsByDigest(client, digest));
+  return r.timedOut ? { rows: [], complete: false } : { rows: r.value.map(observationDto), complete: true };
 }

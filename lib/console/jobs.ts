@@ -1,29 +1,24 @@
 import "server-only";
 import type pg from "pg";
 import { BINDING_COLUMNS, type BindingRow, bindingFromRow } from "@/lib/enqueue";
+import {
+  addStateTab,
+  type JobListRow,
+  jobBaseWhere,
+  jobFilterWhere,
+  jobListRows,
+  jobStateCounts,
+  prefixPattern,
+} from "@/lib/enqueue/store/console-lists";
 import { jobsEstimate, trustedJobsEstimate } from "@/lib/enqueue/store/console-reads";
 import { selectJobDetail, jobExists as selectJobExists } from "@/lib/enqueue/store/jobs";
 import { sqlOf } from "@/lib/enqueue/store/layout";
 import { type JobFilters, STATE_TABS, type StateTab } from "./filters";
 import { stateCounts } from "./overview";
-import { type Db, iso, isoOrNull, readWithTimeout, Where } from "./read-queries";
-import type { BindingDto, JobDetailDto, JobRowDto, JobStateName, Page, TabCount } from "./wire-types";
+import { type Db, iso, isoOrNull, readWithTimeout } from "./read-queries";
+import type { BindingDto, JobDetailDto, JobRowDto, Page, TabCount } from "./wire-types";
 
 const JOBS_PAGE_SIZE = 50;
-
-interface JobListRow {
-  id: string;
-  queue: string;
-  type: string;
-  state: JobStateName;
-  attempt: number;
-  max_attempts: number;
-  tags: string[];
-  run_at: Date;
-  created_at: Date;
-  has_error: boolean;
-  now: Date;
-}
 
 function toRow(r: JobListRow): JobRowDto {
   return {
@@ -44,32 +39,7 @@ function toRow(r: JobListRow): JobRowDto {
  * Newest first, keyset-paginated on the primary key (job ids are UUIDv7, so id order is creation
  * order): `after` = older than that id, `before` = newer. No OFFSET, no count.
  */
-/** `LIKE` pattern for "starts with": the value's own `%`, `_` and `\` match literally. */
-export function prefixPattern(s: string): string {
-  return `${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-}
-
-/** The filters other than the state tab and the cursor. */
-function baseWhere(f: JobFilters): Where {
-  const w = new Where();
-  if (f.queue) w.add((p) => `queue like ${p}`, prefixPattern(f.queue));
-  if (f.type) w.add((p) => `type like ${p}`, prefixPattern(f.type));
-  if (f.tag) w.add((p) => `exists (select 1 from unnest(tags) t where t like ${p})`, prefixPattern(f.tag));
-  if (f.error) w.raw("last_error is not null");
-  return w;
-}
-
-function addState(w: Where, state: StateTab): void {
-  if (state === "retrying") w.raw("state = 'scheduled' and last_error is not null");
-  else w.add((p) => `state = ${p}`, state);
-}
-
-/** The jobs list's filters (queue, type, tag, error, state tab) as a where clause: one definition of "matching this filter". */
-export function jobFilterWhere(f: Omit<JobFilters, "after" | "before">): Where {
-  const w = baseWhere(f);
-  if (f.state) addState(w, f.state);
-  return w;
-}
+export { jobFilterWhere, prefixPattern };
 
 /** Whether a job with this id exists (the jobs page's "open by id" box); `id` must be a UUID. */
 export async function jobExists(db: Db, id: string): Promise<boolean> {
@@ -77,16 +47,8 @@ export async function jobExists(db: Db, id: string): Promise<boolean> {
 }
 
 export async function listJobs(db: Db, f: JobFilters, limit = JOBS_PAGE_SIZE): Promise<Page<JobRowDto>> {
-  const w = jobFilterWhere(f);
   const backwards = !f.after && !!f.before;
-  if (f.after) w.add((p) => `id < ${p}::uuid`, f.after);
-  else if (f.before) w.add((p) => `id > ${p}::uuid`, f.before);
-  const { rows } = await db.query<JobListRow>(
-    `select id, queue, type, state, attempt, max_attempts, tags, run_at, created_at,
-            last_error is not null as has_error, now() as now
-       from workhorse.job ${w} order by id ${backwards ? "asc" : "desc"} limit ${limit + 1}`,
-    w.values,
-  );
+  const rows = await jobListRows(db, f, limit);
   const more = rows.length > limit;
   const page = rows.slice(0, limit);
   if (backwards) page.reverse();
@@ -204,10 +166,10 @@ export async function stateTabCounts(pool: pg.Pool, f: JobFilters): Promise<Stat
     }
     return { counts, now: sc.asOf };
   }
-  const w = baseWhere(f);
+  const w = jobBaseWhere(f);
   const estimate = async (extra?: StateTab) => {
-    const we = baseWhere(f);
-    if (extra) addState(we, extra);
+    const we = jobBaseWhere(f);
+    if (extra) addStateTab(we, extra);
     return jobsEstimate(pool, we);
   };
   const estimated = async (): Promise<StateTabCounts> => {
@@ -224,15 +186,7 @@ export async function stateTabCounts(pool: pg.Pool, f: JobFilters): Promise<Stat
   // Where the planner's estimate means something (not on Citus), a large one skips the exact count;
   // otherwise the exact count under the statement timeout decides alone.
   if (((await trustedJobsEstimate(pool, w)) ?? 0) > EXACT_COUNT_LIMIT) return estimated();
-  const r = await readWithTimeout(pool, TAB_COUNT_TIMEOUT_MS, (client) =>
-    client.query<{ state: JobStateName; n: string; retrying: string; now: Date }>(
-      `select state, count(*)::text as n, count(*) filter (where state = 'scheduled' and failed)::text as retrying,
-              now() as now
-         from (select state, last_error is not null as failed from workhorse.job ${w}) s
-        group by state`,
-      w.values,
-    ),
-  );
+  const r = await readWithTimeout(pool, TAB_COUNT_TIMEOUT_MS, (client) => jobStateCounts(client, f));
   if (r.timedOut) return estimated();
   const counts = empty();
   for (const row of r.value.rows) {

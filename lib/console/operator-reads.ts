@@ -1,12 +1,14 @@
 import "server-only";
+import { countJobs, jobIds } from "@/lib/enqueue/store/console-lists";
 import { deadLetterGroupRows, pendingQueueNames } from "@/lib/enqueue/store/console-reads";
+import { sqlOf } from "@/lib/enqueue/store/layout";
+import { selectPausedQueues } from "@/lib/enqueue/store/operator-actions";
 /**
  * Read models for the operator-action pages: queue pauses and dead-letter groups. Reads only; every
  * write goes through lib/enqueue.
  */
 import type { JobFilters } from "./filters";
-import { jobFilterWhere } from "./jobs";
-import { cappedCount, type Db, iso } from "./read-queries";
+import { type Db, iso } from "./read-queries";
 import type { CappedCount } from "./wire-types";
 
 export interface QueuePauseDto {
@@ -18,10 +20,8 @@ export interface QueuePauseDto {
 
 /** Paused queues with who paused them, when and why. */
 export async function pausedQueues(db: Db): Promise<QueuePauseDto[]> {
-  const { rows } = await db.query<{ queue: string; paused_at: Date; paused_by: string; reason: string }>(
-    "select queue, paused_at, paused_by, reason from workhorse.queue_pause order by queue",
-  );
-  return rows.map((r) => ({ queue: r.queue, pausedAt: iso(r.paused_at), pausedBy: r.paused_by, reason: r.reason }));
+  const rows = await selectPausedQueues(sqlOf(db));
+  return rows.map((r) => ({ ...r, pausedAt: iso(r.pausedAt) }));
 }
 
 interface DeadLetterGroupDto {
@@ -59,16 +59,10 @@ export const MAX_BULK_JOBS = 10_000;
 
 /** How many jobs match the jobs list's filter, counted up to MAX_BULK_JOBS (then `capped`). */
 export async function countMatchingJobs(db: Db, f: JobFilters): Promise<CappedCount> {
-  const w = jobFilterWhere(f);
-  return cappedCount(db, `workhorse.job ${w}`, w.values, MAX_BULK_JOBS);
+  return countJobs(db, f, MAX_BULK_JOBS);
 }
 
 /** The ids of the jobs matching the filter, newest first, at most MAX_BULK_JOBS. */
 export async function matchingJobIds(db: Db, f: JobFilters): Promise<string[]> {
-  const w = jobFilterWhere(f);
-  const { rows } = await db.query<{ id: string }>(
-    `select id from workhorse.job ${w} order by id desc limit ${MAX_BULK_JOBS}`,
-    w.values,
-  );
-  return rows.map((r) => r.id);
+  return jobIds(db, f, MAX_BULK_JOBS);
 }

@@ -1,46 +1,14 @@
 import type pg from "pg";
 import { answeredByServer, withPoolClient } from "@/lib/enqueue";
+import type { Queryable } from "@/lib/enqueue/store/layout";
 
 /** Anything that runs a query: a pool or a client. Read models take one so tests can pass theirs. */
-export interface Db {
-  query<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
-}
+export type Db = Queryable;
 
 export const iso = (d: Date | string): string => (d instanceof Date ? d : new Date(d)).toISOString();
 export const isoOrNull = (d: Date | string | null): string | null => (d === null ? null : iso(d));
 
-/** Builds `where` clauses with numbered parameters; column names only ever come from the caller's code. */
-export class Where {
-  readonly clauses: string[] = [];
-  readonly values: unknown[] = [];
-  add(sql: (p: string) => string, value: unknown): this {
-    this.values.push(value);
-    this.clauses.push(sql(`$${this.values.length}`));
-    return this;
-  }
-  param(value: unknown): string {
-    this.values.push(value);
-    return `$${this.values.length}`;
-  }
-  raw(sql: string): this {
-    this.clauses.push(sql);
-    return this;
-  }
-  toString(): string {
-    return this.clauses.length ? `where ${this.clauses.join(" and ")}` : "";
-  }
-}
-
-/** `select count(*) from (… limit cap + 1)`: bounded work however big the table is. */
-export async function cappedCount(db: Db, fromWhere: string, values: unknown[], cap: number) {
-  const { rows } = await db.query<{ n: string }>(
-    `select count(*)::text as n from (select 1 from ${fromWhere} limit ${cap + 1}) s`,
-    values,
-  );
-  const n = Number(rows[0]?.n ?? 0);
-  return n > cap ? { value: cap, capped: true } : { value: n, capped: false };
-}
-
+export { cappedCount, Where } from "@/lib/enqueue/store/console-lists";
 export { uuidv7Floor } from "@/lib/enqueue/store/console-series";
 
 /** A connection that broke under the query (backend terminated, server restart, socket reset), not an answer. */

@@ -1,5 +1,5 @@
 import "server-only";
-import { readMinutes, type SeriesRow } from "@/lib/enqueue/store/console-series";
+import { readMinutes } from "@/lib/enqueue/store/console-series";
 import { type Db, iso } from "./read-queries";
 import type { SeriesDto, SeriesName, SeriesPoint, SeriesWindow } from "./wire-types";
 
