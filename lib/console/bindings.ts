@@ -2,7 +2,7 @@ import "server-only";
 import { bindingListRows } from "@/lib/enqueue/store/console-lists";
 import type { BindingFilters } from "./filters";
 import { bindingDto } from "./jobs";
-import { type Db, iso } from "./read-queries";
+import { type Db, forwardPage } from "./read-queries";
 import type { BindingDto, Page } from "./wire-types";
 
 const BINDINGS_PAGE_SIZE = 50;
@@ -13,13 +13,5 @@ const BINDINGS_PAGE_SIZE = 50;
  */
 export async function listBindings(db: Db, f: BindingFilters, limit = BINDINGS_PAGE_SIZE): Promise<Page<BindingDto>> {
   const rows = await bindingListRows(db, f, limit);
-  const more = rows.length > limit;
-  const dtos = rows.slice(0, limit).map(bindingDto);
-  const last = rows[Math.min(rows.length, limit) - 1];
-  return {
-    rows: dtos,
-    next: more && last ? `${last.exp_us}_${last.job_id}` : null,
-    prev: null,
-    now: rows[0] ? iso(rows[0].now) : new Date().toISOString(),
-  };
+  return forwardPage(rows, limit, bindingDto, (last) => `${last.exp_us}_${last.job_id}`);
 }

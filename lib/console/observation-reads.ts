@@ -2,7 +2,7 @@ import "server-only";
 import { type ObservationRow, observationFromRow } from "@/lib/enqueue";
 import { observationListRows } from "@/lib/enqueue/store/console-lists";
 import { type ObservationFilters, TIME_WINDOWS } from "./filters";
-import { type Db, iso } from "./read-queries";
+import { type Db, forwardPage, iso } from "./read-queries";
 import type { ObservationDto, Page } from "./wire-types";
 
 const OBSERVATIONS_PAGE_SIZE = 50;
@@ -20,12 +20,5 @@ export async function listObservations(
   limit = OBSERVATIONS_PAGE_SIZE,
 ): Promise<Page<ObservationDto>> {
   const rows = await observationListRows(db, { ...f, sinceMs: f.since ? TIME_WINDOWS[f.since] : undefined }, limit);
-  const more = rows.length > limit;
-  const dtos = rows.slice(0, limit).map(observationDto);
-  return {
-    rows: dtos,
-    next: more ? (dtos.at(-1)?.id ?? null) : null,
-    prev: null,
-    now: rows[0] ? iso(rows[0].now) : new Date().toISOString(),
-  };
+  return forwardPage(rows, limit, observationDto, (last) => String(last.id));
 }

@@ -38,8 +38,7 @@ export async function pruneExpiredBindings(
   options: { limit?: number; maxBatches?: number } = {},
 ): Promise<number> {
   const { limit, maxBatches } = parseOptions(pruneBindingsSchema, options);
-  const sql = db.store("pruneExpiredBindings");
-  return inBatches(limit, maxBatches, () => store.pruneExpiredBindingsBatch(sql, limit));
+  return inBatches(limit, maxBatches, () => store.pruneExpiredBindingsBatch(db.store("pruneExpiredBindings"), limit));
 }
 
 export async function pruneObservations(
@@ -47,14 +46,15 @@ export async function pruneObservations(
   options: { olderThanMs?: number; limit?: number } = {},
 ): Promise<number> {
   const { olderThanMs, limit } = parseOptions(pruneObservationsSchema, options);
-  const sql = db.store("pruneObservations");
-  return inBatches(limit, Number.POSITIVE_INFINITY, () => store.pruneObservationsBatch(sql, olderThanMs, limit));
+  const batch = () => store.pruneObservationsBatch(db.store("pruneObservations"), olderThanMs, limit);
+  return inBatches(limit, Number.POSITIVE_INFINITY, batch);
 }
 
 export async function reapExpiredLeases(db: OperationsDb, options: { limit?: number } = {}): Promise<number> {
   const { limit } = parseOptions(reapLeasesSchema, options);
-  const sql = db.store("reapExpiredLeases");
-  return inBatches(limit, Number.POSITIVE_INFINITY, () => store.reapExpiredLeasesBatch(sql, limit));
+  return inBatches(limit, Number.POSITIVE_INFINITY, () =>
+    store.reapExpiredLeasesBatch(db.store("reapExpiredLeases"), limit),
+  );
 }
 
 export async function runMaintenance(

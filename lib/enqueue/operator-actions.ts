@@ -70,50 +70,41 @@ async function overSelection<R extends { unchanged: T.Unchanged }>(
   return row;
 }
 
-export async function cancel(
-  db: OperationsDb,
-  selection: T.JobSelection,
-  context: T.OperatorContext,
-): Promise<T.CancelResult> {
-  const row = await overSelection<{ canceled: number; cancel_requested: number; unchanged: T.Unchanged }>(
-    db,
-    "cancel",
-    { fn: "cancel_jobs", missingIsError: true },
-    selection,
-    context,
-  );
-  return { canceled: row.canceled, cancelRequested: row.cancel_requested, unchanged: row.unchanged };
+/** An operator action over a selection: `overSelection` with its call, its row mapped to the result. */
+function selectionAction<R extends { unchanged: T.Unchanged }, Out>(
+  what: string,
+  call: Parameters<typeof overSelection>[2],
+  toResult: (row: R) => Out,
+) {
+  return async (db: OperationsDb, selection: T.JobSelection, context: T.OperatorContext): Promise<Out> =>
+    toResult(await overSelection<R>(db, what, call, selection, context));
 }
 
-export async function purgeJobs(
-  db: OperationsDb,
-  selection: T.JobSelection,
-  context: T.OperatorContext,
-): Promise<T.PurgeJobsResult> {
-  const row = await overSelection<{ purged: number; released_bindings: number; unchanged: T.Unchanged }>(
-    db,
-    "purgeJobs",
-    { fn: "purge_job_list", missingIsError: false },
-    selection,
-    context,
-  );
-  return { purged: row.purged, releasedBindings: row.released_bindings, unchanged: row.unchanged };
-}
+export const cancel = selectionAction(
+  "cancel",
+  { fn: "cancel_jobs", missingIsError: true },
+  (r: { canceled: number; cancel_requested: number; unchanged: T.Unchanged }): T.CancelResult => ({
+    canceled: r.canceled,
+    cancelRequested: r.cancel_requested,
+    unchanged: r.unchanged,
+  }),
+);
 
-export async function runNow(
-  db: OperationsDb,
-  selection: T.JobSelection,
-  context: T.OperatorContext,
-): Promise<T.RunNowResult> {
-  const row = await overSelection<{ updated: number; unchanged: T.Unchanged }>(
-    db,
-    "runNow",
-    { fn: "run_jobs_now", missingIsError: true },
-    selection,
-    context,
-  );
-  return { updated: row.updated, unchanged: row.unchanged };
-}
+export const purgeJobs = selectionAction(
+  "purgeJobs",
+  { fn: "purge_job_list", missingIsError: false },
+  (r: { purged: number; released_bindings: number; unchanged: T.Unchanged }): T.PurgeJobsResult => ({
+    purged: r.purged,
+    releasedBindings: r.released_bindings,
+    unchanged: r.unchanged,
+  }),
+);
+
+export const runNow = selectionAction(
+  "runNow",
+  { fn: "run_jobs_now", missingIsError: true },
+  (r: { updated: number; unchanged: T.Unchanged }): T.RunNowResult => ({ updated: r.updated, unchanged: r.unchanged }),
+);
 
 export async function redrive(db: OperationsDb, request: T.RedriveRequest): Promise<T.RedriveResult> {
   const r = parseRedriveRequest(request);
