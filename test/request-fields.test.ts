@@ -1,7 +1,7 @@
-// The request's field table (lib/enqueue/enqueue-sql.ts) against the enqueue functions' signatures
+// The request's field table (lib/enqueue/store/enqueue.ts) against the enqueue functions' signatures
 // in pg_proc: a parameter added, removed, renamed or retyped on one side only fails here.
 import { beforeAll, expect, test } from "vitest";
-import { ENQUEUE_BATCH_PARAMS, ENQUEUE_ONE_PARAMS } from "../lib/enqueue/enqueue-sql";
+import { ENQUEUE_BATCH_PARAMS, ENQUEUE_ONE_PARAMS } from "../lib/enqueue/store/enqueue";
 import { setupQueueTests } from "./helpers";
 
 const t = setupQueueTests();

@@ -6,10 +6,10 @@ import "server-only";
  */
 import type pg from "pg";
 import { answeredByServer, DEFAULT_SCOPE, EnqueueValidationError, type Queue, withPoolClient } from "@/lib/enqueue";
+import { newestJobUnderKey, owningJob } from "@/lib/enqueue/store/console-keys";
 import type { FieldErrors, FindKeyState, KeyHistory } from "./action-state";
 import { debounceFields } from "./jobs";
 import { iso } from "./read-queries";
-import type { JobStateName } from "./wire-types";
 
 const text = (v: FormDataEntryValue | null): string => (typeof v === "string" ? v : "");
 
@@ -35,20 +35,7 @@ export async function findByKey(queue: Queue, pool: pg.Pool, form: FormData): Pr
   const described = await queue.describeKey({ key, scope });
   if (binding) {
     // One round trip: the owning job (if it still exists) and the server's clock for the countdown.
-    const { rows } = await pool.query<{
-      id: string | null;
-      state: JobStateName;
-      queue: string;
-      type: string;
-      created_at: Date;
-      purged_at: Date | null;
-      now: Date;
-    }>(
-      `select j.id, j.state, j.queue, j.type, j.created_at, j.purged_at, now() as now
-         from (select 1) one left join workhorse.job j on j.id = $1`,
-      [binding.jobId],
-    );
-    const row = rows[0];
+    const row = await owningJob(pool, binding.jobId);
     const j = row?.id ? row : null;
     return {
       status: "found",
@@ -98,22 +85,8 @@ async function keyHistory(pool: pg.Pool, scope: string, digests: string[]): Prom
         try {
           await client.query("begin read only");
           await client.query(`set local statement_timeout = ${HISTORY_TIMEOUT_MS}`);
-          const { rows } = await client.query<{ job_id: string; purged_at: Date | null; expires_at: string | null }>(
-            `select x.job_id, j.purged_at, x.expires_at
-               from (select j.id as job_id, j.created_at as at,
-                            to_jsonb(j.created_at + j.key_ttl_ms * interval '1 millisecond') #>> '{}' as expires_at
-                       from workhorse.job j
-                      where j.key_scope = $2 and left(encode(j.key_hash, 'hex'), 12) = any($1::text[])
-                     union all
-                     select e.job_id, e.at, e.data->>'expiresAt'
-                       from workhorse.job_event e
-                      where e.kind = 'enqueued' and e.data->>'keyDigest' = any($1::text[]) and e.data->>'scope' = $2) x
-               left join workhorse.job j on j.id = x.job_id
-              order by x.at desc limit 1`,
-            [digests, scope],
-          );
+          const r = await newestJobUnderKey(client, scope, digests);
           await client.query("commit");
-          const r = rows[0];
           if (!r) return { kind: "never_seen" } as const;
           if (r.purged_at) return { kind: "released", jobId: r.job_id, purgedAt: iso(r.purged_at) } as const;
           return {

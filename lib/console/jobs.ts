@@ -1,26 +1,24 @@
 import "server-only";
 import type pg from "pg";
 import { BINDING_COLUMNS, type BindingRow, bindingFromRow } from "@/lib/enqueue";
+import {
+  addStateTab,
+  type JobListRow,
+  jobBaseWhere,
+  jobFilterWhere,
+  jobListRows,
+  jobStateCounts,
+  prefixPattern,
+} from "@/lib/enqueue/store/console-lists";
+import { jobsEstimate, trustedJobsEstimate } from "@/lib/enqueue/store/console-reads";
+import { selectJobDetail, jobExists as selectJobExists } from "@/lib/enqueue/store/jobs";
+import { sqlOf } from "@/lib/enqueue/store/layout";
 import { type JobFilters, STATE_TABS, type StateTab } from "./filters";
 import { stateCounts } from "./overview";
-import { type Db, isDistributed, iso, isoOrNull, readWithTimeout, Where } from "./read-queries";
-import type { BindingDto, JobDetailDto, JobRowDto, JobStateName, Page, TabCount } from "./wire-types";
+import { type Db, iso, isoOrNull, readWithTimeout } from "./read-queries";
+import type { BindingDto, JobDetailDto, JobRowDto, Page, TabCount } from "./wire-types";
 
 const JOBS_PAGE_SIZE = 50;
-
-interface JobListRow {
-  id: string;
-  queue: string;
-  type: string;
-  state: JobStateName;
-  attempt: number;
-  max_attempts: number;
-  tags: string[];
-  run_at: Date;
-  created_at: Date;
-  has_error: boolean;
-  now: Date;
-}
 
 function toRow(r: JobListRow): JobRowDto {
   return {
@@ -41,50 +39,16 @@ function toRow(r: JobListRow): JobRowDto {
  * Newest first, keyset-paginated on the primary key (job ids are UUIDv7, so id order is creation
  * order): `after` = older than that id, `before` = newer. No OFFSET, no count.
  */
-/** `LIKE` pattern for "starts with": the value's own `%`, `_` and `\` match literally. */
-export function prefixPattern(s: string): string {
-  return `${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-}
-
-/** The filters other than the state tab and the cursor. */
-function baseWhere(f: JobFilters): Where {
-  const w = new Where();
-  if (f.queue) w.add((p) => `queue like ${p}`, prefixPattern(f.queue));
-  if (f.type) w.add((p) => `type like ${p}`, prefixPattern(f.type));
-  if (f.tag) w.add((p) => `exists (select 1 from unnest(tags) t where t like ${p})`, prefixPattern(f.tag));
-  if (f.error) w.raw("last_error is not null");
-  return w;
-}
-
-function addState(w: Where, state: StateTab): void {
-  if (state === "retrying") w.raw("state = 'scheduled' and last_error is not null");
-  else w.add((p) => `state = ${p}`, state);
-}
-
-/** The jobs list's filters (queue, type, tag, error, state tab) as a where clause: one definition of "matching this filter". */
-export function jobFilterWhere(f: Omit<JobFilters, "after" | "before">): Where {
-  const w = baseWhere(f);
-  if (f.state) addState(w, f.state);
-  return w;
-}
+export { jobFilterWhere, prefixPattern };
 
 /** Whether a job with this id exists (the jobs page's "open by id" box); `id` must be a UUID. */
 export async function jobExists(db: Db, id: string): Promise<boolean> {
-  const { rowCount } = await db.query("select 1 from workhorse.job where id = $1::uuid", [id]);
-  return (rowCount ?? 0) > 0;
+  return selectJobExists(sqlOf(db), id);
 }
 
 export async function listJobs(db: Db, f: JobFilters, limit = JOBS_PAGE_SIZE): Promise<Page<JobRowDto>> {
-  const w = jobFilterWhere(f);
   const backwards = !f.after && !!f.before;
-  if (f.after) w.add((p) => `id < ${p}::uuid`, f.after);
-  else if (f.before) w.add((p) => `id > ${p}::uuid`, f.before);
-  const { rows } = await db.query<JobListRow>(
-    `select id, queue, type, state, attempt, max_attempts, tags, run_at, created_at,
-            last_error is not null as has_error, now() as now
-       from workhorse.job ${w} order by id ${backwards ? "asc" : "desc"} limit ${limit + 1}`,
-    w.values,
-  );
+  const rows = await jobListRows(db, f, limit);
   const more = rows.length > limit;
   const page = rows.slice(0, limit);
   if (backwards) page.reverse();
@@ -129,67 +93,43 @@ export function debounceFields(
 
 const json = (v: unknown): string | null => (v === null || v === undefined ? null : JSON.stringify(v, null, 2));
 
-/**
- * One job with the binding it owns (found by primary key through the job's own key columns; a key
- * that expired and was taken by another job, or moved to a redriven job, is not this job's) and its
- * timeline (`workhorse.job_timeline`: the `enqueued` entry the job carries, then its events).
- * Null when unknown.
- */
+/** One job with the binding it owns and its timeline (store/jobs.ts `selectJobDetail`), for the job page. Null when unknown. */
 export async function jobDetail(db: Db, id: string): Promise<JobDetailDto | null> {
-  const { rows } = await db.query<Record<string, unknown>>(
-    // Uncorrelated subquery and no join below: the same plans on one node, and runnable on Citus.
-    `select j.*, now() as now,
-            coalesce((select array_agg(r.id::text order by r.id) from workhorse.job r
-                       where r.redriven_from = $1::uuid), '{}') as redrive_job_ids
-       from workhorse.job j where j.id = $1::uuid`,
-    [id],
-  );
-  const j = rows[0];
-  if (!j) return null;
-  const [binding, events] = await Promise.all([
-    db.query<BindingRow>(
-      `select ${BINDING_COLUMNS} from workhorse.key_binding b
-        where b.scope = $2 and b.key_hash = $3 and b.job_id = $1::uuid`,
-      [id, j.key_scope ?? null, j.key_hash ?? null],
-    ),
-    db.query<{ seq: string; at: Date; kind: string; data: unknown }>(
-      "select seq, at, kind, data from workhorse.job_timeline where job_id = $1::uuid order by seq limit 500",
-      [id],
-    ),
-  ]);
-  const d = (k: string) => isoOrNull(j[k] as Date | null);
+  const detail = await selectJobDetail(sqlOf(db), id);
+  if (!detail) return null;
+  const { job: j, binding, events } = detail;
   return {
-    id: j.id as string,
-    queue: j.queue as string,
-    type: j.type as string,
-    state: j.state as JobStateName,
+    id: j.id,
+    queue: j.queue,
+    type: j.type,
+    state: j.state,
     payloadJson: JSON.stringify(j.payload, null, 2),
-    attempt: j.attempt as number,
-    maxAttempts: j.max_attempts as number,
-    tags: j.tags as string[],
-    runAt: iso(j.run_at as Date),
-    createdAt: iso(j.created_at as Date),
-    updatedAt: iso(j.updated_at as Date),
-    startedAt: d("started_at"),
-    finishedAt: d("finished_at"),
-    deadline: d("deadline"),
-    executionTimeoutMs: j.execution_timeout_ms === null ? null : Number(j.execution_timeout_ms),
-    concurrencyKey: (j.concurrency_key as string | null) ?? null,
-    retryPolicy: j.retry_policy ?? null,
-    leaseOwner: (j.lease_owner as string | null) ?? null,
-    leaseExpiresAt: d("lease_expires_at"),
-    lastErrorJson: json(j.last_error),
+    attempt: j.attempt,
+    maxAttempts: j.maxAttempts,
+    tags: j.tags,
+    runAt: iso(j.runAt),
+    createdAt: iso(j.createdAt),
+    updatedAt: iso(j.updatedAt),
+    startedAt: isoOrNull(j.startedAt),
+    finishedAt: isoOrNull(j.finishedAt),
+    deadline: isoOrNull(j.deadline),
+    executionTimeoutMs: j.executionTimeoutMs,
+    concurrencyKey: j.concurrencyKey ?? null,
+    retryPolicy: j.retryPolicy ?? null,
+    leaseOwner: j.leaseOwner ?? null,
+    leaseExpiresAt: isoOrNull(j.leaseExpiresAt),
+    lastErrorJson: json(j.lastError),
     resultJson: json(j.result),
-    purgedAt: d("purged_at"),
-    purgedBy: (j.purged_by as string | null) ?? null,
-    purgeReason: (j.purge_reason as string | null) ?? null,
-    cancelRequestedAt: d("cancel_requested_at"),
-    cancelRequestedBy: (j.cancel_requested_by as string | null) ?? null,
-    redrivenFrom: (j.redriven_from as string | null) ?? null,
-    redriveJobIds: (j.redrive_job_ids as string[] | null) ?? [],
-    binding: binding.rows[0] ? bindingDto(binding.rows[0]) : null,
-    events: events.rows.map((e) => ({ seq: Number(e.seq), at: iso(e.at), kind: e.kind, data: e.data })),
-    now: iso(j.now as Date),
+    purgedAt: isoOrNull(j.purgedAt),
+    purgedBy: j.purgedBy ?? null,
+    purgeReason: j.purgeReason ?? null,
+    cancelRequestedAt: isoOrNull(j.cancelRequestedAt),
+    cancelRequestedBy: j.cancelRequestedBy ?? null,
+    redrivenFrom: j.redrivenFrom,
+    redriveJobIds: j.redriveJobIds,
+    binding: binding ? bindingDto(binding) : null,
+    events: events.map((e) => ({ seq: Number(e.seq), at: iso(e.at), kind: e.kind, data: e.data })),
+    now: iso(detail.now),
   };
 }
 
@@ -226,15 +166,11 @@ export async function stateTabCounts(pool: pg.Pool, f: JobFilters): Promise<Stat
     }
     return { counts, now: sc.asOf };
   }
-  const w = baseWhere(f);
+  const w = jobBaseWhere(f);
   const estimate = async (extra?: StateTab) => {
-    const we = baseWhere(f);
-    if (extra) addState(we, extra);
-    const { rows } = await pool.query<{ "QUERY PLAN": { Plan: { "Plan Rows": number } }[] }>(
-      `explain (format json) select 1 from workhorse.job ${we}`,
-      we.values,
-    );
-    return Math.round(rows[0]?.["QUERY PLAN"][0]?.Plan["Plan Rows"] ?? 0);
+    const we = jobBaseWhere(f);
+    if (extra) addStateTab(we, extra);
+    return jobsEstimate(pool, we);
   };
   const estimated = async (): Promise<StateTabCounts> => {
     const counts = empty();
@@ -247,18 +183,10 @@ export async function stateTabCounts(pool: pg.Pool, f: JobFilters): Promise<Stat
     const { rows } = await pool.query<{ now: Date }>("select now() as now");
     return { counts, now: iso(rows[0]?.now ?? new Date()) };
   };
-  // On Citus the coordinator's planner estimate is not the shards' rows: there the exact count under
-  // the statement timeout decides alone.
-  if (!(await isDistributed(pool)) && (await estimate()) > EXACT_COUNT_LIMIT) return estimated();
-  const r = await readWithTimeout(pool, TAB_COUNT_TIMEOUT_MS, (client) =>
-    client.query<{ state: JobStateName; n: string; retrying: string; now: Date }>(
-      `select state, count(*)::text as n, count(*) filter (where state = 'scheduled' and failed)::text as retrying,
-              now() as now
-         from (select state, last_error is not null as failed from workhorse.job ${w}) s
-        group by state`,
-      w.values,
-    ),
-  );
+  // Where the planner's estimate means something (not on Citus), a large one skips the exact count;
+  // otherwise the exact count under the statement timeout decides alone.
+  if (((await trustedJobsEstimate(pool, w)) ?? 0) > EXACT_COUNT_LIMIT) return estimated();
+  const r = await readWithTimeout(pool, TAB_COUNT_TIMEOUT_MS, (client) => jobStateCounts(client, f));
   if (r.timedOut) return estimated();
   const counts = empty();
   for (const row of r.value.rows) {

@@ -1,7 +1,8 @@
 import "server-only";
 import { MAINTENANCE_TASKS } from "@/lib/enqueue";
+import { expiredBindingCount, maintenanceRunRows, oldestExpiredBinding } from "@/lib/enqueue/store/console-status";
 import { COUNT_CAP } from "./overview";
-import { cappedCount, type Db, iso } from "./read-queries";
+import { type Db, iso } from "./read-queries";
 import type { MaintenanceDto } from "./wire-types";
 
 // The panel shows the tasks that keep keys and leases healthy; job retention has its own line.
@@ -10,29 +11,13 @@ const TASKS = MAINTENANCE_TASKS.filter((t) => t !== "prune_finished_jobs");
 /** Recent maintenance runs per task (index on (task, started_at)) and the expired-binding backlog. */
 export async function maintenanceStatus(db: Db): Promise<MaintenanceDto> {
   const [runs, backlog, oldest] = await Promise.all([
-    db.query<{
-      id: string;
-      task: string;
-      started_at: Date;
-      finished_at: Date;
-      removed: string;
-      trigger: string;
-      now: Date;
-    }>(
-      `select r.*, now() as now from unnest($1::text[]) t(task)
-         cross join lateral (select * from workhorse.maintenance_run m where m.task = t.task
-                              order by m.started_at desc limit 10) r
-        order by r.started_at desc, r.task`,
-      [TASKS],
-    ),
-    cappedCount(db, "workhorse.key_binding where expires_at <= now()", [], COUNT_CAP),
-    db.query<{ expires_at: Date }>(
-      "select expires_at from workhorse.key_binding where expires_at <= now() order by expires_at limit 1",
-    ),
+    maintenanceRunRows(db, TASKS),
+    expiredBindingCount(db, COUNT_CAP),
+    oldestExpiredBinding(db),
   ]);
   return {
     now: new Date().toISOString(),
-    runs: runs.rows.map((r) => ({
+    runs: runs.map((r) => ({
       id: r.id,
       task: r.task,
       startedAt: iso(r.started_at),
@@ -41,6 +26,6 @@ export async function maintenanceStatus(db: Db): Promise<MaintenanceDto> {
       trigger: r.trigger,
     })),
     expiredAwaitingCleanup: backlog,
-    oldestExpiredAt: oldest.rows[0] ? iso(oldest.rows[0].expires_at) : null,
+    oldestExpiredAt: oldest ? iso(oldest) : null,
   };
 }

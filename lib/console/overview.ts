@@ -1,5 +1,6 @@
 import "server-only";
-import { cappedCount, type Db, iso } from "./read-queries";
+import { bindingCounts, dbNow, stateCountRows } from "@/lib/enqueue/store/console-status";
+import { type Db, iso } from "./read-queries";
 import type { JobStateName, OverviewDto } from "./wire-types";
 
 /** Counts beyond this are shown as "N+" so a poll never walks more than this many index entries. */
@@ -16,19 +17,14 @@ interface StateCounts {
 const countsCache = new WeakMap<Db, { at: number; value: Promise<StateCounts> }>();
 
 /**
- * Jobs by queue and state. This one is a grouped scan of workhorse.job (there is no counter table),
+ * Jobs by queue and state. This one is a grouped scan of the job table (there is no counter table),
  * so it is shared by every viewer and poll for COUNTS_TTL_MS, and bounded by a statement timeout.
  */
 export function stateCounts(db: Db, now = Date.now()): Promise<StateCounts> {
   const hit = countsCache.get(db);
   if (hit && now - hit.at < COUNTS_TTL_MS) return hit.value;
   const value = (async () => {
-    const { rows } = await db.query<{ queue: string; state: JobStateName; n: string; retrying: string; as_of: Date }>(
-      `select queue, state, count(*)::text as n,
-              count(*) filter (where state = 'scheduled' and last_error is not null)::text as retrying, now() as as_of
-         from workhorse.job group by queue, state
-        order by queue, state`,
-    );
+    const rows = await stateCountRows(db);
     return {
       asOf: rows[0] ? iso(rows[0].as_of) : new Date(now).toISOString(),
       rows: rows.map((r) => ({ queue: r.queue, state: r.state, n: Number(r.n), retrying: Number(r.retrying) })),
@@ -45,18 +41,7 @@ export function invalidateCounts(db: Db): void {
 
 /** The overview's figures besides the chart (lib/console/series.ts): keys now, jobs by queue and state. */
 export async function overview(db: Db): Promise<OverviewDto> {
-  const [counts, live, expiring, expired, clock] = await Promise.all([
-    stateCounts(db),
-    cappedCount(db, "workhorse.key_binding where expires_at > now()", [], COUNT_CAP),
-    cappedCount(
-      db,
-      "workhorse.key_binding where expires_at > now() and expires_at <= now() + interval '1 hour'",
-      [],
-      COUNT_CAP,
-    ),
-    cappedCount(db, "workhorse.key_binding where expires_at <= now()", [], COUNT_CAP),
-    db.query<{ now: Date }>("select now() as now"),
-  ]);
+  const [counts, bindings, clock] = await Promise.all([stateCounts(db), bindingCounts(db, COUNT_CAP), dbNow(db)]);
   const byQueueMap = new Map<string, { queue: string; counts: Partial<Record<JobStateName, number>>; total: number }>();
   const byState: Partial<Record<JobStateName, number>> = {};
   for (const r of counts.rows) {
@@ -67,12 +52,12 @@ export async function overview(db: Db): Promise<OverviewDto> {
     byState[r.state] = (byState[r.state] ?? 0) + r.n;
   }
   return {
-    now: iso(clock.rows[0]?.now ?? new Date()),
+    now: iso(clock ?? new Date()),
     countsAsOf: counts.asOf,
     byQueue: [...byQueueMap.values()],
     byState,
-    liveBindings: live,
-    expiringWithinHour: expiring,
-    expiredAwaitingCleanup: expired,
+    liveBindings: bindings.live,
+    expiringWithinHour: bindings.expiringWithinHour,
+    expiredAwaitingCleanup: bindings.expired,
   };
 }

@@ -1,6 +1,7 @@
 import "server-only";
+import { dbNow, lastHourFinished, queueProbes } from "@/lib/enqueue/store/console-status";
 import { COUNT_CAP, stateCounts } from "./overview";
-import { cappedCount, type Db, iso } from "./read-queries";
+import { type Db, iso } from "./read-queries";
 import type { JobStateName, QueueHealthDto } from "./wire-types";
 
 /** A due job not started this long after its run time is overdue: no worker is keeping up. */
@@ -17,42 +18,13 @@ export async function queueHealth(db: Db, only?: string): Promise<{ now: string;
   const counts = await stateCounts(db);
   const names = [...new Set(counts.rows.map((r) => r.queue))].filter((q) => !only || q === only).sort();
   if (only && names.length === 0) names.push(only);
-  const finished = await db.query<{ queue: string; succeeded: string; failed: string }>(
-    `select queue, count(*) filter (where state = 'succeeded')::text as succeeded,
-            count(*) filter (where state = 'failed')::text as failed
-       from workhorse.job where finished_at >= now() - interval '1 hour' ${only ? "and queue = $1" : ""}
-      group by queue`,
-    only ? [only] : [],
-  );
+  const finished = await lastHourFinished(db, only);
   const lastHour = new Map(
-    finished.rows.map((r) => [r.queue, { succeeded: Number(r.succeeded), failed: Number(r.failed) }]),
+    finished.map((r) => [r.queue, { succeeded: Number(r.succeeded), failed: Number(r.failed) }]),
   );
   const queues = await Promise.all(
     names.map(async (queue): Promise<QueueHealthDto> => {
-      const [due, next, overdue, pending, lapsed] = await Promise.all([
-        db.query<{ run_at: Date }>(
-          `select run_at from workhorse.job
-            where queue = $1 and state in ('scheduled', 'ready') and run_at <= now() order by run_at limit 1`,
-          [queue],
-        ),
-        db.query<{ run_at: Date }>(
-          `select run_at from workhorse.job
-            where queue = $1 and state in ('scheduled', 'ready') and run_at > now() order by run_at limit 1`,
-          [queue],
-        ),
-        cappedCount(
-          db,
-          `workhorse.job where queue = $1 and state in ('scheduled', 'ready')
-             and run_at < now() - $2::int * interval '1 millisecond'`,
-          [queue, OVERDUE_AFTER_MS],
-          COUNT_CAP,
-        ),
-        cappedCount(db, "workhorse.job where queue = $1 and state in ('scheduled', 'ready')", [queue], COUNT_CAP),
-        db.query<{ n: string }>(
-          "select count(*)::text as n from workhorse.job where state = 'active' and lease_expires_at < now() and queue = $1",
-          [queue],
-        ),
-      ]);
+      const probes = await queueProbes(db, queue, OVERDUE_AFTER_MS, COUNT_CAP);
       const byState: Partial<Record<JobStateName, number>> = {};
       let retrying = 0;
       let total = 0;
@@ -69,16 +41,15 @@ export async function queueHealth(db: Db, only?: string): Promise<{ now: string;
         counts: byState,
         retrying,
         total,
-        pending,
-        oldestDueAt: due.rows[0] ? iso(due.rows[0].run_at) : null,
-        nextRunAt: next.rows[0] ? iso(next.rows[0].run_at) : null,
-        overdue,
-        lapsedLeases: Number(lapsed.rows[0]?.n ?? 0),
+        pending: probes.pending,
+        oldestDueAt: probes.oldestDueAt ? iso(probes.oldestDueAt) : null,
+        nextRunAt: probes.nextRunAt ? iso(probes.nextRunAt) : null,
+        overdue: probes.overdue,
+        lapsedLeases: probes.lapsedLeases,
         lastHour: hour,
         failureRate: done === 0 ? null : hour.failed / done,
       };
     }),
   );
-  const { rows } = await db.query<{ now: Date }>("select now() as now");
-  return { now: iso(rows[0]?.now ?? new Date()), queues };
+  return { now: iso((await dbNow(db)) ?? new Date()), queues };
 }

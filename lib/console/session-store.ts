@@ -1,5 +1,6 @@
 /**
- * Console sessions kept in PostgreSQL (`workhorse.console_session`), so they can be revoked: the
+ * Console sessions kept in PostgreSQL (the console_session table; statements in
+ * lib/enqueue/store/console-sessions.ts), so they can be revoked: the
  * cookie only carries a random id (sealed by iron-session); the row, found by the id's SHA-256, says
  * who is signed in. A session ends when its row is deleted (sign-out, "sign out everywhere"), after
  * `SESSION_IDLE_MS` without a request, after `SESSION_MAX_MS` in any case, or when the password it
@@ -8,6 +9,7 @@
  * No next/* imports, so the vitest suites exercise it against a real database.
  */
 import { createHash, createHmac, randomBytes } from "node:crypto";
+import * as store from "@/lib/enqueue/store/console-sessions";
 import type { PasswordCheck } from "./config";
 import type { Db } from "./read-queries";
 
@@ -43,15 +45,7 @@ interface SessionRow {
   expiresAt: Date;
 }
 
-interface Row {
-  id_hash: Buffer;
-  actor: string;
-  client_address: string | null;
-  created_at: Date;
-  last_seen_at: Date;
-  idle_expires_at: Date;
-  expires_at: Date;
-}
+type Row = store.SessionDbRow;
 
 const toSession = (r: Row): SessionRow => ({
   ref: r.id_hash.toString("hex", 0, 6),
@@ -68,23 +62,17 @@ export async function createSession(
   db: Db,
   input: { actor: string; fingerprint: string; clientAddress: string | null },
 ): Promise<{ id: string; session: SessionRow }> {
-  await db.query("delete from workhorse.console_session where expires_at <= now() or idle_expires_at <= now()");
+  await store.deleteEndedSessions(db);
   const id = randomBytes(32).toString("base64url");
-  const { rows } = await db.query<Row>(
-    `insert into workhorse.console_session
-       (id_hash, actor, password_fingerprint, client_address, idle_expires_at, expires_at)
-     values ($1, $2, $3, $4, now() + $5::bigint * interval '1 millisecond', now() + $6::bigint * interval '1 millisecond')
-     returning id_hash, actor, client_address, created_at, last_seen_at, idle_expires_at, expires_at`,
-    [
-      idHash(id),
-      input.actor,
-      input.fingerprint,
-      input.clientAddress?.slice(0, 64) ?? null,
-      SESSION_IDLE_MS,
-      SESSION_MAX_MS,
-    ],
-  );
-  return { id, session: toSession(rows[0] as Row) };
+  const row = await store.insertSession(db, {
+    idHash: idHash(id),
+    actor: input.actor,
+    fingerprint: input.fingerprint,
+    clientAddress: input.clientAddress?.slice(0, 64) ?? null,
+    idleMs: SESSION_IDLE_MS,
+    maxMs: SESSION_MAX_MS,
+  });
+  return { id, session: toSession(row) };
 }
 
 /**
@@ -93,58 +81,32 @@ export async function createSession(
  */
 export async function lookupSession(db: Db, id: string, fingerprint: string): Promise<SessionRow | null> {
   const hash = idHash(id);
-  const { rows } = await db.query<Row & { fingerprint_ok: boolean; touch: boolean }>(
-    `select id_hash, actor, client_address, created_at, last_seen_at, idle_expires_at, expires_at,
-            password_fingerprint = $2 as fingerprint_ok,
-            last_seen_at <= now() - $3::bigint * interval '1 millisecond' as touch
-       from workhorse.console_session
-      where id_hash = $1 and idle_expires_at > now() and expires_at > now()`,
-    [hash, fingerprint, TOUCH_EVERY_MS],
-  );
-  const r = rows[0];
+  const r = await store.selectLiveSession(db, hash, fingerprint, TOUCH_EVERY_MS);
   if (!r) return null;
   if (!r.fingerprint_ok) {
-    await db.query("delete from workhorse.console_session where id_hash = $1", [hash]);
+    await store.deleteSessionRow(db, hash);
     return null;
   }
   if (r.touch) {
-    const { rows: touched } = await db.query<Row>(
-      `update workhorse.console_session
-          set last_seen_at = now(), idle_expires_at = least(expires_at, now() + $2::bigint * interval '1 millisecond')
-        where id_hash = $1
-        returning id_hash, actor, client_address, created_at, last_seen_at, idle_expires_at, expires_at`,
-      [hash, SESSION_IDLE_MS],
-    );
-    return touched[0] ? toSession(touched[0]) : null;
+    const touched = await store.touchSession(db, hash, SESSION_IDLE_MS);
+    return touched ? toSession(touched) : null;
   }
   return toSession(r);
 }
 
 /** Ends one session (sign-out). Returns whether a row was deleted. */
 export async function deleteSession(db: Db, id: string): Promise<boolean> {
-  const { rowCount } = await db.query("delete from workhorse.console_session where id_hash = $1", [idHash(id)]);
-  return (rowCount ?? 0) > 0;
+  return store.deleteSessionRow(db, idHash(id));
 }
 
 /** Ends every session ("sign out everywhere"). Returns how many were live. */
 export async function deleteAllSessions(db: Db): Promise<number> {
-  const { rows } = await db.query<{ n: string }>(
-    `with gone as (delete from workhorse.console_session returning idle_expires_at, expires_at)
-     select count(*) filter (where idle_expires_at > now() and expires_at > now()) as n from gone`,
-  );
-  return Number(rows[0]?.n ?? 0);
+  return store.deleteAllSessionRows(db);
 }
 
 /** Live sessions made with the current password, newest first. */
 export async function listSessions(db: Db, fingerprint: string): Promise<SessionRow[]> {
-  const { rows } = await db.query<Row>(
-    `select id_hash, actor, client_address, created_at, last_seen_at, idle_expires_at, expires_at
-       from workhorse.console_session
-      where idle_expires_at > now() and expires_at > now() and password_fingerprint = $1
-      order by created_at desc limit 500`,
-    [fingerprint],
-  );
-  return rows.map(toSession);
+  return (await store.selectLiveSessions(db, fingerprint)).map(toSession);
 }
 
 /** The Sessions page's name for the session with this cookie id. */

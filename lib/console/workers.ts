@@ -1,4 +1,5 @@
 import "server-only";
+import { dbNow, workerRows } from "@/lib/enqueue/store/console-status";
 import { type Db, iso } from "./read-queries";
 import type { WorkersDto } from "./wire-types";
 
@@ -13,28 +14,8 @@ const JOBS_PER_WORKER = 5;
  * whose every lease has lapsed has stopped. Reads only active jobs (the partial lease index).
  */
 export async function listWorkers(db: Db): Promise<WorkersDto> {
-  const { rows } = await db.query<{
-    worker: string;
-    jobs: string;
-    queues: string[];
-    job_ids: string[];
-    lease_until: Date;
-    oldest_start: Date | null;
-    lapsed: string;
-    now: Date;
-  }>(
-    `select split_part(lease_owner, '~', 1) as worker, count(*)::text as jobs,
-            array_agg(distinct queue::text order by queue::text) as queues,
-            (array_agg(id order by started_at))[1:${JOBS_PER_WORKER}] as job_ids,
-            max(lease_expires_at) as lease_until, min(started_at) as oldest_start,
-            count(*) filter (where lease_expires_at < now())::text as lapsed, now() as now
-       from workhorse.job
-      where state = 'active' and lease_owner is not null
-      group by 1
-      order by max(lease_expires_at) desc
-      limit ${WORKERS_LIMIT}`,
-  );
-  const clock = rows[0]?.now ?? (await db.query<{ now: Date }>("select now() as now")).rows[0]?.now ?? new Date();
+  const rows = await workerRows(db, WORKERS_LIMIT, JOBS_PER_WORKER);
+  const clock = rows[0]?.now ?? (await dbNow(db)) ?? new Date();
   return {
     now: iso(clock),
     workers: rows.map((r) => ({

@@ -1,21 +1,10 @@
 /**
- * One enqueue call from normalised requests to results: send the statement (enqueue-sql.ts), repeat
+ * One enqueue call from normalised requests to results: send the statement (store/enqueue.ts), repeat
  * it when keyed and the connection broke, report what PostgreSQL decided as `EnqueueResult`s (with
  * observations and wake-ups), and translate its SQLSTATEs into typed errors.
  */
 import { v7 as uuidv7 } from "uuid";
 import type { NormalizedRequest } from "./enqueue-input";
-import {
-  batchValues,
-  bucketIds,
-  type ConflictDetail,
-  distributedOneValues,
-  ENQUEUE_BATCH_SQL,
-  ENQUEUE_ONE_AT_SQL,
-  type EnqueueRow,
-  oneRequestStatement,
-  oneRequestValues,
-} from "./enqueue-sql";
 import {
   EnqueueIdempotencyConflictError,
   EnqueueValidationError,
@@ -27,6 +16,8 @@ import {
 } from "./errors";
 import { LIMITS } from "./limits";
 import type { Executor, QueueContext } from "./queue-context";
+import { type ConflictDetail, type EnqueueRow, enqueueRows } from "./store/enqueue";
+import { sqlOver } from "./store/layout";
 import type { EnqueueResult, NonReplaceableReason } from "./types";
 
 /** The view of the queue a call runs on (`QueueOperations` over the pool or a caller's client). */
@@ -93,29 +84,8 @@ async function send(
 ): Promise<EnqueueRow[]> {
   const notifyInside = view.inCallerTransaction && view.context.config.notify;
   try {
-    // Read inside the enqueue call (its executor, its error translation, every try alike).
-    const distributed = await view.context.distributedLayout((config) => exec.query(config));
-    // Citus: a keyed job lives in its key's bucket; an unkeyed one in the random bucket its id has.
-    if (distributed) bucketIds(requests, ids);
-    // One request: the scalar hot path (a named statement, so its plan is cached per connection).
-    // A batch: one set-based statement; left unnamed so each batch is planned for its own size.
-    const one = requests.length === 1 ? (requests[0] as NormalizedRequest) : null;
-    const res = one
-      ? distributed
-        ? await exec.query<EnqueueRow>({
-            name: "workhorse_enqueue_one_at",
-            text: ENQUEUE_ONE_AT_SQL,
-            values: distributedOneValues(one, ids[0] as string, notifyInside, retry),
-          })
-        : await exec.query<EnqueueRow>({
-            ...oneRequestStatement(one, retry),
-            values: oneRequestValues(one, ids[0] as string, notifyInside, retry),
-          })
-      : await exec.query<EnqueueRow>({
-          text: ENQUEUE_BATCH_SQL,
-          values: batchValues(requests, ids, notifyInside, retry),
-        });
-    return res.rows;
+    // The layout is read inside the enqueue call (its executor, its error translation, every try alike).
+    return await enqueueRows(sqlOver(view.context.pool, exec), requests, ids, notifyInside, retry);
   } catch (err) {
     throw translate(view, err, requests);
   }

@@ -15,8 +15,6 @@
 
 /** Vocabulary, bounds, result types and typed errors: also importable alone, from browser code (client.ts). */
 export * from "./client";
-/** How a read model tells the Citus layout from one node (one row: `distributed boolean`). */
-export { LAYOUT_SQL } from "./enqueue-sql";
 export { keyDigestOf, keyLengthOf, keyPreviewOf } from "./keys";
 export { type MigrateOptions, type MigrateResult, migrate } from "./migrate";
 export type { Observation, ObservationRecorderOptions, ObservationStats } from "./observations";
@@ -29,6 +27,8 @@ export {
   type RetryStats,
   WAKE_CHANNEL,
 } from "./queue";
+/** How a read model tells the Citus layout from one node (one row: `distributed boolean`). */
+export { LAYOUT_SQL } from "./store/layout";
 /** For read models (the console): binding and observation rows mapped as the core maps them. */
 export {
   BINDING_COLUMNS,
@@ -36,7 +36,7 @@ export {
   bindingFromRow,
   type ObservationRow,
   observationFromRow,
-} from "./rows";
+} from "./store/rows";
 export { type ErrorSummary, summarizeError } from "./worker/error-summary";
 export {
   type ClaimedJob,

@@ -1,13 +1,14 @@
 /**
  * Maintenance (docs/enqueue.md, expiry): expired bindings, old observations, lapsed leases and
  * finished jobs past their retention, each in short bounded statements, and `runMaintenance`, which
- * runs them all and records the run. Public methods and docs are on `QueueOperations` (queue-operations.ts).
+ * runs them all and records the run. The statements are in store/maintenance.ts. Public methods and docs are on `QueueOperations` (queue-operations.ts).
  */
 
 import { parseOptions } from "./input-rules";
 import { pruneFinishedJobs } from "./operator-actions";
 import { pruneBindingsSchema, pruneObservationsSchema, reapLeasesSchema } from "./operator-input";
 import type { OperationsDb } from "./queue-context";
+import * as store from "./store/maintenance";
 
 export interface MaintenanceResult {
   expiredBindingsDeleted: number;
@@ -37,49 +38,7 @@ export async function pruneExpiredBindings(
   options: { limit?: number; maxBatches?: number } = {},
 ): Promise<number> {
   const { limit, maxBatches } = parseOptions(pruneBindingsSchema, options);
-  const distributed = await db.distributed("pruneExpiredBindings");
-  return inBatches(limit, maxBatches, async () => {
-    const { rowCount } = await db.sql(
-      "pruneExpiredBindings",
-      distributed
-        ? // Citus locks rows within one shard only: the oldest are picked across shards, then deleted
-          // where still expired (a key re-bound meanwhile is not).
-          {
-            name: "workhorse_prune_bindings_at",
-            text: `delete from workhorse.key_binding b
-                    where b.expires_at <= now()
-                      and (b.bucket, b.scope, b.key_hash) in (
-                            select k.bucket, k.scope, k.key_hash from workhorse.key_binding k
-                             where k.expires_at <= now()
-                               and (k.mode <> 'debounce' or not exists (
-                                     select 1 from workhorse.job j
-                                      where j.bucket = k.bucket and j.id = k.job_id
-                                        and j.state in ('scheduled', 'ready') and j.attempt = 0
-                                        and j.started_at is null offset 0))
-                             order by k.expires_at limit $1)`,
-            values: [limit],
-          }
-        : {
-            name: "workhorse_prune_bindings",
-            text: `with doomed as (
-               select k.scope, k.key_hash from workhorse.key_binding k
-                where k.expires_at <= now()
-                  -- A pending debounce job's binding stays (docs/debounce-throttle.md). OFFSET 0
-                  -- keeps the check a primary-key probe per debounce row: without it PostgreSQL
-                  -- hashes every pending job once per batch (1,000,000 jobs: 171 s for 500,000
-                  -- bindings in npm run bench's prune, against 10.8 s before debounce).
-                  and (k.mode <> 'debounce' or not exists (
-                        select 1 from workhorse.job j
-                         where j.id = k.job_id and j.state in ('scheduled', 'ready') and j.attempt = 0
-                           and j.started_at is null offset 0))
-                order by k.expires_at limit $1 for update of k skip locked)
-             delete from workhorse.key_binding b using doomed d
-              where b.scope = d.scope and b.key_hash = d.key_hash`,
-            values: [limit],
-          },
-    );
-    return rowCount ?? 0;
-  });
+  return inBatches(limit, maxBatches, () => store.pruneExpiredBindingsBatch(db.store("pruneExpiredBindings"), limit));
 }
 
 export async function pruneObservations(
@@ -87,28 +46,15 @@ export async function pruneObservations(
   options: { olderThanMs?: number; limit?: number } = {},
 ): Promise<number> {
   const { olderThanMs, limit } = parseOptions(pruneObservationsSchema, options);
-  return inBatches(limit, Number.POSITIVE_INFINITY, async () => {
-    const { rowCount } = await db.sql("pruneObservations", {
-      name: "workhorse_prune_observations",
-      text: `delete from workhorse.enqueue_observation where id in (
-               select id from workhorse.enqueue_observation
-                where at < now() - $1::bigint * interval '1 millisecond' order by at limit $2)`,
-      values: [olderThanMs, limit],
-    });
-    return rowCount ?? 0;
-  });
+  const batch = () => store.pruneObservationsBatch(db.store("pruneObservations"), olderThanMs, limit);
+  return inBatches(limit, Number.POSITIVE_INFINITY, batch);
 }
 
 export async function reapExpiredLeases(db: OperationsDb, options: { limit?: number } = {}): Promise<number> {
   const { limit } = parseOptions(reapLeasesSchema, options);
-  return inBatches(limit, Number.POSITIVE_INFINITY, async () => {
-    const { rows } = await db.sql<{ n: number }>("reapExpiredLeases", {
-      name: "workhorse_reap_expired_leases",
-      text: "select workhorse.reap_expired_leases(null, $1::integer) as n",
-      values: [limit],
-    });
-    return rows[0]?.n ?? 0;
-  });
+  return inBatches(limit, Number.POSITIVE_INFINITY, () =>
+    store.reapExpiredLeasesBatch(db.store("reapExpiredLeases"), limit),
+  );
 }
 
 export async function runMaintenance(
@@ -126,18 +72,13 @@ export async function runMaintenance(
     olderThanMs: options.jobRetentionMs ?? (m ? m.jobRetentionMs : undefined),
     limit: m ? m.batchSize : 1000,
   });
-  await db.sql("runMaintenance", {
-    text: `insert into workhorse.maintenance_run (task, started_at, finished_at, removed, trigger)
-           values ('prune_expired_bindings', $1, now(), $2, $4), ('prune_observations', $1, now(), $3, $4),
-                  ('reap_expired_leases', $1, now(), $5, $4), ('prune_finished_jobs', $1, now(), $6, $4)`,
-    values: [
-      started,
-      expiredBindingsDeleted,
-      observationsDeleted,
-      options.trigger ?? "manual",
-      expiredLeasesReaped,
-      pruned.jobsDeleted,
-    ],
+  await store.insertMaintenanceRun(db.store("runMaintenance"), {
+    startedAt: started,
+    trigger: options.trigger ?? "manual",
+    expiredBindingsDeleted,
+    observationsDeleted,
+    expiredLeasesReaped,
+    finishedJobsDeleted: pruned.jobsDeleted,
   });
   return {
     expiredBindingsDeleted,

@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { insertObservations } from "./store/observations";
 import type { Observation } from "./types";
 
 export type { Observation, StoredObservation } from "./types";
@@ -24,15 +25,6 @@ export interface ObservationRecorderOptions {
   /** Rows per INSERT. Default 500. */
   batchSize?: number;
 }
-
-const INSERT = `insert into workhorse.enqueue_observation
-  (at, outcome, reason, queue, type, scope, key_preview, key_digest, key_length, job_id, conflicting_fields,
-   payload_paths, stored_request_digest, rejected_request_digest, source)
-select x.at, x.outcome, x.reason, x.queue, x.type, x.scope, x.key_preview, x.key_digest, x.key_length, x.job_id,
-       x.conflicting_fields, x.payload_paths, x.stored_request_digest, x.rejected_request_digest, x.source
-  from jsonb_to_recordset($1::jsonb) as x(at timestamptz, outcome text, reason text, queue text, type text, scope text,
-       key_preview text, key_digest text, key_length integer, job_id uuid, conflicting_fields text[],
-       payload_paths text[], stored_request_digest text, rejected_request_digest text, source text)`;
 
 /**
  * Appends observations outside the enqueue transaction. `record` never blocks, throws or waits on
@@ -131,14 +123,14 @@ export class ObservationRecorder {
       }));
       try {
         this.counts.batches++;
-        await this.pool.query(INSERT, [JSON.stringify(rows)]);
+        await insertObservations(this.pool, rows);
         this.counts.written += batch.length;
       } catch {
         // One bad row must not cost the others: write them one by one, counting what still fails.
         for (const row of rows) {
           try {
             this.counts.batches++;
-            await this.pool.query(INSERT, [JSON.stringify([row])]);
+            await insertObservations(this.pool, [row]);
             this.counts.written++;
           } catch {
             this.counts.dropped++;

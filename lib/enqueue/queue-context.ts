@@ -4,11 +4,11 @@
  * timer, and the accounting that lets `close()` wait for calls in flight.
  */
 import type pg from "pg";
-import { LAYOUT_SQL } from "./enqueue-sql";
 import { EXPECTED_SQLSTATES, QueueClosedError, sqlStateOf } from "./errors";
 import type { KeyRing } from "./keys";
 import { ObservationRecorder, type ObservationRecorderOptions } from "./observations";
 import { withPoolClient } from "./pool-client";
+import type { Sql } from "./store/layout";
 
 /** Channel that workers LISTEN on; the payload is the queue name. */
 export const WAKE_CHANNEL = "workhorse_jobs";
@@ -69,8 +69,6 @@ export class QueueContext {
   private drained: (() => void) | null = null;
   closed = false;
   readonly retryCounts: RetryStats = { retriedCalls: 0, retries: 0, exhausted: 0, recoveredAccepts: 0 };
-  /** The schema's layout, read with the first call that needs it (LAYOUT_SQL), then kept: Citus or one node. */
-  layout: "single" | "distributed" | null = null;
 
   constructor(
     readonly pool: pg.Pool,
@@ -121,20 +119,6 @@ export class QueueContext {
     tick();
   }
 
-  /**
-   * Whether the schema has the distributed (Citus) layout: read once per queue through `query`
-   * (the caller's executor, so its error handling applies), then kept.
-   */
-  async distributedLayout(
-    query: (config: pg.QueryConfig) => Promise<pg.QueryResult<{ distributed: boolean }>>,
-  ): Promise<boolean> {
-    if (this.layout === null) {
-      const { rows } = await query({ text: LAYOUT_SQL });
-      this.layout = rows[0]?.distributed === true ? "distributed" : "single";
-    }
-    return this.layout === "distributed";
-  }
-
   /** Runs one database call unless the queue is closed; close() waits for calls in flight. */
   async guard<T>(fn: () => Promise<T>): Promise<T> {
     if (this.closed) throw new QueueClosedError();
@@ -166,10 +150,10 @@ export class QueueContext {
 export interface OperationsDb {
   /** One statement; driver errors become `WorkhorseDatabaseError` naming `what`. */
   sql<R extends pg.QueryResultRow>(what: string, config: pg.QueryConfig): Promise<pg.QueryResult<R>>;
-  /** Whether the schema has the distributed (Citus) layout; read once per queue. */
-  distributed(what: string): Promise<boolean>;
-  /** The raw executor (driver errors untouched), for calls that translate SQLSTATEs themselves. */
-  exec: Executor;
+  /** One view's statements for the store (store/*.ts), driver errors named `what`; the layout read once per pool. */
+  store(what: string): Sql;
+  /** The same over the raw executor (driver errors untouched), for calls that translate SQLSTATEs themselves. */
+  rawStore: Sql;
   context: QueueContext;
   /** Reads the installation key once (for hashing redrive request ids). */
   loadKeys(): Promise<void>;

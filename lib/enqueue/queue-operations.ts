@@ -9,13 +9,14 @@ import type pg from "pg";
 import { type CallView, mayRetry, repeating, runEnqueue } from "./enqueue-call";
 import { checkBatch, namesAKey, normalizeBatch, normalizeRequest } from "./enqueue-input";
 import { QueueClosedError, readSafely, WorkhorseDatabaseError } from "./errors";
-import { installationSql } from "./key-upgrade";
 import type { InstallationRow } from "./keys";
 import * as lookups from "./lookups";
 import type { MaintenanceResult } from "./maintenance";
 import * as maintenance from "./maintenance";
 import * as actions from "./operator-actions";
 import type { Executor, OperationsDb, QueueContext } from "./queue-context";
+import { selectInstallation } from "./store/key-upgrade";
+import { sqlOver } from "./store/layout";
 import type {
   BindingInfo,
   CancelResult,
@@ -59,16 +60,11 @@ export class QueueOperations {
   protected get db(): OperationsDb {
     return {
       sql: (what, config) => this.sql(what, config),
-      distributed: (what) => this.distributed(what),
-      exec: this.view.exec,
+      store: (what) => sqlOver(this.context.pool, { query: (config) => this.sql(what, config) }),
+      rawStore: sqlOver(this.context.pool, this.view.exec),
       context: this.context,
       loadKeys: () => this.loadKeys(),
     };
-  }
-
-  /** Whether the schema has the distributed layout (read once per Queue, through this.sql). */
-  private distributed(what: string): Promise<boolean> {
-    return this.context.distributedLayout((config) => this.sql(what, config));
   }
 
   /** One statement for the non-enqueue operations: driver errors become WorkhorseDatabaseError. */
@@ -170,10 +166,7 @@ export class QueueOperations {
   private loadKeys(forKeyedCall = false): Promise<void> {
     return this.context.config.keys.load(async (external): Promise<InstallationRow> => {
       const read = async () => {
-        const { rows } = await this.sql<InstallationRow>("reading the installation key", {
-          text: installationSql(external),
-        });
-        const row = rows[0];
+        const row = await selectInstallation(this.db.store("reading the installation key"), external);
         if (!row) throw new WorkhorseDatabaseError("workhorse.installation is empty: run migrate() first", null);
         return row;
       };

@@ -4,8 +4,8 @@
  */
 import type pg from "pg";
 import { JobCanceledError, LeaseLostError } from "../errors";
+import * as sql from "../store/worker";
 import { toJsonText } from "./error-summary";
-import * as sql from "./sql";
 import type { ClaimedJob, HandlerContext, WorkerEvent } from "./types";
 
 /** Why an attempt's signal fired. */

@@ -11,12 +11,12 @@ import {
   WorkerConfigError,
   WorkerStoppingError,
 } from "../errors";
+import * as sql from "../store/worker";
 import { type AttemptDeps, handlerContext, heartbeatAttempts, type Running, type StopCause } from "./attempt";
 import { summarizeError, toJsonText } from "./error-summary";
 import { Listener } from "./listener";
 import { describeRefusal, OutcomeWriter } from "./outcomes";
 import { type WorkerSettings, workerSettings } from "./settings";
-import * as sql from "./sql";
 import { longTimeout, sleep, untilDone } from "./timing";
 import type {
   ClaimedJob,

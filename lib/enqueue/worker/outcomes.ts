@@ -4,9 +4,9 @@
  * (job id, attempt, lease token), so repeating one after a lost connection is safe.
  */
 import type pg from "pg";
+import * as sql from "../store/worker";
 import type { ErrorSummary } from "./error-summary";
 import { isTransientDbError, summarizeError } from "./error-summary";
-import * as sql from "./sql";
 import { untilDone } from "./timing";
 import type { ClaimedJob, FailureCause, WorkerEvent, WorkerStats } from "./types";
 

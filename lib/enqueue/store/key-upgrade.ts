@@ -1,5 +1,6 @@
 /**
- * SQL for the upgrade from plain SHA-256 key hashes to the keyed HMAC (see keys.ts `KeyRing`).
+ * SQL for the upgrade from plain SHA-256 key hashes to the keyed HMAC (see ../keys.ts `KeyRing`),
+ * and the read of the installation row the `KeyRing` loads.
  *
  * While bindings made before the upgrade may be live, a keyed request also carries its legacy
  * SHA-256 hash. If a live binding has that hash, the decision runs on it (replay or conflict), so a
@@ -11,11 +12,13 @@
  * passes the legacy hashes as `workhorse.enqueue_batch`'s `p_legacy_key_hashes` (null outside the
  * window), which makes the same probe inside the function.
  */
+import type { InstallationRow } from "../keys";
+import type { Sql } from "./layout";
 
 /**
  * `workhorse.enqueue_one(...)` call text with the key-hash argument (`$<keyHash>`, the scope being
  * `$<scope>`) replaced by "the live legacy binding's hash ($`legacy`, a parameter after the call's
- * own) if there is one, else the key hash". The positions come from enqueue-sql.ts's field table.
+ * own) if there is one, else the key hash". The positions come from enqueue.ts's field table.
  */
 export function withLegacyProbe(
   enqueueOneSql: string,
@@ -32,10 +35,14 @@ export function withLegacyProbe(
 
 /**
  * Reads the installation secret (not even selected when the process brought its own) and how many
- * milliseconds, by PostgreSQL's clock, remain until the last pre-upgrade binding expires.
+ * milliseconds, by PostgreSQL's clock, remain until the last pre-upgrade binding expires. Null when
+ * the table is empty (migrate() has not run).
  */
-export function installationSql(external: boolean): string {
-  return `select ${external ? "null::bytea" : "key_secret"} as key_secret,
+export async function selectInstallation(sql: Sql, external: boolean): Promise<InstallationRow | null> {
+  const { rows } = await sql.query<InstallationRow>({
+    text: `select ${external ? "null::bytea" : "key_secret"} as key_secret,
                  coalesce(greatest(0, extract(epoch from legacy_key_hashes_until - now()) * 1000), 0)::float8 as legacy_ms
-            from workhorse.installation`;
+            from workhorse.installation`,
+  });
+  return rows[0] ?? null;
 }

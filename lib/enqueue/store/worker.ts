@@ -1,50 +1,15 @@
 /**
  * Every statement the worker sends, one typed function each (the PL/pgSQL they call is in
- * sql/migrations: 002 worker, 003 reliability, 007 operator actions). Outcomes are fenced by the
+ * sql/functions: claim_jobs, heartbeat_jobs, complete_jobs, fail_job, ...). Outcomes are fenced by the
  * attempt: (job id, attempt number, lease token); a stale attempt's write changes nothing and
  * comes back empty. Statements the worker repeats are named, so PostgreSQL keeps their plans.
  */
 import type pg from "pg";
-import type { ClaimedJob } from "./types";
+import type { ClaimedJob } from "../worker/types";
+import { type ClaimRow, claimedJobFromRow } from "./rows";
 
 /** What fences one attempt's writes. */
 export type Attempt = Pick<ClaimedJob, "id" | "attempt" | "leaseOwner">;
-
-interface ClaimRow {
-  id: string;
-  queue: string;
-  type: string;
-  payload: unknown;
-  attempt: number;
-  max_attempts: number;
-  run_at: Date;
-  deadline: Date | null;
-  execution_timeout_ms: string | null;
-  concurrency_key: string | null;
-  tags: string[];
-  created_at: Date;
-  lease_expires_at: Date;
-  lease_owner: string;
-}
-
-function jobFromClaim(r: ClaimRow): ClaimedJob {
-  return {
-    id: r.id,
-    queue: r.queue,
-    type: r.type,
-    payload: r.payload,
-    attempt: r.attempt,
-    maxAttempts: r.max_attempts,
-    runAt: r.run_at,
-    deadline: r.deadline,
-    executionTimeoutMs: r.execution_timeout_ms === null ? null : Number(r.execution_timeout_ms),
-    concurrencyKey: r.concurrency_key,
-    tags: r.tags,
-    createdAt: r.created_at,
-    leaseExpiresAt: r.lease_expires_at,
-    leaseOwner: r.lease_owner,
-  };
-}
 
 /**
  * `workhorse.claim_jobs`: up to `limit` due jobs of `queues` (only `types`, or any when null), oldest
@@ -61,7 +26,7 @@ export async function claimJobs(
              from workhorse.claim_jobs($1::text[], $2::text[], $3::text, $4::integer, $5::integer, $6::boolean)`,
     values: [c.queues, c.types, c.leaseToken, c.limit, c.leaseMs, c.reap],
   });
-  return rows.map(jobFromClaim);
+  return rows.map(claimedJobFromRow);
 }
 
 /**

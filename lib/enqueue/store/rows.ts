@@ -1,9 +1,10 @@
 /**
- * Rows of the core's tables as the public types (BindingInfo, …): each mapping written once, for
- * the core's own reads and for read models such as the console's (exported from index.ts).
+ * Rows of the core's tables as the public types (Job, ClaimedJob, BindingInfo, …): each row type,
+ * column list and mapping written once, for the core's own reads, the worker's claim and read
+ * models such as the console's (exported from index.ts).
  */
-import type { StoredObservation } from "./observations";
-import type { BindingInfo, Job, JobState, NormalizedRetryPolicy } from "./types";
+import type { BindingInfo, Job, JobState, NormalizedRetryPolicy, StoredObservation } from "../types";
+import type { ClaimedJob } from "../worker/types";
 
 /** `workhorse.key_binding` (alias `b`) as a `BindingRow`: digests as hex, `expired` by the server's clock. */
 export const BINDING_COLUMNS = `b.scope, b.key_hash, b.job_id, b.mode, b.key_preview, b.key_length,
@@ -123,23 +124,30 @@ export interface JobRow {
   redrive_job_ids?: string[];
 }
 
-/** Maps a `workhorse.job` row to the domain type. The one place wire rows become `Job`s. */
-export function jobFromRow(r: JobRow): Job {
+/** The columns a job and a claimed attempt share, mapped once. */
+function jobCommon(r: Omit<ClaimRow, "lease_expires_at" | "lease_owner">) {
   return {
     id: r.id,
     queue: r.queue,
     type: r.type,
     payload: r.payload,
-    state: r.state,
-    runAt: r.run_at,
     attempt: r.attempt,
     maxAttempts: r.max_attempts,
-    retryPolicy: r.retry_policy,
+    runAt: r.run_at,
     deadline: toDate(r.deadline),
     executionTimeoutMs: r.execution_timeout_ms === null ? null : Number(r.execution_timeout_ms),
     concurrencyKey: r.concurrency_key,
     tags: r.tags,
     createdAt: r.created_at,
+  };
+}
+
+/** Maps a `workhorse.job` row to the domain type. The one place wire rows become `Job`s. */
+export function jobFromRow(r: JobRow): Job {
+  return {
+    ...jobCommon(r),
+    state: r.state,
+    retryPolicy: r.retry_policy,
     updatedAt: r.updated_at,
     leaseOwner: r.lease_owner,
     leaseExpiresAt: toDate(r.lease_expires_at),
@@ -156,4 +164,26 @@ export function jobFromRow(r: JobRow): Job {
     redrivenFrom: r.redriven_from ?? null,
     redriveJobIds: r.redrive_job_ids ?? [],
   };
+}
+
+/** What `workhorse.claim_jobs` returns of a job, with the lease it took (CLAIM_COLUMNS). */
+export type ClaimRow = Pick<
+  JobRow,
+  | "id"
+  | "queue"
+  | "type"
+  | "payload"
+  | "attempt"
+  | "max_attempts"
+  | "run_at"
+  | "deadline"
+  | "execution_timeout_ms"
+  | "concurrency_key"
+  | "tags"
+  | "created_at"
+> & { lease_expires_at: Date; lease_owner: string };
+
+/** A claimed row as the handler's `ClaimedJob`: the job's own columns mapped as `jobFromRow` maps them. */
+export function claimedJobFromRow(r: ClaimRow): ClaimedJob {
+  return { ...jobCommon(r), leaseExpiresAt: r.lease_expires_at, leaseOwner: r.lease_owner };
 }

@@ -5,9 +5,10 @@
  * built"); enqueue-call.ts sends these statements and turns their rows into results and errors.
  */
 import { createHash } from "node:crypto";
-import type { NormalizedRequest } from "./enqueue-input";
+import type { NormalizedRequest } from "../enqueue-input";
+import type { EnqueueOutcome, NonReplaceableReason } from "../types";
 import { withLegacyProbe } from "./key-upgrade";
-import type { EnqueueOutcome, NonReplaceableReason } from "./types";
+import type { Sql } from "./layout";
 
 /**
  * The request's fields as enqueue_one and enqueue_batch take them, in their parameter order: one
@@ -163,9 +164,6 @@ export function idBucket(id: string): number {
 
 const ZERO_BYTE = Buffer.from([0]);
 
-/** Whether the schema has the distributed layout (migrate({ distributed: true }) made workhorse.shard_bucket). */
-export const LAYOUT_SQL = "select to_regclass('workhorse.shard_bucket') is not null as distributed";
-
 /** Gives every keyed request its key's bucket in its job id (in place; the same ids on every try). */
 export function bucketIds(requests: readonly NormalizedRequest[], ids: string[]): void {
   for (let i = 0; i < requests.length; i++) {
@@ -253,4 +251,39 @@ export function batchValues(
     retry,
   );
   return values;
+}
+
+/**
+ * One round trip: the scalar function for one request, the set-based one for a batch; on Citus the
+ * request's bucket goes into its job id (`ids`, in place) and one request is `enqueue_one_at`.
+ */
+export async function enqueueRows(
+  sql: Sql,
+  requests: NormalizedRequest[],
+  ids: string[],
+  notifyInside: boolean,
+  retry: boolean,
+): Promise<EnqueueRow[]> {
+  const distributed = (await sql.layout()) === "distributed";
+  // Citus: a keyed job lives in its key's bucket; an unkeyed one in the random bucket its id has.
+  if (distributed) bucketIds(requests, ids);
+  // One request: the scalar hot path (a named statement, so its plan is cached per connection).
+  // A batch: one set-based statement; left unnamed so each batch is planned for its own size.
+  const one = requests.length === 1 ? (requests[0] as NormalizedRequest) : null;
+  const res = one
+    ? distributed
+      ? await sql.query<EnqueueRow>({
+          name: "workhorse_enqueue_one_at",
+          text: ENQUEUE_ONE_AT_SQL,
+          values: distributedOneValues(one, ids[0] as string, notifyInside, retry),
+        })
+      : await sql.query<EnqueueRow>({
+          ...oneRequestStatement(one, retry),
+          values: oneRequestValues(one, ids[0] as string, notifyInside, retry),
+        })
+    : await sql.query<EnqueueRow>({
+        text: ENQUEUE_BATCH_SQL,
+        values: batchValues(requests, ids, notifyInside, retry),
+      });
+  return res.rows;
 }

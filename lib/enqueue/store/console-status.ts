@@ -1,0 +1,151 @@
+/**
+ * The console's status reads (lib/console: overview.ts, queues.ts, workers.ts,
+ * maintenance-status.ts): the statements and their rows; the console maps them to wire types.
+ */
+import type { JobState } from "../types";
+import { cappedCount } from "./console-lists";
+import type { Queryable } from "./layout";
+
+/** The database's clock. */
+export async function dbNow(db: Queryable): Promise<Date | undefined> {
+  return (await db.query<{ now: Date }>("select now() as now")).rows[0]?.now;
+}
+
+/** Jobs by queue and state (a grouped scan of workhorse.job: there is no counter table). */
+export async function stateCountRows(db: Queryable) {
+  const { rows } = await db.query<{ queue: string; state: JobState; n: string; retrying: string; as_of: Date }>(
+    `select queue, state, count(*)::text as n,
+              count(*) filter (where state = 'scheduled' and last_error is not null)::text as retrying, now() as as_of
+         from workhorse.job group by queue, state
+        order by queue, state`,
+  );
+  return rows;
+}
+
+/** Bindings live now, expiring within the hour, expired awaiting cleanup: each counted up to `cap`. */
+export async function bindingCounts(db: Queryable, cap: number) {
+  const [live, expiringWithinHour, expired] = await Promise.all([
+    cappedCount(db, "workhorse.key_binding where expires_at > now()", [], cap),
+    cappedCount(
+      db,
+      "workhorse.key_binding where expires_at > now() and expires_at <= now() + interval '1 hour'",
+      [],
+      cap,
+    ),
+    expiredBindingCount(db, cap),
+  ]);
+  return { live, expiringWithinHour, expired };
+}
+
+/** Expired bindings awaiting cleanup, counted up to `cap`. */
+export function expiredBindingCount(db: Queryable, cap: number) {
+  return cappedCount(db, "workhorse.key_binding where expires_at <= now()", [], cap);
+}
+
+/** The oldest expired binding's expiry, if any. */
+export async function oldestExpiredBinding(db: Queryable): Promise<Date | null> {
+  const { rows } = await db.query<{ expires_at: Date }>(
+    "select expires_at from workhorse.key_binding where expires_at <= now() order by expires_at limit 1",
+  );
+  return rows[0]?.expires_at ?? null;
+}
+
+/** Jobs finished in the last hour per queue (all, or `only`). */
+export async function lastHourFinished(db: Queryable, only?: string) {
+  const { rows } = await db.query<{ queue: string; succeeded: string; failed: string }>(
+    `select queue, count(*) filter (where state = 'succeeded')::text as succeeded,
+            count(*) filter (where state = 'failed')::text as failed
+       from workhorse.job where finished_at >= now() - interval '1 hour' ${only ? "and queue = $1" : ""}
+      group by queue`,
+    only ? [only] : [],
+  );
+  return rows;
+}
+
+/**
+ * One queue's probes: the oldest due job's run time, the next scheduled one, the overdue (due for
+ * more than `overdueAfterMs`) and pending counts (up to `cap`), active jobs whose lease lapsed. Each
+ * a probe of the partial pending index (queue, run_at) or the active-lease index.
+ */
+export async function queueProbes(db: Queryable, queue: string, overdueAfterMs: number, cap: number) {
+  const [due, next, overdue, pending, lapsed] = await Promise.all([
+    db.query<{ run_at: Date }>(
+      `select run_at from workhorse.job
+            where queue = $1 and state in ('scheduled', 'ready') and run_at <= now() order by run_at limit 1`,
+      [queue],
+    ),
+    db.query<{ run_at: Date }>(
+      `select run_at from workhorse.job
+            where queue = $1 and state in ('scheduled', 'ready') and run_at > now() order by run_at limit 1`,
+      [queue],
+    ),
+    cappedCount(
+      db,
+      `workhorse.job where queue = $1 and state in ('scheduled', 'ready')
+             and run_at < now() - $2::int * interval '1 millisecond'`,
+      [queue, overdueAfterMs],
+      cap,
+    ),
+    cappedCount(db, "workhorse.job where queue = $1 and state in ('scheduled', 'ready')", [queue], cap),
+    db.query<{ n: string }>(
+      "select count(*)::text as n from workhorse.job where state = 'active' and lease_expires_at < now() and queue = $1",
+      [queue],
+    ),
+  ]);
+  return {
+    oldestDueAt: due.rows[0]?.run_at ?? null,
+    nextRunAt: next.rows[0]?.run_at ?? null,
+    overdue,
+    pending,
+    lapsedLeases: Number(lapsed.rows[0]?.n ?? 0),
+  };
+}
+
+/**
+ * Active jobs grouped by worker id (the lease owner is `<workerId>~<claim>`): at most `limit`
+ * workers, `jobsPerWorker` job ids each. Reads only active jobs (the partial lease index).
+ */
+export async function workerRows(db: Queryable, limit: number, jobsPerWorker: number) {
+  const { rows } = await db.query<{
+    worker: string;
+    jobs: string;
+    queues: string[];
+    job_ids: string[];
+    lease_until: Date;
+    oldest_start: Date | null;
+    lapsed: string;
+    now: Date;
+  }>(
+    `select split_part(lease_owner, '~', 1) as worker, count(*)::text as jobs,
+            array_agg(distinct queue::text order by queue::text) as queues,
+            (array_agg(id order by started_at))[1:${jobsPerWorker}] as job_ids,
+            max(lease_expires_at) as lease_until, min(started_at) as oldest_start,
+            count(*) filter (where lease_expires_at < now())::text as lapsed, now() as now
+       from workhorse.job
+      where state = 'active' and lease_owner is not null
+      group by 1
+      order by max(lease_expires_at) desc
+      limit ${limit}`,
+  );
+  return rows;
+}
+
+/** The last 10 maintenance runs of each of `tasks` (index on (task, started_at)), newest first. */
+export async function maintenanceRunRows(db: Queryable, tasks: readonly string[]) {
+  const { rows } = await db.query<{
+    id: string;
+    task: string;
+    started_at: Date;
+    finished_at: Date;
+    removed: string;
+    trigger: string;
+    now: Date;
+  }>(
+    `select r.*, now() as now from unnest($1::text[]) t(task)
+         cross join lateral (select * from workhorse.maintenance_run m where m.task = t.task
+                              order by m.started_at desc limit 10) r
+        order by r.started_at desc, r.task`,
+    [tasks],
+  );
+  return rows;
+}

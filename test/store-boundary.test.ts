@@ -1,0 +1,67 @@
+// Where SQL lives: every statement the core and the console send is in lib/enqueue/store (one
+// typed function per operation), and only the store asks which layout (one node or Citus) it runs
+// on. Plain vitest, no database: the files are read as TypeScript and their string and template
+// literals checked.
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import path from "node:path";
+import ts from "typescript";
+import { expect, test } from "vitest";
+
+const ROOT = path.resolve(import.meta.dirname, "..");
+const STORE = path.join("lib", "enqueue", "store");
+
+function sourceFiles(dir: string): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(path.join(ROOT, dir))) {
+    const rel = path.join(dir, name);
+    if (statSync(path.join(ROOT, rel)).isDirectory()) out.push(...sourceFiles(rel));
+    else if (/\.tsx?$/.test(name) && !name.endsWith(".d.ts") && !name.endsWith(".generated.ts")) out.push(rel);
+  }
+  return out;
+}
+
+/** The text of every string and template literal in a file (comments are not literals). */
+function literals(file: string): string[] {
+  const source = ts.createSourceFile(file, readFileSync(path.join(ROOT, file), "utf8"), ts.ScriptTarget.Latest, true);
+  const out: string[] = [];
+  const visit = (node: ts.Node) => {
+    if (ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node)) out.push(node.text);
+    else if (ts.isTemplateExpression(node)) out.push(node.head.text, ...node.templateSpans.map((s) => s.literal.text));
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return out;
+}
+
+/** A statement against the schema: `workhorse.<name>` in a literal (module specifiers aside). */
+const SQL = /\bworkhorse\.[a-z_]+/;
+
+/** Where the layout decides what runs: outside the store, nothing may ask. */
+const LAYOUT_BRANCH = /\bisDistributed\b|\bdistributed\s*\?|\blayout\s*===|===\s*"distributed"|\bdistributedLayout\b/;
+
+/** Files whose literals name the schema without being a statement (a scope name, an error message). */
+const NOT_SQL: Record<string, string> = {
+  "lib/enqueue/operator-actions.ts": "REDRIVE_SCOPE, the hashing scope of redrive request ids",
+  "lib/enqueue/keys.ts": "an error message naming workhorse.installation",
+  "lib/enqueue/queue-operations.ts": "an error message naming workhorse.installation",
+  "lib/enqueue/vocabulary.ts": "names checked against the SQL's own lists",
+};
+
+/** migrate() lays the schema out as asked (its SQL is sql/, embedded by build-sql): it chooses the layout rather than reading it. */
+const LAYOUT_CHOSEN_HERE = new Set(["lib/enqueue/migrate.ts"]);
+
+const files = ["lib", "app", "components"].flatMap(sourceFiles).filter((f) => !f.startsWith(STORE));
+
+test("no statement against workhorse.* outside lib/enqueue/store (lib, app, components)", () => {
+  const offenders = files.filter(
+    (f) => !(f in NOT_SQL) && !LAYOUT_CHOSEN_HERE.has(f) && literals(f).some((l) => SQL.test(l)),
+  );
+  expect(offenders).toEqual([]);
+});
+
+test("no layout branch outside lib/enqueue/store", () => {
+  const offenders = files.filter(
+    (f) => !LAYOUT_CHOSEN_HERE.has(f) && LAYOUT_BRANCH.test(readFileSync(path.join(ROOT, f), "utf8")),
+  );
+  expect(offenders).toEqual([]);
+});
