@@ -6,7 +6,7 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { normalizeRequest } from "../lib/enqueue/enqueue-input";
-import { ENQUEUE_ONE_PARAMS, oneRequestValues } from "../lib/enqueue/enqueue-sql";
+import { ENQUEUE_ONE_PARAMS, oneRequestValues } from "../lib/enqueue/store/enqueue";
 import { EnqueueValidationError } from "../lib/enqueue/errors";
 import { KeyRing, legacyKeyHash } from "../lib/enqueue/keys";
 import { LIMITS } from "../lib/enqueue/limits";
