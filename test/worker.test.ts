@@ -329,6 +329,9 @@ describe("leases and fencing", () => {
       queues: ["heartbeat"],
       leaseMs: 400,
       heartbeatIntervalMs: 100,
+      // No reaping after the first poll: once the lease is taken over below, a reaper on a slow
+      // machine could return the job and this worker claim it again (then it would succeed).
+      reapIntervalMs: 3_600_000,
       handlers: {
         "lease.long": async (_p: unknown, ctx: HandlerContext) => {
           ctxSeen = ctx;
