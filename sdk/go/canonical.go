@@ -106,7 +106,7 @@ func pgNumber(js string) string {
 // canonicalPayload is a payload as every Workhorse client sends it: JSON's data model, not Go's.
 type canonicalPayload struct {
 	// Text is the JSON text sent to PostgreSQL: numbers as JavaScript writes doubles (42.0 is 42),
-	// object keys sorted bytewise, no insignificant whitespace.
+	// object keys in jsonb's order (shorter first, then bytewise), no insignificant whitespace.
 	Text string
 	// StoredBytes is octet_length(payload::text) as PostgreSQL stores it (jsonb's text form).
 	StoredBytes int
@@ -133,7 +133,7 @@ func encodePayload(payload any, maxBytes int, option string) (canonicalPayload, 
 	// encoding/json replaces invalid UTF-8 with the escape \ufffd (a real U+FFFD it writes as is):
 	// what runs would differ from what was sent.
 	if bytes.Contains(raw.Bytes(), []byte(`\ufffd`)) {
-		return fail("has a string that is not valid UTF-8", "")
+		return fail("has a string that PostgreSQL jsonb cannot store (not valid UTF-8)", "")
 	}
 	dec := json.NewDecoder(&raw)
 	dec.UseNumber()
@@ -145,6 +145,9 @@ func encodePayload(payload any, maxBytes int, option string) (canonicalPayload, 
 	if msg, path := w.write(v, 0, "$"); msg != "" {
 		return fail(msg, path)
 	}
+	if w.lower > maxBytes {
+		return fail(fmt.Sprintf("must be at most %d bytes as PostgreSQL stores it (jsonb text; this one is larger)", maxBytes), "")
+	}
 	if w.stored > maxBytes {
 		return fail(fmt.Sprintf("must be at most %d bytes as PostgreSQL stores it (jsonb text; got %d)", maxBytes, w.stored), "")
 	}
@@ -154,6 +157,36 @@ func encodePayload(payload any, maxBytes int, option string) (canonicalPayload, 
 type canonicalWriter struct {
 	b      strings.Builder
 	stored int // bytes of PostgreSQL's jsonb text for the same value
+	// lower is the TypeScript core's early estimate (UTF-16 units, each number counted as one
+	// unit plus its exponent expansion): above the bound, the rule says "this one is larger"
+	// instead of the exact size, as the TypeScript core's does.
+	lower int
+}
+
+func utf16Units(s string) int {
+	n := 0
+	for _, r := range s {
+		if r >= 0x10000 {
+			n += 2
+		} else {
+			n++
+		}
+	}
+	return n
+}
+
+// jsonStringUnits is the UTF-16 length JSON.stringify gives s (quotes and escapes included).
+func jsonStringUnits(s string) int {
+	units := utf16Units(s) + 2
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\' || c == '\b' || c == '\t' || c == '\n' || c == '\f' || c == '\r':
+			units++
+		case c < 0x20:
+			units += 5
+		}
+	}
+	return units
 }
 
 // write appends v; on a refusal it returns the rule and the JSON path where it failed.
@@ -162,13 +195,16 @@ func (w *canonicalWriter) write(v any, depth int, path string) (string, string) 
 	case nil:
 		w.b.WriteString("null")
 		w.stored += 4
+		w.lower += 4
 	case bool:
 		if x {
 			w.b.WriteString("true")
 			w.stored += 4
+			w.lower += 4
 		} else {
 			w.b.WriteString("false")
 			w.stored += 5
+			w.lower += 5
 		}
 	case json.Number:
 		f, err := strconv.ParseFloat(string(x), 64)
@@ -185,19 +221,22 @@ func (w *canonicalWriter) write(v any, depth int, path string) (string, string) 
 		s := jsNumber(f)
 		w.b.WriteString(s)
 		w.stored += len(pgNumber(s))
+		w.lower += 1 + len(pgNumber(s)) - len(s)
 	case string:
 		if strings.IndexByte(x, 0) >= 0 {
-			return "has a string that PostgreSQL jsonb cannot store (NUL character)", path
+			return "has a string that PostgreSQL jsonb cannot store (NUL character or lone surrogate)", path
 		}
 		start := w.b.Len()
 		jsString(&w.b, x)
 		w.stored += w.b.Len() - start
+		w.lower += jsonStringUnits(x)
 	case []any:
 		if depth >= maxPayloadDepth {
 			return fmt.Sprintf("must be nested at most %d levels deep (objects and arrays)", maxPayloadDepth), path
 		}
 		w.b.WriteByte('[')
 		w.stored += 2
+		w.lower += containerUnits(len(x), false)
 		for i, e := range x {
 			if i > 0 {
 				w.b.WriteByte(',')
@@ -216,13 +255,20 @@ func (w *canonicalWriter) write(v any, depth int, path string) (string, string) 
 		for k := range x {
 			keys = append(keys, k)
 		}
-		sort.Strings(keys) // bytewise
+		// jsonb's order: shorter (in UTF-8 bytes) first, then bytewise.
+		sort.Slice(keys, func(i, j int) bool {
+			if len(keys[i]) != len(keys[j]) {
+				return len(keys[i]) < len(keys[j])
+			}
+			return keys[i] < keys[j]
+		})
 		w.b.WriteByte('{')
 		w.stored += 2
+		w.lower += containerUnits(len(x), true)
 		for i, k := range keys {
 			p := path + pathStep(k)
 			if strings.IndexByte(k, 0) >= 0 {
-				return "has a key that PostgreSQL cannot store (NUL)", p
+				return "has a key that PostgreSQL cannot store (NUL or lone surrogate)", p
 			}
 			if i > 0 {
 				w.b.WriteByte(',')
@@ -232,6 +278,7 @@ func (w *canonicalWriter) write(v any, depth int, path string) (string, string) 
 			jsString(&w.b, k)
 			w.b.WriteByte(':')
 			w.stored += w.b.Len() - start + 1 // ": "
+			w.lower += jsonStringUnits(k) + 1
 			if msg, pp := w.write(x[k], depth+1, p); msg != "" {
 				return msg, pp
 			}
@@ -241,6 +288,21 @@ func (w *canonicalWriter) write(v any, depth int, path string) (string, string) 
 		return fmt.Sprintf("must be JSON-serialisable: found %T", v), path
 	}
 	return "", ""
+}
+
+// containerUnits: brackets and commas, the spaces after commas, and (objects) after colons.
+func containerUnits(count int, object bool) int {
+	u := 2
+	if count > 0 {
+		u = count + 1
+	}
+	if count > 1 {
+		u += count - 1
+	}
+	if object {
+		u += count
+	}
+	return u
 }
 
 // pathStep is one step of a payload path: `.name` for identifiers, `["other"]` otherwise.

@@ -100,47 +100,66 @@ func hasControl(s string) bool {
 func storable(s string) bool { return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 }
 
 func checkName(is *issues, option, s string) {
-	switch {
-	case !utf8.ValidString(s):
-		is.add(option, "must be well-formed Unicode (valid UTF-8)")
-	case utf8Chars(s) < 1 || utf8Chars(s) > nameChars:
+	if c := utf8Chars(s); c < 1 || c > nameChars {
 		is.add(option, fmt.Sprintf("must be 1..%d characters", nameChars))
-	case hasControl(s):
+	}
+	if hasControl(s) {
 		is.add(option, "must not contain control characters")
+	}
+	if !utf8.ValidString(s) {
+		is.add(option, "must be well-formed Unicode (no lone surrogates)")
 	}
 }
 
 func checkKey(is *issues, option, key string) {
-	switch {
-	case len(key) == 0 || len(key) > keyBytes:
+	if len(key) == 0 || len(key) > keyBytes {
 		is.add(option, fmt.Sprintf("must be 1..%d UTF-8 bytes", keyBytes))
-	case !utf8.ValidString(key):
-		is.add(option, "must be well-formed Unicode (valid UTF-8)")
+	}
+	if !utf8.ValidString(key) {
+		is.add(option, "must be well-formed Unicode (no lone surrogates)")
 	}
 }
 
+// checkScope: "" means the default scope (Go's zero value is "not given").
 func checkScope(is *issues, option, scope string) string {
 	if scope == "" {
 		return defaultScope
 	}
-	switch {
-	case len(scope) > scopeBytes:
+	if len(scope) > scopeBytes {
 		is.add(option, fmt.Sprintf("must be 1..%d UTF-8 bytes", scopeBytes))
-	case !storable(scope):
-		is.add(option, "must be well-formed Unicode without NUL characters")
+	}
+	if !storable(scope) {
+		is.add(option, storableRule)
 	}
 	return scope
 }
 
-// millis checks a duration that must be whole milliseconds in [min, maxWindowMs].
-func millis(is *issues, option string, d time.Duration, min int64) int64 {
+const storableRule = "must be well-formed Unicode without NUL characters"
+
+// windowMillis checks a TTL, window or timeout: whole milliseconds, 1..365 days.
+func windowMillis(is *issues, option string, d time.Duration) int64 {
 	if d%time.Millisecond != 0 {
-		is.add(option, "must be a whole number of milliseconds")
+		is.add(option, fmt.Sprintf("must be an integer number of milliseconds, 1..%d", int64(maxWindowMs)))
 		return 0
 	}
 	ms := d.Milliseconds()
-	if ms < min {
-		is.add(option, fmt.Sprintf("must be at least %d ms", min))
+	if ms < 1 {
+		is.add(option, "must be at least 1 ms")
+	} else if ms > maxWindowMs {
+		is.add(option, fmt.Sprintf("must be at most %d ms (365 days)", int64(maxWindowMs)))
+	}
+	return ms
+}
+
+// delayMillis checks a retry delay: whole milliseconds, 0..365 days.
+func delayMillis(is *issues, option string, d time.Duration) int64 {
+	if d%time.Millisecond != 0 {
+		is.add(option, "must be an integer number of milliseconds")
+		return 0
+	}
+	ms := d.Milliseconds()
+	if ms < 0 {
+		is.add(option, "must be at least 0 ms")
 	} else if ms > maxWindowMs {
 		is.add(option, fmt.Sprintf("must be at most %d ms (365 days)", int64(maxWindowMs)))
 	}
@@ -161,9 +180,10 @@ func checkDate(is *issues, option string, t time.Time) *time.Time {
 
 func isoMillis(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
-// normalize checks one request against the input rules and returns its canonical form. `base`
-// prefixes option paths (requests[i]) in batches. The key is not hashed here (keys are hashed once
-// the installation secret is loaded).
+// normalize checks one request against the input rules, in the TypeScript core's order (type, the
+// options field by field, then the rules that relate options, then the payload), and returns its
+// canonical form. `base` prefixes option paths (requests[i]) in batches. The key is hashed later,
+// once the installation secret is loaded.
 func normalize(typ string, payload any, o EnqueueOptions, maxPayload int, defaultSource string, base string, now time.Time) (*normalizedRequest, error) {
 	var is issues
 	at := func(s string) string {
@@ -173,17 +193,18 @@ func normalize(typ string, payload any, o EnqueueOptions, maxPayload int, defaul
 		return base + "." + s
 	}
 	checkName(&is, at("type"), typ)
+	var optionIssues issues
 	n := &normalizedRequest{Type: typ, Queue: defaultQueue, MaxAttempts: defaultMaxAttempts, Tags: []string{}, Source: defaultSource}
 	if o.Queue != "" {
-		checkName(&is, at("options.queue"), o.Queue)
+		checkName(&optionIssues, at("options.queue"), o.Queue)
 		n.Queue = o.Queue
 	}
-	n.RunAt = checkDate(&is, at("options.runAt"), o.RunAt)
+	n.RunAt = checkDate(&optionIssues, at("options.runAt"), o.RunAt)
 	if o.MaxAttempts != 0 {
 		if o.MaxAttempts < 1 {
-			is.add(at("options.maxAttempts"), "must be at least 1")
+			optionIssues.add(at("options.maxAttempts"), "must be at least 1")
 		} else if o.MaxAttempts > maxAttemptsLimit {
-			is.add(at("options.maxAttempts"), fmt.Sprintf("must be at most %d", maxAttemptsLimit))
+			optionIssues.add(at("options.maxAttempts"), fmt.Sprintf("must be at most %d", maxAttemptsLimit))
 		}
 		n.MaxAttempts = o.MaxAttempts
 	}
@@ -191,133 +212,139 @@ func normalize(typ string, payload any, o EnqueueOptions, maxPayload int, defaul
 		opt := at("options.retryPolicy")
 		switch p.Type {
 		case "fixed":
-			d := millis(&is, opt+".delayMs", p.Delay, 0)
+			d := delayMillis(&optionIssues, opt+".delayMs", p.Delay)
 			n.RetryPolicy = &normalizedRetryPolicy{InitialDelayMs: d, Multiplier: 1, MaxDelayMs: d}
 		case "exponential":
-			i := millis(&is, opt+".initialDelayMs", p.InitialDelay, 0)
+			i := delayMillis(&optionIssues, opt+".initialDelayMs", p.InitialDelay)
 			if p.Multiplier < 1 {
-				is.add(opt+".multiplier", "must be at least 1")
+				optionIssues.add(opt+".multiplier", "must be at least 1")
 			} else if p.Multiplier > 100 {
-				is.add(opt+".multiplier", "must be at most 100")
+				optionIssues.add(opt+".multiplier", "must be at most 100")
 			}
-			m := millis(&is, opt+".maxDelayMs", p.MaxDelay, 0)
-			if m < i {
-				is.add(opt+".maxDelayMs", "must be at least initialDelayMs")
-			}
+			m := delayMillis(&optionIssues, opt+".maxDelayMs", p.MaxDelay)
 			n.RetryPolicy = &normalizedRetryPolicy{InitialDelayMs: i, Multiplier: p.Multiplier, MaxDelayMs: m}
 		default:
-			is.add(opt, `must be {type:"fixed", delayMs} or {type:"exponential", initialDelayMs, multiplier, maxDelayMs}`)
+			optionIssues.add(opt+".type", `must be {type:"fixed", delayMs} or {type:"exponential", initialDelayMs, multiplier, maxDelayMs}`)
 		}
 	}
-	n.Deadline = checkDate(&is, at("options.deadline"), o.Deadline)
+	n.Deadline = checkDate(&optionIssues, at("options.deadline"), o.Deadline)
 	if o.ExecutionTimeout != 0 {
-		ms := millis(&is, at("options.executionTimeoutMs"), o.ExecutionTimeout, 1)
+		ms := windowMillis(&optionIssues, at("options.executionTimeoutMs"), o.ExecutionTimeout)
 		n.ExecutionTimeoutMs = &ms
 	}
 	if o.ConcurrencyKey != "" {
+		if utf8Chars(o.ConcurrencyKey) > concurrencyKeyChars {
+			optionIssues.add(at("options.concurrencyKey"), fmt.Sprintf("must be 1..%d characters", concurrencyKeyChars))
+		}
 		if !storable(o.ConcurrencyKey) {
-			is.add(at("options.concurrencyKey"), "must be well-formed Unicode without NUL characters")
-		} else if utf8Chars(o.ConcurrencyKey) > concurrencyKeyChars {
-			is.add(at("options.concurrencyKey"), fmt.Sprintf("must be 1..%d characters", concurrencyKeyChars))
+			optionIssues.add(at("options.concurrencyKey"), storableRule)
 		}
 		ck := o.ConcurrencyKey
 		n.ConcurrencyKey = &ck
 	}
 	if o.Tags != nil {
-		if len(o.Tags) > maxTags {
-			is.add(at("options.tags"), fmt.Sprintf("at most %d tags", maxTags))
-		}
 		seen := map[string]bool{}
 		for i, t := range o.Tags {
 			opt := fmt.Sprintf("%s[%d]", at("options.tags"), i)
+			if c := utf8Chars(t); c < 1 || c > tagChars {
+				optionIssues.add(opt, fmt.Sprintf("each tag must be 1..%d characters", tagChars))
+			}
 			if !storable(t) {
-				is.add(opt, "must be well-formed Unicode without NUL characters")
-			} else if c := utf8Chars(t); c < 1 || c > tagChars {
-				is.add(opt, fmt.Sprintf("each tag must be 1..%d characters", tagChars))
+				optionIssues.add(opt, storableRule)
 			}
 			if !seen[t] {
 				seen[t] = true
 				n.Tags = append(n.Tags, t)
 			}
 		}
+		if len(o.Tags) > maxTags {
+			optionIssues.add(at("options.tags"), fmt.Sprintf("at most %d tags", maxTags))
+		}
 		sort.Strings(n.Tags) // bytewise, as the TypeScript core sorts UTF-8 bytes
 	}
+
+	// The keyed modes, each checked field by field.
+	var idem, deb, thr *keyedRequest
+	if x := o.Idempotency; x != nil {
+		opt := at("options.idempotency")
+		checkKey(&optionIssues, opt+".key", x.Key)
+		idem = &keyedRequest{Mode: "idempotency", key: x.Key, Scope: checkScope(&optionIssues, opt+".scope", x.Scope), TTLMs: defaultTTLMs}
+		if x.TTL != 0 {
+			idem.TTLMs = windowMillis(&optionIssues, opt+".ttlMs", x.TTL)
+		}
+	}
+	if x := o.Debounce; x != nil {
+		opt := at("options.debounce")
+		checkKey(&optionIssues, opt+".key", x.Key)
+		deb = &keyedRequest{Mode: "debounce", key: x.Key, Scope: checkScope(&optionIssues, opt+".scope", x.Scope)}
+		deb.TTLMs = windowMillis(&optionIssues, opt+".windowMs", x.Window)
+		schedule := x.Schedule
+		if schedule == "" {
+			schedule = "reset"
+		} else if schedule != "reset" && schedule != "preserve" {
+			optionIssues.add(opt+".schedule", `must be "reset" or "preserve"`)
+		}
+		deb.Schedule = &schedule
+		if x.MaxWait != 0 {
+			mw := windowMillis(&optionIssues, opt+".maxWaitMs", x.MaxWait)
+			deb.MaxWaitMs = &mw
+		}
+	}
+	if x := o.Throttle; x != nil {
+		opt := at("options.throttle")
+		checkKey(&optionIssues, opt+".key", x.Key)
+		thr = &keyedRequest{Mode: "throttle", key: x.Key, Scope: checkScope(&optionIssues, opt+".scope", x.Scope)}
+		thr.TTLMs = windowMillis(&optionIssues, opt+".windowMs", x.Window)
+	}
 	if o.Source != "" {
+		if utf8Chars(o.Source) > sourceChars {
+			optionIssues.add(at("options.source"), fmt.Sprintf("must be 1..%d characters", sourceChars))
+		}
 		if !utf8.ValidString(o.Source) || hasControl(o.Source) {
-			is.add(at("options.source"), "must be well-formed Unicode without control characters")
-		} else if utf8Chars(o.Source) > sourceChars {
-			is.add(at("options.source"), fmt.Sprintf("must be 1..%d characters", sourceChars))
+			optionIssues.add(at("options.source"), "must be well-formed Unicode without control characters")
 		}
 		n.Source = o.Source
 	}
 
-	// The keyed mode.
-	var modes []string
-	if o.Idempotency != nil {
-		modes = append(modes, "idempotency")
-	}
-	if o.Debounce != nil {
-		modes = append(modes, "debounce")
-	}
-	if o.Throttle != nil {
-		modes = append(modes, "throttle")
-	}
-	if len(modes) > 1 {
-		is.add(at("options."+modes[1]), "cannot be combined with "+modes[0]+": use one keyed mode per request")
-	}
-	var k *keyedRequest
-	switch {
-	case o.Idempotency != nil:
-		opt := at("options.idempotency")
-		checkKey(&is, opt+".key", o.Idempotency.Key)
-		k = &keyedRequest{Mode: "idempotency", key: o.Idempotency.Key, Scope: checkScope(&is, opt+".scope", o.Idempotency.Scope), TTLMs: defaultTTLMs}
-		if o.Idempotency.TTL != 0 {
-			k.TTLMs = millis(&is, opt+".ttlMs", o.Idempotency.TTL, 1)
-		}
-	case o.Debounce != nil:
-		d := o.Debounce
-		opt := at("options.debounce")
-		checkKey(&is, opt+".key", d.Key)
-		k = &keyedRequest{Mode: "debounce", key: d.Key, Scope: checkScope(&is, opt+".scope", d.Scope)}
-		k.TTLMs = millis(&is, opt+".windowMs", d.Window, 1)
-		schedule := d.Schedule
-		if schedule == "" {
-			schedule = "reset"
-		} else if schedule != "reset" && schedule != "preserve" {
-			is.add(opt+".schedule", `must be "reset" or "preserve"`)
-		}
-		k.Schedule = &schedule
-		if d.MaxWait != 0 {
-			mw := millis(&is, opt+".maxWaitMs", d.MaxWait, 1)
-			if mw < k.TTLMs {
-				is.add(opt+".maxWaitMs", fmt.Sprintf("must be at least windowMs (%d)", k.TTLMs))
+	// The rules that relate options, checked once every option is valid on its own.
+	if len(optionIssues) == 0 {
+		var modes []string
+		for _, m := range []struct {
+			name string
+			k    *keyedRequest
+		}{{"idempotency", idem}, {"debounce", deb}, {"throttle", thr}} {
+			if m.k != nil {
+				modes = append(modes, m.name)
 			}
-			k.MaxWaitMs = &mw
 		}
-		if n.RunAt != nil {
-			is.add(at("options.runAt"), "cannot be combined with debounce: a debounced job runs when its window closes (use windowMs)")
+		if len(modes) > 1 {
+			optionIssues.add(at("options."+modes[1]), "cannot be combined with "+modes[0]+": use one keyed mode per request")
 		}
-	case o.Throttle != nil:
-		opt := at("options.throttle")
-		checkKey(&is, opt+".key", o.Throttle.Key)
-		k = &keyedRequest{Mode: "throttle", key: o.Throttle.Key, Scope: checkScope(&is, opt+".scope", o.Throttle.Scope)}
-		k.TTLMs = millis(&is, opt+".windowMs", o.Throttle.Window, 1)
-	}
-	if n.Deadline != nil {
-		ref := now
-		if n.RunAt != nil {
-			ref = *n.RunAt
-		}
-		if !n.Deadline.After(ref) {
+		if n.Deadline != nil {
+			ref := now
 			if n.RunAt != nil {
-				is.add(at("options.deadline"), "must be after runAt")
-			} else {
-				is.add(at("options.deadline"), "must be in the future (after runAt, which defaults to now)")
+				ref = *n.RunAt
+			}
+			if !n.Deadline.After(ref) {
+				if n.RunAt != nil {
+					optionIssues.add(at("options.deadline"), "must be after runAt")
+				} else {
+					optionIssues.add(at("options.deadline"), "must be in the future (after runAt, which defaults to now)")
+				}
 			}
 		}
+		if p := n.RetryPolicy; p != nil && o.RetryPolicy.Type == "exponential" && p.MaxDelayMs < p.InitialDelayMs {
+			optionIssues.add(at("options.retryPolicy.maxDelayMs"), "must be at least initialDelayMs")
+		}
+		if deb != nil && n.RunAt != nil {
+			optionIssues.add(at("options.runAt"), "cannot be combined with debounce: a debounced job runs when its window closes (use windowMs)")
+		}
+		if deb != nil && deb.MaxWaitMs != nil && *deb.MaxWaitMs < deb.TTLMs {
+			optionIssues.add(at("options.debounce.maxWaitMs"), fmt.Sprintf("must be at least windowMs (%d)", deb.TTLMs))
+		}
 	}
-	payloadOption := at("payload")
-	cp, err := encodePayload(payload, maxPayload, payloadOption)
+	is = append(is, optionIssues...)
+	cp, err := encodePayload(payload, maxPayload, at("payload"))
 	if err != nil {
 		is = append(is, err.(*EnqueueValidationError).Issues...)
 	}
@@ -325,6 +352,13 @@ func normalize(typ string, payload any, o EnqueueOptions, maxPayload int, defaul
 		return nil, newValidationError(is...)
 	}
 	n.PayloadJSON, n.payloadBytes = cp.Text, cp.StoredBytes
+	k := idem
+	if k == nil {
+		k = deb
+	}
+	if k == nil {
+		k = thr
+	}
 	if k != nil {
 		k.FieldDigests = fieldDigests(n, k.TTLMs)
 		n.Keyed = k
