@@ -143,7 +143,9 @@ func startPostgres() (func(), error) {
 // restartPostgres restarts the test server (fast shutdown: every connection is cut).
 func restartPostgres(t *testing.T) {
 	t.Helper()
-	if out, err := asPostgres(pgBin+"/pg_ctl", "-D", pgDataDir, "-m", "fast", "-w", "restart"); err != nil {
+	// -l: the restarted server must not inherit this command's output pipe (CombinedOutput would wait for it).
+	log := filepath.Join(filepath.Dir(pgDataDir), "log")
+	if out, err := asPostgres(pgBin+"/pg_ctl", "-D", pgDataDir, "-m", "fast", "-w", "-l", log, "restart"); err != nil {
 		t.Fatalf("pg_ctl restart: %v %s", err, out)
 	}
 }

@@ -1,10 +1,18 @@
 // The TypeScript core as a command for the Go tests' cross-language cases: reads one request as JSON
 // from argv[2] ({ type, payload, options }, options as the TypeScript API takes them) and prints
-// { jobId, outcome } or the conflict's fields as JSON.
+// { jobId, outcome } or the conflict's fields as JSON. runAt and deadline travel as ISO 8601 strings.
 import pg from "pg";
 import { EnqueueIdempotencyConflictError, Queue } from "../../../lib/enqueue/index";
 
-const request = JSON.parse(process.argv[2] ?? "{}") as { type: string; payload: unknown; options: object };
+const request = JSON.parse(process.argv[2] ?? "{}") as {
+  type: string;
+  payload: unknown;
+  options: Record<string, unknown>;
+};
+for (const name of ["runAt", "deadline"]) {
+  const value = request.options[name];
+  if (typeof value === "string") request.options[name] = new Date(value);
+}
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 2 });
 const queue = new Queue({ pool, maintenance: false, source: "go-tests" });
 try {
