@@ -1,0 +1,123 @@
+package workhorse
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Cross-language cases: the TypeScript core (testdata/ts-client.ts through npx tsx) and this client
+// enqueue the same requests against the same database; equal requests replay each other's jobs.
+
+type tsAnswer struct {
+	JobID             string   `json:"jobId"`
+	Outcome           string   `json:"outcome"`
+	KeyDigest         string   `json:"keyDigest"`
+	Conflict          bool     `json:"conflict"`
+	ExistingJobID     string   `json:"existingJobId"`
+	ConflictingFields []string `json:"conflictingFields"`
+	PayloadPaths      []string `json:"payloadPaths"`
+}
+
+func tsEnqueue(t *testing.T, request map[string]any) tsAnswer {
+	t.Helper()
+	body, _ := json.Marshal(request)
+	out, err := tsx("sdk/go/testdata/ts-client.ts", string(body))
+	if err != nil {
+		t.Fatalf("ts-client: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var a tsAnswer
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &a); err != nil {
+		t.Fatalf("ts-client said %q: %v", out, err)
+	}
+	return a
+}
+
+// The same request in both languages: every fingerprint field set, the payload in another key order
+// and with 4200.0 on the Go side.
+func crossRequest(key string, amount float64) (map[string]any, map[string]any, EnqueueOptions) {
+	tsOptions := map[string]any{
+		"queue":              "billing",
+		"maxAttempts":        5,
+		"retryPolicy":        map[string]any{"type": "exponential", "initialDelayMs": 100, "multiplier": 3, "maxDelayMs": 10000},
+		"deadline":           "2999-06-01T00:00:00.000Z",
+		"executionTimeoutMs": 30000,
+		"concurrencyKey":     "customer-7",
+		"tags":               []string{"vip", "eu", "vip"},
+		"idempotency":        map[string]any{"key": key, "scope": "invoice-capture", "ttlMs": 3600000},
+	}
+	tsPayload := map[string]any{"invoiceId": key, "amountCents": 4200, "lines": []any{map[string]any{"sku": "A", "qty": 1}}}
+	goPayload := map[string]any{"lines": []any{map[string]any{"qty": 1.0, "sku": "A"}}, "amountCents": amount, "invoiceId": key}
+	deadline, _ := time.Parse(time.RFC3339, "2999-06-01T00:00:00Z")
+	goOptions := EnqueueOptions{
+		Queue: "billing", MaxAttempts: 5, RetryPolicy: ExponentialRetry(100*time.Millisecond, 3, 10*time.Second),
+		Deadline: deadline, ExecutionTimeout: 30 * time.Second, ConcurrencyKey: "customer-7", Tags: []string{"eu", "vip"},
+		Idempotency: &Idempotency{Key: key, Scope: "invoice-capture", TTL: time.Hour},
+	}
+	return map[string]any{"type": "invoice.capture", "payload": tsPayload, "options": tsOptions}, goPayload, goOptions
+}
+
+func TestCrossLanguageTypeScriptAcceptsGoReplays(t *testing.T) {
+	q, _ := newTestQueue(t)
+	key := unique("capture:INV")
+	tsReq, goPayload, goOptions := crossRequest(key, 4200.0)
+	ts := tsEnqueue(t, tsReq)
+	if ts.Outcome != "accepted" {
+		t.Fatalf("TypeScript: %+v", ts)
+	}
+	r, err := q.EnqueueWithResult(context.Background(), "invoice.capture", goPayload, goOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Outcome != Replayed || r.JobID != ts.JobID || r.KeyDigest != ts.KeyDigest {
+		t.Fatalf("Go: %+v, TypeScript: %+v", r, ts)
+	}
+}
+
+func TestCrossLanguageGoAcceptsTypeScriptReplays(t *testing.T) {
+	q, _ := newTestQueue(t)
+	key := unique("capture:INV")
+	tsReq, goPayload, goOptions := crossRequest(key, 4200.0)
+	r, err := q.EnqueueWithResult(context.Background(), "invoice.capture", goPayload, goOptions)
+	if err != nil || r.Outcome != Accepted {
+		t.Fatalf("Go: %+v %v", r, err)
+	}
+	ts := tsEnqueue(t, tsReq)
+	if ts.Outcome != "replayed" || ts.JobID != r.JobID || ts.KeyDigest != r.KeyDigest {
+		t.Fatalf("TypeScript: %+v, Go: %+v", ts, r)
+	}
+}
+
+func TestCrossLanguageConflictsNameThePayload(t *testing.T) {
+	q, _ := newTestQueue(t)
+	key := unique("capture:INV")
+	tsReq, goPayload, goOptions := crossRequest(key, 9900)
+	ts := tsEnqueue(t, tsReq)
+	if ts.Outcome != "accepted" {
+		t.Fatalf("TypeScript: %+v", ts)
+	}
+	_, err := q.Enqueue(context.Background(), "invoice.capture", goPayload, goOptions)
+	var conflict *EnqueueIdempotencyConflictError
+	if !errors.As(err, &conflict) {
+		t.Fatalf("want a conflict, got %v", err)
+	}
+	if conflict.ExistingJobID != ts.JobID || strings.Join(conflict.ConflictingFields, ",") != "payload" ||
+		strings.Join(conflict.PayloadPaths, ",") != "$.amountCents" || conflict.KeyDigest != ts.KeyDigest {
+		t.Fatalf("conflict: %+v", conflict)
+	}
+	// And the other way round: Go's job, TypeScript's different request.
+	key2 := unique("capture:INV")
+	tsReq2, goPayload2, goOptions2 := crossRequest(key2, 9900)
+	r, err := q.EnqueueWithResult(context.Background(), "invoice.capture", goPayload2, goOptions2)
+	if err != nil || r.Outcome != Accepted {
+		t.Fatalf("Go: %+v %v", r, err)
+	}
+	ts2 := tsEnqueue(t, tsReq2)
+	if !ts2.Conflict || ts2.ExistingJobID != r.JobID || strings.Join(ts2.PayloadPaths, ",") != "$.amountCents" {
+		t.Fatalf("TypeScript: %+v", ts2)
+	}
+}
