@@ -6,11 +6,11 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { normalizeRequest } from "../lib/enqueue/enqueue-input";
-import { ENQUEUE_ONE_PARAMS, oneRequestValues } from "../lib/enqueue/store/enqueue";
 import { EnqueueValidationError } from "../lib/enqueue/errors";
 import { KeyRing, legacyKeyHash } from "../lib/enqueue/keys";
 import { LIMITS } from "../lib/enqueue/limits";
 import { encodePayload } from "../lib/enqueue/payload";
+import { ENQUEUE_ONE_PARAMS, oneRequestValues } from "../lib/enqueue/store/enqueue";
 import { FINGERPRINT_FIELDS } from "../lib/enqueue/vocabulary";
 
 const OUT = new URL("../sdk/conformance/enqueue.json", import.meta.url);
