@@ -53,6 +53,24 @@ export function ActionDialog(props: DialogProps<OperatorActionState> & { confirm
   );
 }
 
+/** One dialog of an action bar, without what the bar gives all of them: an ActionDialog (it has a
+ *  confirmLabel) or the redrive dialog. `id` keys it among its siblings. */
+export type DialogSpec = { id: string } & (
+  | (Omit<DialogProps<OperatorActionState>, "hidden" | "disabled"> & { confirmLabel: string; danger?: boolean })
+  | Omit<DialogProps<RedriveState>, "hidden" | "disabled">
+);
+
+/** An action bar's dialogs in order, over the same hidden fields (one job, or a selection of jobs). */
+export function ActionDialogs(props: { hidden: Record<string, string>; disabled?: boolean; dialogs: DialogSpec[] }) {
+  return props.dialogs.map(({ id, ...spec }) =>
+    "confirmLabel" in spec ? (
+      <ActionDialog key={id} {...spec} hidden={props.hidden} disabled={props.disabled} />
+    ) : (
+      <RedriveDialog key={id} {...spec} hidden={props.hidden} disabled={props.disabled} />
+    ),
+  );
+}
+
 /**
  * Redrive with a dry run first: the dialog's first button asks PostgreSQL what would be redriven
  * (nothing is written); only then can the operator confirm, with the same request id, so a double
