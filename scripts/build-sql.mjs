@@ -9,9 +9,10 @@
 // Each function set gets a digest (SHA-256 of its files in apply order) that migrate() records.
 // `node scripts/build-sql.mjs --check` exits 1 when the generated file is stale (run in CI).
 import { createHash } from "node:crypto";
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { writeOrCheck } from "./generated-file.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const out = path.join(root, "lib", "enqueue", "migrations.generated.ts");
@@ -112,15 +113,4 @@ export const distributedSql = {
   layout: ${JSON.stringify(read("sql", "distributed", "layout.sql"))},
 } as const;
 `;
-if (process.argv.includes("--check")) {
-  let current = "";
-  try {
-    current = readFileSync(out, "utf8");
-  } catch {}
-  if (current !== text) {
-    console.error("lib/enqueue/migrations.generated.ts is stale: run `node scripts/build-sql.mjs`");
-    process.exit(1);
-  }
-} else {
-  writeFileSync(out, text);
-}
+writeOrCheck(out, text, "lib/enqueue/migrations.generated.ts is stale: run `node scripts/build-sql.mjs`");
