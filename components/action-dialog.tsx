@@ -17,30 +17,27 @@ export function ActionResult({ state }: { state: OperatorActionState | RedriveSt
   return <Refusal state={state} />;
 }
 
+/** What every operator action dialog is given: its server action, the form's hidden fields, and its words. */
+type DialogProps<S> = {
+  action: FormAction<S>;
+  hidden: Record<string, string>;
+  label: string;
+  title: string;
+  statement: string;
+  disabled?: boolean;
+  /** False hides the button (the state no longer allows it) but keeps an open dialog and its result. */
+  allowed?: boolean;
+};
+
 /**
  * A button that opens a confirmation dialog asking for a reason, then runs a server action (cancel,
  * run now, pause, resume). `statement` says exactly what will happen (with the count) before the
  * operator confirms. The result (how many changed and why the rest did not) stays beside the button.
  */
-export function ActionDialog(props: {
-  action: FormAction<OperatorActionState>;
-  hidden: Record<string, string>;
-  label: string;
-  title: string;
-  statement: string;
-  confirmLabel: string;
-  danger?: boolean;
-  disabled?: boolean;
-  /** False hides the button (the state no longer allows it) but keeps an open dialog and its result. */
-  allowed?: boolean;
-}) {
+export function ActionDialog(props: DialogProps<OperatorActionState> & { confirmLabel: string; danger?: boolean }) {
   return (
     <ConfirmDialog<OperatorActionState>
-      label={props.label}
-      title={props.title}
-      danger={props.danger}
-      disabled={props.disabled}
-      allowed={props.allowed}
+      {...props}
       idle={{ status: "idle" }}
       form={(p) => (
         <ConfirmForm<OperatorActionState>
@@ -56,27 +53,33 @@ export function ActionDialog(props: {
   );
 }
 
+/** One dialog of an action bar, without what the bar gives all of them: an ActionDialog (it has a
+ *  confirmLabel) or the redrive dialog. `id` keys it among its siblings. */
+export type DialogSpec = { id: string } & (
+  | (Omit<DialogProps<OperatorActionState>, "hidden" | "disabled"> & { confirmLabel: string; danger?: boolean })
+  | Omit<DialogProps<RedriveState>, "hidden" | "disabled">
+);
+
+/** An action bar's dialogs in order, over the same hidden fields (one job, or a selection of jobs). */
+export function ActionDialogs(props: { hidden: Record<string, string>; disabled?: boolean; dialogs: DialogSpec[] }) {
+  return props.dialogs.map(({ id, ...spec }) =>
+    "confirmLabel" in spec ? (
+      <ActionDialog key={id} {...spec} hidden={props.hidden} disabled={props.disabled} />
+    ) : (
+      <RedriveDialog key={id} {...spec} hidden={props.hidden} disabled={props.disabled} />
+    ),
+  );
+}
+
 /**
  * Redrive with a dry run first: the dialog's first button asks PostgreSQL what would be redriven
  * (nothing is written); only then can the operator confirm, with the same request id, so a double
  * submit replays instead of redriving twice.
  */
-export function RedriveDialog(props: {
-  action: FormAction<RedriveState>;
-  hidden: Record<string, string>;
-  label: string;
-  title: string;
-  statement: string;
-  disabled?: boolean;
-  /** False hides the button but keeps an open dialog and its result. */
-  allowed?: boolean;
-}) {
+export function RedriveDialog(props: DialogProps<RedriveState>) {
   return (
     <ConfirmDialog<RedriveState>
-      label={props.label}
-      title={props.title}
-      disabled={props.disabled}
-      allowed={props.allowed}
+      {...props}
       width="36rem"
       idle={{ status: "idle" }}
       form={(p) => <RedriveForm {...props} {...p} />}

@@ -3,7 +3,7 @@ import Link from "next/link";
 import { liveUrl } from "@/lib/console/live-urls";
 import type { AuditDto } from "@/lib/console/wire-types";
 import { RelativeTime } from "./relative-time";
-import { LiveTable, type LiveTableProps, pageHref } from "./table-footer";
+import { LiveTable, type LiveTableProps, newestOlderLinks } from "./table-footer";
 import { Badge, EmptyState, linkClass, Td } from "./ui";
 import { useLive } from "./use-live";
 
@@ -30,8 +30,6 @@ function summary(r: Record<string, unknown>): string {
 
 export function AuditTable({ initial, query, filtered }: LiveTableProps<AuditDto>) {
   const { data, error, dataUpdatedAt } = useLive(liveUrl.audit(query), initial);
-  const params = new URLSearchParams(query);
-  const page = (after: string | null) => pageHref("/audit", query, "after", after);
   return (
     <LiveTable
       rows={data.rows}
@@ -46,10 +44,7 @@ export function AuditTable({ initial, query, filtered }: LiveTableProps<AuditDto
       head={["Time", "Actor", "Action", "Target", "Reason", "Result"]}
       error={error}
       updatedAt={dataUpdatedAt}
-      links={[
-        { href: params.get("after") ? page(null) : null, label: "← Newest" },
-        { href: data.next ? page(data.next) : null, label: "Older →" },
-      ]}
+      links={newestOlderLinks("/audit", query, data.next)}
       row={(a) => (
         <tr key={a.id} className="hover:bg-slate-50">
           <Td>

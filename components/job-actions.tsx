@@ -2,7 +2,7 @@
 import { createContext, type ReactNode, useContext } from "react";
 import type { OperatorActionState, RedriveState } from "@/lib/console/action-state";
 import type { JobStateName } from "@/lib/console/wire-types";
-import { ActionDialog, RedriveDialog } from "./action-dialog";
+import { ActionDialogs } from "./action-dialog";
 
 /** The job's live state, provided by the job page's live view to the actions below it. */
 export const LiveJobState = createContext<{ state: JobStateName; cancelRequested: boolean } | null>(null);
@@ -23,7 +23,6 @@ export function JobActions(props: {
   const live = useContext(LiveJobState);
   if (!live) return null;
   const { state, cancelRequested } = live;
-  const hidden = { jobIds: props.jobId };
   const pending = state === "ready" || state === "scheduled";
   const any = pending || state === "active" || state === "failed";
   return (
@@ -31,36 +30,42 @@ export function JobActions(props: {
       {state === "active" && cancelRequested ? (
         <p className="text-sm text-slate-700">Cancel requested: the worker stops this job at its next heartbeat.</p>
       ) : null}
-      <ActionDialog
-        allowed={pending || (state === "active" && !cancelRequested)}
-        action={props.cancel}
-        hidden={hidden}
-        label="Cancel job…"
-        title="Cancel this job?"
-        statement={
-          state === "active"
-            ? "A worker is running this job. It will be asked to stop at its next heartbeat; the attempt is then recorded as canceled and never retried. Its idempotency key stays bound to it."
-            : `This ${state} job becomes canceled now and will never run. Its idempotency key stays bound to it (purge releases keys).`
-        }
-        confirmLabel="Confirm cancel"
-        danger
-      />
-      <ActionDialog
-        allowed={state === "scheduled"}
-        action={props.runNow}
-        hidden={hidden}
-        label="Run now…"
-        title="Run this job now?"
-        statement="This scheduled job becomes ready now, ahead of its run time; the next free worker of its queue takes it."
-        confirmLabel="Confirm run now"
-      />
-      <RedriveDialog
-        allowed={state === "failed"}
-        action={props.redrive}
-        hidden={hidden}
-        label="Redrive…"
-        title="Redrive this failed job?"
-        statement="A new ready job with this job's definition (not its deadline or checkpoints) is created at attempt 0 and linked to this one. A live idempotency key of this job moves to the new job."
+      <ActionDialogs
+        hidden={{ jobIds: props.jobId }}
+        dialogs={[
+          {
+            id: "cancel",
+            allowed: pending || (state === "active" && !cancelRequested),
+            action: props.cancel,
+            label: "Cancel job…",
+            title: "Cancel this job?",
+            statement:
+              state === "active"
+                ? "A worker is running this job. It will be asked to stop at its next heartbeat; the attempt is then recorded as canceled and never retried. Its idempotency key stays bound to it."
+                : `This ${state} job becomes canceled now and will never run. Its idempotency key stays bound to it (purge releases keys).`,
+            confirmLabel: "Confirm cancel",
+            danger: true,
+          },
+          {
+            id: "run-now",
+            allowed: state === "scheduled",
+            action: props.runNow,
+            label: "Run now…",
+            title: "Run this job now?",
+            statement:
+              "This scheduled job becomes ready now, ahead of its run time; the next free worker of its queue takes it.",
+            confirmLabel: "Confirm run now",
+          },
+          {
+            id: "redrive",
+            allowed: state === "failed",
+            action: props.redrive,
+            label: "Redrive…",
+            title: "Redrive this failed job?",
+            statement:
+              "A new ready job with this job's definition (not its deadline or checkpoints) is created at attempt 0 and linked to this one. A live idempotency key of this job moves to the new job.",
+          },
+        ]}
       />
       {props.purge}
       {any ? null : <p className="text-sm text-slate-600">No actions apply to a {state} job.</p>}

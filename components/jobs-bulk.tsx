@@ -2,7 +2,7 @@
 import { createContext, type ReactNode, useContext, useEffect, useState } from "react";
 import type { OperatorActionState, RedriveState } from "@/lib/console/action-state";
 import type { CappedCount } from "@/lib/console/wire-types";
-import { ActionDialog, RedriveDialog } from "./action-dialog";
+import { ActionDialogs } from "./action-dialog";
 import { secondaryButtonClass } from "./ui";
 
 interface Selection {
@@ -141,46 +141,44 @@ export function JobsBulk(props: {
             Clear selection
           </button>
         ) : null}
-        <ActionDialog
-          key={`c-${dialogKey}`}
-          action={props.cancel}
+        <ActionDialogs
           hidden={hidden}
-          label="Cancel…"
           disabled={n === 0}
-          title={`Cancel ${plural(n, "job")}?`}
-          statement={`This applies to ${target}. Scheduled and ready jobs become canceled now; active ones are stopped by their workers at the next heartbeat; finished jobs are left alone and counted.`}
-          confirmLabel={`Cancel ${plural(n, "job")}`}
-          danger
-        />
-        <ActionDialog
-          key={`r-${dialogKey}`}
-          action={props.runNow}
-          hidden={hidden}
-          label="Run now…"
-          disabled={n === 0}
-          title={`Run ${plural(n, "job")} now?`}
-          statement={`This applies to ${target}. Scheduled jobs become ready now; other states are left alone and counted.`}
-          confirmLabel={`Run ${plural(n, "job")} now`}
-        />
-        <RedriveDialog
-          key={`d-${dialogKey}`}
-          action={props.redrive}
-          hidden={hidden}
-          label="Redrive…"
-          disabled={n === 0}
-          title={`Redrive ${plural(n, "job")}?`}
-          statement={`This applies to ${target}. Failed jobs get a new ready job with their definition, linked to them; other states are left alone. Run the dry run first: it says exactly what would be redriven.`}
-        />
-        <ActionDialog
-          key={`p-${dialogKey}`}
-          action={props.purge}
-          hidden={hidden}
-          label="Purge…"
-          disabled={n === 0}
-          title={`Purge ${plural(n, "job")}?`}
-          statement={`This applies to ${target}. Ready and scheduled jobs become tombstones (state purged) and release their idempotency keys; other states are left alone and counted. This cannot be undone.`}
-          confirmLabel={`Purge ${plural(n, "job")}`}
-          danger
+          dialogs={[
+            {
+              id: `c-${dialogKey}`,
+              action: props.cancel,
+              label: "Cancel…",
+              title: `Cancel ${plural(n, "job")}?`,
+              statement: `This applies to ${target}. Scheduled and ready jobs become canceled now; active ones are stopped by their workers at the next heartbeat; finished jobs are left alone and counted.`,
+              confirmLabel: `Cancel ${plural(n, "job")}`,
+              danger: true,
+            },
+            {
+              id: `r-${dialogKey}`,
+              action: props.runNow,
+              label: "Run now…",
+              title: `Run ${plural(n, "job")} now?`,
+              statement: `This applies to ${target}. Scheduled jobs become ready now; other states are left alone and counted.`,
+              confirmLabel: `Run ${plural(n, "job")} now`,
+            },
+            {
+              id: `d-${dialogKey}`,
+              action: props.redrive,
+              label: "Redrive…",
+              title: `Redrive ${plural(n, "job")}?`,
+              statement: `This applies to ${target}. Failed jobs get a new ready job with their definition, linked to them; other states are left alone. Run the dry run first: it says exactly what would be redriven.`,
+            },
+            {
+              id: `p-${dialogKey}`,
+              action: props.purge,
+              label: "Purge…",
+              title: `Purge ${plural(n, "job")}?`,
+              statement: `This applies to ${target}. Ready and scheduled jobs become tombstones (state purged) and release their idempotency keys; other states are left alone and counted. This cannot be undone.`,
+              confirmLabel: `Purge ${plural(n, "job")}`,
+              danger: true,
+            },
+          ]}
         />
       </section>
       {props.children}

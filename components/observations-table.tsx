@@ -3,7 +3,7 @@ import { liveUrl } from "@/lib/console/live-urls";
 import { explainOutcome, REASON_LABELS } from "@/lib/console/outcomes";
 import type { ObservationDto } from "@/lib/console/wire-types";
 import { RelativeTime } from "./relative-time";
-import { LiveTable, type LiveTableProps, pageHref } from "./table-footer";
+import { LiveTable, type LiveTableProps, newestOlderLinks } from "./table-footer";
 import { Badge, DemoHint, DigestLink, EmptyState, JobLink, Mono, Td } from "./ui";
 import { useLive } from "./use-live";
 import { NewRowsBar, useNewRows } from "./use-new-rows";
@@ -11,8 +11,6 @@ import { NewRowsBar, useNewRows } from "./use-new-rows";
 export function ObservationsTable({ initial, query, filtered }: LiveTableProps<ObservationDto>) {
   const { data, error, dataUpdatedAt } = useLive(liveUrl.conflicts(query), initial);
   const view = useNewRows(data.rows, (o) => o.id);
-  const params = new URLSearchParams(query);
-  const page = (after: string | null) => pageHref("/conflicts", query, "after", after);
   return (
     <LiveTable
       before={<NewRowsBar count={view.newCount} onShow={view.showNew} />}
@@ -26,10 +24,7 @@ export function ObservationsTable({ initial, query, filtered }: LiveTableProps<O
       head={["Time", "Outcome", "Queue · type", "Scope · key", "What differed", "Existing job", "Source"]}
       error={error}
       updatedAt={dataUpdatedAt}
-      links={[
-        { href: params.get("after") ? page(null) : null, label: "← Newest" },
-        { href: data.next ? page(data.next) : null, label: "Older →" },
-      ]}
+      links={newestOlderLinks("/conflicts", query, data.next)}
       row={(o) => (
         <tr key={o.id} className="hover:bg-slate-50">
           <Td>

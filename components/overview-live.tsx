@@ -17,29 +17,41 @@ export function OverviewLive({ initial }: { initial: OverviewDto }) {
           Idempotency keys now
         </h2>
         <div className="grid grid-cols-1 gap-3 sm:grid-cols-3">
-          <Stat
-            label="Live bindings"
-            value={
-              <Link className={linkClass} href="/bindings">
-                {formatCount(data.liveBindings)}
-              </Link>
-            }
-            hint="keys that replay or conflict if sent again"
-          />
-          <Stat
-            label="Expiring within 1 h"
-            value={formatCount(data.expiringWithinHour)}
-            hint="after that the key is free for new work"
-          />
-          <Stat
-            label="Expired, awaiting cleanup"
-            value={
-              <Link className={linkClass} href="/bindings?status=expired">
-                {formatCount(data.expiredAwaitingCleanup)}
-              </Link>
-            }
-            hint="no longer bind; maintenance removes them"
-          />
+          {[
+            {
+              label: "Live bindings",
+              count: data.liveBindings,
+              href: "/bindings",
+              hint: "keys that replay or conflict if sent again",
+            },
+            {
+              label: "Expiring within 1 h",
+              count: data.expiringWithinHour,
+              href: null,
+              hint: "after that the key is free for new work",
+            },
+            {
+              label: "Expired, awaiting cleanup",
+              count: data.expiredAwaitingCleanup,
+              href: "/bindings?status=expired",
+              hint: "no longer bind; maintenance removes them",
+            },
+          ].map(({ label, count, href, hint }) => (
+            <Stat
+              key={label}
+              label={label}
+              value={
+                href ? (
+                  <Link className={linkClass} href={href}>
+                    {formatCount(count)}
+                  </Link>
+                ) : (
+                  formatCount(count)
+                )
+              }
+              hint={hint}
+            />
+          ))}
         </div>
       </section>
       <Card title="Jobs by queue and state">

@@ -52,6 +52,18 @@ export function pageHref(path: string, query: string, cursor: "after" | "before"
 }
 
 /**
+ * The page links of a list paged newest first by an `after` cursor: "← Newest" when on a later
+ * page, "Older →" when `next` (the data's cursor) says there is one.
+ */
+export function newestOlderLinks(path: string, query: string, next: string | null) {
+  const page = (after: string | null) => pageHref(path, query, "after", after);
+  return [
+    { href: new URLSearchParams(query).get("after") ? page(null) : null, label: "← Newest" },
+    { href: next ? page(next) : null, label: "Older →" },
+  ];
+}
+
+/**
  * A live table: `before` (a new-rows bar), then `empty` when there are no rows or the table of
  * `rows` (one `<tr>` each from `row`), then the footer with the refresh status and page links.
  */

@@ -4,7 +4,6 @@
 // encodePayload, the enqueue_one parameter table). `--check` writes nothing and exits 1 when the
 // checked-in file differs from what this script would write.
 import { execFileSync } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
 import { normalizeRequest } from "../lib/enqueue/enqueue-input";
 import { EnqueueValidationError } from "../lib/enqueue/errors";
 import { KeyRing, legacyKeyHash } from "../lib/enqueue/keys";
@@ -12,6 +11,7 @@ import { LIMITS } from "../lib/enqueue/limits";
 import { encodePayload } from "../lib/enqueue/payload";
 import { ENQUEUE_ONE_PARAMS, oneRequestValues } from "../lib/enqueue/store/enqueue";
 import { FINGERPRINT_FIELDS } from "../lib/enqueue/vocabulary";
+import { writeOrCheck } from "./generated-file.mjs";
 
 const OUT = new URL("../sdk/conformance/enqueue.json", import.meta.url);
 const SECRET_HEX = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
@@ -391,17 +391,13 @@ const text = execFileSync(
   { input: JSON.stringify(file, null, 2), encoding: "utf8", maxBuffer: 64 * 1024 * 1024 },
 );
 
-if (process.argv.includes("--check")) {
-  let current = "";
-  try {
-    current = readFileSync(OUT, "utf8");
-  } catch {}
-  if (current !== text) {
-    console.error("sdk/conformance/enqueue.json is out of date: run npx tsx scripts/conformance.ts");
-    process.exit(1);
-  }
-  console.log(`sdk/conformance/enqueue.json is current (${cases.length} cases)`);
-} else {
-  writeFileSync(OUT, text);
-  console.log(`wrote sdk/conformance/enqueue.json (${cases.length} cases)`);
-}
+const checked = writeOrCheck(
+  OUT,
+  text,
+  "sdk/conformance/enqueue.json is out of date: run npx tsx scripts/conformance.ts",
+);
+console.log(
+  checked
+    ? `sdk/conformance/enqueue.json is current (${cases.length} cases)`
+    : `wrote sdk/conformance/enqueue.json (${cases.length} cases)`,
+);

@@ -21,6 +21,7 @@ import net from "node:net";
 import path from "node:path";
 import { tsImport } from "tsx/esm/api";
 import { BrowserMissingError, ensureChromium } from "./browser.mjs";
+import { waitForHttp } from "./wait-for-http.mjs";
 
 const root = path.resolve(import.meta.dirname, "..");
 const screenshots = process.argv.includes("--screenshots");
@@ -40,19 +41,6 @@ function freePort() {
       srv.close(() => resolve(port));
     });
   });
-}
-
-async function waitForHttp(url, child, ms) {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    if (child.exitCode !== null) return false;
-    try {
-      const res = await fetch(url, { redirect: "manual" });
-      if (res.status > 0) return true;
-    } catch {}
-    await new Promise((r) => setTimeout(r, 300));
-  }
-  return false;
 }
 
 const children = [];
@@ -140,7 +128,7 @@ try {
     });
     children.push(child);
     const url = `http://127.0.0.1:${port}`;
-    if (!(await waitForHttp(`${url}/sign-in`, child, 240_000))) {
+    if (!(await waitForHttp(`${url}/sign-in`, child, 240_000, 300))) {
       throw new Error(`the ${name} console did not start; see ${path.relative(root, logFile)}`);
     }
     log(`${name} console at ${url} (log ${path.relative(root, logFile)})`);

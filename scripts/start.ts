@@ -22,6 +22,7 @@ import pg from "pg";
 import { consoleConfig, hashPassword, isLoopbackHost } from "../lib/console/config";
 import { DEFAULT_DATABASE, ensureDatabase, ensureServer, stopEmbeddedPostgres } from "../lib/db";
 import { migrate } from "../lib/enqueue";
+import { waitForHttp } from "./wait-for-http.mjs";
 
 const root = path.resolve(import.meta.dirname, "..");
 const dev = process.argv.includes("--dev");
@@ -73,18 +74,6 @@ function run(args: string[], env: NodeJS.ProcessEnv): Promise<number> {
     const child = spawn(process.execPath, [nextBin, ...args], { cwd: root, env, stdio: "inherit" });
     child.on("exit", (code, signal) => resolve(code ?? (signal ? 1 : 0)));
   });
-}
-
-async function waitForHttp(url: string, child: ChildProcess, ms: number): Promise<boolean> {
-  const until = Date.now() + ms;
-  while (Date.now() < until && child.exitCode === null) {
-    try {
-      const res = await fetch(url, { redirect: "manual" });
-      if (res.status > 0) return true;
-    } catch {}
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  return false;
 }
 
 async function main(): Promise<void> {
@@ -204,7 +193,7 @@ async function main(): Promise<void> {
   });
   const shownHost = host.includes(":") ? `[${host}]` : host;
   const url = `http://${shownHost}:${port}`;
-  if (await waitForHttp(`${url}/sign-in`, child, 120_000)) {
+  if (await waitForHttp(`${url}/sign-in`, child, 120_000, 250)) {
     log(`console ready: ${url}`);
     if (cfg.password) log("sign in with your name (for the audit log) and WORKHORSE_CONSOLE_PASSWORD.");
     else log("no password set: no sign-in; serving this machine only. Set WORKHORSE_CONSOLE_PASSWORD to require one.");

@@ -27,6 +27,15 @@ export function PageHeader({
   );
 }
 
+/** A page header's link back to the list the page belongs to: "← All jobs". */
+export function BackLink({ href, label }: { href: string; label: string }) {
+  return (
+    <Link className={linkClass} href={href}>
+      {`← ${label}`}
+    </Link>
+  );
+}
+
 export function Card({ title, children, className }: { title?: ReactNode; children: ReactNode; className?: string }) {
   return (
     <section className={cx("rounded-lg border border-slate-200 bg-white p-4 shadow-sm", className)}>

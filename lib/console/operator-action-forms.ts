@@ -169,48 +169,53 @@ async function bulkAction<K extends string>(
 }
 
 /**
- * Cancel the selected jobs (pending ones at once, active ones at their worker's next heartbeat), in
- * calls of at most 1,000 ids. `db` resolves "all matching this filter" selections.
+ * A bulk action as the console calls it: with the queue, the session's actor, the form, and `db` to
+ * resolve "all matching this filter" selections.
  */
-export function cancelJobs(queue: Queue, actor: string, form: FormData, db: Db | null = null) {
-  return bulkAction(
-    form,
-    db,
-    ["canceled", "cancelRequested"],
-    (jobIds, reason) => queue.cancel({ jobIds }, { actor, reason }),
-    ({ canceled, cancelRequested }, rest) => {
-      const parts = [`Canceled ${plural(canceled, "job")}`];
-      if (cancelRequested > 0) {
-        parts.push(`asked the workers of ${plural(cancelRequested, "active job")} to stop at their next heartbeat`);
-      }
-      return `${parts.join("; ")}.${rest ? ` Not changed: ${rest}.` : ""}`;
-    },
-  );
+function bulkJobAction<K extends string>(
+  call: (
+    queue: Queue,
+    selection: { jobIds: string[] },
+    context: { actor: string; reason: string },
+  ) => Promise<BulkCounts<K>>,
+  counters: readonly K[],
+  summary: (totals: Record<K, number>, rest: string) => string,
+) {
+  return (queue: Queue, actor: string, form: FormData, db: Db | null = null): Promise<OperatorActionState> =>
+    bulkAction(form, db, counters, (jobIds, reason) => call(queue, { jobIds }, { actor, reason }), summary);
 }
+
+/**
+ * Cancel the selected jobs (pending ones at once, active ones at their worker's next heartbeat), in
+ * calls of at most 1,000 ids.
+ */
+export const cancelJobs = bulkJobAction(
+  (queue, selection, context) => queue.cancel(selection, context),
+  ["canceled", "cancelRequested"],
+  ({ canceled, cancelRequested }, rest) => {
+    const parts = [`Canceled ${plural(canceled, "job")}`];
+    if (cancelRequested > 0) {
+      parts.push(`asked the workers of ${plural(cancelRequested, "active job")} to stop at their next heartbeat`);
+    }
+    return `${parts.join("; ")}.${rest ? ` Not changed: ${rest}.` : ""}`;
+  },
+);
 
 /** Make the selected scheduled jobs ready now, in calls of at most 1,000 ids. */
-export function runJobsNow(queue: Queue, actor: string, form: FormData, db: Db | null = null) {
-  return bulkAction(
-    form,
-    db,
-    ["updated"],
-    (jobIds, reason) => queue.runNow({ jobIds }, { actor, reason }),
-    ({ updated }, rest) =>
-      `${plural(updated, "scheduled job")} now ready to run.${rest ? ` Not changed (only scheduled jobs can run now): ${rest}.` : ""}`,
-  );
-}
+export const runJobsNow = bulkJobAction(
+  (queue, selection, context) => queue.runNow(selection, context),
+  ["updated"],
+  ({ updated }, rest) =>
+    `${plural(updated, "scheduled job")} now ready to run.${rest ? ` Not changed (only scheduled jobs can run now): ${rest}.` : ""}`,
+);
 
 /** Purge the selected pending jobs (tombstones; their keys are released), in calls of at most 1,000 ids. */
-export function purgeSelected(queue: Queue, actor: string, form: FormData, db: Db | null = null) {
-  return bulkAction(
-    form,
-    db,
-    ["purged", "releasedBindings"],
-    (jobIds, reason) => queue.purgeJobs({ jobIds }, { actor, reason }),
-    ({ purged, releasedBindings }, rest) =>
-      `Purged ${plural(purged, "job")}; released ${plural(releasedBindings, "binding")}.${rest ? ` Not changed (only ready and scheduled jobs can be purged): ${rest}.` : ""}`,
-  );
-}
+export const purgeSelected = bulkJobAction(
+  (queue, selection, context) => queue.purgeJobs(selection, context),
+  ["purged", "releasedBindings"],
+  ({ purged, releasedBindings }, rest) =>
+    `Purged ${plural(purged, "job")}; released ${plural(releasedBindings, "binding")}.${rest ? ` Not changed (only ready and scheduled jobs can be purged): ${rest}.` : ""}`,
+);
 
 const REDRIVE_WORDS: Record<string, string> = {
   redriven: "redriven",

@@ -1,6 +1,7 @@
 import type pg from "pg";
 import { insertObservations } from "./store/observations";
 import type { Observation } from "./types";
+import { OneShotTimer } from "./worker/timing";
 
 export type { Observation, StoredObservation } from "./types";
 
@@ -33,7 +34,7 @@ export interface ObservationRecorderOptions {
  */
 export class ObservationRecorder {
   private buffer: Observation[] = [];
-  private timer: NodeJS.Timeout | null = null;
+  private readonly timer = new OneShotTimer(() => void this.writeBuffered());
   private flushing: Promise<void> | null = null;
   private closed = false;
   private counts = { recorded: 0, written: 0, dropped: 0, batches: 0 };
@@ -62,24 +63,17 @@ export class ObservationRecorder {
 
   /** A full batch is written at once; anything less waits for the timer, so writes stay batched. */
   private schedule(): void {
-    if (this.closed || this.flushing || this.timer || this.buffer.length === 0) return;
+    if (this.closed || this.flushing || this.timer.pending || this.buffer.length === 0) return;
     if (this.buffer.length >= this.batchSize) {
       void this.writeBuffered();
       return;
     }
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      void this.writeBuffered();
-    }, this.flushIntervalMs);
-    this.timer.unref();
+    this.timer.start(this.flushIntervalMs);
   }
 
   /** Writes what is buffered now (in batches); what arrives meanwhile waits for the next round. */
   private writeBuffered(): Promise<void> {
-    if (this.timer) {
-      clearTimeout(this.timer);
-      this.timer = null;
-    }
+    this.timer.cancel();
     if (!this.flushing) {
       this.flushing = this.drain(this.buffer.length).finally(() => {
         this.flushing = null;

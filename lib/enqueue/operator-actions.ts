@@ -70,41 +70,23 @@ async function overSelection<R extends { unchanged: T.Unchanged }>(
   return row;
 }
 
-/** An operator action over a selection: `overSelection` with its call, its row mapped to the result. */
-function selectionAction<R extends { unchanged: T.Unchanged }, Out>(
+/** An operator action over a selection: `overSelection` with its call; the row is the result. */
+function selectionAction<Out extends { unchanged: T.Unchanged }>(
   what: string,
   call: Parameters<typeof overSelection>[2],
-  toResult: (row: R) => Out,
 ) {
-  return async (db: OperationsDb, selection: T.JobSelection, context: T.OperatorContext): Promise<Out> =>
-    toResult(await overSelection<R>(db, what, call, selection, context));
+  return (db: OperationsDb, selection: T.JobSelection, context: T.OperatorContext): Promise<Out> =>
+    overSelection<Out>(db, what, call, selection, context);
 }
 
-export const cancel = selectionAction(
-  "cancel",
-  { fn: "cancel_jobs", missingIsError: true },
-  (r: { canceled: number; cancel_requested: number; unchanged: T.Unchanged }): T.CancelResult => ({
-    canceled: r.canceled,
-    cancelRequested: r.cancel_requested,
-    unchanged: r.unchanged,
-  }),
-);
+export const cancel = selectionAction<T.CancelResult>("cancel", { fn: "cancel_jobs", missingIsError: true });
 
-export const purgeJobs = selectionAction(
-  "purgeJobs",
-  { fn: "purge_job_list", missingIsError: false },
-  (r: { purged: number; released_bindings: number; unchanged: T.Unchanged }): T.PurgeJobsResult => ({
-    purged: r.purged,
-    releasedBindings: r.released_bindings,
-    unchanged: r.unchanged,
-  }),
-);
+export const purgeJobs = selectionAction<T.PurgeJobsResult>("purgeJobs", {
+  fn: "purge_job_list",
+  missingIsError: false,
+});
 
-export const runNow = selectionAction(
-  "runNow",
-  { fn: "run_jobs_now", missingIsError: true },
-  (r: { updated: number; unchanged: T.Unchanged }): T.RunNowResult => ({ updated: r.updated, unchanged: r.unchanged }),
-);
+export const runNow = selectionAction<T.RunNowResult>("runNow", { fn: "run_jobs_now", missingIsError: true });
 
 export async function redrive(db: OperationsDb, request: T.RedriveRequest): Promise<T.RedriveResult> {
   const r = parseRedriveRequest(request);

@@ -2,7 +2,7 @@ import type { Metadata } from "next";
 import Link from "next/link";
 import { RedriveDialog } from "@/components/action-dialog";
 import { DeadLetterJobs } from "@/components/dead-letter-jobs";
-import { Card, EmptyState, linkClass, PageHeader, Table, Td } from "@/components/ui";
+import { BackLink, Card, EmptyState, linkClass, PageHeader, Table, Td } from "@/components/ui";
 import { consoleDb, consolePool } from "@/lib/console/db";
 import { formatTime } from "@/lib/console/format";
 import { deadLetterGroups } from "@/lib/console/operator-reads";
@@ -44,11 +44,7 @@ export default async function DeadLettersPage({ searchParams }: { searchParams: 
               <strong>{errorName}</strong>, newest first.
             </>
           }
-          actions={
-            <Link className={linkClass} href="/dead-letters">
-              ← All groups
-            </Link>
-          }
+          actions={<BackLink href="/dead-letters" label="All groups" />}
         />
         <DeadLetterJobs
           jobs={page.jobs.map((j) => ({

@@ -1,5 +1,6 @@
 "use server";
 import { revalidatePath } from "next/cache";
+import type { Pool } from "pg";
 import type { OperatorActionState, PurgeState, RedriveState } from "@/lib/console/action-state";
 import { consoleDb } from "@/lib/console/db";
 import { parseJobFilters } from "@/lib/console/filters";
@@ -8,66 +9,54 @@ import { cancelJobs, purgeSelected, redriveJobs, runJobsNow } from "@/lib/consol
 import { countMatchingJobs } from "@/lib/console/operator-reads";
 import { invalidateCounts } from "@/lib/console/overview";
 import { requireMutator } from "@/lib/console/viewer";
+import type { Queue } from "@/lib/enqueue";
 
-export async function purgeJobAction(_prev: PurgeState, data: FormData): Promise<PurgeState> {
+type Refused = { status: "refused"; message: string };
+
+/**
+ * A mutation as the signed-in operator (refused without one). When `changed(result)`, the overview
+ * counts are invalidated and `paths` revalidated.
+ */
+async function asMutator<S extends { status: string }>(
+  run: (queue: Queue, actor: string, pool: Pool) => Promise<S>,
+  paths: readonly (readonly [string, "layout"?])[],
+  changed: (result: S) => boolean = (r) => r.status === "done",
+): Promise<S | Refused> {
   const m = await requireMutator();
   if (!m.ok) return { status: "refused", message: m.message };
   const { queue, pool } = await consoleDb();
-  const result = await purgeJob(queue, m.actor, data);
-  if (result.status === "done") {
+  const result = await run(queue, m.actor, pool);
+  if (changed(result)) {
     invalidateCounts(pool);
-    revalidatePath("/jobs", "layout");
+    for (const [path, type] of paths) revalidatePath(path, type);
   }
   return result;
+}
+
+const JOBS = [["/jobs", "layout"]] as const;
+
+export async function purgeJobAction(_prev: PurgeState, data: FormData): Promise<PurgeState> {
+  return asMutator((queue, actor) => purgeJob(queue, actor, data), JOBS);
 }
 
 export async function purgeQueueAction(_prev: PurgeState, data: FormData): Promise<PurgeState> {
-  const m = await requireMutator();
-  if (!m.ok) return { status: "refused", message: m.message };
-  const { queue, pool } = await consoleDb();
-  const result = await purgeQueue(queue, m.actor, data);
-  if (result.status === "done") {
-    invalidateCounts(pool);
-    revalidatePath("/queues");
-  }
-  return result;
+  return asMutator((queue, actor) => purgeQueue(queue, actor, data), [["/queues"]]);
 }
 
 export async function cancelJobsAction(_prev: OperatorActionState, data: FormData): Promise<OperatorActionState> {
-  const m = await requireMutator();
-  if (!m.ok) return { status: "refused", message: m.message };
-  const { queue, pool } = await consoleDb();
-  const result = await cancelJobs(queue, m.actor, data, pool);
-  if (result.status === "done") {
-    invalidateCounts(pool);
-    revalidatePath("/jobs", "layout");
-  }
-  return result;
+  return asMutator((queue, actor, pool) => cancelJobs(queue, actor, data, pool), JOBS);
 }
 
 export async function runNowAction(_prev: OperatorActionState, data: FormData): Promise<OperatorActionState> {
-  const m = await requireMutator();
-  if (!m.ok) return { status: "refused", message: m.message };
-  const { queue, pool } = await consoleDb();
-  const result = await runJobsNow(queue, m.actor, data, pool);
-  if (result.status === "done") {
-    invalidateCounts(pool);
-    revalidatePath("/jobs", "layout");
-  }
-  return result;
+  return asMutator((queue, actor, pool) => runJobsNow(queue, actor, data, pool), JOBS);
 }
 
 export async function redriveAction(_prev: RedriveState, data: FormData): Promise<RedriveState> {
-  const m = await requireMutator();
-  if (!m.ok) return { status: "refused", message: m.message };
-  const { queue, pool } = await consoleDb();
-  const result = await redriveJobs(queue, m.actor, data, pool);
-  if (result.status === "done" && !result.dryRun) {
-    invalidateCounts(pool);
-    revalidatePath("/jobs", "layout");
-    revalidatePath("/dead-letters", "layout");
-  }
-  return result;
+  return asMutator(
+    (queue, actor, pool) => redriveJobs(queue, actor, data, pool),
+    [...JOBS, ["/dead-letters", "layout"]],
+    (r) => r.status === "done" && !r.dryRun,
+  );
 }
 
 /** How many jobs match the jobs list's filter (counted up to the bulk cap), for "select all matching". */
@@ -92,13 +81,5 @@ export async function countMatchingAction(filter: {
 }
 
 export async function purgeSelectedAction(_prev: OperatorActionState, data: FormData): Promise<OperatorActionState> {
-  const m = await requireMutator();
-  if (!m.ok) return { status: "refused", message: m.message };
-  const { queue, pool } = await consoleDb();
-  const result = await purgeSelected(queue, m.actor, data, pool);
-  if (result.status === "done") {
-    invalidateCounts(pool);
-    revalidatePath("/jobs", "layout");
-  }
-  return result;
+  return asMutator((queue, actor, pool) => purgeSelected(queue, actor, data, pool), JOBS);
 }

@@ -8,10 +8,11 @@ import type { RedriveStatus, Unchanged } from "../types";
 import { bucketedId, idBucket } from "./enqueue";
 import type { Sql } from "./layout";
 
-/** The functions that take a selection of job ids with who and why, and the columns of their one row. */
+/** The functions that take a selection of job ids with who and why, and the columns of their one row,
+ *  named as the result's fields (types.ts: CancelResult, PurgeJobsResult, RunNowResult). */
 const OVER_SELECTION = {
-  cancel_jobs: "canceled, cancel_requested, unchanged",
-  purge_job_list: "purged, released_bindings, unchanged",
+  cancel_jobs: `canceled, cancel_requested as "cancelRequested", unchanged`,
+  purge_job_list: `purged, released_bindings as "releasedBindings", unchanged`,
   run_jobs_now: "updated, unchanged",
 } as const;
 

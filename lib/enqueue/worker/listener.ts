@@ -1,11 +1,12 @@
 import pg from "pg";
 import { WAKE_CHANNEL } from "../queue-context";
+import { OneShotTimer } from "./timing";
 
 /** The dedicated LISTEN connection, reconnected with backoff; `onReconnect` covers notifications missed meanwhile. */
 export class Listener {
   private client: pg.Client | null = null;
   private stopped = false;
-  private retryTimer: NodeJS.Timeout | null = null;
+  private readonly retryTimer = new OneShotTimer(() => void this.connect());
   private backoff = 0;
 
   constructor(
@@ -48,19 +49,14 @@ export class Listener {
   }
 
   private scheduleReconnect(): void {
-    if (this.stopped || this.retryTimer) return;
+    if (this.stopped || this.retryTimer.pending) return;
     this.backoff = Math.min(this.backoff ? this.backoff * 2 : 100, 5000);
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = null;
-      void this.connect();
-    }, this.backoff);
-    this.retryTimer.unref();
+    this.retryTimer.start(this.backoff);
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.retryTimer) clearTimeout(this.retryTimer);
-    this.retryTimer = null;
+    this.retryTimer.cancel();
     const c = this.client;
     this.client = null;
     await c?.end().catch(() => {});

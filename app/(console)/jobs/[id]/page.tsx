@@ -1,10 +1,9 @@
 import type { Metadata } from "next";
-import Link from "next/link";
 import { notFound } from "next/navigation";
 import { JobActions } from "@/components/job-actions";
 import { JobLive } from "@/components/job-live";
 import { PurgeDialog } from "@/components/purge-dialog";
-import { linkClass, PageHeader } from "@/components/ui";
+import { BackLink, PageHeader } from "@/components/ui";
 import { consolePool } from "@/lib/console/db";
 import { UUID_RE } from "@/lib/console/filters";
 import { jobDetail } from "@/lib/console/jobs";
@@ -27,11 +26,7 @@ export default async function JobPage({ params }: { params: Promise<{ id: string
             Job <span className="font-mono">{job.id}</span> on queue <strong>{job.queue}</strong>
           </>
         }
-        actions={
-          <Link className={linkClass} href="/jobs">
-            ← All jobs
-          </Link>
-        }
+        actions={<BackLink href="/jobs" label="All jobs" />}
       />
       <JobLive
         initial={job}

@@ -1,0 +1,1 @@
+export function writeOrCheck(out: string | URL, text: string, staleMessage: string): boolean;
