@@ -6,15 +6,17 @@ import type { MaintenanceState } from "@/lib/console/action-state";
 import { formatCount, formatTime } from "@/lib/console/format";
 import { liveUrl } from "@/lib/console/live-urls";
 import type { MaintenanceDto } from "@/lib/console/wire-types";
+import { MAINTENANCE_TASK_NAMES } from "@/lib/enqueue/client";
 import { LiveStatus } from "./live-status";
 import { Badge, buttonClass, Card, EmptyState, Notice, Stat, Table, Td } from "./ui";
 import { useLive } from "./use-live";
 
-const TASK_LABEL: Record<string, string> = {
-  prune_expired_bindings: "Expired-binding cleanup",
-  prune_observations: "Observation retention",
-  reap_expired_leases: "Lapsed leases given back",
-};
+/** The operator's name for a maintenance task (its stored name when this console does not know it). */
+function taskName(task: string): string {
+  return Object.hasOwn(MAINTENANCE_TASK_NAMES, task)
+    ? MAINTENANCE_TASK_NAMES[task as keyof typeof MAINTENANCE_TASK_NAMES]
+    : task;
+}
 
 /** `action`: the run-maintenance server action, passed down by the page (components never import from app/). */
 export function MaintenancePanel({
@@ -89,7 +91,7 @@ export function MaintenancePanel({
             {data.runs.map((r) => (
               <tr key={r.id}>
                 <Td>{formatTime(r.finishedAt)}</Td>
-                <Td>{TASK_LABEL[r.task] ?? r.task}</Td>
+                <Td>{taskName(r.task)}</Td>
                 <Td>
                   <Badge tone={r.trigger === "manual" ? "replayed" : undefined}>{r.trigger}</Badge>
                 </Td>

@@ -45,6 +45,7 @@ export {
   type FingerprintField,
   JOB_STATES,
   KEY_MODES,
+  MAINTENANCE_TASK_NAMES,
   MAINTENANCE_TASKS,
   type MaintenanceTask,
   NON_REPLACEABLE_REASONS,

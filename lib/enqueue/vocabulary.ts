@@ -76,11 +76,16 @@ export const AUDIT_ACTIONS = [
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
-/** `workhorse.maintenance_run.task`: what one `runMaintenance()` does, in order. */
-export const MAINTENANCE_TASKS = [
-  "prune_expired_bindings",
-  "prune_observations",
-  "reap_expired_leases",
-  "prune_finished_jobs",
-] as const;
-export type MaintenanceTask = (typeof MAINTENANCE_TASKS)[number];
+/**
+ * `workhorse.maintenance_run.task`: what one `runMaintenance()` does, in this order, each with the
+ * name operators see for it on the console.
+ */
+export const MAINTENANCE_TASK_NAMES = {
+  prune_expired_bindings: "Expired-binding cleanup",
+  prune_observations: "Observation retention",
+  reap_expired_leases: "Lapsed leases given back",
+  prune_finished_jobs: "Finished-job retention",
+} as const;
+export type MaintenanceTask = keyof typeof MAINTENANCE_TASK_NAMES;
+/** The tasks of `MAINTENANCE_TASK_NAMES`, in the order one run does them. */
+export const MAINTENANCE_TASKS = Object.keys(MAINTENANCE_TASK_NAMES) as readonly MaintenanceTask[];
