@@ -1,3 +1,4 @@
+import { appendFileSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import { defineConfig } from "vitest/config";
 
@@ -14,5 +15,14 @@ export default defineConfig({
     pool: "forks",
     maxWorkers: 2,
     server: { deps: { inline: ["server-only"] } },
+    // An error thrown outside any test fails the run; it is also kept whole in a file, which .ci/run
+    // prints last when a run fails (a CI log may be read from its end only).
+    onUnhandledError(error) {
+      mkdirSync("test-results", { recursive: true });
+      appendFileSync(
+        "test-results/unhandled-errors.log",
+        `${new Date().toISOString()} ${error.type}: ${error.name}: ${error.message}\n${error.stack ?? ""}\n\n`,
+      );
+    },
   },
 });

@@ -114,6 +114,8 @@ export async function ours(
     setupSql?: string;
     /** A patched copy of lib/enqueue (a client-side prototype); default the real one. */
     module?: string;
+    /** QueueOptions.coalesce; default the shipped default. */
+    coalesce?: false | { maxStatements?: number };
   } = {},
 ): Promise<Contender> {
   const { EnqueueIdempotencyConflictError, migrate, Queue } = (
@@ -123,7 +125,12 @@ export async function ours(
   const pool = benchPool({ connectionString: url, max: POOL_MAX }, opts.id ?? "ours");
   await migrate(pool);
   if (opts.setupSql) await pool.query(opts.setupSql);
-  const queue = new Queue({ pool, maintenance: false, notify: opts.notify ?? true });
+  const queue = new Queue({
+    pool,
+    maintenance: false,
+    notify: opts.notify ?? true,
+    ...(opts.coalesce === undefined ? {} : { coalesce: opts.coalesce }),
+  });
   const options = (key: string) => ({ queue: "billing", idempotency: { key, scope: "invoice-capture" } });
   const debounced = (key: string) => ({
     queue: "search",
@@ -255,6 +262,63 @@ export async function floor(ctx: ContenderContext): Promise<Contender> {
          select id, 'billing', 'invoice.capture', '{}'::jsonb, 'ready' from unnest($1::uuid[]) id`,
         [liveIds],
       );
+    },
+    async close() {
+      await pool.end();
+    },
+  };
+}
+
+/**
+ * The batched floor: the floor's one-row INSERT, with concurrent calls sharing a statement the way
+ * Workhorse's smart batching shares one (QueueOptions.coalesce): at most `maxStatements` in flight,
+ * calls that arrive meanwhile wait and go together as one multi-row INSERT. Accept only; it shows
+ * what coalescing alone buys, so a coalesced Workhorse is not mistaken for a cheaper INSERT.
+ */
+export async function floorBatched(ctx: ContenderContext, maxStatements: number): Promise<Contender> {
+  const url = await ctx.database("bench_floor_batched");
+  const pool = benchPool({ connectionString: url, max: POOL_MAX }, "floor-batched");
+  await pool.query(FLOOR_TABLE);
+  const nextNew = counter();
+  let inFlight = 0;
+  let waiting: { payload: string; done: (err?: unknown) => void }[] = [];
+  const pump = () => {
+    while (inFlight < maxStatements && waiting.length > 0) {
+      const group = waiting.splice(0, 100);
+      inFlight++;
+      pool
+        .query({
+          name: "floor_batched",
+          text: `insert into floor_job (id, queue, type, payload, state)
+                 select id, 'billing', 'invoice.capture', p, 'ready' from unnest($1::uuid[], $2::jsonb[]) as t(id, p)`,
+          values: [group.map(() => uuidv7()), group.map((w) => w.payload)],
+        })
+        .then(
+          () => {
+            for (const w of group) w.done();
+          },
+          (err: unknown) => {
+            for (const w of group) w.done(err);
+          },
+        )
+        .finally(() => {
+          inFlight--;
+          pump();
+        });
+    }
+  };
+  return {
+    id: `floor-batched`,
+    label: `batched floor: concurrent INSERTs share one multi-row INSERT (${maxStatements} in flight)`,
+    postgres: true,
+    accept: () =>
+      new Promise<void>((resolve, reject) => {
+        const k = newKey("accept", nextNew());
+        waiting.push({ payload: JSON.stringify(payloadFor(k)), done: (err) => (err ? reject(err) : resolve()) });
+        pump();
+      }),
+    async prepare() {
+      waiting = [];
     },
     async close() {
       await pool.end();

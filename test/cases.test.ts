@@ -237,10 +237,12 @@ describe("C04: a job releases a key it no longer owns", () => {
       const key = "K";
       const x = await q.enqueue("t", { v: "x" }, { queue, idempotency: { key, scope, ttlMs: 1000 } });
       await new Promise((r) => setTimeout(r, 1100));
+      // The re-use binds the key for long enough that a slow machine cannot let it expire before the
+      // last call (which must replay it).
       const y = await q.enqueueWithResult(
         "t",
         { v: "y" },
-        { queue: `${queue}-y`, idempotency: { key, scope, ttlMs: 1000 } },
+        { queue: `${queue}-y`, idempotency: { key, scope, ttlMs: 600_000 } },
       );
       expect(y.outcome).toBe("accepted");
       expect((await q.getJob(x))!.state).toBe("ready");
@@ -248,7 +250,11 @@ describe("C04: a job releases a key it no longer owns", () => {
       const r = how === "purge" ? await q.purge({ jobId: x }, ctx) : await q.purgeQueue(queue, ctx);
       expect(r).toEqual({ purged: 1, releasedBindings: 0 });
       expect(
-        await q.enqueueWithResult("t", { v: "y" }, { queue: `${queue}-y`, idempotency: { key, scope, ttlMs: 1000 } }),
+        await q.enqueueWithResult(
+          "t",
+          { v: "y" },
+          { queue: `${queue}-y`, idempotency: { key, scope, ttlMs: 600_000 } },
+        ),
       ).toMatchObject({
         jobId: y.jobId,
         outcome: "replayed",

@@ -57,25 +57,66 @@ export async function repeating<T>(context: QueueContext, fn: (attempt: number) 
   }
 }
 
-/** Enqueues normalised requests in one round trip (repeated when all are keyed) and returns their results in input order. */
-export async function runEnqueue(view: CallView, requests: NormalizedRequest[]): Promise<EnqueueResult[]> {
+/**
+ * Enqueues normalised requests in one round trip (repeated when all are keyed) and returns their
+ * results in input order. `guarded: false` when the caller already counts the call in close()'s
+ * accounting (a coalesced call, coalesce.ts).
+ */
+export async function runEnqueue(
+  view: CallView,
+  requests: NormalizedRequest[],
+  guarded = true,
+): Promise<EnqueueResult[]> {
   const ids = requests.map(() => uuidv7());
   if (!mayRetry(view) || !requests.every((r) => r.keyed !== null)) {
-    return reportResults(view, requests, ids, await send(view, view.exec, requests, ids));
+    return reportResults(view, requests, ids, await send(view, guarded ? view.exec : view.rawExec, requests, ids));
   }
   // Keyed requests are safe to repeat. The job ids proposed on the first try are proposed again,
   // and a retry says so (the functions' p_retry): when an earlier try committed but its answer was
   // lost, PostgreSQL recognises that try's job by its id, writes nothing, and answers what that try
   // decided, its own job as a replay of our own id: that request was accepted, and is reported so.
-  return view.context.guard(() =>
+  const run = () =>
     repeating(view.context, async (attempt) =>
       reportResults(view, requests, ids, await send(view, view.rawExec, requests, ids, attempt > 1), attempt > 1),
-    ),
-  );
+    );
+  return guarded ? view.context.guard(run) : run();
+}
+
+/**
+ * Goes on with one keyed request whose first try failed with `firstError` (retryable) inside a
+ * statement it shared with other calls: the same repeats, waits and accounting as if that try had
+ * been its own, its job id proposed again with the retry flag.
+ */
+export function retryAlone(
+  view: CallView,
+  request: NormalizedRequest,
+  id: string,
+  firstError: Error,
+): Promise<EnqueueResult> {
+  return repeating(view.context, async (attempt) => {
+    if (attempt === 1) throw firstError;
+    const rows = await send(view, view.rawExec, [request], [id], true);
+    return reportResults(view, [request], [id], rows, true)[0] as EnqueueResult;
+  });
 }
 
 /** One round trip: the scalar function for one request, the set-based one for a batch. */
-async function send(
+export async function send(
+  view: CallView,
+  exec: Executor,
+  requests: NormalizedRequest[],
+  ids: string[],
+  retry = false,
+): Promise<EnqueueRow[]> {
+  try {
+    return await sendRaw(view, exec, requests, ids, retry);
+  } catch (err) {
+    throw translate(view, err, requests);
+  }
+}
+
+/** `send` without the error translation: the driver's error as it came (coalesce.ts reads it first). */
+export function sendRaw(
   view: CallView,
   exec: Executor,
   requests: NormalizedRequest[],
@@ -83,12 +124,8 @@ async function send(
   retry = false,
 ): Promise<EnqueueRow[]> {
   const notifyInside = view.inCallerTransaction && view.context.config.notify;
-  try {
-    // The layout is read inside the enqueue call (its executor, its error translation, every try alike).
-    return await enqueueRows(sqlOver(view.context.pool, exec), requests, ids, notifyInside, retry);
-  } catch (err) {
-    throw translate(view, err, requests);
-  }
+  // The layout is read inside the enqueue call (its executor, its error handling, every try alike).
+  return enqueueRows(sqlOver(view.context.pool, exec), requests, ids, notifyInside, retry);
 }
 
 /**
@@ -96,7 +133,7 @@ async function send(
  * replays, coalesces and non-replaceable requests are observed (a replacement is in the job's own
  * history), accepted queues woken.
  */
-function reportResults(
+export function reportResults(
   view: CallView,
   requests: NormalizedRequest[],
   ids: string[],
@@ -144,7 +181,7 @@ function reportResults(
 }
 
 /** Turns driver errors into typed ones; the one place SQLSTATEs are interpreted. */
-function translate(view: CallView, err: unknown, requests: NormalizedRequest[]): Error {
+export function translate(view: CallView, err: unknown, requests: NormalizedRequest[], ordinalShown?: number): Error {
   if (err instanceof QueueClosedError) return err;
   const state = sqlStateOf(err);
   if (state === SqlState.idempotencyConflict) {
@@ -155,7 +192,12 @@ function translate(view: CallView, err: unknown, requests: NormalizedRequest[]):
       const shown = { scope, keyPreview, keyDigest, keyLength };
       const conflict = new EnqueueIdempotencyConflictError(
         // The constructor keeps payloadPaths and payloadPathsTruncated only when set.
-        { ...shown, ...detail, payloadPaths: detail.payloadPaths ?? undefined },
+        {
+          ...shown,
+          ...detail,
+          ordinal: ordinalShown ?? detail.ordinal,
+          payloadPaths: detail.payloadPaths ?? undefined,
+        },
         { cause: err },
       );
       view.context.recorder.record({

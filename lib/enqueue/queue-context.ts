@@ -56,6 +56,7 @@ export interface QueueConfig {
     | false
     | { intervalMs: number; observationRetentionMs: number; jobRetentionMs: number; batchSize: number };
   retry: false | { attempts: number; maxDelayMs: number };
+  coalesce: false | { maxStatements: number; maxCalls: number };
 }
 
 /** What every view of the queue shares: the pool, the observation log, the wake-ups. */

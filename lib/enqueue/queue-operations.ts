@@ -6,6 +6,7 @@
  * queue-context.ts.
  */
 import type pg from "pg";
+import { Coalescer } from "./coalesce";
 import { type CallView, mayRetry, repeating, runEnqueue } from "./enqueue-call";
 import { checkBatch, namesAKey, normalizeBatch, normalizeRequest } from "./enqueue-input";
 import { QueueClosedError, readSafely, WorkhorseDatabaseError } from "./errors";
@@ -43,6 +44,8 @@ import type {
 export class QueueOperations {
   /** What an enqueue call runs on (enqueue-call.ts). */
   private readonly view: CallView;
+  /** Smart batching of single calls (coalesce.ts): the pool's view only, when not turned off. */
+  protected readonly coalescer: Coalescer | null;
 
   /** @internal */
   constructor(
@@ -54,6 +57,8 @@ export class QueueOperations {
       query: <R extends pg.QueryResultRow>(config: pg.QueryConfig) => context.guard(() => rawExec.query<R>(config)),
     };
     this.view = { context, exec, rawExec, inCallerTransaction };
+    const coalesce = context.config.coalesce;
+    this.coalescer = coalesce && !inCallerTransaction ? new Coalescer(this.view, coalesce) : null;
   }
 
   /** What operator actions and maintenance (operator-actions.ts, maintenance.ts) run on. */
@@ -104,6 +109,7 @@ export class QueueOperations {
   async enqueueWithResult(type: string, payload: unknown, options?: EnqueueOptions): Promise<EnqueueResult> {
     if (!this.context.config.keys.loaded && namesAKey(options)) await this.loadKeys(true);
     const request = normalizeRequest(type, payload, options, this.context.config);
+    if (this.coalescer) return this.coalescer.submit(request);
     const [result] = await runEnqueue(this.view, [request]);
     return result as EnqueueResult;
   }

@@ -42,6 +42,15 @@ export interface QueueOptions {
    * same secret, or keys stop replaying across them.
    */
   keySecret?: string | Buffer;
+  /**
+   * Smart batching (docs/enqueue.md, "Concurrent calls share a statement"): at most `maxStatements`
+   * enqueue statements of this Queue are in flight at once (1..100; default the pool's `max`, 10
+   * when unset); single calls that arrive while all are busy wait and go together, up to `maxCalls`
+   * (2..1,000, default 100) in the next statement, as one `workhorse.enqueue_batch`. Each call keeps
+   * its own result and errors; a lone call is sent at once. Never inside `withClient` /
+   * `transaction`. `false` sends every call as its own statement. See `coalesceStats()`.
+   */
+  coalesce?: false | { maxStatements?: number; maxCalls?: number };
 }
 
 /** Every `QueueOptions` name: `new Queue` refuses any other (a misspelt option would otherwise do nothing). */
@@ -54,6 +63,7 @@ const QUEUE_OPTION_NAMES = {
   notify: true,
   retry: true,
   keySecret: true,
+  coalesce: true,
 } as const satisfies Record<keyof QueueOptions, true>;
 
 const OBSERVATION_OPTION_NAMES = {
@@ -80,6 +90,12 @@ const retryConfigSchema = z.strictObject({
   maxDelayMs: z.number().int().min(0).max(60_000).default(3000),
 });
 
+/** `Queue({ coalesce })`: see QueueOptions.coalesce. */
+const coalesceConfigSchema = z.strictObject({
+  maxStatements: z.number().int().min(1).max(100).optional(),
+  maxCalls: z.number().int().min(2).max(1000).default(100),
+});
+
 /** The options of `new Queue` checked and defaulted; throws `EnqueueValidationError` naming each bad one. */
 export function queueSettings(options: QueueOptions): QueueConfig {
   if (!options || typeof options.pool?.connect !== "function") {
@@ -101,6 +117,8 @@ export function queueSettings(options: QueueOptions): QueueConfig {
   const maintenance =
     options.maintenance === false ? false : parseOptions(maintenanceConfigSchema, options.maintenance, "maintenance");
   const retry = options.retry === false ? false : parseOptions(retryConfigSchema, options.retry, "retry");
+  const coalesce =
+    options.coalesce === false ? false : parseOptions(coalesceConfigSchema, options.coalesce, "coalesce");
   const source = options.source === undefined ? null : sourceLabel.safeParse(options.source);
   const outside = options.keySecret ?? process.env.WORKHORSE_KEY_SECRET;
   const keySecret = outside === undefined || outside === "" ? null : parseKeySecret(outside);
@@ -122,5 +140,9 @@ export function queueSettings(options: QueueOptions): QueueConfig {
     keys: new KeyRing(keySecret),
     maintenance,
     retry,
+    coalesce: coalesce && {
+      maxStatements: coalesce.maxStatements ?? options.pool.options?.max ?? 10,
+      maxCalls: coalesce.maxCalls,
+    },
   };
 }

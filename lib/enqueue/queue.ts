@@ -2,7 +2,9 @@
  * `Queue`: the public operations over a caller-owned pool (queue-operations.ts), the views over a
  * caller's client or transaction, and the queue's lifetime (retry and observation counters, close).
  */
+
 import type pg from "pg";
+import type { CoalesceStats } from "./coalesce";
 import {
   EnqueueValidationError,
   isConnectionLoss,
@@ -100,6 +102,16 @@ export class Queue extends QueueOperations {
   /** What the keyed-call retry did so far (see `QueueOptions.retry`). */
   retryStats(): RetryStats {
     return { ...this.context.retryCounts };
+  }
+
+  /**
+   * What smart batching did so far (see `QueueOptions.coalesce`): calls through it, statements
+   * sent, statements that carried several calls, the most calls in one. All zero when it is off.
+   */
+  coalesceStats(): CoalesceStats {
+    return this.coalescer
+      ? { ...this.coalescer.stats }
+      : { calls: 0, statements: 0, sharedStatements: 0, largestStatement: 0 };
   }
 
   /** Observation recorder counters: recorded, written, dropped, buffered. */

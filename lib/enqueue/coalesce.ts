@@ -1,0 +1,182 @@
+/**
+ * Smart batching (docs/enqueue.md "Concurrent calls share a statement"): single enqueue calls on
+ * one `Queue` that overlap go to PostgreSQL together. At most `maxStatements` enqueue statements of
+ * this queue are in flight; a call that arrives while they are all busy waits, and the next
+ * statement to leave carries every waiting call (one `enqueue_batch`). No timer: a lone call is sent
+ * at once, exactly as without coalescing.
+ *
+ * Each call gets what it would have got alone:
+ * - its own result (the batch answers per request);
+ * - its own conflict: a conflict rolls the shared statement back; the call it names is answered with
+ *   its `EnqueueIdempotencyConflictError` (ordinal 1, as a single call's), the others wait again and
+ *   go with the next statement;
+ * - its own validation error: input is checked before a call waits (nothing invalid is coalesced);
+ *   an error PostgreSQL raises for the statement as a whole sends each of its calls again alone;
+ * - the keyed-call retry: after a connection loss or a retryable SQLSTATE a keyed call repeats
+ *   alone with the job id it proposed (so a statement that committed before its reply was lost is
+ *   recognised), a keyless call gets the retryable error, as alone.
+ * Two requests for the same scope and key never share a statement: the second waits for the next
+ * one and so sees the first one's decision. Calls on `withClient` / `transaction` never coalesce.
+ */
+import { v7 as uuidv7 } from "uuid";
+import { type CallView, mayRetry, reportResults, retryAlone, runEnqueue, sendRaw, translate } from "./enqueue-call";
+import type { NormalizedRequest } from "./enqueue-input";
+import { isRetryableDbError, QueueClosedError, SqlState, sqlStateOf, WorkhorseDatabaseError } from "./errors";
+import type { EnqueueResult } from "./types";
+
+/** `QueueOptions.coalesce`, checked and defaulted. */
+export interface CoalesceConfig {
+  /** Enqueue statements of one Queue in flight at once (1..100). */
+  maxStatements: number;
+  /** Calls one statement carries at most (2..1,000). */
+  maxCalls: number;
+}
+
+/** What coalescing did since the `Queue` was made (`queue.coalesceStats()`). */
+export interface CoalesceStats {
+  /** Single calls that went through the coalescer. */
+  calls: number;
+  /** Statements sent for them (a call sent again after its statement failed counts again). */
+  statements: number;
+  /** Statements that carried more than one call. */
+  sharedStatements: number;
+  /** The most calls one statement carried. */
+  largestStatement: number;
+}
+
+interface Waiting {
+  request: NormalizedRequest;
+  /** scope and key hash of a keyed request: never two of one key in a statement. */
+  key: string | null;
+  /** Must be sent alone (its shared statement failed as a whole). */
+  alone: boolean;
+  resolve(result: EnqueueResult): void;
+  reject(error: unknown): void;
+}
+
+export class Coalescer {
+  private waiting: Waiting[] = [];
+  private inFlight = 0;
+  readonly stats: CoalesceStats = { calls: 0, statements: 0, sharedStatements: 0, largestStatement: 0 };
+
+  constructor(
+    private readonly view: CallView,
+    private readonly config: CoalesceConfig,
+  ) {}
+
+  /** Enqueues one normalised request, alone or with the calls waiting beside it. */
+  submit(request: NormalizedRequest): Promise<EnqueueResult> {
+    // Counted in close()'s accounting from here: a call waiting for its statement is in flight.
+    return this.view.context.guard(
+      () =>
+        new Promise<EnqueueResult>((resolve, reject) => {
+          this.stats.calls++;
+          const k = request.keyed?.key;
+          const key = k ? `${k.scope}\u0000${k.keyHash.toString("hex")}` : null;
+          this.waiting.push({ request, key, alone: false, resolve, reject });
+          this.pump();
+        }),
+    );
+  }
+
+  /** Sends statements while fewer than maxStatements are in flight and calls wait. */
+  private pump(): void {
+    while (this.inFlight < this.config.maxStatements && this.waiting.length > 0) {
+      const group = this.take();
+      this.inFlight++;
+      this.stats.statements++;
+      if (group.length > 1) this.stats.sharedStatements++;
+      if (group.length > this.stats.largestStatement) this.stats.largestStatement = group.length;
+      void this.send(group).finally(() => {
+        this.inFlight--;
+        this.pump();
+      });
+    }
+  }
+
+  /** The next statement's calls, in arrival order: one per key, up to maxCalls, alone-marked calls by themselves. */
+  private take(): Waiting[] {
+    const first = this.waiting[0] as Waiting;
+    if (first.alone) return this.waiting.splice(0, 1);
+    const group: Waiting[] = [];
+    const rest: Waiting[] = [];
+    const keys = new Set<string>();
+    for (const w of this.waiting) {
+      const fits = group.length < this.config.maxCalls && !w.alone && (w.key === null || !keys.has(w.key));
+      if (fits) {
+        group.push(w);
+        if (w.key !== null) keys.add(w.key);
+      } else {
+        rest.push(w);
+      }
+    }
+    this.waiting = rest;
+    return group;
+  }
+
+  private async send(group: Waiting[]): Promise<void> {
+    if (group.length === 1) {
+      const only = group[0] as Waiting;
+      await runEnqueue(this.view, [only.request], false).then(
+        ([result]) => only.resolve(result as EnqueueResult),
+        (err: unknown) => only.reject(err),
+      );
+      return;
+    }
+    const requests = group.map((w) => w.request);
+    const ids = requests.map(() => uuidv7());
+    try {
+      const rows = await sendRaw(this.view, this.view.rawExec, requests, ids);
+      const results = reportResults(this.view, requests, ids, rows);
+      group.forEach((w, i) => {
+        w.resolve(results[i] as EnqueueResult);
+      });
+    } catch (err) {
+      this.failed(group, requests, ids, err);
+    }
+  }
+
+  /** A shared statement failed: nothing of it was written (or, after a lost reply, maybe all of it). */
+  private failed(group: Waiting[], requests: NormalizedRequest[], ids: string[], err: unknown): void {
+    if (err instanceof QueueClosedError) {
+      for (const w of group) w.reject(err);
+      return;
+    }
+    if (sqlStateOf(err) === SqlState.idempotencyConflict) {
+      // The call the conflict names gets it as its own; the rest were rolled back and wait again, first in line.
+      const ordinal = conflictOrdinal(err);
+      const named = ordinal !== null ? group[ordinal - 1] : undefined;
+      if (named) {
+        named.reject(translate(this.view, err, requests, 1));
+        this.waiting.unshift(...group.filter((w) => w !== named));
+        return;
+      }
+    }
+    const error = translate(this.view, err, requests);
+    const cause = error instanceof WorkhorseDatabaseError ? error.cause : error;
+    if (isRetryableDbError(cause)) {
+      // The statement may have committed (a lost reply): a keyed call repeats alone with its own
+      // proposed id and finds that commit if there was one; a keyless call cannot know, as alone.
+      group.forEach((w, i) => {
+        if (w.request.keyed && mayRetry(this.view)) {
+          retryAlone(this.view, w.request, ids[i] as string, error).then(w.resolve, w.reject);
+        } else {
+          w.reject(error);
+        }
+      });
+      return;
+    }
+    // Anything else PostgreSQL refused for the statement as a whole: each call again, alone, so
+    // each gets its own answer.
+    this.waiting.unshift(...group.map((w) => ({ ...w, alone: true })));
+  }
+}
+
+function conflictOrdinal(err: unknown): number | null {
+  try {
+    const detail = JSON.parse((err as { detail?: string }).detail ?? "{}") as { ordinal?: unknown };
+    return typeof detail.ordinal === "number" ? detail.ordinal : null;
+  } catch {
+    return null;
+  }
+}
