@@ -3,6 +3,7 @@ package workhorse
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -56,6 +57,9 @@ func (q *Queue) run(ctx context.Context, rs []*normalizedRequest) ([]EnqueueResu
 	for i := range ids {
 		ids[i] = newJobID()
 	}
+	if q.isDistributed() {
+		bucketIDs(rs, ids)
+	}
 	if !allKeyed || q.retryAttempts <= 1 {
 		rows, err := q.send(ctx, rs, ids, false)
 		if err != nil {
@@ -96,6 +100,46 @@ func (q *Queue) run(ctx context.Context, rs []*normalizedRequest) ([]EnqueueResu
 	}
 }
 
+// isDistributed reports the layout prepare read (the Citus layout keeps a keyed job in its key's bucket).
+func (q *Queue) isDistributed() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.distributed
+}
+
+// keyBucket is the distributed layout's bucket (0..4095) of a keyed request: the first 12 bits of
+// SHA-256(scope, 0x00, key hash), as workhorse.key_bucket() computes it.
+func keyBucket(scope string, keyHash []byte) int {
+	h := sha256.New()
+	h.Write([]byte(scope))
+	h.Write([]byte{0})
+	h.Write(keyHash)
+	d := h.Sum(nil)
+	return int(d[0])<<4 | int(d[1])>>4
+}
+
+// bucketedID is the job id with its last 12 bits set to the bucket (workhorse.id_bucket() reads them back).
+func bucketedID(id string, bucket int) string {
+	return id[:33] + fmt.Sprintf("%03x", bucket)
+}
+
+// idBucket is the bucket a job id carries (its last 12 bits).
+func idBucket(id string) int {
+	var b int
+	_, _ = fmt.Sscanf(id[33:], "%03x", &b)
+	return b
+}
+
+// bucketIDs gives every keyed request its key's bucket in its job id (the same ids on every try);
+// a keyless job stays in the random bucket its id has.
+func bucketIDs(rs []*normalizedRequest, ids []string) {
+	for i, r := range rs {
+		if r.Keyed != nil {
+			ids[i] = bucketedID(ids[i], keyBucket(r.Keyed.Key.Scope, r.Keyed.Key.KeyHash))
+		}
+	}
+}
+
 func (q *Queue) count(f func(*RetryStats)) {
 	q.statsMu.Lock()
 	f(&q.stats)
@@ -106,7 +150,9 @@ func (q *Queue) count(f func(*RetryStats)) {
 func (q *Queue) send(ctx context.Context, rs []*normalizedRequest, ids []string, retry bool) ([]enqueueRow, error) {
 	var sql string
 	var args []any
-	if len(rs) == 1 {
+	if len(rs) == 1 && q.isDistributed() {
+		sql, args = enqueueOneAtSQL, oneAtValues(rs[0], ids[0], true, retry)
+	} else if len(rs) == 1 {
 		sql, args = oneStatement(rs[0], ids[0], true, retry)
 	} else {
 		sql, args = enqueueBatchSQL, batchValues(rs, ids, true, retry)

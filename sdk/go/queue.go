@@ -27,11 +27,13 @@ type Queue struct {
 	secret        []byte
 	legacyUntil   time.Time
 	layoutChecked bool
-	recorder      *recorder
-	closed        bool
-	stats         RetryStats
-	statsMu       sync.Mutex
-	nowForTests   func() time.Time
+	// distributed: the schema has the Citus layout (docs/scale-out.md); set by prepare.
+	distributed bool
+	recorder    *recorder
+	closed      bool
+	stats       RetryStats
+	statsMu     sync.Mutex
+	nowForTests func() time.Time
 }
 
 // RetryStats counts what the keyed-call retry did since the Queue was made.
@@ -155,9 +157,7 @@ func (q *Queue) prepare(ctx context.Context, needKeys bool) error {
 		if err := q.pool.QueryRow(ctx, layoutSQL).Scan(&distributed); err != nil {
 			return newDatabaseError("reading the schema layout", err)
 		}
-		if distributed {
-			return errors.New("workhorse: the Go client does not support the distributed (Citus) layout yet")
-		}
+		q.distributed = distributed
 		q.layoutChecked = true
 	}
 	if !needKeys || q.secret != nil {

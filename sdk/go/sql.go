@@ -27,11 +27,7 @@ const (
 )
 
 func placeholders(types []string) string {
-	parts := make([]string, len(types))
-	for i, t := range types {
-		parts[i] = fmt.Sprintf("$%d::%s", i+1, t)
-	}
-	return strings.Join(parts, ", ")
+	return placeholdersFrom(types, 1)
 }
 
 func oneCall(count int) string {
@@ -60,6 +56,29 @@ var (
 		"bytea[]", "boolean", "text[]", "bigint[]", "boolean",
 	}) + ")"
 )
+
+// enqueueOneAtSQL is the distributed layout's call for one request: the same decision, delegated to
+// the node holding the request's bucket ($1, also in the job id); the literal 1 is the ordinal.
+var enqueueOneAtSQL = "select 1 as ordinal, " + resultColumns + " from workhorse.enqueue_one_at($1::integer, 1, " +
+	placeholdersFrom(oneParamTypes, 2) + ")"
+
+// oneAtValues are enqueue_one_at's parameters: the bucket, every enqueue_one parameter (the tail in full).
+func oneAtValues(r *normalizedRequest, id string, notify, retry bool) []any {
+	var schedule, maxWait any
+	if k := r.Keyed; k != nil && k.Mode == "debounce" {
+		schedule, maxWait = strPtr(k.Schedule), int64Ptr(k.MaxWaitMs)
+	}
+	values := append([]any{idBucket(id)}, fieldValues(r, id)...)
+	return append(values, notify, schedule, maxWait, retry)
+}
+
+func placeholdersFrom(types []string, from int) string {
+	parts := make([]string, len(types))
+	for i, t := range types {
+		parts[i] = fmt.Sprintf("$%d::%s", i+from, t)
+	}
+	return strings.Join(parts, ", ")
+}
 
 func timeParam(t *time.Time) any {
 	if t == nil {
