@@ -5,6 +5,7 @@ TypeScript core's: run its ``migrate()`` first."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+import hashlib
 import json
 import os
 import random
@@ -67,6 +68,25 @@ def _one_sql(legacy: bool) -> str:
 
 _ONE_SQL = _one_sql(False)
 _ONE_LEGACY_SQL = _one_sql(True)
+# The distributed layout's call for one request: the same decision, on the node holding the bucket
+# (also in the job id); the literal 1 is the ordinal.
+_ONE_AT_SQL = (
+    f"select 1 as ordinal, {_COLUMNS} from workhorse.enqueue_one_at(%s::integer, 1, "
+    + ", ".join(f"%s::{t}" for t in _ONE_TYPES)
+    + ")"
+)
+
+
+def _key_bucket(scope: str, key_hash: bytes) -> int:
+    """The distributed layout's bucket (0..4095) of a keyed request: the first 12 bits of
+    SHA-256(scope, 0x00, key hash), as workhorse.key_bucket() computes it."""
+    d = hashlib.sha256(scope.encode("utf-8") + b"\x00" + key_hash).digest()
+    return (d[0] << 4) | (d[1] >> 4)
+
+
+def _bucketed_id(job_id: str, bucket: int) -> str:
+    """The job id with its last 12 bits set to the bucket (workhorse.id_bucket() reads them back)."""
+    return job_id[:33] + format(bucket, "03x")
 _BATCH_TYPES = [
     "uuid[]", "text[]", "text[]", "jsonb", "timestamptz[]", "integer[]", "jsonb[]", "timestamptz[]", "bigint[]",
     "text[]", "text[]", "integer[]", "text[]", "text[]", "bytea[]", "text[]", "integer[]", "bigint[]", "bytea[]",
@@ -143,6 +163,7 @@ class Queue:
         self._retry_attempts = max(1, retry_attempts)
         self._retry_max_delay_ms = retry_max_delay_ms
         self._checked_layout = False
+        self._distributed = False  # the Citus layout (docs/scale-out.md), read once with the layout
         #: Calls repeated after connection loss, and accepts recovered from a lost answer.
         self.retry_stats = {"retried_calls": 0, "retries": 0, "recovered_accepts": 0, "exhausted": 0}
 
@@ -195,8 +216,7 @@ class Queue:
 
     def _check_layout(self, conn: psycopg.Connection[Any]) -> None:
         row = conn.execute("select to_regclass('workhorse.shard_bucket') is not null").fetchone()
-        if row and row[0]:
-            raise WorkhorseError("the distributed (Citus) layout is not supported by the Python client yet")
+        self._distributed = bool(row and row[0])
         self._checked_layout = True
 
     def _config(self, keyed: bool) -> RequestConfig:
@@ -259,6 +279,15 @@ class Queue:
 
     def _run(self, requests: list[Normalized]) -> list[EnqueueResult]:
         ids = [_uuid7() for _ in requests]
+        if not self._checked_layout:
+            try:
+                with self._pool.connection() as conn:
+                    self._check_layout(conn)
+            except psycopg.Error as err:
+                raise WorkhorseDatabaseError(f"reading the schema layout failed: {err}", err, is_retryable(err)) from err
+        if self._distributed:
+            # Citus: a keyed job lives in its key's bucket, carried in its id (the same ids on every try).
+            ids = [_bucketed_id(i, _key_bucket(r.keyed.scope, r.keyed.key_hash)) if r.keyed else i for i, r in zip(ids, requests)]
         if self._retry_attempts <= 1 or not all(r.keyed for r in requests):
             return self._report(requests, ids, self._send(requests, ids, False), False)
         # Keyed requests are safe to repeat: the same ids are proposed again, and a retry says so
@@ -270,7 +299,11 @@ class Queue:
             with self._pool.connection() as conn:
                 if not self._checked_layout:
                     self._check_layout(conn)
-                if len(requests) == 1:
+                if len(requests) == 1 and self._distributed:
+                    r = requests[0]
+                    bucket = int(ids[0][33:], 16)
+                    rows = conn.execute(_ONE_AT_SQL, [bucket, *one_values(r, ids[0], True, retry)]).fetchall()
+                elif len(requests) == 1:
                     r = requests[0]
                     params: dict[str, Any] = {f"p{i}": v for i, v in enumerate(one_values(r, ids[0], True, retry))}
                     legacy = r.keyed.legacy_key_hash if r.keyed else None
@@ -372,9 +405,11 @@ class Queue:
             """select j.id::text, j.queue, j.type, j.payload, j.state, j.run_at, j.attempt, j.max_attempts,
                       j.retry_policy, j.deadline, j.execution_timeout_ms, j.concurrency_key, j.tags, j.created_at,
                       j.updated_at, j.started_at, j.finished_at, j.result, j.last_error,
-                      array(select r.id::text from workhorse.job r where r.redriven_from = j.id order by r.id)
-                 from workhorse.job j where j.id = %s::uuid""",
-            (job_id,),
+                      -- uncorrelated (the id as a parameter): Citus plans it as a separate subplan
+                      coalesce((select array_agg(r.id::text order by r.id) from workhorse.job r
+                                 where r.redriven_from = %(id)s::uuid), '{}')
+                 from workhorse.job j where j.id = %(id)s::uuid""",
+            {"id": job_id},
         )
         if row is None:
             return None
