@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
+import os
+import signal
+import subprocess
+import time
 import uuid
 
 import pytest
@@ -16,7 +20,7 @@ from workhorse import (
     Throttle,
 )
 
-from .conftest import run_ts
+from .conftest import ROOT, run_ts
 
 TS_OPTIONS = {
     "queue": "cross",
@@ -93,3 +97,50 @@ def test_throttle_coalesces_across_languages(queue: Queue, database_url: str) ->
     opts = EnqueueOptions(**{**opts.__dict__, "idempotency": None, "throttle": Throttle(key=key, scope="mail", window_ms=60_000)})
     again = queue.enqueue_with_result("invoice.capture", PAYLOAD_PY, opts)
     assert (again.outcome, again.job_id) == ("coalesced", first["jobId"])
+
+
+def test_python_job_runs_on_the_typescript_worker_and_reuses_its_checkpoint_after_a_kill(
+    queue: Queue, database_url: str
+) -> None:
+    """A job enqueued from Python runs on the TypeScript worker; the worker is killed (SIGKILL) after
+    its attempt stored a checkpoint, the lease lapses, and the next attempt, on another worker
+    process, finds the stored stage instead of running it again."""
+    q = f"xlang-{uuid.uuid4().hex[:8]}"
+    invoice = uuid.uuid4().hex[:6]
+    job_id = queue.enqueue("xlang.capture", {"invoiceId": invoice}, EnqueueOptions(queue=q, idempotency=Idempotency(key=f"capture:{invoice}", scope="xlang")))
+    env = {**os.environ, "DATABASE_URL": database_url}
+
+    def start() -> subprocess.Popen[str]:
+        # Its own process group: npx starts node, which starts the worker; a signal reaches all of them.
+        return subprocess.Popen(["npx", "tsx", "sdk/python/tests/ts/worker.ts", q], cwd=ROOT, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                start_new_session=True)  # fmt: skip
+
+    first = start()
+    try:
+        assert first.stdout is not None
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            line = first.stdout.readline()
+            if line.strip() == "checkpointed" or not line:
+                break
+        assert line.strip() == "checkpointed", "the first TypeScript worker never reached its checkpoint"
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(10)
+        second = start()
+        try:
+            deadline = time.monotonic() + 60
+            job = queue.get_job(job_id)
+            while time.monotonic() < deadline and (job is None or job.state != "succeeded"):
+                time.sleep(0.2)
+                job = queue.get_job(job_id)
+        finally:
+            os.killpg(second.pid, signal.SIGTERM)
+            second.wait(20)
+    finally:
+        if first.poll() is None:
+            os.killpg(first.pid, signal.SIGKILL)
+    assert job is not None and job.state == "succeeded", f"job ended {job.state if job else None}"
+    assert job.attempt == 2
+    # The charge stage ran once, in attempt 1: attempt 2 got the stored value.
+    assert job.result == {"charge": {"chargeId": f"ch_{invoice}", "attempt": 1}, "finishedInAttempt": 2, "runsHere": 1}
