@@ -44,6 +44,23 @@ export async function prepareCitusDatabase(adminUrl: string, url: string): Promi
   }
 }
 
+/**
+ * For the clients' test fixtures (sdk/go, sdk/python): the database at `url` made a Citus database,
+ * created on the coordinator at `adminUrl` first when it does not exist.
+ */
+export async function ensureCitusDatabase(adminUrl: string, url: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    const name = new URL(url).pathname.slice(1);
+    const { rowCount } = await admin.query("select 1 from pg_database where datname = $1", [name]);
+    if (!rowCount) await admin.query(`create database ${pg.escapeIdentifier(name)}`);
+  } finally {
+    await admin.end();
+  }
+  await prepareCitusDatabase(adminUrl, url);
+}
+
 async function prepare(adminUrl: string, url: string): Promise<void> {
   const db = new URL(url).pathname.slice(1);
   const [nodes] = await run(adminUrl, [
