@@ -46,19 +46,40 @@ export async function repeating<T>(context: QueueContext, fn: (attempt: number) 
     } catch (err) {
       const cause = err instanceof WorkhorseDatabaseError ? err.cause : err;
       if (!isRetryableDbError(cause) || attempt >= retry.attempts) {
-        if (attempt > 1) context.retryCounts.exhausted++;
+        if (attempt > 1) {
+          context.retryCounts.exhausted++;
+          context.telemetry.retriesExhausted();
+        }
         throw err;
       }
       if (attempt === 1) context.retryCounts.retriedCalls++;
       context.retryCounts.retries++;
+      context.telemetry.retried();
       const ceiling = Math.min(retry.maxDelayMs, 25 * 2 ** (attempt - 1));
       await new Promise((r) => setTimeout(r, ceiling / 2 + Math.random() * (ceiling / 2)));
     }
   }
 }
 
-/** Enqueues normalised requests in one round trip (repeated when all are keyed) and returns their results in input order. */
+/**
+ * Enqueues normalised requests in one round trip (repeated when all are keyed) and returns their
+ * results in input order, inside the call's producer span, with its metrics (telemetry.ts).
+ */
 export async function runEnqueue(view: CallView, requests: NormalizedRequest[]): Promise<EnqueueResult[]> {
+  const telemetry = view.context.telemetry;
+  const startedAt = performance.now();
+  const span = telemetry.startSend(requests);
+  try {
+    const results = await decide(view, requests);
+    telemetry.sendSucceeded(span, startedAt, requests, results);
+    return results;
+  } catch (err) {
+    telemetry.sendFailed(span, startedAt, requests, err);
+    throw err;
+  }
+}
+
+async function decide(view: CallView, requests: NormalizedRequest[]): Promise<EnqueueResult[]> {
   const ids = requests.map(() => uuidv7());
   if (!mayRetry(view) || !requests.every((r) => r.keyed !== null)) {
     return reportResults(view, requests, ids, await send(view, view.exec, requests, ids));
@@ -113,6 +134,7 @@ function reportResults(
     if (retried && outcome !== "accepted" && row.job_id === ids[row.ordinal - 1]) {
       outcome = "accepted"; // an earlier try of this very call committed it
       context.retryCounts.recoveredAccepts++;
+      context.telemetry.recoveredAccept(req.queue);
     }
     const k = req.keyed?.key;
     const key = k ? { keyPreview: k.keyPreview, keyDigest: k.keyDigest, keyLength: k.keyLength } : null;

@@ -37,6 +37,8 @@ export {
   type ObservationRow,
   observationFromRow,
 } from "./store/rows";
+/** Metrics and traces through @opentelemetry/api (docs/observability.md): the options and the names. */
+export { ATTR as TELEMETRY_ATTRIBUTES, METRICS as TELEMETRY_METRICS, type TelemetryOptions } from "./telemetry";
 export { type ErrorSummary, summarizeError } from "./worker/error-summary";
 export {
   type ClaimedJob,

@@ -8,6 +8,7 @@ import { LIMITS, ONE_DAY_MS } from "./limits";
 import type { ObservationRecorderOptions } from "./observations";
 import { count, retentionMs } from "./operator-input";
 import type { QueueConfig } from "./queue-context";
+import { type TelemetryOptions, telemetryProblem } from "./telemetry";
 
 export interface QueueOptions {
   /** Caller-owned pool. `close()` never ends it. */
@@ -42,6 +43,12 @@ export interface QueueOptions {
    * same secret, or keys stop replaying across them.
    */
   keySecret?: string | Buffer;
+  /**
+   * Metrics and traces (docs/observability.md): by default through the global OpenTelemetry
+   * providers, read when the Queue is made (no-ops unless the application installed an SDK).
+   * `scopes`: the key scopes to break enqueue decisions out by; no other scope is recorded.
+   */
+  telemetry?: TelemetryOptions;
 }
 
 /** Every `QueueOptions` name: `new Queue` refuses any other (a misspelt option would otherwise do nothing). */
@@ -54,6 +61,7 @@ const QUEUE_OPTION_NAMES = {
   notify: true,
   retry: true,
   keySecret: true,
+  telemetry: true,
 } as const satisfies Record<keyof QueueOptions, true>;
 
 const OBSERVATION_OPTION_NAMES = {
@@ -112,6 +120,8 @@ export function queueSettings(options: QueueOptions): QueueConfig {
       },
     ]);
   }
+  const telemetry = telemetryProblem(options.telemetry);
+  if (telemetry) throw new EnqueueValidationError([{ option: "telemetry", rule: telemetry }]);
   if (source && !source.success) {
     throw new EnqueueValidationError([{ option: "source", rule: source.error.issues[0]?.message ?? "is invalid" }]);
   }
@@ -122,5 +132,6 @@ export function queueSettings(options: QueueOptions): QueueConfig {
     keys: new KeyRing(keySecret),
     maintenance,
     retry,
+    telemetry: options.telemetry ?? {},
   };
 }

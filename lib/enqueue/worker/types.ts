@@ -1,5 +1,7 @@
 /** The worker's public types: what a handler receives and what `new Worker(options)` accepts. */
+
 import type pg from "pg";
+import type { TelemetryOptions } from "../telemetry";
 import type { RetryPolicy } from "../types";
 import type { ErrorSummary } from "./error-summary";
 
@@ -123,6 +125,11 @@ export interface WorkerOptions {
   onEvent?: (event: WorkerEvent) => void;
   /** Unexpected errors (database outages while retrying, handler misbehaviour). Default: console.warn. */
   onError?: (error: Error) => void;
+  /**
+   * Metrics and spans (docs/observability.md): by default through the global OpenTelemetry
+   * providers, read when the Worker is made. `scopes` is not used by the worker.
+   */
+  telemetry?: TelemetryOptions;
 }
 
 /** Counters since `start()`. */
