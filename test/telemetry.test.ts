@@ -275,3 +275,51 @@ test("telemetry options are checked", () => {
   expect(() => t.queue({ telemetry: { scopes: "x" as unknown as string[] } })).toThrow(/telemetry/);
   expect(() => t.queue({ telemetry: { meterProvider: {} as never } })).toThrow(/meterProvider/);
 });
+
+describe("trace context stored with the job", () => {
+  const traceparent = (s: ReadableSpan) => `00-${s.spanContext().traceId}-${s.spanContext().spanId}-01`;
+  const stored = async (id: string) =>
+    (await t.sql<{ trace_context: string | null }>("select trace_context from workhorse.job where id = $1", [id]))[0]
+      ?.trace_context;
+
+  test("one request, a batch and a debounce store their call's traceparent; the attempt span links to it", async () => {
+    const tel = telemetry();
+    const q = t.queue({ telemetry: tel.options });
+    const one = await q.enqueue("traced", { n: 1 }, { queue: "tr", idempotency: { key: `tr-${Date.now()}` } });
+    const [b1, b2] = await q.enqueueMany([
+      { type: "later", payload: 1, options: { queue: "tr-b", runAt: new Date(Date.now() + 3_600_000) } },
+      { type: "later", payload: 2, options: { queue: "tr-b", runAt: new Date(Date.now() + 3_600_000) } },
+    ]);
+    const deb = await q.enqueue(
+      "later",
+      {},
+      { queue: "tr-b", debounce: { key: `trd-${Date.now()}`, windowMs: 3_600_000 } },
+    );
+    const sends = tel.spans().filter((s) => s.name.startsWith("send"));
+    expect(sends).toHaveLength(3);
+    expect(await stored(one)).toBe(traceparent(sends[0] as ReadableSpan));
+    expect(await stored(b1 as string)).toBe(traceparent(sends[1] as ReadableSpan));
+    expect(await stored(b2 as string)).toBe(traceparent(sends[1] as ReadableSpan));
+    expect(await stored(deb)).toBe(traceparent(sends[2] as ReadableSpan));
+
+    const seen: WorkerEvent[] = [];
+    await startWorker({
+      queues: ["tr"],
+      telemetry: tel.options,
+      onEvent: (e) => seen.push(e),
+      handlers: { traced: async () => 1 },
+    });
+    await waitFor("the traced job ran", async () => seen.some((e) => e.kind === "succeeded"));
+    const claimed = seen.find((e) => e.kind === "claimed");
+    expect(claimed?.job.traceContext).toBe(traceparent(sends[0] as ReadableSpan));
+    const attempt = tel.spans().find((s) => s.name === "process tr");
+    expect(attempt?.links.map((l) => l.context.spanId)).toEqual([sends[0]?.spanContext().spanId]);
+    expect(attempt?.links[0]?.context.traceId).toBe(sends[0]?.spanContext().traceId);
+  });
+
+  test("without an SDK nothing is stored (the API's no-op span has no context)", async () => {
+    const q = t.queue();
+    const id = await q.enqueue("x", {}, { queue: "untraced" });
+    expect(await stored(id)).toBeNull();
+  });
+});

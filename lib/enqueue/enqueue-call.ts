@@ -18,6 +18,7 @@ import { LIMITS } from "./limits";
 import type { Executor, QueueContext } from "./queue-context";
 import { type ConflictDetail, type EnqueueRow, enqueueRows } from "./store/enqueue";
 import { sqlOver } from "./store/layout";
+import { traceparentOf } from "./telemetry";
 import type { EnqueueResult, NonReplaceableReason } from "./types";
 
 /** The view of the queue a call runs on (`QueueOperations` over the pool or a caller's client). */
@@ -70,7 +71,7 @@ export async function runEnqueue(view: CallView, requests: NormalizedRequest[]):
   const startedAt = performance.now();
   const span = telemetry.startSend(requests);
   try {
-    const results = await decide(view, requests);
+    const results = await decide(view, requests, traceparentOf(span));
     telemetry.sendSucceeded(span, startedAt, requests, results);
     return results;
   } catch (err) {
@@ -79,10 +80,11 @@ export async function runEnqueue(view: CallView, requests: NormalizedRequest[]):
   }
 }
 
-async function decide(view: CallView, requests: NormalizedRequest[]): Promise<EnqueueResult[]> {
+/** The decision itself; `trace`: the producer span's traceparent, stored with accepted jobs (or null). */
+async function decide(view: CallView, requests: NormalizedRequest[], trace: string | null): Promise<EnqueueResult[]> {
   const ids = requests.map(() => uuidv7());
   if (!mayRetry(view) || !requests.every((r) => r.keyed !== null)) {
-    return reportResults(view, requests, ids, await send(view, view.exec, requests, ids));
+    return reportResults(view, requests, ids, await send(view, view.exec, requests, ids, false, trace));
   }
   // Keyed requests are safe to repeat. The job ids proposed on the first try are proposed again,
   // and a retry says so (the functions' p_retry): when an earlier try committed but its answer was
@@ -90,7 +92,13 @@ async function decide(view: CallView, requests: NormalizedRequest[]): Promise<En
   // decided, its own job as a replay of our own id: that request was accepted, and is reported so.
   return view.context.guard(() =>
     repeating(view.context, async (attempt) =>
-      reportResults(view, requests, ids, await send(view, view.rawExec, requests, ids, attempt > 1), attempt > 1),
+      reportResults(
+        view,
+        requests,
+        ids,
+        await send(view, view.rawExec, requests, ids, attempt > 1, trace),
+        attempt > 1,
+      ),
     ),
   );
 }
@@ -101,12 +109,13 @@ async function send(
   exec: Executor,
   requests: NormalizedRequest[],
   ids: string[],
-  retry = false,
+  retry: boolean,
+  trace: string | null,
 ): Promise<EnqueueRow[]> {
   const notifyInside = view.inCallerTransaction && view.context.config.notify;
   try {
     // The layout is read inside the enqueue call (its executor, its error translation, every try alike).
-    return await enqueueRows(sqlOver(view.context.pool, exec), requests, ids, notifyInside, retry);
+    return await enqueueRows(sqlOver(view.context.pool, exec), requests, ids, notifyInside, retry, trace);
   } catch (err) {
     throw translate(view, err, requests);
   }

@@ -10,12 +10,15 @@ import {
   type Attributes,
   type Counter,
   type Histogram,
+  isSpanContextValid,
   type Meter,
   type MeterProvider,
   metrics,
   type Span,
+  type SpanContext,
   SpanKind,
   SpanStatusCode,
+  TraceFlags,
   type Tracer,
   type TracerProvider,
   trace,
@@ -281,6 +284,31 @@ export class QueueTelemetry {
         this.attrs.get("", `@${action}`, () => ({ [ATTR.action]: action })),
       );
   }
+}
+
+/**
+ * A sampled span's W3C `traceparent` (`00-<trace id>-<span id>-<flags>`), stored with the jobs a
+ * call accepts; null for the API's no-op spans and unsampled ones (nothing is stored then).
+ */
+export function traceparentOf(span: Span): string | null {
+  const c = span.spanContext();
+  if (!(c.traceFlags & TraceFlags.SAMPLED) || !isSpanContextValid(c)) return null;
+  return `00-${c.traceId}-${c.spanId}-${c.traceFlags.toString(16).padStart(2, "0")}`;
+}
+
+const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
+
+/** The span context a stored `traceparent` names (remote), or null when it is not one. */
+export function spanContextOf(traceparent: string | null): SpanContext | null {
+  const m = traceparent ? TRACEPARENT.exec(traceparent) : null;
+  if (!m) return null;
+  const c = {
+    traceId: m[1] as string,
+    spanId: m[2] as string,
+    traceFlags: Number.parseInt(m[3] as string, 16),
+    isRemote: true,
+  };
+  return isSpanContextValid(c) ? c : null;
 }
 
 /** The queue every request names, or null when they differ (or there are none). */

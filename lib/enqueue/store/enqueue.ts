@@ -61,6 +61,7 @@ const ONE_TAIL = [
   { name: "p_schedule", type: "text" },
   { name: "p_max_wait_ms", type: "bigint" },
   { name: "p_retry", type: "boolean" },
+  { name: "p_trace_context", type: "text" },
 ] as const;
 
 /** workhorse.enqueue_one's parameters, in order, with their SQL types. */
@@ -85,6 +86,7 @@ export const ENQUEUE_BATCH_PARAMS: readonly { name: string; type: string }[] = [
   { name: "p_schedules", type: "text[]" },
   { name: "p_max_waits", type: "bigint[]" },
   { name: "p_retry", type: "boolean" },
+  { name: "p_trace_context", type: "text" },
 ];
 
 /** `$1::uuid, $2::text, …` for these parameter types, numbered from `from`. */
@@ -104,8 +106,10 @@ export const ENQUEUE_BATCH_SQL = `select ordinal, ${RESULT_COLUMNS}
 const ENQUEUE_ONE_SQL = oneCall(FIELDS.length + 1);
 /** Debounce: the idempotency call plus schedule and max wait. */
 const ENQUEUE_DEBOUNCE_SQL = oneCall(FIELDS.length + 3);
-/** A retry, any mode: every parameter, the retry flag last. */
+/** A retry, any mode: every parameter up to the retry flag. */
 const ENQUEUE_RETRY_SQL = oneCall(FIELDS.length + 4);
+/** A call inside a sampled span, any mode, first try or not: every parameter, the trace context last. */
+const ENQUEUE_TRACED_SQL = oneCall(FIELDS.length + 5);
 
 /** The 1-based position of a field's parameter in enqueue_one. */
 const paramOf = (one: string): number => FIELDS.findIndex((f) => f.one === one) + 1;
@@ -116,10 +120,23 @@ const legacyProbe = (sql: string, count: number) =>
 const ENQUEUE_ONE_LEGACY_SQL = legacyProbe(ENQUEUE_ONE_SQL, FIELDS.length + 1);
 const ENQUEUE_DEBOUNCE_LEGACY_SQL = legacyProbe(ENQUEUE_DEBOUNCE_SQL, FIELDS.length + 3);
 const ENQUEUE_RETRY_LEGACY_SQL = legacyProbe(ENQUEUE_RETRY_SQL, FIELDS.length + 4);
+const ENQUEUE_TRACED_LEGACY_SQL = legacyProbe(ENQUEUE_TRACED_SQL, FIELDS.length + 5);
 
-/** The statement (and its cached-plan name) for one request; `retry` from a call's second try on. */
-export function oneRequestStatement(r: NormalizedRequest, retry = false): { name: string; text: string } {
+/**
+ * The statement (and its cached-plan name) for one request; `retry` from a call's second try on;
+ * `traced` when the call carries a trace context (untraced calls keep their shorter statements).
+ */
+export function oneRequestStatement(
+  r: NormalizedRequest,
+  retry = false,
+  traced = false,
+): { name: string; text: string } {
   const legacy = !!r.keyed?.key.legacyKeyHash;
+  if (traced) {
+    return legacy
+      ? { name: "workhorse_enqueue_traced_legacy", text: ENQUEUE_TRACED_LEGACY_SQL }
+      : { name: "workhorse_enqueue_traced", text: ENQUEUE_TRACED_SQL };
+  }
   if (retry) {
     return legacy
       ? { name: "workhorse_enqueue_retry_legacy", text: ENQUEUE_RETRY_LEGACY_SQL }
@@ -192,12 +209,21 @@ export interface ConflictDetail {
   rejectedRequestDigest: string;
 }
 
-/** Parameters of the statement oneRequestStatement(r, retry) chose, in FIELDS order. */
-export function oneRequestValues(r: NormalizedRequest, id: string, notify: boolean, retry = false): unknown[] {
+/** Parameters of the statement oneRequestStatement(r, retry, trace !== null) chose, in FIELDS order. */
+export function oneRequestValues(
+  r: NormalizedRequest,
+  id: string,
+  notify: boolean,
+  retry = false,
+  trace: string | null = null,
+): unknown[] {
   const k = r.keyed;
   const values = FIELDS.map((f) => f.of(r, id));
   values.push(notify);
-  if (retry) {
+  if (trace !== null) {
+    const d = k?.mode === "debounce";
+    values.push(d ? k.schedule : null, d ? k.maxWaitMs : null, retry, trace);
+  } else if (retry) {
     values.push(k?.mode === "debounce" ? k.schedule : null, k?.mode === "debounce" ? k.maxWaitMs : null, true);
   } else if (k?.mode === "debounce") values.push(k.schedule, k.maxWaitMs);
   if (k?.key.legacyKeyHash) values.push(k.key.legacyKeyHash);
@@ -205,7 +231,13 @@ export function oneRequestValues(r: NormalizedRequest, id: string, notify: boole
 }
 
 /** Parameters of workhorse.enqueue_one_at() (distributed layout): the bucket, then enqueue_one's, all of them. */
-export function distributedOneValues(r: NormalizedRequest, id: string, notify: boolean, retry = false): unknown[] {
+export function distributedOneValues(
+  r: NormalizedRequest,
+  id: string,
+  notify: boolean,
+  retry = false,
+  trace: string | null = null,
+): unknown[] {
   const k = r.keyed;
   return [
     idBucket(id),
@@ -214,6 +246,7 @@ export function distributedOneValues(r: NormalizedRequest, id: string, notify: b
     k?.mode === "debounce" ? k.schedule : null,
     k?.mode === "debounce" ? k.maxWaitMs : null,
     retry,
+    trace,
   ];
 }
 
@@ -223,6 +256,7 @@ export function batchValues(
   ids: readonly string[],
   notify: boolean,
   retry = false,
+  trace: string | null = null,
 ): unknown[] {
   const n = requests.length;
   const values: unknown[] = [];
@@ -249,6 +283,7 @@ export function batchValues(
     debounce ? requests.map((r) => (r.keyed?.mode === "debounce" ? r.keyed.schedule : null)) : null,
     debounce ? requests.map((r) => (r.keyed?.mode === "debounce" ? r.keyed.maxWaitMs : null)) : null,
     retry,
+    trace,
   );
   return values;
 }
@@ -263,6 +298,7 @@ export async function enqueueRows(
   ids: string[],
   notifyInside: boolean,
   retry: boolean,
+  trace: string | null = null,
 ): Promise<EnqueueRow[]> {
   const distributed = (await sql.layout()) === "distributed";
   // Citus: a keyed job lives in its key's bucket; an unkeyed one in the random bucket its id has.
@@ -275,15 +311,15 @@ export async function enqueueRows(
       ? await sql.query<EnqueueRow>({
           name: "workhorse_enqueue_one_at",
           text: ENQUEUE_ONE_AT_SQL,
-          values: distributedOneValues(one, ids[0] as string, notifyInside, retry),
+          values: distributedOneValues(one, ids[0] as string, notifyInside, retry, trace),
         })
       : await sql.query<EnqueueRow>({
-          ...oneRequestStatement(one, retry),
-          values: oneRequestValues(one, ids[0] as string, notifyInside, retry),
+          ...oneRequestStatement(one, retry, trace !== null),
+          values: oneRequestValues(one, ids[0] as string, notifyInside, retry, trace),
         })
     : await sql.query<EnqueueRow>({
         text: ENQUEUE_BATCH_SQL,
-        values: batchValues(requests, ids, notifyInside, retry),
+        values: batchValues(requests, ids, notifyInside, retry, trace),
       });
   return res.rows;
 }

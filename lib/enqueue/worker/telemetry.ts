@@ -11,6 +11,7 @@ import {
   MESSAGING_SYSTEM,
   METRICS,
   meterOf,
+  spanContextOf,
   type TelemetryOptions,
   tracerOf,
 } from "../telemetry";
@@ -111,7 +112,13 @@ export class WorkerTelemetry {
 
   private claimed(job: ClaimedJob): void {
     this.consumed.add(1, this.queueAttrs(job.queue, "claim"));
-    const span = this.tracer.startSpan(`process ${job.queue}`, CONSUMER);
+    const producer = spanContextOf(job.traceContext);
+    // Linked, not parented: the attempt runs in its own trace (a job may run long after, and more
+    // than once); the link leads back to the enqueue call that made it.
+    const span = this.tracer.startSpan(
+      `process ${job.queue}`,
+      producer ? { kind: SpanKind.CONSUMER, links: [{ context: producer }] } : CONSUMER,
+    );
     if (span.isRecording()) {
       span.setAttributes({
         [ATTR.system]: MESSAGING_SYSTEM,

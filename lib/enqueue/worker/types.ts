@@ -24,6 +24,11 @@ export interface ClaimedJob {
   leaseExpiresAt: Date;
   /** The lease token stored as `lease_owner`: `<workerId>~<claim>`, new for every claim call. */
   leaseOwner: string;
+  /**
+   * The W3C `traceparent` of the enqueue call that made the job, when that call ran in a sampled
+   * OpenTelemetry span (docs/observability.md, "Traces"); the attempt's span links to it. Else null.
+   */
+  traceContext: string | null;
 }
 
 /** What a handler gets besides the payload. */
