@@ -125,6 +125,7 @@ export class QueueTelemetry {
   private readonly operator: Counter;
   private readonly scopes: ReadonlySet<string>;
   private readonly attrs = new AttributeCache();
+  private readonly spanNames = new Map<string, string>();
   private readonly base: Attributes = Object.freeze({ [ATTR.system]: MESSAGING_SYSTEM });
   /** A batch over several queues: no destination. */
   private readonly mixed: Attributes = Object.freeze({ ...this.base, [ATTR.operation]: "send" });
@@ -191,10 +192,20 @@ export class QueueTelemetry {
     }));
   }
 
+  /** `send <queue>`, made once per queue (bounded as the attribute cache is). */
+  private sendName(queue: string): string {
+    let name = this.spanNames.get(queue);
+    if (name === undefined) {
+      name = `send ${queue}`;
+      if (this.spanNames.size < 1000) this.spanNames.set(queue, name);
+    }
+    return name;
+  }
+
   /** The producer span of one enqueue call; a no-op span without a tracer provider. */
   startSend(queues: readonly { queue: string }[]): Span {
     const one = sameQueue(queues);
-    const span = this.tracer.startSpan(one === null ? "send" : `send ${one}`, PRODUCER);
+    const span = this.tracer.startSpan(one === null ? "send" : this.sendName(one), PRODUCER);
     if (span.isRecording()) {
       span.setAttributes({ [ATTR.system]: MESSAGING_SYSTEM, [ATTR.operation]: "send", [ATTR.operationType]: "send" });
       if (one !== null) span.setAttribute(ATTR.destination, one);
