@@ -15,7 +15,7 @@ import { consoleMetrics, metricsToken } from "./meter";
 
 /** Whether `authorization` is `Bearer <token>`: compared in constant time (over SHA-256 digests, so lengths leak nothing). */
 export function bearerMatches(authorization: string | null, token: string): boolean {
-  const m = /^Bearer ([^\s]+)$/.exec(authorization ?? "");
+  const m = /^Bearer +(\S+)$/i.exec(authorization ?? "");
   const given = createHash("sha256")
     .update(m ? (m[1] as string) : "")
     .digest();
@@ -35,7 +35,12 @@ function plain(status: number, body: string, extra: Record<string, string> = {})
 /** `GET /metrics`. */
 export async function metricsResponse(request: Request): Promise<Response> {
   const token = metricsToken();
-  if (!token) return plain(404, "404 Not Found: metrics are off (set WORKHORSE_METRICS_TOKEN).\n");
+  if (!token) {
+    return plain(
+      404,
+      "404 Not Found: metrics are off (WORKHORSE_METRICS_TOKEN is unset or shorter than 16 characters).\n",
+    );
+  }
   if (!bearerMatches(request.headers.get("authorization"), token)) {
     return plain(401, "401 Unauthorized: send Authorization: Bearer <WORKHORSE_METRICS_TOKEN>.\n", {
       "www-authenticate": 'Bearer realm="workhorse-metrics"',
