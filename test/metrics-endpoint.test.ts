@@ -58,6 +58,35 @@ describe("StateGauges", () => {
   });
 });
 
+describe("StateGauges when the last read is old", () => {
+  test("served at once while a background read refreshes it; past twice the max age a read is awaited", async () => {
+    const q = t.queue();
+    let clock = 1_000_000;
+    const now = vi.spyOn(performance, "now").mockImplementation(() => clock);
+    try {
+      const gauges = new StateGauges(t.pool, { maxAgeMs: 15_000 });
+      const first = await gauges.read();
+      expect(gauges.reads).toBe(1);
+      await q.enqueue("x", {}, { queue: "swr" });
+      clock += 15_001; // stale, under twice the max age
+      const served = await gauges.read();
+      expect(served).toBe(first);
+      expect(gauges.reads).toBe(2);
+      const refreshed = await gauges.refresh(); // the background read, joined
+      expect(gauges.reads).toBe(2);
+      expect(refreshed.queues.find((x) => x.queue === "swr")?.depth.ready).toBe(1);
+      expect(await gauges.read()).toBe(refreshed);
+      await q.enqueue("x", {}, { queue: "swr" });
+      clock += 30_000; // twice the max age: awaited
+      const awaited = await gauges.read();
+      expect(gauges.reads).toBe(3);
+      expect(awaited.queues.find((x) => x.queue === "swr")?.depth.ready).toBe(2);
+    } finally {
+      now.mockRestore();
+    }
+  });
+});
+
 describe("GET /metrics", () => {
   test("off (404) without WORKHORSE_METRICS_TOKEN", async () => {
     delete process.env.WORKHORSE_METRICS_TOKEN;

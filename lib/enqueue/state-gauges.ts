@@ -104,9 +104,25 @@ export class StateGauges {
     this.maxAgeMs = maxAgeMs;
   }
 
-  /** The last read if younger than `maxAgeMs`, else a new one (shared by everyone asking meanwhile). */
+  /**
+   * The state for a collection, never waiting on PostgreSQL once a read exists: the last read while
+   * younger than `maxAgeMs`; once older, still the last read while a new one runs in the background
+   * (at most one at a time), up to `2 × maxAgeMs`; beyond that (or before the first read), a new read
+   * awaited (shared by everyone asking meanwhile; its error is thrown).
+   */
   read(): Promise<StateSnapshot> {
-    if (this.last && performance.now() - this.last.at < this.maxAgeMs) return Promise.resolve(this.last.snapshot);
+    const last = this.last;
+    const age = last ? performance.now() - last.at : Number.POSITIVE_INFINITY;
+    if (last && age < this.maxAgeMs) return Promise.resolve(last.snapshot);
+    if (last && age < 2 * this.maxAgeMs) {
+      this.refresh().catch(() => {}); // the next collection tries again
+      return Promise.resolve(last.snapshot);
+    }
+    return this.refresh();
+  }
+
+  /** A new read of PostgreSQL now (or the one already running). */
+  refresh(): Promise<StateSnapshot> {
     if (!this.inflight) {
       this.reads++;
       this.inflight = selectStateRows(this.db)
