@@ -61,8 +61,15 @@ const ONE_TAIL = [
   { name: "p_schedule", type: "text" },
   { name: "p_max_wait_ms", type: "bigint" },
   { name: "p_retry", type: "boolean" },
-  { name: "p_trace_context", type: "text" },
 ] as const;
+
+/**
+ * The last parameter of enqueue_one and enqueue_batch (and enqueue_one_at on Citus), after
+ * everything above: the producer span's W3C traceparent, stored with the jobs the call accepts.
+ * Defaulted to null in SQL, so clients that do not trace (Go, Python) omit it, and it stays out of
+ * the parameter tables the cross-language conformance file shares (sdk/conformance/enqueue.json).
+ */
+export const ENQUEUE_TRACE_PARAM = { name: "p_trace_context", type: "text" } as const;
 
 /** workhorse.enqueue_one's parameters, in order, with their SQL types. */
 export const ENQUEUE_ONE_PARAMS: readonly { name: string; type: string }[] = [
@@ -86,7 +93,6 @@ export const ENQUEUE_BATCH_PARAMS: readonly { name: string; type: string }[] = [
   { name: "p_schedules", type: "text[]" },
   { name: "p_max_waits", type: "bigint[]" },
   { name: "p_retry", type: "boolean" },
-  { name: "p_trace_context", type: "text" },
 ];
 
 /** `$1::uuid, $2::text, …` for these parameter types, numbered from `from`. */
@@ -98,10 +104,10 @@ function placeholders(types: readonly string[], from = 1): string {
 const RESULT_COLUMNS = "job_id, outcome, request_digest, reason";
 const oneCall = (count: number) =>
   `select 1 as ordinal, ${RESULT_COLUMNS}
-  from workhorse.enqueue_one(${placeholders(ENQUEUE_ONE_PARAMS.slice(0, count).map((p) => p.type))})`;
+  from workhorse.enqueue_one(${placeholders([...ENQUEUE_ONE_PARAMS, ENQUEUE_TRACE_PARAM].slice(0, count).map((p) => p.type))})`;
 
 export const ENQUEUE_BATCH_SQL = `select ordinal, ${RESULT_COLUMNS}
-  from workhorse.enqueue_batch(${placeholders(ENQUEUE_BATCH_PARAMS.map((p) => p.type))})`;
+  from workhorse.enqueue_batch(${placeholders([...ENQUEUE_BATCH_PARAMS, ENQUEUE_TRACE_PARAM].map((p) => p.type))})`;
 /** Idempotency and throttle: the fields and the wake-up flag. */
 const ENQUEUE_ONE_SQL = oneCall(FIELDS.length + 1);
 /** Debounce: the idempotency call plus schedule and max wait. */
@@ -156,7 +162,7 @@ export function oneRequestStatement(
 // ($1), which is also written into the job id (see bucketedId); the literal 1 is the ordinal.
 export const ENQUEUE_ONE_AT_SQL = `select 1 as ordinal, ${RESULT_COLUMNS}
   from workhorse.enqueue_one_at($1::integer, 1, ${placeholders(
-    ENQUEUE_ONE_PARAMS.map((p) => p.type),
+    [...ENQUEUE_ONE_PARAMS, ENQUEUE_TRACE_PARAM].map((p) => p.type),
     2,
   )})`;
 
