@@ -141,7 +141,11 @@ describe("a traced keyed call (its statement carries the trace context) whose re
       await traced.enqueue("warm.up", {});
       const scope = fresh("s");
       proxy.loseNextReplies(1, () => sleep(60));
-      const r = await traced.enqueueWithResult("lost.reply", { c: 1 }, { idempotency: { key: "k", scope, ttlMs: 20 } });
+      const r = await traced.enqueueWithResult(
+        "lost.reply",
+        { c: 1 },
+        { queue: "recovered", idempotency: { key: "k", scope, ttlMs: 20 } },
+      );
       expect(r.outcome).toBe("accepted");
       expect(await jobCount(scope)).toBe(1);
       const span = spans.getFinishedSpans().at(-1);
@@ -155,6 +159,17 @@ describe("a traced keyed call (its statement carries the trace context) whose re
         all.find((m) => m.descriptor.name === name)?.dataPoints.reduce((n, p) => n + (p.value as number), 0) ?? 0;
       expect(sum("workhorse.enqueue.recovered_accepts")).toBe(1);
       expect(sum("workhorse.enqueue.retries")).toBe(1);
+      // The recovered accept's attribute set (made first for this queue) is the sent message's too.
+      const sent = all.find((m) => m.descriptor.name === "messaging.client.sent.messages")?.dataPoints ?? [];
+      expect(
+        sent.filter((p) => p.attributes["messaging.destination.name"] === "recovered").map((p) => p.attributes),
+      ).toEqual([
+        {
+          "messaging.system": "workhorse",
+          "messaging.destination.name": "recovered",
+          "messaging.operation.name": "send",
+        },
+      ]);
     } finally {
       await traced.close();
     }

@@ -281,10 +281,7 @@ export class QueueTelemetry {
   }
 
   recoveredAccept(queue: string): void {
-    this.recovered.add(
-      1,
-      this.attrs.get(queue, "", () => ({ ...this.base, [ATTR.destination]: queue })),
-    );
+    this.recovered.add(1, this.queueAttrs(queue));
   }
 
   /** Jobs an operator action changed (`count` 0 records nothing). */
