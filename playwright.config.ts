@@ -43,6 +43,7 @@ export default defineConfig({
         { name: "readonly", testMatch: /readonly\.spec\.ts/, use: { baseURL: readonlyURL } },
         { name: "contrast", testMatch: /contrast\.spec\.ts/, dependencies: ["flows"] },
         { name: "security", testMatch: /security\.spec\.ts/ },
+        { name: "metrics", testMatch: /metrics\.spec\.ts/ },
         { name: "own-console", testMatch: /own-console\.spec\.ts/ },
         { name: "limits", testMatch: /enqueue-limits\.spec\.ts/ },
         { name: "health", testMatch: /console-health\.spec\.ts/ },

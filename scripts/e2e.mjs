@@ -108,6 +108,8 @@ try {
   log(`database ${new URL(databaseUrl).host}${new URL(databaseUrl).pathname}`);
 
   const password = `e2e-${randomBytes(6).toString("hex")}`;
+  // GET /metrics is on for the read-write console only (the read-only one shows it off).
+  const metricsToken = randomBytes(24).toString("hex");
   const runId = randomBytes(4).toString("hex");
   const tsx = path.join(root, "node_modules", ".bin", "tsx");
   const start = async (name, extraEnv) => {
@@ -135,8 +137,8 @@ try {
     return { url, logFile };
   };
   // Sequential: the first start builds the app if needed; the second reuses the build.
-  const main = await start("console", { WORKHORSE_CONSOLE_READONLY: "" });
-  const readonly = await start("console-readonly", { WORKHORSE_CONSOLE_READONLY: "1" });
+  const main = await start("console", { WORKHORSE_CONSOLE_READONLY: "", WORKHORSE_METRICS_TOKEN: metricsToken });
+  const readonly = await start("console-readonly", { WORKHORSE_CONSOLE_READONLY: "1", WORKHORSE_METRICS_TOKEN: "" });
 
   const env = {
     ...process.env,
@@ -145,6 +147,7 @@ try {
     E2E_READONLY_URL: readonly.url,
     E2E_DATABASE_URL: databaseUrl,
     E2E_PASSWORD: password,
+    E2E_METRICS_TOKEN: metricsToken,
     E2E_RUN_ID: runId,
     E2E_SERVER_LOGS: [main.logFile, readonly.logFile].join(","),
   };

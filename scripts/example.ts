@@ -1,12 +1,17 @@
 // `npm run example`: the invoice-capture example end to end, against DATABASE_URL or the embedded
-// PostgreSQL (started here if nothing runs, and stopped again at the end).
+// PostgreSQL (started here if nothing runs, and stopped again at the end). With `-- --otel`, the
+// OpenTelemetry SDK records what happened, a worker runs the job, and the metrics and spans are
+// printed at the end (scripts/example-otel.ts, docs/observability.md).
+import type pg from "pg";
 import { createPool, stopEmbeddedPostgres } from "../lib/db";
-import { EnqueueIdempotencyConflictError, migrate, Queue } from "../lib/enqueue";
+import { EnqueueIdempotencyConflictError, migrate, Queue, type TelemetryOptions, Worker } from "../lib/enqueue";
+import { exampleTelemetry } from "./example-otel";
 
 async function main() {
   const pool = await createPool();
   await migrate(pool);
-  const queue = new Queue({ pool, source: "example" });
+  const otel = process.argv.includes("--otel") ? exampleTelemetry(pool) : null;
+  const queue = new Queue({ pool, source: "example", ...(otel ? { telemetry: otel.options } : {}) });
   const invoiceId = `INV-${Date.now()}`;
   const options = {
     queue: "billing",
@@ -34,11 +39,31 @@ async function main() {
       `${"4. the binding:".padEnd(48)}scope ${binding?.scope}, key ${binding?.keyPreview} (${binding?.keyLength} chars, digest ${binding?.keyDigest}), ` +
         `expires ${binding?.expiresAt.toISOString()}`,
     );
+    if (otel) await runTheJob(pool, queue, first.jobId, otel.options);
+    await otel?.print();
   } finally {
     await queue.close();
     await pool.end();
     await stopEmbeddedPostgres();
   }
+}
+
+/** A worker runs the capture (recorded by the same SDK), then stops. */
+async function runTheJob(pool: pg.Pool, queue: Queue, jobId: string, telemetry: TelemetryOptions) {
+  const worker = new Worker({
+    pool,
+    queues: ["billing"],
+    pollIntervalMs: 100,
+    telemetry,
+    handlers: { "invoice.capture": async () => ({ captured: true }) },
+  });
+  await worker.start();
+  for (let i = 0; i < 100; i++) {
+    if ((await queue.getJob(jobId))?.state === "succeeded") break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await worker.stop();
+  console.log(`${"5. a worker ran the job:".padEnd(48)}${JSON.stringify(worker.stats())}`);
 }
 
 main().catch((err) => {

@@ -117,3 +117,61 @@ describe("a keyed retry after a commit whose reply was lost", () => {
     expect(await jobCount(scope)).toBe(1);
   });
 });
+
+describe("a traced keyed call (its statement carries the trace context) whose reply was lost", () => {
+  test("the retry recognises its own commit: accepted, one job holding the first try's traceparent, a recovered accept counted", async () => {
+    const { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } = await import("@opentelemetry/sdk-trace");
+    const { MeterProvider, MetricReader } = await import("@opentelemetry/sdk-metrics");
+    class Reader extends MetricReader {
+      protected async onForceFlush(): Promise<void> {}
+      protected async onShutdown(): Promise<void> {}
+    }
+    const reader = new Reader();
+    const spans = new InMemorySpanExporter();
+    const traced = new Queue({
+      pool,
+      maintenance: false,
+      notify: false,
+      telemetry: {
+        meterProvider: new MeterProvider({ readers: [reader] }),
+        tracerProvider: new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter: spans })] }),
+      },
+    });
+    try {
+      await traced.enqueue("warm.up", {});
+      const scope = fresh("s");
+      proxy.loseNextReplies(1, () => sleep(60));
+      const r = await traced.enqueueWithResult(
+        "lost.reply",
+        { c: 1 },
+        { queue: "recovered", idempotency: { key: "k", scope, ttlMs: 20 } },
+      );
+      expect(r.outcome).toBe("accepted");
+      expect(await jobCount(scope)).toBe(1);
+      const span = spans.getFinishedSpans().at(-1);
+      const [row] = await t.sql<{ trace_context: string }>("select trace_context from workhorse.job where id = $1", [
+        r.jobId,
+      ]);
+      expect(row?.trace_context).toBe(`00-${span?.spanContext().traceId}-${span?.spanContext().spanId}-01`);
+      const { resourceMetrics } = await reader.collect();
+      const all = resourceMetrics.scopeMetrics.flatMap((s) => s.metrics);
+      const sum = (name: string) =>
+        all.find((m) => m.descriptor.name === name)?.dataPoints.reduce((n, p) => n + (p.value as number), 0) ?? 0;
+      expect(sum("workhorse.enqueue.recovered_accepts")).toBe(1);
+      expect(sum("workhorse.enqueue.retries")).toBe(1);
+      // The recovered accept's attribute set (made first for this queue) is the sent message's too.
+      const sent = all.find((m) => m.descriptor.name === "messaging.client.sent.messages")?.dataPoints ?? [];
+      expect(
+        sent.filter((p) => p.attributes["messaging.destination.name"] === "recovered").map((p) => p.attributes),
+      ).toEqual([
+        {
+          "messaging.system": "workhorse",
+          "messaging.destination.name": "recovered",
+          "messaging.operation.name": "send",
+        },
+      ]);
+    } finally {
+      await traced.close();
+    }
+  });
+});

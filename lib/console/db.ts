@@ -1,6 +1,7 @@
 import "server-only";
 import pg from "pg";
 import { Queue } from "@/lib/enqueue";
+import { consoleMetrics, metricsToken } from "./meter";
 
 /**
  * The console's one pool and one `Queue`, kept on globalThis so dev-mode reloads reuse them.
@@ -22,7 +23,12 @@ function consoleDbSync(): ConsoleDb {
     pool.on("error", () => {
       // An idle client lost its connection; the pool replaces it on the next query.
     });
-    g.__workhorseConsoleDb = { pool, queue: new Queue({ pool, source: "console" }) };
+    // With metrics on, this process's enqueues and operator actions are counted for GET /metrics.
+    const telemetry = metricsToken() ? { meterProvider: consoleMetrics().meterProvider } : undefined;
+    g.__workhorseConsoleDb = {
+      pool,
+      queue: new Queue({ pool, source: "console", ...(telemetry ? { telemetry } : {}) }),
+    };
   }
   return g.__workhorseConsoleDb;
 }

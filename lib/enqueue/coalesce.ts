@@ -19,7 +19,7 @@
  * one and so sees the first one's decision. Calls on `withClient` / `transaction` never coalesce.
  */
 import { v7 as uuidv7 } from "uuid";
-import { type CallView, mayRetry, reportResults, retryAlone, runEnqueue, sendRaw, translate } from "./enqueue-call";
+import { type CallView, decide, mayRetry, reportResults, retryAlone, sendRaw, traced, translate } from "./enqueue-call";
 import type { NormalizedRequest } from "./enqueue-input";
 import { isRetryableDbError, QueueClosedError, SqlState, sqlStateOf, WorkhorseDatabaseError } from "./errors";
 import type { EnqueueResult } from "./types";
@@ -48,8 +48,13 @@ interface Waiting {
   request: NormalizedRequest;
   /** scope and key hash of a keyed request: never two of one key in a statement. */
   key: string | null;
-  /** Must be sent alone (its shared statement failed as a whole). */
+  /** Must be sent alone: its shared statement failed as a whole, or it is traced (below). */
   alone: boolean;
+  /**
+   * The call's traceparent when its producer span is sampled: stored with its job, so the call goes
+   * alone (a shared statement carries no per-request trace context).
+   */
+  trace: string | null;
   resolve(result: EnqueueResult): void;
   reject(error: unknown): void;
 }
@@ -66,17 +71,20 @@ export class Coalescer {
 
   /** Enqueues one normalised request, alone or with the calls waiting beside it. */
   submit(request: NormalizedRequest): Promise<EnqueueResult> {
-    // Counted in close()'s accounting from here: a call waiting for its statement is in flight.
-    return this.view.context.guard(
-      () =>
+    // Counted in close()'s accounting from here: a call waiting for its statement is in flight. Its
+    // producer span and metrics are its own, whichever statement carries it.
+    return this.view.context.guard(async () => {
+      const [result] = await traced(this.view, [request], (trace) =>
         new Promise<EnqueueResult>((resolve, reject) => {
           this.stats.calls++;
           const k = request.keyed?.key;
           const key = k ? `${k.scope}\u0000${k.keyHash.toString("hex")}` : null;
-          this.waiting.push({ request, key, alone: false, resolve, reject });
+          this.waiting.push({ request, key, alone: trace !== null, trace, resolve, reject });
           this.pump();
-        }),
-    );
+        }).then((r) => [r]),
+      );
+      return result as EnqueueResult;
+    });
   }
 
   /** Sends statements while fewer than maxStatements are in flight and calls wait. */
@@ -117,7 +125,7 @@ export class Coalescer {
   private async send(group: Waiting[]): Promise<void> {
     if (group.length === 1) {
       const only = group[0] as Waiting;
-      await runEnqueue(this.view, [only.request], false).then(
+      await decide(this.view, [only.request], only.trace, false).then(
         ([result]) => only.resolve(result as EnqueueResult),
         (err: unknown) => only.reject(err),
       );
@@ -126,7 +134,7 @@ export class Coalescer {
     const requests = group.map((w) => w.request);
     const ids = requests.map(() => uuidv7());
     try {
-      const rows = await sendRaw(this.view, this.view.rawExec, requests, ids);
+      const rows = await sendRaw(this.view, this.view.rawExec, requests, ids, false, null);
       const results = reportResults(this.view, requests, ids, rows);
       group.forEach((w, i) => {
         w.resolve(results[i] as EnqueueResult);

@@ -18,6 +18,7 @@ import { LIMITS } from "./limits";
 import type { Executor, QueueContext } from "./queue-context";
 import { type ConflictDetail, type EnqueueRow, enqueueRows } from "./store/enqueue";
 import { sqlOver } from "./store/layout";
+import { traceparentOf } from "./telemetry";
 import type { EnqueueResult, NonReplaceableReason } from "./types";
 
 /** The view of the queue a call runs on (`QueueOperations` over the pool or a caller's client). */
@@ -46,11 +47,15 @@ export async function repeating<T>(context: QueueContext, fn: (attempt: number) 
     } catch (err) {
       const cause = err instanceof WorkhorseDatabaseError ? err.cause : err;
       if (!isRetryableDbError(cause) || attempt >= retry.attempts) {
-        if (attempt > 1) context.retryCounts.exhausted++;
+        if (attempt > 1) {
+          context.retryCounts.exhausted++;
+          context.telemetry.retriesExhausted();
+        }
         throw err;
       }
       if (attempt === 1) context.retryCounts.retriedCalls++;
       context.retryCounts.retries++;
+      context.telemetry.retried();
       const ceiling = Math.min(retry.maxDelayMs, 25 * 2 ** (attempt - 1));
       await new Promise((r) => setTimeout(r, ceiling / 2 + Math.random() * (ceiling / 2)));
     }
@@ -59,17 +64,49 @@ export async function repeating<T>(context: QueueContext, fn: (attempt: number) 
 
 /**
  * Enqueues normalised requests in one round trip (repeated when all are keyed) and returns their
- * results in input order. `guarded: false` when the caller already counts the call in close()'s
- * accounting (a coalesced call, coalesce.ts).
+ * results in input order, inside the call's producer span, with its metrics (telemetry.ts).
  */
-export async function runEnqueue(
+export function runEnqueue(view: CallView, requests: NormalizedRequest[]): Promise<EnqueueResult[]> {
+  return traced(view, requests, (trace) => decide(view, requests, trace));
+}
+
+/**
+ * Runs `fn` (a call's decision) inside the call's producer span and records its metrics; `fn` gets
+ * the span's traceparent (null when not sampled), which accepted jobs store.
+ */
+export async function traced(
   view: CallView,
   requests: NormalizedRequest[],
+  fn: (trace: string | null) => Promise<EnqueueResult[]>,
+): Promise<EnqueueResult[]> {
+  const telemetry = view.context.telemetry;
+  const startedAt = performance.now();
+  const span = telemetry.startSend(requests);
+  try {
+    const results = await fn(traceparentOf(span));
+    telemetry.sendSucceeded(span, startedAt, requests, results);
+    return results;
+  } catch (err) {
+    telemetry.sendFailed(span, startedAt, requests, err);
+    throw err;
+  }
+}
+
+/**
+ * The decision itself; `trace`: the producer span's traceparent, stored with accepted jobs (or
+ * null). `guarded: false` when the caller already counts the call in close()'s accounting (a
+ * coalesced call, coalesce.ts).
+ */
+export async function decide(
+  view: CallView,
+  requests: NormalizedRequest[],
+  trace: string | null,
   guarded = true,
 ): Promise<EnqueueResult[]> {
   const ids = requests.map(() => uuidv7());
   if (!mayRetry(view) || !requests.every((r) => r.keyed !== null)) {
-    return reportResults(view, requests, ids, await send(view, guarded ? view.exec : view.rawExec, requests, ids));
+    const exec = guarded ? view.exec : view.rawExec;
+    return reportResults(view, requests, ids, await send(view, exec, requests, ids, false, trace));
   }
   // Keyed requests are safe to repeat. The job ids proposed on the first try are proposed again,
   // and a retry says so (the functions' p_retry): when an earlier try committed but its answer was
@@ -77,7 +114,13 @@ export async function runEnqueue(
   // decided, its own job as a replay of our own id: that request was accepted, and is reported so.
   const run = () =>
     repeating(view.context, async (attempt) =>
-      reportResults(view, requests, ids, await send(view, view.rawExec, requests, ids, attempt > 1), attempt > 1),
+      reportResults(
+        view,
+        requests,
+        ids,
+        await send(view, view.rawExec, requests, ids, attempt > 1, trace),
+        attempt > 1,
+      ),
     );
   return guarded ? view.context.guard(run) : run();
 }
@@ -95,7 +138,7 @@ export function retryAlone(
 ): Promise<EnqueueResult> {
   return repeating(view.context, async (attempt) => {
     if (attempt === 1) throw firstError;
-    const rows = await send(view, view.rawExec, [request], [id], true);
+    const rows = await send(view, view.rawExec, [request], [id], true, null);
     return reportResults(view, [request], [id], rows, true)[0] as EnqueueResult;
   });
 }
@@ -106,10 +149,11 @@ export async function send(
   exec: Executor,
   requests: NormalizedRequest[],
   ids: string[],
-  retry = false,
+  retry: boolean,
+  trace: string | null,
 ): Promise<EnqueueRow[]> {
   try {
-    return await sendRaw(view, exec, requests, ids, retry);
+    return await sendRaw(view, exec, requests, ids, retry, trace);
   } catch (err) {
     throw translate(view, err, requests);
   }
@@ -121,11 +165,12 @@ export function sendRaw(
   exec: Executor,
   requests: NormalizedRequest[],
   ids: string[],
-  retry = false,
+  retry: boolean,
+  trace: string | null,
 ): Promise<EnqueueRow[]> {
   const notifyInside = view.inCallerTransaction && view.context.config.notify;
   // The layout is read inside the enqueue call (its executor, its error handling, every try alike).
-  return enqueueRows(sqlOver(view.context.pool, exec), requests, ids, notifyInside, retry);
+  return enqueueRows(sqlOver(view.context.pool, exec), requests, ids, notifyInside, retry, trace);
 }
 
 /**
@@ -150,6 +195,7 @@ export function reportResults(
     if (retried && outcome !== "accepted" && row.job_id === ids[row.ordinal - 1]) {
       outcome = "accepted"; // an earlier try of this very call committed it
       context.retryCounts.recoveredAccepts++;
+      context.telemetry.recoveredAccept(req.queue);
     }
     const k = req.keyed?.key;
     const key = k ? { keyPreview: k.keyPreview, keyDigest: k.keyDigest, keyLength: k.keyLength } : null;

@@ -28,6 +28,7 @@ export {
   type RetryStats,
   WAKE_CHANNEL,
 } from "./queue";
+export { STATE_GAUGES, type StateGaugeOptions, StateGauges, type StateSnapshot } from "./state-gauges";
 /** How a read model tells the Citus layout from one node (one row: `distributed boolean`). */
 export { LAYOUT_SQL } from "./store/layout";
 /** For read models (the console): binding and observation rows mapped as the core maps them. */
@@ -38,6 +39,8 @@ export {
   type ObservationRow,
   observationFromRow,
 } from "./store/rows";
+/** Metrics and traces through @opentelemetry/api (docs/observability.md): the options and the names. */
+export { ATTR as TELEMETRY_ATTRIBUTES, METRICS as TELEMETRY_METRICS, type TelemetryOptions } from "./telemetry";
 export { type ErrorSummary, summarizeError } from "./worker/error-summary";
 export {
   type ClaimedJob,

@@ -43,6 +43,7 @@ export async function purge(
   const row = await purgeCall(db, [jobId], null, ctx);
   if (row.refused_state === "missing") throw new JobNotFoundError(jobId);
   if (row.refused_state) throw new PurgeNotAllowedError(jobId, row.refused_state);
+  db.context.telemetry.operatorAction("purge", row.purged);
   return { purged: row.purged, releasedBindings: row.released_bindings };
 }
 
@@ -50,6 +51,7 @@ export async function purgeQueue(db: OperationsDb, queue: string, context: T.Ope
   const name = parseQueueName(queue);
   const ctx = parseOperatorContext(context);
   const row = await purgeCall(db, null, name, ctx);
+  db.context.telemetry.operatorAction("purge", row.purged);
   return { purged: row.purged, releasedBindings: row.released_bindings };
 }
 
@@ -79,14 +81,30 @@ function selectionAction<Out extends { unchanged: T.Unchanged }>(
     overSelection<Out>(db, what, call, selection, context);
 }
 
-export const cancel = selectionAction<T.CancelResult>("cancel", { fn: "cancel_jobs", missingIsError: true });
+const cancelCall = selectionAction<T.CancelResult>("cancel", { fn: "cancel_jobs", missingIsError: true });
+export async function cancel(db: OperationsDb, selection: T.JobSelection, context: T.OperatorContext) {
+  const r = await cancelCall(db, selection, context);
+  db.context.telemetry.operatorAction("cancel", r.canceled);
+  db.context.telemetry.operatorAction("cancel_requested", r.cancelRequested);
+  return r;
+}
 
-export const purgeJobs = selectionAction<T.PurgeJobsResult>("purgeJobs", {
+const purgeJobsCall = selectionAction<T.PurgeJobsResult>("purgeJobs", {
   fn: "purge_job_list",
   missingIsError: false,
 });
+export async function purgeJobs(db: OperationsDb, selection: T.JobSelection, context: T.OperatorContext) {
+  const r = await purgeJobsCall(db, selection, context);
+  db.context.telemetry.operatorAction("purge", r.purged);
+  return r;
+}
 
-export const runNow = selectionAction<T.RunNowResult>("runNow", { fn: "run_jobs_now", missingIsError: true });
+const runNowCall = selectionAction<T.RunNowResult>("runNow", { fn: "run_jobs_now", missingIsError: true });
+export async function runNow(db: OperationsDb, selection: T.JobSelection, context: T.OperatorContext) {
+  const r = await runNowCall(db, selection, context);
+  db.context.telemetry.operatorAction("run_now", r.updated);
+  return r;
+}
 
 export async function redrive(db: OperationsDb, request: T.RedriveRequest): Promise<T.RedriveResult> {
   const r = parseRedriveRequest(request);
@@ -112,6 +130,7 @@ export async function redrive(db: OperationsDb, request: T.RedriveRequest): Prom
     status: row.status,
     ...(row.job_id ? { jobId: row.job_id } : {}),
   }));
+  db.context.telemetry.operatorAction("redrive", rows.filter((row) => row.status === "redriven").length);
   return { results };
 }
 

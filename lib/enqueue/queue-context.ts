@@ -9,6 +9,7 @@ import type { KeyRing } from "./keys";
 import { ObservationRecorder, type ObservationRecorderOptions } from "./observations";
 import { withPoolClient } from "./pool-client";
 import type { Sql } from "./store/layout";
+import { QueueTelemetry, type TelemetryOptions } from "./telemetry";
 
 /** Channel that workers LISTEN on; the payload is the queue name. */
 export const WAKE_CHANNEL = "workhorse_jobs";
@@ -57,11 +58,13 @@ export interface QueueConfig {
     | { intervalMs: number; observationRetentionMs: number; jobRetentionMs: number; batchSize: number };
   retry: false | { attempts: number; maxDelayMs: number };
   coalesce: false | { maxStatements: number; maxCalls: number };
+  telemetry: TelemetryOptions;
 }
 
 /** What every view of the queue shares: the pool, the observation log, the wake-ups. */
 export class QueueContext {
   readonly recorder: ObservationRecorder;
+  readonly telemetry: QueueTelemetry;
   readonly poolExec: Executor;
   private pendingWake = new Set<string>();
   private waking: Promise<void> | null = null;
@@ -77,6 +80,7 @@ export class QueueContext {
     observations: ObservationRecorderOptions | undefined,
   ) {
     this.recorder = new ObservationRecorder(pool, observations);
+    this.telemetry = new QueueTelemetry(config.telemetry);
     this.poolExec = poolExecutor(pool);
   }
 

@@ -8,6 +8,7 @@ import { LIMITS, ONE_DAY_MS } from "./limits";
 import type { ObservationRecorderOptions } from "./observations";
 import { count, retentionMs } from "./operator-input";
 import type { QueueConfig } from "./queue-context";
+import { type TelemetryOptions, telemetryProblem } from "./telemetry";
 
 export interface QueueOptions {
   /** Caller-owned pool. `close()` never ends it. */
@@ -51,6 +52,12 @@ export interface QueueOptions {
    * `transaction`. `false` sends every call as its own statement. See `coalesceStats()`.
    */
   coalesce?: false | { maxStatements?: number; maxCalls?: number };
+  /**
+   * Metrics and traces (docs/observability.md): by default through the global OpenTelemetry
+   * providers, read when the Queue is made (no-ops unless the application installed an SDK).
+   * `scopes`: the key scopes to break enqueue decisions out by; no other scope is recorded.
+   */
+  telemetry?: TelemetryOptions;
 }
 
 /** Every `QueueOptions` name: `new Queue` refuses any other (a misspelt option would otherwise do nothing). */
@@ -64,6 +71,7 @@ const QUEUE_OPTION_NAMES = {
   retry: true,
   keySecret: true,
   coalesce: true,
+  telemetry: true,
 } as const satisfies Record<keyof QueueOptions, true>;
 
 const OBSERVATION_OPTION_NAMES = {
@@ -130,6 +138,8 @@ export function queueSettings(options: QueueOptions): QueueConfig {
       },
     ]);
   }
+  const telemetry = telemetryProblem(options.telemetry);
+  if (telemetry) throw new EnqueueValidationError([{ option: "telemetry", rule: telemetry }]);
   if (source && !source.success) {
     throw new EnqueueValidationError([{ option: "source", rule: source.error.issues[0]?.message ?? "is invalid" }]);
   }
@@ -144,5 +154,6 @@ export function queueSettings(options: QueueOptions): QueueConfig {
       maxStatements: coalesce.maxStatements ?? options.pool.options?.max ?? 10,
       maxCalls: coalesce.maxCalls,
     },
+    telemetry: options.telemetry ?? {},
   };
 }

@@ -1,9 +1,19 @@
 -- Claiming, as in 003, but never from a paused queue.
+-- Until migration 018 the result had no trace_context column. The argument types did not change,
+-- so the old function is dropped only while it still has the old result (as heartbeat_jobs.sql does).
+do $$
+begin
+  if pg_get_function_result(to_regprocedure('workhorse.claim_jobs(text[], text[], text, integer, integer, boolean)'))
+     not like '%trace_context%' then
+    drop function workhorse.claim_jobs(text[], text[], text, integer, integer, boolean);
+  end if;
+end $$;
+
 create or replace function workhorse.claim_jobs(p_queues text[], p_types text[], p_owner text, p_limit integer,
                                      p_lease_ms integer, p_reap boolean)
 returns table (id uuid, queue text, type text, payload jsonb, attempt integer, max_attempts integer,
                run_at timestamptz, deadline timestamptz, execution_timeout_ms bigint, concurrency_key text,
-               tags text[], created_at timestamptz, lease_expires_at timestamptz)
+               tags text[], created_at timestamptz, lease_expires_at timestamptz, trace_context text)
 language plpgsql as $$
 #variable_conflict use_column
 begin
@@ -82,7 +92,7 @@ begin
   )
   select c.id, c.queue::text, c.type::text, c.payload, c.attempt::integer, c.max_attempts::integer, c.run_at,
          c.deadline, c.execution_timeout_ms::bigint, c.concurrency_key, c.tags::text[], c.created_at,
-         c.lease_expires_at
+         c.lease_expires_at, c.trace_context
     from claimed c
    order by c.run_at, c.id;
 end $$;

@@ -10,13 +10,20 @@ drop function if exists workhorse.enqueue_batch(uuid[], text[], text[], jsonb, t
                                       bigint[], text[], text[], integer[], text[], text[], bytea[], text[], integer[],
                                       bigint[], bytea[], bytea[], boolean, text[], bigint[]);
 
+-- The signature before migration 018 (no p_trace_context): CREATE OR REPLACE cannot add an
+-- argument, so an installation made before then loses the old one here.
+drop function if exists workhorse.enqueue_batch(uuid[], text[], text[], jsonb, timestamptz[], integer[], jsonb[], timestamptz[],
+                                      bigint[], text[], text[], integer[], text[], text[], bytea[], text[], integer[],
+                                      bigint[], bytea[], bytea[], boolean, text[], bigint[], boolean);
+
+-- p_trace_context: the producer's W3C traceparent (one per call), stored on every job it accepts.
 create or replace function workhorse.enqueue_batch(
   p_ids uuid[], p_queues text[], p_types text[], p_payloads jsonb, p_run_ats timestamptz[],
   p_max_attempts integer[], p_retry_policies jsonb[], p_deadlines timestamptz[], p_execution_timeouts bigint[],
   p_concurrency_keys text[], p_tags text[], p_tag_counts integer[], p_modes text[], p_scopes text[],
   p_key_hashes bytea[], p_key_previews text[], p_key_lengths integer[], p_ttls bigint[], p_field_digests bytea[],
   p_legacy_key_hashes bytea[], p_notify boolean, p_schedules text[] default null, p_max_waits bigint[] default null,
-  p_retry boolean default false)
+  p_retry boolean default false, p_trace_context text default null)
 returns table (ordinal integer, job_id uuid, outcome text, request_digest text, reason text)
 language plpgsql as $$
 #variable_conflict use_column
@@ -80,7 +87,7 @@ begin
                  r.id, r.queue, r.type, p_payloads -> (r.ord::integer - 1), r.run_at, r.max_attempts, r.retry_policy,
                  r.deadline, r.execution_timeout_ms, r.concurrency_key,
                  coalesce(p_tags[r.tag_off + 1 : r.tag_off + r.tag_count], '{}'), r.mode, r.scope, r.kh,
-                 r.key_preview, r.key_length, r.ttl_ms, r.fd, false, r.schedule, r.max_wait) o;
+                 r.key_preview, r.key_length, r.ttl_ms, r.fd, false, r.schedule, r.max_wait, false, p_trace_context) o;
         v_ord := v_ord || v_cur;
         v_job := v_job || v_one.job_id;
         v_out := v_out || v_one.outcome;
@@ -176,10 +183,10 @@ begin
     jobs as (
       insert into workhorse.job (id, queue, type, payload, state, run_at, max_attempts, retry_policy, deadline,
                                  execution_timeout_ms, concurrency_key, tags, key_scope, key_hash, key_mode,
-                                 key_preview, key_length, key_ttl_ms, request_digest, enqueued_run_at)
+                                 key_preview, key_length, key_ttl_ms, request_digest, enqueued_run_at, trace_context)
       select s.id, s.queue, s.type, s.payload, case when s.run_at > now() then 'scheduled' else 'ready' end,
              s.run_at, s.max_attempts, s.retry_policy, s.deadline, s.execution_timeout_ms, s.concurrency_key, s.tags,
-             s.scope, s.kh, s.mode, s.key_preview, s.key_length, s.ttl_ms, s.rdigest, s.given_run_at
+             s.scope, s.kh, s.mode, s.key_preview, s.key_length, s.ttl_ms, s.rdigest, s.given_run_at, p_trace_context
         from seen s
        where s.kh is null or s.id in (select c.job_id from claimed c)
       returning id, queue

@@ -13,12 +13,18 @@ drop function if exists workhorse.enqueue_one(uuid, text, text, jsonb, timestamp
 drop function if exists workhorse.enqueue_one(uuid, text, text, jsonb, timestamptz, integer, jsonb, timestamptz, bigint, text,
                                     text[], text, text, bytea, text, integer, bigint, bytea, boolean, text, bigint);
 
+-- The signature before migration 018 (no p_trace_context): CREATE OR REPLACE cannot add an
+-- argument, so an installation made before then loses the old one here.
+drop function if exists workhorse.enqueue_one(uuid, text, text, jsonb, timestamptz, integer, jsonb, timestamptz, bigint, text,
+                                    text[], text, text, bytea, text, integer, bigint, bytea, boolean, text, bigint, boolean);
+
+-- p_trace_context: the producer's W3C traceparent (or null), stored on the job it accepts.
 create or replace function workhorse.enqueue_one(
   p_id uuid, p_queue text, p_type text, p_payload jsonb, p_run_at timestamptz, p_max_attempts integer,
   p_retry_policy jsonb, p_deadline timestamptz, p_execution_timeout_ms bigint, p_concurrency_key text,
   p_tags text[], p_mode text, p_scope text, p_key_hash bytea, p_key_preview text, p_key_length integer,
   p_ttl_ms bigint, p_field_digests bytea, p_notify boolean, p_schedule text default null,
-  p_max_wait_ms bigint default null, p_retry boolean default false,
+  p_max_wait_ms bigint default null, p_retry boolean default false, p_trace_context text default null,
   out job_id uuid, out outcome text, out request_digest text, out reason text)
 language plpgsql as $$
 #variable_conflict use_variable
@@ -46,7 +52,7 @@ begin
              substring(p_field_digests from 1 for 32)
              || substring(sha256(convert_to(v_payload::text, 'UTF8')) from 1 for 8)
              || substring(p_field_digests from 33),
-             coalesce(p_schedule, 'reset'), p_max_wait_ms, p_notify) d;
+             coalesce(p_schedule, 'reset'), p_max_wait_ms, p_notify, p_trace_context) d;
     return;
   end if;
   if p_key_hash is not null then
@@ -100,10 +106,10 @@ begin
 
   insert into workhorse.job (id, queue, type, payload, state, run_at, max_attempts, retry_policy, deadline,
                              execution_timeout_ms, concurrency_key, tags, key_scope, key_hash, key_mode,
-                             key_preview, key_length, key_ttl_ms, request_digest, enqueued_run_at)
+                             key_preview, key_length, key_ttl_ms, request_digest, enqueued_run_at, trace_context)
   values (p_id, p_queue, p_type, v_payload, case when v_run_at > now() then 'scheduled' else 'ready' end, v_run_at,
           p_max_attempts, p_retry_policy, p_deadline, p_execution_timeout_ms, p_concurrency_key, p_tags,
-          p_scope, p_key_hash, p_mode, p_key_preview, p_key_length, p_ttl_ms, v_rdigest, p_run_at);
+          p_scope, p_key_hash, p_mode, p_key_preview, p_key_length, p_ttl_ms, v_rdigest, p_run_at, p_trace_context);
   if p_notify then
     perform pg_notify('workhorse_jobs', p_queue);
   end if;

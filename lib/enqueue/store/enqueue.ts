@@ -63,6 +63,14 @@ const ONE_TAIL = [
   { name: "p_retry", type: "boolean" },
 ] as const;
 
+/**
+ * The last parameter of enqueue_one and enqueue_batch (and enqueue_one_at on Citus), after
+ * everything above: the producer span's W3C traceparent, stored with the jobs the call accepts.
+ * Defaulted to null in SQL, so clients that do not trace (Go, Python) omit it, and it stays out of
+ * the parameter tables the cross-language conformance file shares (sdk/conformance/enqueue.json).
+ */
+export const ENQUEUE_TRACE_PARAM = { name: "p_trace_context", type: "text" } as const;
+
 /** workhorse.enqueue_one's parameters, in order, with their SQL types. */
 export const ENQUEUE_ONE_PARAMS: readonly { name: string; type: string }[] = [
   ...FIELDS.map((f) => ({ name: f.one, type: f.type })),
@@ -96,16 +104,18 @@ function placeholders(types: readonly string[], from = 1): string {
 const RESULT_COLUMNS = "job_id, outcome, request_digest, reason";
 const oneCall = (count: number) =>
   `select 1 as ordinal, ${RESULT_COLUMNS}
-  from workhorse.enqueue_one(${placeholders(ENQUEUE_ONE_PARAMS.slice(0, count).map((p) => p.type))})`;
+  from workhorse.enqueue_one(${placeholders([...ENQUEUE_ONE_PARAMS, ENQUEUE_TRACE_PARAM].slice(0, count).map((p) => p.type))})`;
 
 export const ENQUEUE_BATCH_SQL = `select ordinal, ${RESULT_COLUMNS}
-  from workhorse.enqueue_batch(${placeholders(ENQUEUE_BATCH_PARAMS.map((p) => p.type))})`;
+  from workhorse.enqueue_batch(${placeholders([...ENQUEUE_BATCH_PARAMS, ENQUEUE_TRACE_PARAM].map((p) => p.type))})`;
 /** Idempotency and throttle: the fields and the wake-up flag. */
 const ENQUEUE_ONE_SQL = oneCall(FIELDS.length + 1);
 /** Debounce: the idempotency call plus schedule and max wait. */
 const ENQUEUE_DEBOUNCE_SQL = oneCall(FIELDS.length + 3);
-/** A retry, any mode: every parameter, the retry flag last. */
+/** A retry, any mode: every parameter up to the retry flag. */
 const ENQUEUE_RETRY_SQL = oneCall(FIELDS.length + 4);
+/** A call inside a sampled span, any mode, first try or not: every parameter, the trace context last. */
+const ENQUEUE_TRACED_SQL = oneCall(FIELDS.length + 5);
 
 /** The 1-based position of a field's parameter in enqueue_one. */
 const paramOf = (one: string): number => FIELDS.findIndex((f) => f.one === one) + 1;
@@ -116,10 +126,23 @@ const legacyProbe = (sql: string, count: number) =>
 const ENQUEUE_ONE_LEGACY_SQL = legacyProbe(ENQUEUE_ONE_SQL, FIELDS.length + 1);
 const ENQUEUE_DEBOUNCE_LEGACY_SQL = legacyProbe(ENQUEUE_DEBOUNCE_SQL, FIELDS.length + 3);
 const ENQUEUE_RETRY_LEGACY_SQL = legacyProbe(ENQUEUE_RETRY_SQL, FIELDS.length + 4);
+const ENQUEUE_TRACED_LEGACY_SQL = legacyProbe(ENQUEUE_TRACED_SQL, FIELDS.length + 5);
 
-/** The statement (and its cached-plan name) for one request; `retry` from a call's second try on. */
-export function oneRequestStatement(r: NormalizedRequest, retry = false): { name: string; text: string } {
+/**
+ * The statement (and its cached-plan name) for one request; `retry` from a call's second try on;
+ * `traced` when the call carries a trace context (untraced calls keep their shorter statements).
+ */
+export function oneRequestStatement(
+  r: NormalizedRequest,
+  retry = false,
+  traced = false,
+): { name: string; text: string } {
   const legacy = !!r.keyed?.key.legacyKeyHash;
+  if (traced) {
+    return legacy
+      ? { name: "workhorse_enqueue_traced_legacy", text: ENQUEUE_TRACED_LEGACY_SQL }
+      : { name: "workhorse_enqueue_traced", text: ENQUEUE_TRACED_SQL };
+  }
   if (retry) {
     return legacy
       ? { name: "workhorse_enqueue_retry_legacy", text: ENQUEUE_RETRY_LEGACY_SQL }
@@ -139,7 +162,7 @@ export function oneRequestStatement(r: NormalizedRequest, retry = false): { name
 // ($1), which is also written into the job id (see bucketedId); the literal 1 is the ordinal.
 export const ENQUEUE_ONE_AT_SQL = `select 1 as ordinal, ${RESULT_COLUMNS}
   from workhorse.enqueue_one_at($1::integer, 1, ${placeholders(
-    ENQUEUE_ONE_PARAMS.map((p) => p.type),
+    [...ENQUEUE_ONE_PARAMS, ENQUEUE_TRACE_PARAM].map((p) => p.type),
     2,
   )})`;
 
@@ -192,12 +215,21 @@ export interface ConflictDetail {
   rejectedRequestDigest: string;
 }
 
-/** Parameters of the statement oneRequestStatement(r, retry) chose, in FIELDS order. */
-export function oneRequestValues(r: NormalizedRequest, id: string, notify: boolean, retry = false): unknown[] {
+/** Parameters of the statement oneRequestStatement(r, retry, trace !== null) chose, in FIELDS order. */
+export function oneRequestValues(
+  r: NormalizedRequest,
+  id: string,
+  notify: boolean,
+  retry = false,
+  trace: string | null = null,
+): unknown[] {
   const k = r.keyed;
   const values = FIELDS.map((f) => f.of(r, id));
   values.push(notify);
-  if (retry) {
+  if (trace !== null) {
+    const d = k?.mode === "debounce";
+    values.push(d ? k.schedule : null, d ? k.maxWaitMs : null, retry, trace);
+  } else if (retry) {
     values.push(k?.mode === "debounce" ? k.schedule : null, k?.mode === "debounce" ? k.maxWaitMs : null, true);
   } else if (k?.mode === "debounce") values.push(k.schedule, k.maxWaitMs);
   if (k?.key.legacyKeyHash) values.push(k.key.legacyKeyHash);
@@ -205,7 +237,13 @@ export function oneRequestValues(r: NormalizedRequest, id: string, notify: boole
 }
 
 /** Parameters of workhorse.enqueue_one_at() (distributed layout): the bucket, then enqueue_one's, all of them. */
-export function distributedOneValues(r: NormalizedRequest, id: string, notify: boolean, retry = false): unknown[] {
+export function distributedOneValues(
+  r: NormalizedRequest,
+  id: string,
+  notify: boolean,
+  retry = false,
+  trace: string | null = null,
+): unknown[] {
   const k = r.keyed;
   return [
     idBucket(id),
@@ -214,6 +252,7 @@ export function distributedOneValues(r: NormalizedRequest, id: string, notify: b
     k?.mode === "debounce" ? k.schedule : null,
     k?.mode === "debounce" ? k.maxWaitMs : null,
     retry,
+    trace,
   ];
 }
 
@@ -223,6 +262,7 @@ export function batchValues(
   ids: readonly string[],
   notify: boolean,
   retry = false,
+  trace: string | null = null,
 ): unknown[] {
   const n = requests.length;
   const values: unknown[] = [];
@@ -249,6 +289,7 @@ export function batchValues(
     debounce ? requests.map((r) => (r.keyed?.mode === "debounce" ? r.keyed.schedule : null)) : null,
     debounce ? requests.map((r) => (r.keyed?.mode === "debounce" ? r.keyed.maxWaitMs : null)) : null,
     retry,
+    trace,
   );
   return values;
 }
@@ -263,6 +304,7 @@ export async function enqueueRows(
   ids: string[],
   notifyInside: boolean,
   retry: boolean,
+  trace: string | null = null,
 ): Promise<EnqueueRow[]> {
   const distributed = (await sql.layout()) === "distributed";
   // Citus: a keyed job lives in its key's bucket; an unkeyed one in the random bucket its id has.
@@ -275,15 +317,15 @@ export async function enqueueRows(
       ? await sql.query<EnqueueRow>({
           name: "workhorse_enqueue_one_at",
           text: ENQUEUE_ONE_AT_SQL,
-          values: distributedOneValues(one, ids[0] as string, notifyInside, retry),
+          values: distributedOneValues(one, ids[0] as string, notifyInside, retry, trace),
         })
       : await sql.query<EnqueueRow>({
-          ...oneRequestStatement(one, retry),
-          values: oneRequestValues(one, ids[0] as string, notifyInside, retry),
+          ...oneRequestStatement(one, retry, trace !== null),
+          values: oneRequestValues(one, ids[0] as string, notifyInside, retry, trace),
         })
     : await sql.query<EnqueueRow>({
         text: ENQUEUE_BATCH_SQL,
-        values: batchValues(requests, ids, notifyInside, retry),
+        values: batchValues(requests, ids, notifyInside, retry, trace),
       });
   return res.rows;
 }

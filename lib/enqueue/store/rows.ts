@@ -125,7 +125,7 @@ export interface JobRow {
 }
 
 /** The columns a job and a claimed attempt share, mapped once. */
-function jobCommon(r: Omit<ClaimRow, "lease_expires_at" | "lease_owner">) {
+function jobCommon(r: Omit<ClaimRow, "lease_expires_at" | "lease_owner" | "trace_context">) {
   return {
     id: r.id,
     queue: r.queue,
@@ -181,9 +181,14 @@ export type ClaimRow = Pick<
   | "concurrency_key"
   | "tags"
   | "created_at"
-> & { lease_expires_at: Date; lease_owner: string };
+> & { lease_expires_at: Date; lease_owner: string; trace_context: string | null };
 
 /** A claimed row as the handler's `ClaimedJob`: the job's own columns mapped as `jobFromRow` maps them. */
 export function claimedJobFromRow(r: ClaimRow): ClaimedJob {
-  return { ...jobCommon(r), leaseExpiresAt: r.lease_expires_at, leaseOwner: r.lease_owner };
+  return {
+    ...jobCommon(r),
+    leaseExpiresAt: r.lease_expires_at,
+    leaseOwner: r.lease_owner,
+    traceContext: r.trace_context ?? null,
+  };
 }

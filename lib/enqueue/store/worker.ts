@@ -22,7 +22,7 @@ export async function claimJobs(
   const { rows } = await pool.query<ClaimRow>({
     name: "workhorse_claim_jobs",
     text: `select id, queue, type, payload, attempt, max_attempts, run_at, deadline, execution_timeout_ms,
-                  concurrency_key, tags, created_at, lease_expires_at, $3::text as lease_owner
+                  concurrency_key, tags, created_at, lease_expires_at, $3::text as lease_owner, trace_context
              from workhorse.claim_jobs($1::text[], $2::text[], $3::text, $4::integer, $5::integer, $6::boolean)`,
     values: [c.queues, c.types, c.leaseToken, c.limit, c.leaseMs, c.reap],
   });

@@ -17,6 +17,7 @@ import { summarizeError, toJsonText } from "./error-summary";
 import { Listener } from "./listener";
 import { describeRefusal, OutcomeWriter } from "./outcomes";
 import { type WorkerSettings, workerSettings } from "./settings";
+import { WorkerTelemetry } from "./telemetry";
 import { longTimeout, sleep, untilDone } from "./timing";
 import type {
   ClaimedJob,
@@ -90,6 +91,7 @@ export class Worker {
   };
   private readonly onPoolError = (err: Error) => this.report(err);
   private readonly outcomes: OutcomeWriter;
+  private readonly telemetry: WorkerTelemetry;
   /** Claim calls so far, from a random start: the `<claim>` part of lease tokens. */
   private claimSeq = Math.floor(Math.random() * 2 ** 40);
 
@@ -107,15 +109,15 @@ export class Worker {
     this.workerId = settings.workerId;
     this.listenEnabled = options.listen ?? true;
     const onEvent = options.onEvent;
-    this.onEvent = onEvent
-      ? (e) => {
-          try {
-            onEvent(e);
-          } catch (err) {
-            this.report(err);
-          }
-        }
-      : () => {};
+    this.telemetry = new WorkerTelemetry(options.telemetry, this.workerId);
+    this.onEvent = (e) => {
+      this.telemetry.observe(e);
+      try {
+        onEvent?.(e);
+      } catch (err) {
+        this.report(err);
+      }
+    };
     this.onError = options.onError ?? ((e) => console.warn(`[workhorse worker ${this.workerId}] ${e.message}`));
     this.outcomes = new OutcomeWriter({
       pool: this.settings.pool,
@@ -290,6 +292,7 @@ export class Worker {
           r.settled = true;
           this.busy--;
         }
+        this.telemetry.settle(job);
         this.running.delete(key);
         this.done.delete(key);
         this.kick();
@@ -340,7 +343,7 @@ export class Worker {
     type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
     const run: Promise<Outcome> = (async () => {
       if (!handler) throw new Error(`no handler for job type ${JSON.stringify(job.type)}`);
-      return handler(job.payload, handlerContext(r, this.attemptDeps()));
+      return this.telemetry.within(job, () => handler(job.payload, handlerContext(r, this.attemptDeps())));
     })().then(
       (value) => ({ ok: true, value }),
       (error) => ({ ok: false, error }),

@@ -5,6 +5,7 @@ import { normalizeRetryPolicy } from "../enqueue-input";
 import { WorkerConfigError } from "../errors";
 import { unknownOptionNames } from "../input-rules";
 import { DEFAULT_QUEUE, DEFAULT_RETRY_POLICY, LIMITS, ONE_DAY_MS, ONE_YEAR_MS } from "../limits";
+import { telemetryProblem } from "../telemetry";
 import type { NormalizedRetryPolicy } from "../types";
 import type { JobHandler, WorkerOptions } from "./types";
 
@@ -33,6 +34,7 @@ const WORKER_OPTION_NAMES = {
   listen: true,
   onEvent: true,
   onError: true,
+  telemetry: true,
 } as const satisfies Record<keyof WorkerOptions, true>;
 
 /**
@@ -45,6 +47,8 @@ export function workerSettings(options: WorkerOptions) {
   if (!options || typeof options.pool?.connect !== "function") throw new WorkerConfigError("pool", "must be a pg.Pool");
   const [unknown] = unknownOptionNames(options, WORKER_OPTION_NAMES);
   if (unknown !== undefined) throw new WorkerConfigError(unknown, "is not a known option");
+  const telemetry = telemetryProblem(options.telemetry);
+  if (telemetry) throw new WorkerConfigError("telemetry", telemetry);
   const pool = options.pool;
   const queues = options.queues ?? [DEFAULT_QUEUE];
   if (!Array.isArray(queues) || queues.length === 0 || queues.some((q) => typeof q !== "string" || !q)) {

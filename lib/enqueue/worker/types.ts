@@ -1,5 +1,7 @@
 /** The worker's public types: what a handler receives and what `new Worker(options)` accepts. */
+
 import type pg from "pg";
+import type { TelemetryOptions } from "../telemetry";
 import type { RetryPolicy } from "../types";
 import type { ErrorSummary } from "./error-summary";
 
@@ -22,6 +24,11 @@ export interface ClaimedJob {
   leaseExpiresAt: Date;
   /** The lease token stored as `lease_owner`: `<workerId>~<claim>`, new for every claim call. */
   leaseOwner: string;
+  /**
+   * The W3C `traceparent` of the enqueue call that made the job, when that call ran in a sampled
+   * OpenTelemetry span (docs/observability.md, "Traces"); the attempt's span links to it. Else null.
+   */
+  traceContext: string | null;
 }
 
 /** What a handler gets besides the payload. */
@@ -123,6 +130,11 @@ export interface WorkerOptions {
   onEvent?: (event: WorkerEvent) => void;
   /** Unexpected errors (database outages while retrying, handler misbehaviour). Default: console.warn. */
   onError?: (error: Error) => void;
+  /**
+   * Metrics and spans (docs/observability.md): by default through the global OpenTelemetry
+   * providers, read when the Worker is made. `scopes` is not used by the worker.
+   */
+  telemetry?: TelemetryOptions;
 }
 
 /** Counters since `start()`. */

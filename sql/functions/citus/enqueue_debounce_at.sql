@@ -4,11 +4,15 @@
 -- that one shard. Same bodies as workhorse.enqueue_debounce and workhorse.enqueue_one, with the
 -- bucket in every key and insert; p_ordinal names the request in a conflict (batches call this once
 -- per request).
+-- The signature before migration 018 (no p_trace_context): dropped so the new one replaces it.
+drop function if exists workhorse.enqueue_debounce_at(integer, uuid, text, text, jsonb, integer, jsonb, timestamptz, bigint,
+                                            text, text[], text, bytea, text, integer, bigint, bytea, text, bigint, boolean);
+
 create or replace function workhorse.enqueue_debounce_at(
   p_bucket integer, p_id uuid, p_queue text, p_type text, p_payload jsonb, p_max_attempts integer, p_retry_policy jsonb,
   p_deadline timestamptz, p_execution_timeout_ms bigint, p_concurrency_key text, p_tags text[], p_scope text,
   p_key_hash bytea, p_key_preview text, p_key_length integer, p_window_ms bigint, p_digests bytea,
-  p_schedule text, p_max_wait_ms bigint, p_notify boolean,
+  p_schedule text, p_max_wait_ms bigint, p_notify boolean, p_trace_context text default null,
   out job_id uuid, out outcome text, out reason text, out request_digest text)
 language plpgsql as $$
 #variable_conflict use_variable
@@ -131,10 +135,10 @@ begin
   end if;
   insert into workhorse.job (bucket, id, queue, type, payload, state, run_at, max_attempts, retry_policy, deadline,
                              execution_timeout_ms, concurrency_key, tags, key_scope, key_hash, key_mode,
-                             key_preview, key_length, key_ttl_ms, request_digest, enqueued_run_at)
+                             key_preview, key_length, key_ttl_ms, request_digest, enqueued_run_at, trace_context)
   values (p_bucket, p_id, p_queue, p_type, coalesce(p_payload, 'null'::jsonb), 'scheduled', v_due, p_max_attempts,
           p_retry_policy, p_deadline, p_execution_timeout_ms, p_concurrency_key, p_tags, p_scope, p_key_hash,
-          'debounce', p_key_preview, p_key_length, p_window_ms, v_rdigest, v_due);
+          'debounce', p_key_preview, p_key_length, p_window_ms, v_rdigest, v_due, p_trace_context);
   job_id := p_id;
   outcome := 'accepted';
 end $$;

@@ -2,11 +2,16 @@
 drop function if exists workhorse.enqueue_one_at(integer, integer, uuid, text, text, jsonb, timestamptz, integer, jsonb,
   timestamptz, bigint, text, text[], text, text, bytea, text, integer, bigint, bytea, boolean, text, bigint);
 
+-- p_trace_context: as workhorse.enqueue_one's (migration 018), the producer's traceparent stored on the job.
+drop function if exists workhorse.enqueue_one_at(integer, integer, uuid, text, text, jsonb, timestamptz, integer, jsonb,
+  timestamptz, bigint, text, text[], text, text, bytea, text, integer, bigint, bytea, boolean, text, bigint, boolean);
+
 create or replace function workhorse.enqueue_one_at(
   p_bucket integer, p_ordinal integer, p_id uuid, p_queue text, p_type text, p_payload jsonb, p_run_at timestamptz, p_max_attempts integer,
   p_retry_policy jsonb, p_deadline timestamptz, p_execution_timeout_ms bigint, p_concurrency_key text,
   p_tags text[], p_mode text, p_scope text, p_key_hash bytea, p_key_preview text, p_key_length integer,
   p_ttl_ms bigint, p_field_digests bytea, p_notify boolean, p_schedule text, p_max_wait_ms bigint, p_retry boolean,
+  p_trace_context text default null,
   out job_id uuid, out outcome text, out request_digest text, out reason text)
 language plpgsql as $$
 #variable_conflict use_variable
@@ -34,7 +39,7 @@ begin
              substring(p_field_digests from 1 for 32)
              || substring(sha256(convert_to(v_payload::text, 'UTF8')) from 1 for 8)
              || substring(p_field_digests from 33),
-             coalesce(p_schedule, 'reset'), p_max_wait_ms, p_notify) d;
+             coalesce(p_schedule, 'reset'), p_max_wait_ms, p_notify, p_trace_context) d;
     return;
   end if;
   if p_key_hash is not null then
@@ -87,10 +92,10 @@ begin
 
   insert into workhorse.job (bucket, id, queue, type, payload, state, run_at, max_attempts, retry_policy, deadline,
                              execution_timeout_ms, concurrency_key, tags, key_scope, key_hash, key_mode,
-                             key_preview, key_length, key_ttl_ms, request_digest, enqueued_run_at)
+                             key_preview, key_length, key_ttl_ms, request_digest, enqueued_run_at, trace_context)
   values (p_bucket, p_id, p_queue, p_type, v_payload, case when v_run_at > now() then 'scheduled' else 'ready' end, v_run_at,
           p_max_attempts, p_retry_policy, p_deadline, p_execution_timeout_ms, p_concurrency_key, p_tags,
-          p_scope, p_key_hash, p_mode, p_key_preview, p_key_length, p_ttl_ms, v_rdigest, p_run_at);
+          p_scope, p_key_hash, p_mode, p_key_preview, p_key_length, p_ttl_ms, v_rdigest, p_run_at, p_trace_context);
   if p_notify then
     perform pg_notify('workhorse_jobs', p_queue);
   end if;
@@ -99,5 +104,5 @@ begin
 end $$;
 
 select create_distributed_function(
-  'workhorse.enqueue_one_at(integer, integer, uuid, text, text, jsonb, timestamptz, integer, jsonb, timestamptz, bigint, text, text[], text, text, bytea, text, integer, bigint, bytea, boolean, text, bigint, boolean)',
+  'workhorse.enqueue_one_at(integer, integer, uuid, text, text, jsonb, timestamptz, integer, jsonb, timestamptz, bigint, text, text[], text, text, bytea, text, integer, bigint, bytea, boolean, text, bigint, boolean, text)',
   'p_bucket', colocate_with => 'workhorse.job');

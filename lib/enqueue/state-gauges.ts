@@ -1,0 +1,182 @@
+/**
+ * Gauges that need the database (docs/observability.md): queue depth by state, lag, dead letters,
+ * workers, paused queues, live and expired bindings. One statement (store/state-gauges.ts), read at
+ * most once per `maxAgeMs` however many collections ask (concurrent asks share the read), and
+ * registered as observable gauges on any meter provider.
+ */
+import { type BatchObservableResult, type MeterProvider, metrics, type ObservableGauge } from "@opentelemetry/api";
+import { EnqueueValidationError } from "./errors";
+import type { Queryable } from "./store/layout";
+import { type StateRow, selectStateRows } from "./store/state-gauges";
+import { INSTRUMENTATION_NAME } from "./telemetry";
+
+export interface StateGaugeOptions {
+  /** How long one read serves (ms, 0..3,600,000). Default 15,000. */
+  maxAgeMs?: number;
+}
+
+/** One read of the state, as numbers per queue. */
+export interface StateSnapshot {
+  /** When PostgreSQL was read (this process's clock). */
+  readAt: Date;
+  queues: Array<{
+    queue: string;
+    /** Jobs per state: scheduled, ready, active. */
+    depth: { scheduled: number; ready: number; active: number };
+    /** Seconds since the oldest due pending job became due (0 when none is due). */
+    lagSeconds: number;
+    deadLetters: number;
+    /** Workers holding an unexpired lease on a job of this queue. */
+    workers: number;
+    paused: boolean;
+  }>;
+  bindings: { live: number; expired: number; oldestExpiredAgeSeconds: number };
+}
+
+/** The gauge names and units (Prometheus: dots become underscores, units a suffix). */
+export const STATE_GAUGES = {
+  depth: { name: "workhorse.queue.depth", unit: "{job}" },
+  lag: { name: "workhorse.queue.lag", unit: "s" },
+  deadLetters: { name: "workhorse.queue.dead_letters", unit: "{job}" },
+  workers: { name: "workhorse.queue.workers", unit: "{worker}" },
+  paused: { name: "workhorse.queue.paused", unit: "1" },
+  bindings: { name: "workhorse.bindings", unit: "{binding}" },
+  oldestExpired: { name: "workhorse.bindings.oldest_expired_age", unit: "s" },
+} as const;
+
+function snapshotOf(rows: StateRow[], readAt: Date): StateSnapshot {
+  const byQueue = new Map<string, StateSnapshot["queues"][number]>();
+  const queue = (name: string) => {
+    let q = byQueue.get(name);
+    if (!q) {
+      q = {
+        queue: name,
+        depth: { scheduled: 0, ready: 0, active: 0 },
+        lagSeconds: 0,
+        deadLetters: 0,
+        workers: 0,
+        paused: false,
+      };
+      byQueue.set(name, q);
+    }
+    return q;
+  };
+  const bindings = { live: 0, expired: 0, oldestExpiredAgeSeconds: 0 };
+  for (const r of rows) {
+    if (r.metric === "bindings") bindings[r.label === "live" ? "live" : "expired"] = r.value;
+    else if (r.metric === "oldest_expired_binding_age") bindings.oldestExpiredAgeSeconds = r.value;
+    else if (r.queue !== null) {
+      const q = queue(r.queue);
+      if (r.metric === "depth") q.depth[r.label as keyof typeof q.depth] = r.value;
+      else if (r.metric === "lag") q.lagSeconds = Math.max(0, r.value);
+      else if (r.metric === "dead_letters") q.deadLetters = r.value;
+      else if (r.metric === "workers") q.workers = r.value;
+      else if (r.metric === "paused") q.paused = true;
+    }
+  }
+  const queues = [...byQueue.values()].sort((a, b) => (a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : 0));
+  return { readAt, queues, bindings };
+}
+
+/**
+ * The state of one installation, cached.
+ *
+ * ```ts
+ * const gauges = new StateGauges(pool);          // any process: a worker, the console, a sidecar
+ * gauges.register();                             // observable gauges on the global meter provider
+ * ```
+ */
+export class StateGauges {
+  private readonly maxAgeMs: number;
+  private last: { at: number; snapshot: StateSnapshot } | null = null;
+  private inflight: Promise<StateSnapshot> | null = null;
+  /** Reads of PostgreSQL so far. */
+  reads = 0;
+
+  constructor(
+    private readonly db: Queryable,
+    options: StateGaugeOptions = {},
+  ) {
+    const maxAgeMs = options.maxAgeMs ?? 15_000;
+    if (!Number.isInteger(maxAgeMs) || maxAgeMs < 0 || maxAgeMs > 3_600_000) {
+      throw new EnqueueValidationError([{ option: "maxAgeMs", rule: "must be an integer 0..3600000" }]);
+    }
+    this.maxAgeMs = maxAgeMs;
+  }
+
+  /**
+   * The state for a collection, never waiting on PostgreSQL once a read exists: the last read while
+   * younger than `maxAgeMs`; once older, still the last read while a new one runs in the background
+   * (at most one at a time), up to `2 × maxAgeMs`; beyond that (or before the first read), a new read
+   * awaited (shared by everyone asking meanwhile; its error is thrown).
+   */
+  read(): Promise<StateSnapshot> {
+    const last = this.last;
+    const age = last ? performance.now() - last.at : Number.POSITIVE_INFINITY;
+    if (last && age < this.maxAgeMs) return Promise.resolve(last.snapshot);
+    if (last && age < 2 * this.maxAgeMs) {
+      this.refresh().catch(() => {}); // the next collection tries again
+      return Promise.resolve(last.snapshot);
+    }
+    return this.refresh();
+  }
+
+  /** A new read of PostgreSQL now (or the one already running). */
+  refresh(): Promise<StateSnapshot> {
+    if (!this.inflight) {
+      this.reads++;
+      this.inflight = selectStateRows(this.db)
+        .then((rows) => {
+          const snapshot = snapshotOf(rows, new Date());
+          this.last = { at: performance.now(), snapshot };
+          return snapshot;
+        })
+        .finally(() => {
+          this.inflight = null;
+        });
+    }
+    return this.inflight;
+  }
+
+  /**
+   * Registers the gauges on `meterProvider` (default the global one); returns a function that
+   * removes them. Queues appear once they hold a pending, active or failed job, or are paused.
+   */
+  register(meterProvider: MeterProvider = metrics.getMeterProvider()): () => void {
+    const meter = meterProvider.getMeter(INSTRUMENTATION_NAME);
+    const g = (key: keyof typeof STATE_GAUGES, description: string): ObservableGauge =>
+      meter.createObservableGauge(STATE_GAUGES[key].name, { description, unit: STATE_GAUGES[key].unit });
+    const depth = g("depth", "Jobs per queue and state (scheduled, ready, active).");
+    const lag = g("lag", "Seconds since the oldest due pending job of the queue became due (0 when none is due).");
+    const dead = g("deadLetters", "Failed jobs (dead letters) per queue, until redriven or pruned.");
+    const workers = g(
+      "workers",
+      "Workers holding an unexpired lease on a job of the queue (seen by their heartbeats).",
+    );
+    const paused = g("paused", "1 while the queue is paused, else 0.");
+    const bindings = g("bindings", "Key bindings: live, and expired awaiting cleanup.");
+    const oldest = g(
+      "oldestExpired",
+      "Seconds since the oldest expired binding awaiting cleanup expired (0 when none).",
+    );
+    const all = [depth, lag, dead, workers, paused, bindings, oldest];
+    const callback = async (observer: BatchObservableResult) => {
+      const s = await this.read();
+      for (const q of s.queues) {
+        const at = { "messaging.system": "workhorse", "messaging.destination.name": q.queue };
+        for (const state of ["scheduled", "ready", "active"] as const) {
+          observer.observe(depth, q.depth[state], { ...at, "workhorse.job.state": state });
+        }
+        observer.observe(lag, q.lagSeconds, at);
+        observer.observe(dead, q.deadLetters, at);
+        observer.observe(workers, q.workers, at);
+        observer.observe(paused, q.paused ? 1 : 0, at);
+      }
+      observer.observe(bindings, s.bindings.live, { "workhorse.binding.state": "live" });
+      observer.observe(bindings, s.bindings.expired, { "workhorse.binding.state": "expired" });
+      observer.observe(oldest, s.bindings.oldestExpiredAgeSeconds);
+    };
+    meter.addBatchObservableCallback(callback, all);
+    return () => meter.removeBatchObservableCallback(callback, all);
+  }
+}
