@@ -355,6 +355,58 @@ def test_run_returns_when_another_thread_stops_the_worker(queue: Queue, pool: Co
     assert job_row(pool, job_id)["state"] == "succeeded"
 
 
+def test_an_attempt_whose_lease_was_taken_records_nothing(queue: Queue, pool: ConnectionPool) -> None:
+    q = fresh_queue()
+    started = threading.Event()
+    reasons: list[str] = []
+
+    def long(payload: Any, ctx: JobContext) -> Any:
+        started.set()
+        ctx.stopped.wait(30)
+        reasons.append(type(ctx.stop_reason).__name__)
+        return {"late": True}  # fenced out: another attempt owns the job
+
+    job_id = queue.enqueue("t.long", {}, EnqueueOptions(queue=q))
+    got: list[str] = []
+    with running(pool, {"t.long": long}, q, lease_ms=3000, heartbeat_interval_ms=100, on_event=lambda e: got.append(e.kind)) as worker:
+        assert started.wait(30)
+        with pool.connection() as conn:  # as if the lease had lapsed and another worker had claimed the job
+            conn.execute("update workhorse.job set lease_owner = 'elsewhere~1' where id = %s::uuid", (job_id,))
+        wait_until("the stale outcome", lambda: worker.stats().stale == 1)
+    assert reasons == ["LeaseLostError"]
+    assert got == ["claimed", "lease_lost", "stale"]
+    row = job_row(pool, job_id)
+    assert (row["state"], row["result"], row["lease_owner"]) == ("active", None, "elsewhere~1")
+
+
+def test_a_handler_that_ignores_its_stop_signal_is_abandoned_and_its_attempt_recorded(queue: Queue, pool: ConnectionPool) -> None:
+    q = fresh_queue()
+    let_go = threading.Event()
+
+    def stubborn(payload: Any, ctx: JobContext) -> Any:
+        let_go.wait(30)  # never looks at ctx.stopped
+        return {"too": "late"}
+
+    job_id = queue.enqueue("t.s", {}, EnqueueOptions(queue=q, max_attempts=1, execution_timeout_ms=100))
+    got: list[str] = []
+    try:
+        with running(pool, {"t.s": stubborn}, q, abort_grace_ms=100, on_event=lambda e: got.append(e.kind)):
+            row = wait_until("the job to fail", finished(pool, job_id))
+    finally:
+        let_go.set()
+    assert got == ["claimed", "abandoned", "failed"]
+    assert (row["state"], row["last_error"]["name"]) == ("failed", "ExecutionTimeoutError")
+
+
+def test_a_result_json_cannot_hold_fails_the_attempt_with_not_storable(queue: Queue, pool: ConnectionPool) -> None:
+    q = fresh_queue()
+    job_id = queue.enqueue("t.nan", {}, EnqueueOptions(queue=q, max_attempts=1))
+    with running(pool, {"t.nan": lambda p, c: {"ratio": float("nan")}}, q):
+        row = wait_until("the job to fail", finished(pool, job_id))
+    assert (row["state"], row["last_error"]["name"], row["last_error"]["code"]) == ("failed", "NotStorableError", "NOT_STORABLE")
+    assert row["last_error"]["message"].startswith(f"the result of job {job_id} cannot be stored as JSON: ")
+
+
 def test_options_are_checked(pool: ConnectionPool) -> None:
     with pytest.raises(WorkerConfigError) as caught:
         Worker(pool, {"t": lambda p, c: None}, concurrency=0)
