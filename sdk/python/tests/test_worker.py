@@ -407,6 +407,37 @@ def test_a_result_json_cannot_hold_fails_the_attempt_with_not_storable(queue: Qu
     assert row["last_error"]["message"].startswith(f"the result of job {job_id} cannot be stored as JSON: ")
 
 
+def test_completions_go_one_statement_at_a_time_and_each_job_is_recorded_once(
+    queue: Queue, pool: ConnectionPool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from workhorse import _worker_sql
+
+    q = fresh_queue()
+    real = _worker_sql.complete_jobs
+    sizes: list[int] = []
+    in_flight = [0, 0]  # now, most at once
+    guard = threading.Lock()
+
+    def spy(pool_: ConnectionPool, batch: list[Any]) -> set[str]:
+        with guard:
+            in_flight[0] += 1
+            in_flight[1] = max(in_flight)
+            sizes.append(len(batch))
+        try:
+            return real(pool_, batch)  # the real statement against the real database
+        finally:
+            with guard:
+                in_flight[0] -= 1
+
+    monkeypatch.setattr(_worker_sql, "complete_jobs", spy)
+    ids = [queue.enqueue("t.n", {"n": i}, EnqueueOptions(queue=q)) for i in range(24)]
+    with running(pool, {"t.n": lambda p, c: {"n": p["n"]}}, q, concurrency=8) as worker:
+        rows = [wait_until("the job to finish", finished(pool, job_id)) for job_id in ids]
+        assert worker.stats().succeeded == 24
+    assert [r["result"] for r in rows] == [{"n": i} for i in range(24)]
+    assert (sum(sizes), in_flight[1]) == (24, 1)
+
+
 def test_options_are_checked(pool: ConnectionPool) -> None:
     with pytest.raises(WorkerConfigError) as caught:
         Worker(pool, {"t": lambda p, c: None}, concurrency=0)

@@ -24,11 +24,13 @@ from psycopg_pool import ConnectionPool
 
 from . import _worker_sql as sql
 from ._attempt import AttemptDeps, Handler, JobContext, Running, StopCause, summarize_error, to_json_text
+from ._completions import CompletionWriter
 from .errors import (
     DeadlineExceededError,
     ExecutionTimeoutError,
     JobCanceledError,
     LeaseLostError,
+    NotStorableError,
     WorkerConfigError,
     WorkerStoppingError,
 )
@@ -160,6 +162,7 @@ class Worker:
         self._stopped = threading.Event()
         self._heartbeat_stop = threading.Event()
         self._stop_requested = threading.Event()
+        self._completions = CompletionWriter(lambda batch: sql.complete_jobs(self._pool, batch), self._persist, self._report)
         self._wake_r, self._wake_w = socket.socketpair()
 
     # --- lifecycle
@@ -170,6 +173,7 @@ class Worker:
             if self._state != "idle":
                 raise WorkerConfigError("start", f"cannot start a worker that is {self._state}")
             self._state = "running"
+        self._completions.start()
         for target, name in ((self._loop, "claim"), (self._heartbeats, "heartbeat")) + (
             ((self._listen_loop, "listen"),) if self._listen else ()
         ):
@@ -210,6 +214,7 @@ class Worker:
         self._give_up = True  # outcome writes still retrying (database down) stop; leases lapse instead
         self._wait_idle(None)
         self._heartbeat_stop.set()
+        self._completions.close()
         for t in self._threads:
             t.join()
         self._wake_r.close()
@@ -487,15 +492,15 @@ class Worker:
             except Exception as err:
                 self._fail(job, summarize_error(err), "error")
                 return
-            try:
-                recorded = self._persist(lambda: sql.complete_jobs(self._pool, [(job, text)]))
-            except psycopg.Error as err:
-                if is_retryable(err):
-                    raise
-                # PostgreSQL refused this result: the attempt fails with the reason instead of waiting for its lease.
-                self._fail(job, summarize_error(err), "error")
+            written = self._completions.complete(job, text)
+            if isinstance(written, BaseException):
+                # PostgreSQL refused this result (it passed our checks, so the rules disagree somewhere): the
+                # attempt fails with the reason instead of waiting for its lease to lapse.
+                code = getattr(written, "sqlstate", None)
+                why = f"{written} (SQLSTATE {code})" if code else str(written)
+                self._fail(job, summarize_error(NotStorableError(f"the result of job {job.id}", why)), "error")
                 return
-            if job.id in recorded:
+            if written == "recorded":
                 self._count("succeeded")
                 self._event(WorkerEvent("succeeded", job, duration_ms=round((time.monotonic() - r.started_at) * 1000)))
             else:
