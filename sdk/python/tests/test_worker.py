@@ -192,7 +192,7 @@ def test_a_killed_workers_lease_lapses_and_another_worker_reuses_its_checkpoint(
 ) -> None:
     q = fresh_queue()
     job_id = queue.enqueue("t.block", {"n": 7}, EnqueueOptions(queue=q, max_attempts=3))
-    proc = Proc({"url": database_url, "queue": q, "mode": "checkpoint_then_block", "lease_ms": 1000})
+    proc = Proc({"url": database_url, "queue": q, "mode": "checkpoint_then_block", "lease_ms": 2000})
     try:
         assert proc.line("checkpointed") == f"checkpointed {job_id}"
         proc.p.send_signal(signal.SIGKILL)
@@ -245,7 +245,7 @@ def test_a_deadline_passing_while_the_handler_runs_fails_the_job_without_retries
         finally:
             reasons.append(type(ctx.stop_reason).__name__)
 
-    deadline = datetime.now(timezone.utc) + timedelta(milliseconds=800)
+    deadline = datetime.now(timezone.utc) + timedelta(milliseconds=2000)
     job_id = queue.enqueue("t.slow", {}, EnqueueOptions(queue=q, max_attempts=5, deadline=deadline))
     with running(pool, {"t.slow": slow}, q):
         row = wait_until("the job to fail", finished(pool, job_id))
