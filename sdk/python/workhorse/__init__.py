@@ -1,9 +1,17 @@
 """Workhorse, the Python client: scoped idempotent enqueue on PostgreSQL (docs/clients.md)."""
 
+from ._attempt import Handler, JobContext
 from .errors import (
+    DeadlineExceededError,
     EnqueueIdempotencyConflictError,
     EnqueueValidationError,
+    ExecutionTimeoutError,
+    JobCanceledError,
+    LeaseLostError,
+    NotStorableError,
     ValidationIssue,
+    WorkerConfigError,
+    WorkerStoppingError,
     WorkhorseDatabaseError,
     WorkhorseError,
 )
@@ -20,22 +28,38 @@ from .types import (
     RetryPolicy,
     Throttle,
 )
+from .worker import Worker
+from .worker_types import ClaimedJob, FailureCause, WorkerEvent, WorkerStats
 
 __all__ = [
     "BindingInfo",
+    "ClaimedJob",
+    "DeadlineExceededError",
     "Debounce",
     "EnqueueIdempotencyConflictError",
     "EnqueueOptions",
     "EnqueueRequest",
     "EnqueueResult",
     "EnqueueValidationError",
+    "ExecutionTimeoutError",
+    "FailureCause",
+    "Handler",
     "Idempotency",
     "Job",
+    "JobCanceledError",
+    "JobContext",
     "KeyDescription",
+    "LeaseLostError",
+    "NotStorableError",
     "Queue",
     "RetryPolicy",
     "Throttle",
     "ValidationIssue",
+    "Worker",
+    "WorkerConfigError",
+    "WorkerEvent",
+    "WorkerStats",
+    "WorkerStoppingError",
     "WorkhorseDatabaseError",
     "WorkhorseError",
 ]

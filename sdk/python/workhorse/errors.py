@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timezone
 import json
 
 
@@ -86,3 +87,76 @@ class WorkhorseDatabaseError(WorkhorseError):
         self.__cause__ = cause
         self.retryable = retryable
 
+
+
+class WorkerConfigError(WorkhorseError):
+    """A ``Worker`` option is missing or out of range; ``option`` names it."""
+
+    code = "WORKER_CONFIG"
+
+    def __init__(self, option: str, rule: str):
+        super().__init__(f"{option}: {rule}")
+        self.option = option
+        self.rule = rule
+
+
+class ExecutionTimeoutError(WorkhorseError):
+    """The attempt ran longer than the job's ``execution_timeout_ms``: the handler's stop signal fires."""
+
+    code = "EXECUTION_TIMED_OUT"
+
+    def __init__(self, timeout_ms: int):
+        super().__init__(f"The attempt ran longer than its executionTimeoutMs ({timeout_ms} ms).")
+        self.timeout_ms = timeout_ms
+
+
+class DeadlineExceededError(WorkhorseError):
+    """The job's deadline passed while the attempt ran: the handler's stop signal fires."""
+
+    code = "DEADLINE_EXCEEDED"
+
+    def __init__(self, deadline: datetime):
+        iso = deadline.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        super().__init__(f"The job's deadline ({iso}) passed.")
+        self.deadline = deadline
+
+
+class LeaseLostError(WorkhorseError):
+    """This attempt no longer holds the job (its lease lapsed and the job was reaped or claimed
+    again). The stop signal fires with it, ``heartbeat()``/``checkpoint()`` raise it, and nothing
+    the attempt reports afterwards is recorded."""
+
+    code = "LEASE_LOST"
+
+    def __init__(self, job_id: str, attempt: int):
+        super().__init__(f"Attempt {attempt} of job {job_id} lost its lease; another attempt owns the job now.")
+        self.job_id = job_id
+        self.attempt = attempt
+
+
+class WorkerStoppingError(WorkhorseError):
+    """The worker is stopping and its grace period ran out: the stop signal fires with it."""
+
+    code = "WORKER_STOPPING"
+
+    def __init__(self) -> None:
+        super().__init__("The worker is shutting down; the attempt will be released and run again.")
+
+
+class JobCanceledError(WorkhorseError):
+    """An operator canceled the job while it ran (seen at a heartbeat): the stop signal fires with it."""
+
+    code = "JOB_CANCELED"
+
+    def __init__(self, job_id: str):
+        super().__init__(f"Job {job_id} was canceled by an operator.")
+        self.job_id = job_id
+
+
+class NotStorableError(WorkhorseError):
+    """A handler's result or a checkpoint value that cannot be stored as JSON."""
+
+    code = "NOT_STORABLE"
+
+    def __init__(self, what: str, reason: str):
+        super().__init__(f"{what} cannot be stored as JSON: {reason}")
