@@ -49,6 +49,7 @@ export default defineConfig({
         { name: "layout", testMatch: /layout-a11y\.spec\.ts/, dependencies: ["flows", "health"] },
         { name: "operator-actions", testMatch: /operator-actions\.spec\.ts/ },
         { name: "debounce-throttle", testMatch: /debounce-throttle\.spec\.ts/ },
+        { name: "workers", testMatch: /workers\.spec\.ts/ },
         {
           name: "no-raw-keys",
           testMatch: /no-raw-keys\.spec\.ts/,

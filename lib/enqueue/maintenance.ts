@@ -17,6 +17,8 @@ export interface MaintenanceResult {
   expiredLeasesReaped: number;
   /** Terminal jobs past retention deleted (with their events); never one owning a live key. */
   finishedJobsDeleted: number;
+  /** Heartbeat rows of workers gone (no check-in) for longer than `GONE_WORKER_RETENTION_MS`. */
+  goneWorkersDeleted: number;
 }
 
 /**
@@ -72,6 +74,7 @@ export async function runMaintenance(
     olderThanMs: options.jobRetentionMs ?? (m ? m.jobRetentionMs : undefined),
     limit: m ? m.batchSize : 1000,
   });
+  const goneWorkersDeleted = await store.pruneGoneWorkers(db.store("pruneGoneWorkers"));
   await store.insertMaintenanceRun(db.store("runMaintenance"), {
     startedAt: started,
     trigger: options.trigger ?? "manual",
@@ -79,11 +82,13 @@ export async function runMaintenance(
     observationsDeleted,
     expiredLeasesReaped,
     finishedJobsDeleted: pruned.jobsDeleted,
+    goneWorkersDeleted,
   });
   return {
     expiredBindingsDeleted,
     observationsDeleted,
     expiredLeasesReaped,
     finishedJobsDeleted: pruned.jobsDeleted,
+    goneWorkersDeleted,
   };
 }

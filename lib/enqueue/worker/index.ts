@@ -13,6 +13,7 @@ import {
 } from "../errors";
 import * as sql from "../store/worker";
 import { type AttemptDeps, handlerContext, heartbeatAttempts, type Running, type StopCause } from "./attempt";
+import { CheckIns } from "./check-in";
 import { summarizeError, toJsonText } from "./error-summary";
 import { Listener } from "./listener";
 import { describeRefusal, OutcomeWriter } from "./outcomes";
@@ -90,6 +91,7 @@ export class Worker {
   };
   private readonly onPoolError = (err: Error) => this.report(err);
   private readonly outcomes: OutcomeWriter;
+  private readonly checkIns: CheckIns;
   /** Claim calls so far, from a random start: the `<claim>` part of lease tokens. */
   private claimSeq = Math.floor(Math.random() * 2 ** 40);
 
@@ -125,6 +127,8 @@ export class Worker {
       report: (err) => this.report(err),
       givenUp: () => this.giveUp,
     });
+    const held = () => ({ running: this.busy, jobIds: [...this.running.values()].map((r) => r.job.id) });
+    this.checkIns = new CheckIns({ ...settings, snapshot: held, report: (err) => this.report(err) });
   }
 
   /** Starts claiming. Resolves once the loop runs (the LISTEN connection comes up in the background). */
@@ -146,6 +150,7 @@ export class Worker {
     this.pollTimer = setInterval(() => this.want(), this.settings.pollIntervalMs);
     this.heartbeatTimer = setInterval(() => void this.heartbeatAll(), this.settings.heartbeatIntervalMs);
     this.heartbeatTimer.unref();
+    this.checkIns.start();
     this.loopDone = this.loop();
   }
 
@@ -167,6 +172,7 @@ export class Worker {
       return;
     }
     this.state = "stopping";
+    this.checkIns.stopping();
     if (this.pollTimer) clearInterval(this.pollTimer);
     this.pollTimer = null;
     this.kick();
@@ -180,6 +186,7 @@ export class Worker {
     await allDone();
     if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
     this.heartbeatTimer = null;
+    await this.checkIns.stop();
     this.settings.pool.off("error", this.onPoolError);
     this.state = "stopped";
   }

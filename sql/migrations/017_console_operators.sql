@@ -1,0 +1,29 @@
+-- What the console shows operators beyond the jobs themselves.
+--
+-- worker_heartbeat: one row per running Worker, upserted by the worker when it starts and then every
+-- heartbeat interval (queues, concurrency, the attempts it holds), marked 'stopping' while it shuts
+-- down and deleted when it has stopped. A worker that misses three check-ins in a row is shown as
+-- gone; maintenance deletes rows whose last check-in is older than that plus a retention
+-- (store/maintenance.ts). One small row per process, rewritten in place (HOT: no indexed column
+-- changes but checked_at, which the maintenance index needs only for gone rows, so it stays small).
+-- On the distributed layout (Citus) it is a local table on the coordinator, like the other
+-- operator tables: workers connect to the coordinator.
+create table if not exists workhorse.worker_heartbeat (
+  worker_id   text primary key check (length(worker_id) between 1 and 200),
+  host        text not null,
+  pid         integer not null,
+  queues      text[] not null,
+  -- The job types it claims; null means every type (a "*" handler).
+  types       text[],
+  concurrency integer not null check (concurrency > 0),
+  -- Attempts whose handler is running, and every attempt it holds (running or writing its outcome).
+  running     integer not null check (running >= 0),
+  held        integer not null check (held >= 0),
+  -- The first few job ids it holds (at most 20), for links.
+  job_ids     uuid[] not null default '{}',
+  interval_ms integer not null check (interval_ms > 0),
+  status      text not null default 'running' check (status in ('running', 'stopping')),
+  started_at  timestamptz not null,
+  checked_at  timestamptz not null default now()
+);
+create index if not exists worker_heartbeat_checked_idx on workhorse.worker_heartbeat (checked_at);
