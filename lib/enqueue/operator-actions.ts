@@ -5,6 +5,7 @@
  * the statements are in store/operator-actions.ts.
  */
 import {
+  EnqueueValidationError,
   JobNotFoundError,
   PurgeNotAllowedError,
   QueueClosedError,
@@ -85,6 +86,20 @@ export const purgeJobs = selectionAction<T.PurgeJobsResult>("purgeJobs", {
   fn: "purge_job_list",
   missingIsError: false,
 });
+
+export async function deleteFailedJobs(
+  db: OperationsDb,
+  selection: T.JobSelection,
+  context: T.OperatorContext & { releaseKeys?: boolean },
+): Promise<T.DeleteFailedJobsResult> {
+  const ids = parseJobSelection(selection);
+  const releaseKeys = context?.releaseKeys ?? false;
+  if (typeof releaseKeys !== "boolean") {
+    throw new EnqueueValidationError([{ option: "releaseKeys", rule: "must be true or false" }]);
+  }
+  const ctx = parseOperatorContext({ actor: context?.actor, reason: context?.reason });
+  return store.deleteFailedJobs(db.store("deleteFailedJobs"), ids, ctx, releaseKeys);
+}
 
 export const runNow = selectionAction<T.RunNowResult>("runNow", { fn: "run_jobs_now", missingIsError: true });
 

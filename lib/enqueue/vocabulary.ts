@@ -62,6 +62,7 @@ export type ObservationOutcome = (typeof OBSERVATION_OUTCOMES)[number];
 /** `workhorse.operator_audit.action`: what the core and the console record. */
 export const AUDIT_ACTIONS = [
   "cancel",
+  "delete_failed_jobs",
   "enqueue_test",
   "pause_queue",
   "purge_job",
