@@ -115,8 +115,22 @@ export interface JobDetailDto {
   now: string;
 }
 
-/** An observation as the core maps it (lib/enqueue/rows.ts), its time as an ISO string. */
-export type ObservationDto = Omit<StoredObservation, "at"> & { at: string };
+/**
+ * What the conflicts page lists: the observations (replayed, conflict, coalesced, non_replaceable)
+ * and, beside them, debounce `replaced` decisions (from `debounced` job events).
+ */
+export const LISTED_OUTCOMES = [...OBSERVATION_OUTCOMES, "replaced"] as const;
+
+/**
+ * An observation as the core maps it (lib/enqueue/rows.ts), its time as an ISO string. A `replaced`
+ * row is a `debounced` job event: `storedRequestDigest` is the request it replaced,
+ * `rejectedRequestDigest` the one that replaced it; no source, and `keyPreview` is "…" (and
+ * `keyLength` 0) once the binding was cleaned up.
+ */
+export type ObservationDto = Omit<StoredObservation, "at" | "outcome"> & {
+  at: string;
+  outcome: (typeof LISTED_OUTCOMES)[number];
+};
 
 export interface AuditDto {
   id: string;
