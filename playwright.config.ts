@@ -52,6 +52,7 @@ export default defineConfig({
         { name: "workers", testMatch: /workers\.spec\.ts/ },
         { name: "dead-letters-delete", testMatch: /dead-letters-delete\.spec\.ts/ },
         { name: "debounce-activity", testMatch: /debounce-activity\.spec\.ts/ },
+        { name: "payload-search", testMatch: /payload-search\.spec\.ts/ },
         {
           name: "no-raw-keys",
           testMatch: /no-raw-keys\.spec\.ts/,

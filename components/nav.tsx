@@ -9,6 +9,7 @@ export const NAV = [
   { href: "/jobs", label: "Jobs" },
   { href: "/dead-letters", label: "Dead letters" },
   { href: "/find", label: "Find by key" },
+  { href: "/search", label: "Search payloads" },
   { href: "/bindings", label: "Bindings" },
   { href: "/conflicts", label: "Conflicts & replays" },
   { href: "/enqueue", label: "Enqueue test job" },
