@@ -53,6 +53,7 @@ export default defineConfig({
         { name: "dead-letters-delete", testMatch: /dead-letters-delete\.spec\.ts/ },
         { name: "debounce-activity", testMatch: /debounce-activity\.spec\.ts/ },
         { name: "payload-search", testMatch: /payload-search\.spec\.ts/ },
+        { name: "run-times", testMatch: /run-times\.spec\.ts/ },
         {
           name: "no-raw-keys",
           testMatch: /no-raw-keys\.spec\.ts/,

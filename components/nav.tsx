@@ -15,6 +15,7 @@ export const NAV = [
   { href: "/enqueue", label: "Enqueue test job" },
   { href: "/queues", label: "Queues" },
   { href: "/workers", label: "Workers" },
+  { href: "/run-times", label: "Run times" },
   { href: "/audit", label: "Audit log" },
   { href: "/maintenance", label: "Maintenance" },
   { href: "/sessions", label: "Sessions" },

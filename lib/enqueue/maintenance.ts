@@ -8,6 +8,7 @@ import { parseOptions } from "./input-rules";
 import { pruneFinishedJobs } from "./operator-actions";
 import { pruneBindingsSchema, pruneObservationsSchema, reapLeasesSchema } from "./operator-input";
 import type { OperationsDb } from "./queue-context";
+import { rollupRunTimesBatch } from "./store/console-runtimes";
 import * as store from "./store/maintenance";
 
 export interface MaintenanceResult {
@@ -19,6 +20,8 @@ export interface MaintenanceResult {
   finishedJobsDeleted: number;
   /** Heartbeat rows of workers gone (no check-in) for longer than `GONE_WORKER_RETENTION_MS`. */
   goneWorkersDeleted: number;
+  /** Rows of the hourly run-time rollup written (finished hours not rolled up yet). */
+  runTimeRowsRolledUp: number;
 }
 
 /**
@@ -75,6 +78,7 @@ export async function runMaintenance(
     limit: m ? m.batchSize : 1000,
   });
   const goneWorkersDeleted = await store.pruneGoneWorkers(db.store("pruneGoneWorkers"));
+  const runTimeRowsRolledUp = await rollupRunTimesBatch(db.store("rollupRunTimes"));
   await store.insertMaintenanceRun(db.store("runMaintenance"), {
     startedAt: started,
     trigger: options.trigger ?? "manual",
@@ -83,6 +87,7 @@ export async function runMaintenance(
     expiredLeasesReaped,
     finishedJobsDeleted: pruned.jobsDeleted,
     goneWorkersDeleted,
+    runTimeRowsRolledUp,
   });
   return {
     expiredBindingsDeleted,
@@ -90,5 +95,6 @@ export async function runMaintenance(
     expiredLeasesReaped,
     finishedJobsDeleted: pruned.jobsDeleted,
     goneWorkersDeleted,
+    runTimeRowsRolledUp,
   };
 }

@@ -87,6 +87,7 @@ export const MAINTENANCE_TASK_NAMES = {
   reap_expired_leases: "Lapsed leases given back",
   prune_finished_jobs: "Finished-job retention",
   prune_gone_workers: "Gone workers removed",
+  rollup_run_times: "Run-time history rolled up",
 } as const;
 export type MaintenanceTask = keyof typeof MAINTENANCE_TASK_NAMES;
 /** The tasks of `MAINTENANCE_TASK_NAMES`, in the order one run does them. */

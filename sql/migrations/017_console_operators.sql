@@ -27,3 +27,19 @@ create table if not exists workhorse.worker_heartbeat (
   checked_at  timestamptz not null default now()
 );
 create index if not exists worker_heartbeat_checked_idx on workhorse.worker_heartbeat (checked_at);
+
+-- run_time_bucket: run times beyond the last day, kept by maintenance (store/maintenance.ts
+-- rollupRunTimes) as an hourly histogram per queue and type: for each finished hour, how many
+-- attempts that ended the job (succeeded or failed) took a duration in each bucket (bucket i holds
+-- durations below RUN_TIME_BOUNDS_MS[i], lib/enqueue/store/console-runtimes.ts). Histograms add up,
+-- so any span's p50/p95 is read from the sum of its hours (to a bucket's bound). Bounded: hours older
+-- than 30 days are deleted by the same task; one row per (hour, queue, type, bucket) in use.
+create table if not exists workhorse.run_time_bucket (
+  hour      timestamptz not null,
+  queue     text not null,
+  type      text not null,
+  bucket    smallint not null,
+  succeeded integer not null,
+  failed    integer not null,
+  primary key (hour, queue, type, bucket)
+);

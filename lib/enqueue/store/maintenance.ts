@@ -99,13 +99,14 @@ export async function insertMaintenanceRun(
     expiredLeasesReaped: number;
     finishedJobsDeleted: number;
     goneWorkersDeleted: number;
+    runTimeRowsRolledUp: number;
   },
 ): Promise<void> {
   await sql.query({
     text: `insert into workhorse.maintenance_run (task, started_at, finished_at, removed, trigger)
            values ('prune_expired_bindings', $1, now(), $2, $4), ('prune_observations', $1, now(), $3, $4),
                   ('reap_expired_leases', $1, now(), $5, $4), ('prune_finished_jobs', $1, now(), $6, $4),
-                  ('prune_gone_workers', $1, now(), $7, $4)`,
+                  ('prune_gone_workers', $1, now(), $7, $4), ('rollup_run_times', $1, now(), $8, $4)`,
     values: [
       run.startedAt,
       run.expiredBindingsDeleted,
@@ -114,6 +115,7 @@ export async function insertMaintenanceRun(
       run.expiredLeasesReaped,
       run.finishedJobsDeleted,
       run.goneWorkersDeleted,
+      run.runTimeRowsRolledUp,
     ],
   });
 }
