@@ -50,6 +50,11 @@ export default defineConfig({
         { name: "layout", testMatch: /layout-a11y\.spec\.ts/, dependencies: ["flows", "health"] },
         { name: "operator-actions", testMatch: /operator-actions\.spec\.ts/ },
         { name: "debounce-throttle", testMatch: /debounce-throttle\.spec\.ts/ },
+        { name: "workers", testMatch: /workers\.spec\.ts/ },
+        { name: "dead-letters-delete", testMatch: /dead-letters-delete\.spec\.ts/ },
+        { name: "debounce-activity", testMatch: /debounce-activity\.spec\.ts/ },
+        { name: "payload-search", testMatch: /payload-search\.spec\.ts/ },
+        { name: "run-times", testMatch: /run-times\.spec\.ts/ },
         {
           name: "no-raw-keys",
           testMatch: /no-raw-keys\.spec\.ts/,

@@ -1,9 +1,10 @@
 "use client";
 import Link from "next/link";
 import { useState } from "react";
-import type { RedriveState } from "@/lib/console/action-state";
+import type { OperatorActionState, RedriveState } from "@/lib/console/action-state";
 import { formatTime } from "@/lib/console/format";
 import { RedriveDialog } from "./action-dialog";
+import { DeleteDeadLettersDialog } from "./delete-dead-letters";
 import { Badge, EmptyState, linkClass, Mono, Table, Td } from "./ui";
 
 export interface DeadLetterRow {
@@ -18,6 +19,7 @@ export interface DeadLetterRow {
 export function DeadLetterJobs(props: {
   jobs: DeadLetterRow[];
   redrive: ((prev: RedriveState, data: FormData) => Promise<RedriveState>) | null;
+  remove?: ((prev: OperatorActionState, data: FormData) => Promise<OperatorActionState>) | null;
 }) {
   const [selected, setSelected] = useState<Set<string>>(new Set());
   if (props.jobs.length === 0)
@@ -46,6 +48,18 @@ export function DeadLetterJobs(props: {
             title={`Redrive ${selected.size} selected job${selected.size === 1 ? "" : "s"}?`}
             statement="Each selected failed job gets a new ready job with its definition, linked to it; live idempotency keys move to the new jobs. Run the dry run first: it says exactly what would be redriven."
           />
+          {props.remove ? (
+            <DeleteDeadLettersDialog
+              key={`delete-${[...selected].join(",")}`}
+              action={props.remove}
+              hidden={{ jobIds: [...selected].join(",") }}
+              label={`Delete ${selected.size} selected…`}
+              disabled={selected.size === 0}
+              title={`Delete ${selected.size} failed job${selected.size === 1 ? "" : "s"}?`}
+              statement={`The selected failed job${selected.size === 1 ? "" : "s"} and ${selected.size === 1 ? "its" : "their"} timeline${selected.size === 1 ? "" : "s"} are deleted for good; this cannot be undone. Jobs that are no longer failed are left alone.`}
+              confirmLabel={`Delete ${selected.size} job${selected.size === 1 ? "" : "s"}`}
+            />
+          ) : null}
         </div>
       ) : null}
       <Table

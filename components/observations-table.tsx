@@ -20,7 +20,7 @@ export function ObservationsTable({ initial, query, filtered }: LiveTableProps<O
           {filtered ? null : <DemoHint />}
         </EmptyState>
       }
-      caption="Replays, conflicts, coalesced and non-replaceable requests, newest first"
+      caption="Replays, conflicts, coalesced, non-replaceable and replaced requests, newest first"
       head={["Time", "Outcome", "Queue · type", "Scope · key", "What differed", "Existing job", "Source"]}
       error={error}
       updatedAt={dataUpdatedAt}
@@ -31,7 +31,7 @@ export function ObservationsTable({ initial, query, filtered }: LiveTableProps<O
             <RelativeTime iso={o.at} now={data.now} />
           </Td>
           <Td>
-            <Badge tone={o.outcome === "conflict" || o.outcome === "non_replaceable" ? "conflict" : undefined}>
+            <Badge tone={o.outcome === "conflict" || o.outcome === "non_replaceable" ? "conflict" : o.outcome}>
               {o.outcome}
             </Badge>
             {o.reason ? (
@@ -72,12 +72,14 @@ export function ObservationsTable({ initial, query, filtered }: LiveTableProps<O
               <div className="mt-1 text-xs text-slate-700">
                 {o.storedRequestDigest ? (
                   <div>
-                    stored request <Mono>{o.storedRequestDigest.slice(0, 12)}</Mono>
+                    {o.outcome === "replaced" ? "replaced request" : "stored request"}{" "}
+                    <Mono>{o.storedRequestDigest.slice(0, 12)}</Mono>
                   </div>
                 ) : null}
                 {o.rejectedRequestDigest ? (
                   <div>
-                    this request <Mono>{o.rejectedRequestDigest.slice(0, 12)}</Mono>
+                    {o.outcome === "replaced" ? "replaced by" : "this request"}{" "}
+                    <Mono>{o.rejectedRequestDigest.slice(0, 12)}</Mono>
                   </div>
                 ) : null}
               </div>

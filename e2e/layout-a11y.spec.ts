@@ -5,8 +5,8 @@ import { expect, test } from "./fixtures";
 
 /**
  * Every page, after the flows and health specs seeded data: no horizontal overflow at 390 px, no
- * table wider than its container at 1280 px, and no serious or critical axe violation in light and
- * dark colour schemes.
+ * table wider than its container at 390 px (tables stack into cards there) or at 1280 px, and no
+ * serious or critical axe violation in light and dark colour schemes.
  */
 async function pages(page: Page, queue: Queue): Promise<string[]> {
   // A real job, queue and digest to visit (seeded here too, so the spec also runs on its own).
@@ -55,10 +55,13 @@ async function pages(page: Page, queue: Queue): Promise<string[]> {
     "/bindings",
     "/bindings?status=expired",
     "/conflicts",
+    "/conflicts?outcome=replaced",
+    "/search?path=orderId&value=ORD-390",
     "/enqueue",
     "/queues",
     `/queues/${encodeURIComponent(job?.queue ?? "default")}`,
     "/workers",
+    "/run-times",
     "/dead-letters",
     "/audit",
     "/maintenance",
@@ -91,28 +94,57 @@ test("at 390 px nothing overflows sideways and the navigation is a menu", async 
   await expect(nav.getByRole("link", { name: "Overview" })).toBeHidden();
 });
 
-test("at 1280 px every table fits its container", async ({ signedIn, queue }) => {
-  const urls = await pages(signedIn, queue);
-  const wide: string[] = [];
-  for (const url of urls) {
+/** Every table on the page whose content is wider than the box it sits in. */
+function wideTables(page: Page): Promise<string[]> {
+  return page.evaluate(() =>
+    Array.from(document.querySelectorAll("table")).flatMap((t) => {
+      const box = t.parentElement?.clientWidth ?? 0;
+      return t.scrollWidth > box
+        ? [`${t.querySelector("caption")?.textContent ?? "table"}: ${t.scrollWidth} > ${box}`]
+        : [];
+    }),
+  );
+}
+
+for (const width of [1280, 390]) {
+  test(`at ${width} px every table fits its container`, async ({ signedIn, queue }) => {
+    test.setTimeout(180_000); // 20 pages, each waited on until its network is idle
+    const urls = await pages(signedIn, queue);
+    await signedIn.setViewportSize({ width, height: width === 390 ? 844 : 900 });
+    const wide: string[] = [];
+    let tables = 0;
+    for (const url of urls) {
+      await signedIn.goto(url);
+      await settle(signedIn);
+      tables += await signedIn.locator("table").count();
+      for (const f of await wideTables(signedIn)) wide.push(`${url}: ${f}`);
+    }
+    expect(tables, "tables seen").toBeGreaterThan(10);
+    expect(wide).toEqual([]);
+  });
+}
+
+test("at 390 px a table is a stack of cards, each cell labelled with its column", async ({ signedIn, queue }) => {
+  await pages(signedIn, queue);
+  await signedIn.setViewportSize({ width: 390, height: 844 });
+  for (const url of ["/jobs", "/bindings", "/conflicts", "/queues", "/audit", "/"]) {
     await signedIn.goto(url);
     await settle(signedIn);
-    const found = await signedIn.evaluate(() =>
-      Array.from(document.querySelectorAll("table")).flatMap((t) => {
-        const box = t.parentElement?.clientWidth ?? 0;
-        return t.scrollWidth > box
-          ? [`${t.querySelector("caption")?.textContent ?? "table"}: ${t.scrollWidth} > ${box}`]
-          : [];
-      }),
-    );
-    for (const f of found) wide.push(`${url}: ${f}`);
+    const table = signedIn.locator("table").first();
+    const cell = table.locator("tbody > tr > td").first();
+    const [display, label, firstHead] = await cell.evaluate((td) => [
+      getComputedStyle(td).display,
+      getComputedStyle(td, "::before").content,
+      td.closest("table")?.querySelector("thead th")?.textContent ?? "",
+    ]);
+    expect(display, url).toBe("block");
+    expect(label, url).toBe(JSON.stringify(firstHead));
   }
-  expect(wide).toEqual([]);
 });
 
 for (const scheme of ["light", "dark"] as const) {
   test(`axe finds no serious or critical violation on any page (${scheme})`, async ({ signedIn, queue }) => {
-    test.setTimeout(120_000);
+    test.setTimeout(180_000);
     const urls = await pages(signedIn, queue);
     await signedIn.emulateMedia({ colorScheme: scheme });
     const found: string[] = [];

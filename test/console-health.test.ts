@@ -289,28 +289,3 @@ describe("sign-in return path", () => {
     expect(signInHref("//evil.example")).toBe("/sign-in");
   });
 });
-
-describe("workers from leases", () => {
-  test("groups active jobs by worker id, newest lease first, and counts lapsed leases", async () => {
-    const { listWorkers } = await import("@/lib/console/workers");
-    const q = t.queue();
-    const ids: string[] = [];
-    for (let i = 0; i < 3; i++) ids.push(await q.enqueue("w.job", { i }, { queue: i === 2 ? "wk-b" : "wk-a" }));
-    const lease = (id: string, owner: string, secs: number) =>
-      t.sql(
-        `update workhorse.job set state = 'active', attempt = 1, lease_owner = $2, started_at = now(),
-                lease_expires_at = now() + $3::int * interval '1 second' where id = $1`,
-        [id, owner, secs],
-      );
-    await lease(ids[0] as string, "host/1/aaa~1", 30);
-    await lease(ids[1] as string, "host/1/aaa~2", -10);
-    await lease(ids[2] as string, "host/2/bbb~1", -5);
-    const { workers } = await listWorkers(t.pool);
-    const mine = workers.filter((w) => w.worker.startsWith("host/"));
-    expect(mine.map((w) => [w.worker, w.jobs, w.queues, w.lapsed])).toEqual([
-      ["host/1/aaa", 2, ["wk-a"], 1],
-      ["host/2/bbb", 1, ["wk-b"], 1],
-    ]);
-    expect([...(mine[0]?.jobIds ?? [])].sort()).toEqual([ids[0], ids[1]].sort());
-  });
-});

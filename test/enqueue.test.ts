@@ -329,8 +329,10 @@ describe("expiry", () => {
     expect(runs.map((x) => x.task)).toEqual([
       "prune_expired_bindings",
       "prune_finished_jobs",
+      "prune_gone_workers",
       "prune_observations",
       "reap_expired_leases",
+      "rollup_run_times",
     ]);
   });
 });

@@ -1,6 +1,6 @@
 /** Presentational primitives (server- and client-safe). Colours chosen for WCAG AA on white. */
 import Link from "next/link";
-import type { ReactNode } from "react";
+import type { CSSProperties, ReactNode } from "react";
 import { shortId } from "@/lib/console/format";
 
 export function cx(...parts: (string | false | null | undefined)[]): string {
@@ -92,10 +92,23 @@ export function Badge({ children, tone }: { children: ReactNode; tone?: string }
   );
 }
 
+/** A CSS string literal: `"..."` with quotes, backslashes and line breaks escaped. */
+function cssString(text: string): string {
+  return `"${text.replace(/[\\"\n\r]/g, (c) => `\\${c.charCodeAt(0).toString(16)} `)}"`;
+}
+
+/**
+ * A data table. Below 640 px wide (phones) it stacks into one card per row instead of scrolling
+ * sideways: each cell on its own line, labelled with its column's heading, in column order, so the
+ * first columns (the ones that matter) lead each card. The headings reach the cells' labels as the
+ * custom properties `--col-1`, `--col-2`, ... (globals.css, `.stack-table`; a style attribute,
+ * which the Content-Security-Policy allows, where an inline style element would need its nonce).
+ */
 export function Table({ caption, head, children }: { caption: string; head: string[]; children: ReactNode }) {
+  const labels = Object.fromEntries(head.map((h, i) => [`--col-${i + 1}`, cssString(h)])) as CSSProperties;
   return (
     <div className="relative overflow-x-auto rounded-lg border border-slate-200 bg-white shadow-sm">
-      <table className="min-w-full divide-y divide-slate-200 text-sm">
+      <table className="stack-table min-w-full divide-y divide-slate-200 text-sm" style={labels}>
         <caption className="sr-only">{caption}</caption>
         <thead className="bg-slate-50">
           <tr>

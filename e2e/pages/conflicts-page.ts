@@ -4,7 +4,7 @@ export class ConflictsPage {
   readonly table: Locator;
   constructor(readonly page: Page) {
     this.table = page.getByRole("table", {
-      name: "Replays, conflicts, coalesced and non-replaceable requests, newest first",
+      name: "Replays, conflicts, coalesced, non-replaceable and replaced requests, newest first",
     });
   }
 

@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import { AUDIT_ACTIONS, ONE_DAY_MS } from "@/lib/enqueue/client";
-import { BINDING_MODES, JOB_STATES, OBSERVATION_OUTCOMES, SERIES_WINDOWS, type SeriesWindow } from "./wire-types";
+import { BINDING_MODES, JOB_STATES, LISTED_OUTCOMES, SERIES_WINDOWS, type SeriesWindow } from "./wire-types";
 
 type RawParams = Record<string, string | string[] | undefined> | URLSearchParams;
 
@@ -104,7 +104,7 @@ export const TIME_WINDOWS = { "15m": 15 * 60_000, "1h": 3_600_000, "24h": ONE_DA
 type TimeWindow = keyof typeof TIME_WINDOWS;
 
 export interface ObservationFilters {
-  outcome?: (typeof OBSERVATION_OUTCOMES)[number];
+  outcome?: (typeof LISTED_OUTCOMES)[number];
   /** Scope, queue and type match by prefix. */
   scope?: string;
   queue?: string;
@@ -128,7 +128,7 @@ const utcTime = z
 
 export function parseObservationFilters(params: RawParams): ObservationFilters {
   return {
-    outcome: pick(z.enum(OBSERVATION_OUTCOMES), get(params, "outcome")),
+    outcome: pick(z.enum(LISTED_OUTCOMES), get(params, "outcome")),
     scope: pick(scope, get(params, "scope")),
     queue: pick(name, get(params, "queue")),
     type: pick(name, get(params, "type")),
@@ -142,7 +142,8 @@ export function parseObservationFilters(params: RawParams): ObservationFilters {
     since: pick(z.enum(Object.keys(TIME_WINDOWS) as [TimeWindow, ...TimeWindow[]]), get(params, "since")),
     from: pick(utcTime, get(params, "from")),
     to: pick(utcTime, get(params, "to")),
-    after: pick(z.string().regex(/^\d{1,18}$/), get(params, "after")),
+    // An observation id, or for `replaced` rows `<microseconds>_<event seq>`.
+    after: pick(z.string().regex(/^(\d{1,18}|\d{1,17}_\d{1,18})$/), get(params, "after")),
   };
 }
 

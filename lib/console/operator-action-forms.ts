@@ -226,10 +226,10 @@ const REDRIVE_WORDS: Record<string, string> = {
 };
 
 /** Most jobs one group redrive takes (newest first); the dialog says so when a group is larger. */
-const MAX_GROUP_REDRIVE = 10_000;
+export const MAX_GROUP_REDRIVE = 10_000;
 
 /** The failed jobs of one dead-letter group (queue, type, error name), newest first, at most MAX_GROUP_REDRIVE. */
-async function groupJobIds(queue: Queue, form: FormData): Promise<string[]> {
+export async function groupJobIds(queue: Queue, form: FormData): Promise<string[]> {
   const filter = {
     queue: text(form.get("groupQueue")),
     type: text(form.get("groupType")),

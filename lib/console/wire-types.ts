@@ -115,8 +115,22 @@ export interface JobDetailDto {
   now: string;
 }
 
-/** An observation as the core maps it (lib/enqueue/rows.ts), its time as an ISO string. */
-export type ObservationDto = Omit<StoredObservation, "at"> & { at: string };
+/**
+ * What the conflicts page lists: the observations (replayed, conflict, coalesced, non_replaceable)
+ * and, beside them, debounce `replaced` decisions (from `debounced` job events).
+ */
+export const LISTED_OUTCOMES = [...OBSERVATION_OUTCOMES, "replaced"] as const;
+
+/**
+ * An observation as the core maps it (lib/enqueue/rows.ts), its time as an ISO string. A `replaced`
+ * row is a `debounced` job event: `storedRequestDigest` is the request it replaced,
+ * `rejectedRequestDigest` the one that replaced it; no source, and `keyPreview` is "…" (and
+ * `keyLength` 0) once the binding was cleaned up.
+ */
+export type ObservationDto = Omit<StoredObservation, "at" | "outcome"> & {
+  at: string;
+  outcome: (typeof LISTED_OUTCOMES)[number];
+};
 
 export interface AuditDto {
   id: string;
@@ -224,18 +238,26 @@ export interface QueueHealthDto {
 }
 
 interface WorkerDto {
-  /** The worker id (the part of the lease owner before `~`). */
+  /** The worker id (`WorkerOptions.workerId`; lease tokens are `<workerId>~<claim>`). */
   worker: string;
-  /** Active jobs it holds a lease on. */
-  jobs: number;
+  host: string;
+  pid: number;
   queues: string[];
-  /** Up to five of those jobs, longest running first. */
+  /** The job types it claims; null: every type. */
+  types: string[] | null;
+  concurrency: number;
+  /** Attempts whose handler is running (at most `concurrency`). */
+  running: number;
+  /** Attempts it holds, running or writing their outcome. */
+  held: number;
+  /** Up to 20 of the jobs it holds. */
   jobIds: string[];
-  /** The latest lease expiry: the worker renewed a lease until then (its last heartbeat). */
-  leaseUntil: string;
-  oldestStart: string | null;
-  /** How many of its leases have lapsed (the worker stopped renewing them). */
-  lapsed: number;
+  /** `busy`: running a job; `idle`; `stopping`: shutting down; `gone`: missed its last check-ins. */
+  state: "busy" | "idle" | "stopping" | "gone";
+  startedAt: string;
+  /** Its last check-in (PostgreSQL's clock). */
+  checkedAt: string;
+  intervalMs: number;
 }
 
 export interface WorkersDto {

@@ -1,31 +1,37 @@
 import "server-only";
-import { dbNow, workerRows } from "@/lib/enqueue/store/console-status";
+import { dbNow, workerHeartbeatRows } from "@/lib/enqueue/store/console-status";
+import { GONE_AFTER_MISSED_CHECK_INS } from "@/lib/enqueue/store/maintenance";
 import { type Db, iso } from "./read-queries";
 import type { WorkersDto } from "./wire-types";
 
-/** At most this many workers and this many job ids per worker are listed. */
-const WORKERS_LIMIT = 200;
-const JOBS_PER_WORKER = 5;
+/** At most this many workers are listed. */
+const WORKERS_LIMIT = 500;
 
 /**
- * Who is running what, from the leases of active jobs (there is no worker registry): a lease owner
- * is `<workerId>~<claim>`, so active jobs grouped by the worker id. A worker renews its leases while
- * it runs (heartbeat), so the latest lease expiry says it was alive a lease length before; a worker
- * whose every lease has lapsed has stopped. Reads only active jobs (the partial lease index).
+ * Every worker that checked in, from `workhorse.worker_heartbeat` (each running worker upserts its
+ * row every heartbeat interval and deletes it when it stops): busy or idle, its queues,
+ * concurrency and jobs in hand. One that missed three check-ins in a row is `gone` (crashed,
+ * killed, or cut off from the database) until maintenance deletes its row.
  */
 export async function listWorkers(db: Db): Promise<WorkersDto> {
-  const rows = await workerRows(db, WORKERS_LIMIT, JOBS_PER_WORKER);
+  const rows = await workerHeartbeatRows(db, WORKERS_LIMIT, GONE_AFTER_MISSED_CHECK_INS);
   const clock = rows[0]?.now ?? (await dbNow(db)) ?? new Date();
   return {
     now: iso(clock),
     workers: rows.map((r) => ({
-      worker: r.worker,
-      jobs: Number(r.jobs),
+      worker: r.worker_id,
+      host: r.host,
+      pid: r.pid,
       queues: r.queues,
+      types: r.types,
+      concurrency: r.concurrency,
+      running: r.running,
+      held: r.held,
       jobIds: r.job_ids,
-      leaseUntil: iso(r.lease_until),
-      oldestStart: r.oldest_start ? iso(r.oldest_start) : null,
-      lapsed: Number(r.lapsed),
+      state: r.gone ? "gone" : r.status === "stopping" ? "stopping" : r.held > 0 ? "busy" : "idle",
+      startedAt: iso(r.started_at),
+      checkedAt: iso(r.checked_at),
+      intervalMs: r.interval_ms,
     })),
   };
 }

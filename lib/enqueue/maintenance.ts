@@ -8,6 +8,7 @@ import { parseOptions } from "./input-rules";
 import { pruneFinishedJobs } from "./operator-actions";
 import { pruneBindingsSchema, pruneObservationsSchema, reapLeasesSchema } from "./operator-input";
 import type { OperationsDb } from "./queue-context";
+import { rollupRunTimesBatch } from "./store/console-runtimes";
 import * as store from "./store/maintenance";
 
 export interface MaintenanceResult {
@@ -17,6 +18,10 @@ export interface MaintenanceResult {
   expiredLeasesReaped: number;
   /** Terminal jobs past retention deleted (with their events); never one owning a live key. */
   finishedJobsDeleted: number;
+  /** Heartbeat rows of workers gone (no check-in) for longer than `GONE_WORKER_RETENTION_MS`. */
+  goneWorkersDeleted: number;
+  /** Rows of the hourly run-time rollup written (finished hours not rolled up yet). */
+  runTimeRowsRolledUp: number;
 }
 
 /**
@@ -72,6 +77,8 @@ export async function runMaintenance(
     olderThanMs: options.jobRetentionMs ?? (m ? m.jobRetentionMs : undefined),
     limit: m ? m.batchSize : 1000,
   });
+  const goneWorkersDeleted = await store.pruneGoneWorkers(db.store("pruneGoneWorkers"));
+  const runTimeRowsRolledUp = await rollupRunTimesBatch(db.store("rollupRunTimes"));
   await store.insertMaintenanceRun(db.store("runMaintenance"), {
     startedAt: started,
     trigger: options.trigger ?? "manual",
@@ -79,11 +86,15 @@ export async function runMaintenance(
     observationsDeleted,
     expiredLeasesReaped,
     finishedJobsDeleted: pruned.jobsDeleted,
+    goneWorkersDeleted,
+    runTimeRowsRolledUp,
   });
   return {
     expiredBindingsDeleted,
     observationsDeleted,
     expiredLeasesReaped,
     finishedJobsDeleted: pruned.jobsDeleted,
+    goneWorkersDeleted,
+    runTimeRowsRolledUp,
   };
 }

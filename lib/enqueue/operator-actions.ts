@@ -5,6 +5,7 @@
  * the statements are in store/operator-actions.ts.
  */
 import {
+  EnqueueValidationError,
   JobNotFoundError,
   PurgeNotAllowedError,
   QueueClosedError,
@@ -104,6 +105,20 @@ export async function runNow(db: OperationsDb, selection: T.JobSelection, contex
   const r = await runNowCall(db, selection, context);
   db.context.telemetry.operatorAction("run_now", r.updated);
   return r;
+}
+
+export async function deleteFailedJobs(
+  db: OperationsDb,
+  selection: T.JobSelection,
+  context: T.OperatorContext & { releaseKeys?: boolean },
+): Promise<T.DeleteFailedJobsResult> {
+  const ids = parseJobSelection(selection);
+  const releaseKeys = context?.releaseKeys ?? false;
+  if (typeof releaseKeys !== "boolean") {
+    throw new EnqueueValidationError([{ option: "releaseKeys", rule: "must be true or false" }]);
+  }
+  const ctx = parseOperatorContext({ actor: context?.actor, reason: context?.reason });
+  return store.deleteFailedJobs(db.store("deleteFailedJobs"), ids, ctx, releaseKeys);
 }
 
 export async function redrive(db: OperationsDb, request: T.RedriveRequest): Promise<T.RedriveResult> {

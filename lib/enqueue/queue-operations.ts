@@ -23,6 +23,7 @@ import type {
   CancelResult,
   DeadLetterPage,
   DeadLetterQuery,
+  DeleteFailedJobsResult,
   EnqueueOptions,
   EnqueueRequest,
   EnqueueResult,
@@ -221,6 +222,22 @@ export class QueueOperations {
    */
   async purgeJobs(selection: JobSelection, context: OperatorContext): Promise<PurgeJobsResult> {
     return actions.purgeJobs(this.db, selection, context);
+  }
+
+  /**
+   * Clears dead letters: deletes the selected `failed` jobs with their events, checkpoints and
+   * redrive requests; other jobs are left alone and counted in `unchanged`. A failed job that still
+   * owns a live key binding is kept and listed in `keptOwningLiveKey` (a replay of its request would
+   * otherwise find no job) unless `context.releaseKeys` is true: then its bindings are released and
+   * it is deleted too. One audit row (`delete_failed_jobs`) with the reason and the counts.
+   * `selection.jobIds`: 1..1,000 ids. SQL: `workhorse.delete_failed_jobs($1::uuid[], $2, $3, $4)`.
+   * @throws EnqueueValidationError bad ids or context
+   */
+  async deleteFailedJobs(
+    selection: JobSelection,
+    context: OperatorContext & { releaseKeys?: boolean },
+  ): Promise<DeleteFailedJobsResult> {
+    return actions.deleteFailedJobs(this.db, selection, context);
   }
 
   /**

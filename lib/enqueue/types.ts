@@ -201,6 +201,16 @@ export interface PurgeJobsResult {
   unchanged: Unchanged;
 }
 
+export interface DeleteFailedJobsResult {
+  /** `failed` jobs deleted, with their events, checkpoints and redrive requests. */
+  deleted: number;
+  /** Live bindings released first (only with `releaseKeys: true`). */
+  releasedBindings: number;
+  /** Failed jobs kept because they own a live key binding (a replay would find no job): pass `releaseKeys: true` to delete them too. */
+  keptOwningLiveKey: string[];
+  unchanged: Unchanged;
+}
+
 export interface RunNowResult {
   /** `scheduled` jobs now `ready`, due now. */
   updated: number;

@@ -62,6 +62,7 @@ export type ObservationOutcome = (typeof OBSERVATION_OUTCOMES)[number];
 /** `workhorse.operator_audit.action`: what the core and the console record. */
 export const AUDIT_ACTIONS = [
   "cancel",
+  "delete_failed_jobs",
   "enqueue_test",
   "pause_queue",
   "purge_job",
@@ -85,6 +86,8 @@ export const MAINTENANCE_TASK_NAMES = {
   prune_observations: "Observation retention",
   reap_expired_leases: "Lapsed leases given back",
   prune_finished_jobs: "Finished-job retention",
+  prune_gone_workers: "Gone workers removed",
+  rollup_run_times: "Run-time history rolled up",
 } as const;
 export type MaintenanceTask = keyof typeof MAINTENANCE_TASK_NAMES;
 /** The tasks of `MAINTENANCE_TASK_NAMES`, in the order one run does them. */

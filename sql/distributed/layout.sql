@@ -16,7 +16,8 @@
 --   reference (on every node): queue_pause (read by every claim);
 --   local on the coordinator: concurrency_slot (claims run on the coordinator and decide keys
 --     there, as on one node), migration, installation, console_session, operator_audit,
---     maintenance_run, enqueue_observation, redrive_request (operator and console tables).
+--     maintenance_run, enqueue_observation, redrive_request, worker_heartbeat (operator and
+--     console tables).
 
 do $$
 begin

@@ -7,7 +7,7 @@ import { parseObservationFilters, TIME_WINDOWS, toQuery } from "@/lib/console/fi
 import { listObservations } from "@/lib/console/observation-reads";
 import { explainOutcome, REASON_LABELS } from "@/lib/console/outcomes";
 import { requireViewer } from "@/lib/console/viewer";
-import { OBSERVATION_OUTCOMES } from "@/lib/console/wire-types";
+import { LISTED_OUTCOMES } from "@/lib/console/wire-types";
 
 export const metadata: Metadata = { title: "Conflicts & replays" };
 
@@ -26,6 +26,10 @@ const OUTCOME_HELP: [string, string][] = [
   ["conflict", "the key was reused for different work: refused, naming the fields that differ"],
   ["coalesced", "throttle: a repeat inside the window, answered with the window's job; nothing written"],
   ["non_replaceable", "debounce: the job could not be replaced (the reason says why); nothing written"],
+  [
+    "replaced",
+    "debounce: a repeat while the job was pending rewrote it in place (same job); choose this outcome to list them",
+  ],
 ];
 
 /** Why a debounce request was non-replaceable, and what to do (lib/console/outcomes.ts). */
@@ -54,7 +58,7 @@ export default async function ConflictsPage({ searchParams }: { searchParams: Se
     <>
       <PageHeader
         title="Conflicts & replays"
-        description="Every repeated request the queue answered with an existing job (replayed, coalesced), every debounce repeat that could not change its job (non_replaceable, with the reason), and every key reused for different work (conflict), with the fields and payload paths that differed. Newest first."
+        description="Every repeated request the queue answered with an existing job (replayed, coalesced), every debounce repeat that could not change its job (non_replaceable, with the reason), and every key reused for different work (conflict), with the fields and payload paths that differed. Debounce repeats that did replace their job are listed under the outcome replaced. Newest first."
       />
       <dl className="mb-4 grid gap-x-4 gap-y-1 text-sm sm:grid-cols-2">
         {OUTCOME_HELP.map(([o, text]) => (
@@ -84,7 +88,7 @@ export default async function ConflictsPage({ searchParams }: { searchParams: Se
         </dl>
       </details>
       <FilterForm action="/conflicts" label="Filter observations" columns={5} filtered={filtered}>
-        <FilterSelect id="o-outcome" name="outcome" label="Outcome" value={f.outcome} options={OBSERVATION_OUTCOMES} />
+        <FilterSelect id="o-outcome" name="outcome" label="Outcome" value={f.outcome} options={LISTED_OUTCOMES} />
         <FilterText id="o-scope" name="scope" label="Scope starts with" value={f.scope} />
         <FilterText id="o-queue" name="queue" label="Queue starts with" value={f.queue} />
         <FilterText id="o-type" name="type" label="Type starts with" value={f.type} />

@@ -2,6 +2,7 @@ import type { Metadata } from "next";
 import Link from "next/link";
 import { RedriveDialog } from "@/components/action-dialog";
 import { DeadLetterJobs } from "@/components/dead-letter-jobs";
+import { DeleteDeadLettersDialog } from "@/components/delete-dead-letters";
 import { BackLink, Card, EmptyState, linkClass, PageHeader, Table, Td } from "@/components/ui";
 import { consoleDb, consolePool } from "@/lib/console/db";
 import { formatTime } from "@/lib/console/format";
@@ -9,8 +10,12 @@ import { deadLetterGroups } from "@/lib/console/operator-reads";
 import { requireViewer } from "@/lib/console/viewer";
 import { EnqueueValidationError } from "@/lib/enqueue";
 import { redriveAction } from "../jobs/actions";
+import { deleteDeadLettersAction } from "./actions";
 
 export const metadata: Metadata = { title: "Dead letters" };
+
+/** Most failed jobs one group deletion takes (newest first), as for a group redrive. */
+const MAX_GROUP_DELETE = 10_000;
 
 type Search = Promise<Record<string, string | string[] | undefined>>;
 
@@ -55,6 +60,7 @@ export default async function DeadLettersPage({ searchParams }: { searchParams: 
             redriven: j.redriveJobIds.length > 0,
           }))}
           redrive={viewer.readOnly ? null : redriveAction}
+          remove={viewer.readOnly ? null : deleteDeadLettersAction}
         />
         <div className="mt-3 flex gap-4 text-sm">
           {cursor ? (
@@ -112,13 +118,21 @@ export default async function DeadLettersPage({ searchParams }: { searchParams: 
                   <Td>{formatTime(g.newestFinishedAt)}</Td>
                   <Td wrap>{g.newestMessage ?? "—"}</Td>
                   {viewer.readOnly ? null : (
-                    <Td>
+                    <Td wrap className="min-w-40 space-y-2">
                       <RedriveDialog
                         action={redriveAction}
                         hidden={{ group: "1", groupQueue: g.queue, groupType: g.type, groupErrorName: g.errorName }}
                         label="Redrive group…"
                         title={`Redrive ${g.count} failed job${g.count === 1 ? "" : "s"}?`}
                         statement={`Every failed job of queue ${g.queue}, type ${g.type} with error ${g.errorName} (${g.count} now) gets a new ready job with its definition, linked to it; live idempotency keys move to the new jobs. Run the dry run first: it says exactly what would be redriven.`}
+                      />
+                      <DeleteDeadLettersDialog
+                        action={deleteDeadLettersAction}
+                        hidden={{ group: "1", groupQueue: g.queue, groupType: g.type, groupErrorName: g.errorName }}
+                        label="Delete group…"
+                        title={`Delete ${g.count} failed job${g.count === 1 ? "" : "s"}?`}
+                        statement={`Every failed job of queue ${g.queue}, type ${g.type} with error ${g.errorName} (${g.count} now, at most ${MAX_GROUP_DELETE.toLocaleString("en-US")} per confirmation) is deleted for good with its timeline; this cannot be undone.`}
+                        confirmLabel={`Delete ${g.count} job${g.count === 1 ? "" : "s"}`}
                       />
                     </Td>
                   )}

@@ -14,7 +14,7 @@ export default async function WorkersPage() {
     <>
       <PageHeader
         title="Workers"
-        description="Who is running what, read from the leases on active jobs. A worker renews its leases while it runs; when every lease of a worker has lapsed, it has stopped and other workers will run its jobs again."
+        description="Every running worker, idle or busy: each one checks in every heartbeat interval with its queues, concurrency and the jobs in hand. A worker that misses three check-ins is shown as gone (its jobs go back to the queue when their leases lapse); maintenance removes it after 15 minutes."
       />
       <WorkersLive initial={data} />
     </>

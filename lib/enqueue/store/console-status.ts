@@ -102,30 +102,33 @@ export async function queueProbes(db: Queryable, queue: string, overdueAfterMs: 
 }
 
 /**
- * Active jobs grouped by worker id (the lease owner is `<workerId>~<claim>`): at most `limit`
- * workers, `jobsPerWorker` job ids each. Reads only active jobs (the partial lease index).
+ * Every worker's heartbeat row (at most `limit`): running ones first, then those gone (no check-in
+ * for `goneAfter` of their intervals), each group by worker id. A small table, read whole.
  */
-export async function workerRows(db: Queryable, limit: number, jobsPerWorker: number) {
+export async function workerHeartbeatRows(db: Queryable, limit: number, goneAfter: number) {
   const { rows } = await db.query<{
-    worker: string;
-    jobs: string;
+    worker_id: string;
+    host: string;
+    pid: number;
     queues: string[];
+    types: string[] | null;
+    concurrency: number;
+    running: number;
+    held: number;
     job_ids: string[];
-    lease_until: Date;
-    oldest_start: Date | null;
-    lapsed: string;
+    interval_ms: number;
+    status: "running" | "stopping";
+    started_at: Date;
+    checked_at: Date;
+    gone: boolean;
     now: Date;
   }>(
-    `select split_part(lease_owner, '~', 1) as worker, count(*)::text as jobs,
-            array_agg(distinct queue::text order by queue::text) as queues,
-            (array_agg(id order by started_at))[1:${jobsPerWorker}] as job_ids,
-            max(lease_expires_at) as lease_until, min(started_at) as oldest_start,
-            count(*) filter (where lease_expires_at < now())::text as lapsed, now() as now
-       from workhorse.job
-      where state = 'active' and lease_owner is not null
-      group by 1
-      order by max(lease_expires_at) desc
-      limit ${limit}`,
+    `select w.*, w.checked_at < now() - $2::integer * w.interval_ms * interval '1 millisecond' as gone,
+            now() as now
+       from workhorse.worker_heartbeat w
+      order by gone, w.worker_id
+      limit $1::integer`,
+    [limit, goneAfter],
   );
   return rows;
 }

@@ -69,6 +69,25 @@ export async function reapExpiredLeasesBatch(sql: Sql, limit: number): Promise<n
   return rows[0]?.n ?? 0;
 }
 
+/**
+ * A worker is gone once it missed this many check-ins in a row (the console shows it so), and its
+ * heartbeat row is deleted by maintenance `GONE_WORKER_RETENTION_MS` after that.
+ */
+export const GONE_AFTER_MISSED_CHECK_INS = 3;
+export const GONE_WORKER_RETENTION_MS = 15 * 60_000;
+
+/** Deletes the heartbeat rows of workers gone for longer than the retention (a few rows: one statement); how many. */
+export async function pruneGoneWorkers(sql: Sql): Promise<number> {
+  const { rowCount } = await sql.query({
+    name: "workhorse_prune_gone_workers",
+    text: `delete from workhorse.worker_heartbeat
+            where checked_at < now() - $2::bigint * interval '1 millisecond'
+              and checked_at < now() - ($1::integer * interval_ms + $2::bigint) * interval '1 millisecond'`,
+    values: [GONE_AFTER_MISSED_CHECK_INS, GONE_WORKER_RETENTION_MS],
+  });
+  return rowCount ?? 0;
+}
+
 /** One row per task of a maintenance run. */
 export async function insertMaintenanceRun(
   sql: Sql,
@@ -79,12 +98,15 @@ export async function insertMaintenanceRun(
     observationsDeleted: number;
     expiredLeasesReaped: number;
     finishedJobsDeleted: number;
+    goneWorkersDeleted: number;
+    runTimeRowsRolledUp: number;
   },
 ): Promise<void> {
   await sql.query({
     text: `insert into workhorse.maintenance_run (task, started_at, finished_at, removed, trigger)
            values ('prune_expired_bindings', $1, now(), $2, $4), ('prune_observations', $1, now(), $3, $4),
-                  ('reap_expired_leases', $1, now(), $5, $4), ('prune_finished_jobs', $1, now(), $6, $4)`,
+                  ('reap_expired_leases', $1, now(), $5, $4), ('prune_finished_jobs', $1, now(), $6, $4),
+                  ('prune_gone_workers', $1, now(), $7, $4), ('rollup_run_times', $1, now(), $8, $4)`,
     values: [
       run.startedAt,
       run.expiredBindingsDeleted,
@@ -92,6 +114,8 @@ export async function insertMaintenanceRun(
       run.trigger,
       run.expiredLeasesReaped,
       run.finishedJobsDeleted,
+      run.goneWorkersDeleted,
+      run.runTimeRowsRolledUp,
     ],
   });
 }

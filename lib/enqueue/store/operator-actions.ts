@@ -1,10 +1,10 @@
 /**
  * The operator actions' statements (docs/operator-actions.md): each one SQL function, audited
  * there (sql/functions: cancel_jobs, purge_job_list, run_jobs_now, purge_jobs, redrive_jobs,
- * pause_queue, resume_queue, prune_finished_jobs), plus the paused-queue list and the audit insert.
+ * pause_queue, resume_queue, prune_finished_jobs, delete_failed_jobs), plus the paused-queue list and the audit insert.
  */
 import { v7 as uuidv7 } from "uuid";
-import type { RedriveStatus, Unchanged } from "../types";
+import type { DeleteFailedJobsResult, RedriveStatus, Unchanged } from "../types";
 import { bucketedId, idBucket } from "./enqueue";
 import type { Sql } from "./layout";
 
@@ -42,6 +42,21 @@ export async function purgeJobs(
     values: [ids, queue, ctx.actor, ctx.reason],
   });
   return rows[0] as { purged: number; released_bindings: number; refused_state: string | null };
+}
+
+/** `workhorse.delete_failed_jobs`: its one row. */
+export async function deleteFailedJobs(
+  sql: Sql,
+  ids: string[],
+  ctx: { actor: string; reason: string },
+  releaseKeys: boolean,
+): Promise<DeleteFailedJobsResult> {
+  const { rows } = await sql.query<DeleteFailedJobsResult>({
+    text: `select deleted, released_bindings as "releasedBindings", owning_live_key as "keptOwningLiveKey", unchanged
+             from workhorse.delete_failed_jobs($1::uuid[], $2::text, $3::text, $4::boolean)`,
+    values: [ids, ctx.actor, ctx.reason, releaseKeys],
+  });
+  return rows[0] as DeleteFailedJobsResult;
 }
 
 /** `workhorse.redrive_jobs`: one row per source job. New ids are made here (Citus: in the source's bucket). */

@@ -127,3 +127,59 @@ export async function saveCheckpoint(
   });
   return rows[0] ?? null;
 }
+
+/** What a worker reports about itself at each check-in (`workhorse.worker_heartbeat`). */
+export interface CheckIn {
+  workerId: string;
+  host: string;
+  pid: number;
+  queues: string[];
+  types: string[] | null;
+  concurrency: number;
+  running: number;
+  held: number;
+  jobIds: string[];
+  intervalMs: number;
+  status: "running" | "stopping";
+  startedAt: Date;
+}
+
+/** Upserts this worker's heartbeat row, its last check-in now (PostgreSQL's clock). */
+export async function checkIn(pool: pg.Pool, c: CheckIn): Promise<void> {
+  await pool.query({
+    name: "workhorse_worker_check_in",
+    text: `insert into workhorse.worker_heartbeat as w
+                  (worker_id, host, pid, queues, types, concurrency, running, held, job_ids, interval_ms,
+                   status, started_at, checked_at)
+           values ($1::text, $2::text, $3::integer, $4::text[], $5::text[], $6::integer, $7::integer,
+                   $8::integer, $9::uuid[], $10::integer, $11::text, $12::timestamptz, now())
+           on conflict (worker_id) do update
+              set host = excluded.host, pid = excluded.pid, queues = excluded.queues, types = excluded.types,
+                  concurrency = excluded.concurrency, running = excluded.running, held = excluded.held,
+                  job_ids = excluded.job_ids, interval_ms = excluded.interval_ms, status = excluded.status,
+                  started_at = excluded.started_at, checked_at = now()`,
+    values: [
+      c.workerId,
+      c.host,
+      c.pid,
+      c.queues,
+      c.types,
+      c.concurrency,
+      c.running,
+      c.held,
+      c.jobIds,
+      c.intervalMs,
+      c.status,
+      c.startedAt,
+    ],
+  });
+}
+
+/** Deletes this worker's heartbeat row (it has stopped). */
+export async function checkOut(pool: pg.Pool, workerId: string): Promise<void> {
+  await pool.query({
+    name: "workhorse_worker_check_out",
+    text: "delete from workhorse.worker_heartbeat where worker_id = $1::text",
+    values: [workerId],
+  });
+}

@@ -13,12 +13,13 @@ import {
 } from "../errors";
 import * as sql from "../store/worker";
 import { type AttemptDeps, handlerContext, heartbeatAttempts, type Running, type StopCause } from "./attempt";
+import { CheckIns } from "./check-in";
 import { summarizeError, toJsonText } from "./error-summary";
 import { Listener } from "./listener";
 import { describeRefusal, OutcomeWriter } from "./outcomes";
 import { type WorkerSettings, workerSettings } from "./settings";
 import { WorkerTelemetry } from "./telemetry";
-import { longTimeout, sleep, untilDone } from "./timing";
+import { longTimeout, sleep, untilDone, zeroCounters } from "./timing";
 import type {
   ClaimedJob,
   FailureCause,
@@ -80,18 +81,11 @@ export class Worker {
   private giveUp = false;
   private listener: Listener | null = null;
   private stopping: Promise<void> | null = null;
-  private readonly counters: Omit<WorkerStats, "running"> = {
-    claimed: 0,
-    succeeded: 0,
-    retried: 0,
-    failed: 0,
-    stale: 0,
-    released: 0,
-    canceled: 0,
-  };
+  private readonly counters = zeroCounters();
   private readonly onPoolError = (err: Error) => this.report(err);
   private readonly outcomes: OutcomeWriter;
   private readonly telemetry: WorkerTelemetry;
+  private readonly checkIns: CheckIns;
   /** Claim calls so far, from a random start: the `<claim>` part of lease tokens. */
   private claimSeq = Math.floor(Math.random() * 2 ** 40);
 
@@ -127,6 +121,8 @@ export class Worker {
       report: (err) => this.report(err),
       givenUp: () => this.giveUp,
     });
+    const held = () => ({ running: this.busy, jobIds: [...this.running.values()].map((r) => r.job.id) });
+    this.checkIns = new CheckIns({ ...settings, snapshot: held, report: (err) => this.report(err) });
   }
 
   /** Starts claiming. Resolves once the loop runs (the LISTEN connection comes up in the background). */
@@ -148,6 +144,7 @@ export class Worker {
     this.pollTimer = setInterval(() => this.want(), this.settings.pollIntervalMs);
     this.heartbeatTimer = setInterval(() => void this.heartbeatAll(), this.settings.heartbeatIntervalMs);
     this.heartbeatTimer.unref();
+    this.checkIns.start();
     this.loopDone = this.loop();
   }
 
@@ -169,6 +166,7 @@ export class Worker {
       return;
     }
     this.state = "stopping";
+    this.checkIns.stopping();
     if (this.pollTimer) clearInterval(this.pollTimer);
     this.pollTimer = null;
     this.kick();
@@ -182,6 +180,7 @@ export class Worker {
     await allDone();
     if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
     this.heartbeatTimer = null;
+    await this.checkIns.stop();
     this.settings.pool.off("error", this.onPoolError);
     this.state = "stopped";
   }

@@ -1,6 +1,7 @@
-/** Timing in the worker runtime: retry delays and timers that outlast Node's 24.8-day cap. */
+/** Timing in the worker runtime (retry delays, timers that outlast Node's 24.8-day cap) and its counters' starting values. */
 import type { NormalizedRetryPolicy } from "../types";
 import { isTransientDbError } from "./error-summary";
+import type { WorkerStats } from "./types";
 
 /** The delay after attempt `attempt` (1-based) failed; mirrors `workhorse.retry_delay_ms`. */
 export function retryDelayMs(policy: NormalizedRetryPolicy, attempt: number): number {
@@ -81,4 +82,9 @@ export async function untilDone<T>(
       delay = Math.min(delay * 2, o.maxDelayMs);
     }
   }
+}
+
+/** A worker's counters before its first claim (`Worker.stats()` without `running`). */
+export function zeroCounters(): Omit<WorkerStats, "running"> {
+  return { claimed: 0, succeeded: 0, retried: 0, failed: 0, stale: 0, released: 0, canceled: 0 };
 }

@@ -1,0 +1,92 @@
+"use client";
+import { useActionState, useId, useState } from "react";
+import type { OperatorActionState } from "@/lib/console/action-state";
+import { ActionResult } from "./action-dialog";
+import { ConfirmDialog, type FormAction, ReasonForm, useSettled } from "./confirm-dialog";
+import { dangerButtonClass } from "./ui";
+
+/**
+ * "Delete…" for dead letters (a selection or a whole group): a dialog that says what will be deleted,
+ * asks for a reason, and offers the one explicit choice the core needs: whether failed jobs that still
+ * own a live idempotency key are deleted too (their keys released) or kept. The result stays beside
+ * the button.
+ */
+export function DeleteDeadLettersDialog(props: {
+  action: FormAction<OperatorActionState>;
+  hidden: Record<string, string>;
+  label: string;
+  title: string;
+  statement: string;
+  confirmLabel: string;
+  disabled?: boolean;
+}) {
+  return (
+    <ConfirmDialog<OperatorActionState>
+      label={props.label}
+      title={props.title}
+      danger
+      disabled={props.disabled}
+      width="36rem"
+      idle={{ status: "idle" }}
+      form={(p) => <DeleteForm {...props} {...p} />}
+      result={(last) => <ActionResult state={last} />}
+    />
+  );
+}
+
+function DeleteForm(props: {
+  action: FormAction<OperatorActionState>;
+  hidden: Record<string, string>;
+  title: string;
+  statement: string;
+  confirmLabel: string;
+  onResult: (s: OperatorActionState) => void;
+  close: () => void;
+}) {
+  const [state, formAction, pending] = useActionState(props.action, { status: "idle" });
+  const [reason, setReason] = useState("");
+  const [releaseKeys, setReleaseKeys] = useState(false);
+  const id = useId();
+  useSettled(state, props.onResult, state.status === "done");
+  const finished = state.status === "done" || state.status === "refused";
+  return (
+    <ReasonForm
+      formAction={formAction}
+      title={props.title}
+      statement={props.statement}
+      hidden={props.hidden}
+      finished={finished}
+      reason={{
+        id,
+        error: state.status === "error" ? state.fieldErrors.reason : undefined,
+        hint: "Kept in the audit log with what was deleted.",
+        value: reason,
+        onChange: setReason,
+      }}
+      result={<ActionResult state={state} />}
+      after={
+        finished ? null : (
+          <label className="flex items-start gap-2 text-sm text-slate-800">
+            <input
+              type="checkbox"
+              name="releaseKeys"
+              className="mt-1"
+              checked={releaseKeys}
+              onChange={(e) => setReleaseKeys(e.target.checked)}
+            />
+            <span>
+              Also delete jobs that own a live key. Their idempotency keys are released: a repeat of their request
+              becomes a new job. Left unticked, such jobs are kept and counted.
+            </span>
+          </label>
+        )
+      }
+      close={props.close}
+      submit={
+        <button type="submit" className={dangerButtonClass} disabled={pending}>
+          {pending ? "Deleting…" : props.confirmLabel}
+        </button>
+      }
+    />
+  );
+}

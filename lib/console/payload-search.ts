@@ -1,0 +1,94 @@
+import "server-only";
+import { z } from "zod";
+import { type PayloadSearch, payloadSearchRows } from "@/lib/enqueue/store/console-search";
+import { type Db, iso, uuidv7Floor } from "./read-queries";
+
+/** Windows a search may cover, newest jobs first; the default is a day. */
+export const SEARCH_WINDOWS = { "1h": 3_600_000, "24h": 86_400_000, "7d": 7 * 86_400_000 } as const;
+export type SearchWindow = keyof typeof SEARCH_WINDOWS;
+
+/** At most this many matches are listed, and this many of the window's newest jobs looked at. */
+export const SEARCH_LIMIT = 50;
+export const SEARCH_SCAN_CAP = 10_000;
+
+const segment = z
+  .string()
+  .min(1)
+  .max(64)
+  .regex(/^[A-Za-z0-9_$-]+$/);
+
+/** A dot path of 1..8 plain segments: `orderId`, `customer.email`, `lines.0` is not one (arrays: no). */
+export const pathSchema = z
+  .string()
+  .trim()
+  .max(300)
+  .transform((s) => s.split("."))
+  .pipe(z.array(segment).min(1).max(8));
+
+export interface SearchQuery {
+  path: string[];
+  value: string;
+  type?: string;
+  window: SearchWindow;
+}
+
+export type SearchParse = { ok: true; query: SearchQuery } | { ok: false; errors: Record<string, string> } | null;
+
+const get = (p: Record<string, string | string[] | undefined>, k: string) => {
+  const v = p[k];
+  return (Array.isArray(v) ? v[0] : v)?.replace(/\p{Cc}/gu, "") ?? "";
+};
+
+/** The search form's fields; null when nothing was asked yet. */
+export function parseSearch(params: Record<string, string | string[] | undefined>): SearchParse {
+  const rawPath = get(params, "path").trim();
+  const value = get(params, "value");
+  const type = get(params, "type").trim();
+  const windowRaw = get(params, "window");
+  if (!rawPath && !value && !type) return null;
+  const errors: Record<string, string> = {};
+  const path = pathSchema.safeParse(rawPath);
+  if (!path.success) errors.path = "A field name or dot path, like orderId or customer.email (letters, digits, _ - $)";
+  if (value.trim() === "" || value.length > 500) errors.value = "The value to look for, 1..500 characters";
+  if (type.length > 128) errors.type = "At most 128 characters";
+  if (!path.success || errors.value || errors.type) return { ok: false, errors };
+  const window = (Object.hasOwn(SEARCH_WINDOWS, windowRaw) ? windowRaw : "24h") as SearchWindow;
+  return { ok: true, query: { path: path.data, value: value.trim(), ...(type ? { type } : {}), window } };
+}
+
+/** `{"a":{"b":value}}` for path a.b: as a string, and as a number or boolean when it reads as one. */
+export function fragmentsOf(path: string[], value: string): string[] {
+  const wrap = (v: unknown) => JSON.stringify(path.reduceRight<unknown>((inner, key) => ({ [key]: inner }), v));
+  const out = [wrap(value)];
+  if (/^-?\d+(\.\d+)?$/.test(value) && Number.isFinite(Number(value))) out.push(wrap(Number(value)));
+  if (value === "true" || value === "false") out.push(wrap(value === "true"));
+  return out;
+}
+
+export interface SearchResult {
+  jobs: { id: string; queue: string; type: string; state: string; createdAt: string }[];
+  /** Jobs looked at; equal to `scanCap` when the window holds more (older ones were not searched). */
+  scanned: number;
+  scanCap: number;
+  limit: number;
+  now: string;
+}
+
+/** The newest jobs of the window whose payload holds `value` at `path` (bounded: see SEARCH_SCAN_CAP). */
+export async function searchPayload(db: Db, q: SearchQuery, nowMs = Date.now()): Promise<SearchResult> {
+  const s: PayloadSearch = {
+    fragments: fragmentsOf(q.path, q.value),
+    type: q.type,
+    fromId: uuidv7Floor(nowMs - SEARCH_WINDOWS[q.window]),
+    limit: SEARCH_LIMIT,
+    scanCap: SEARCH_SCAN_CAP,
+  };
+  const r = await payloadSearchRows(db, s);
+  return {
+    jobs: r.jobs.map((j) => ({ ...j, createdAt: iso(j.createdAt) })),
+    scanned: r.scanned,
+    scanCap: SEARCH_SCAN_CAP,
+    limit: SEARCH_LIMIT,
+    now: iso(r.now),
+  };
+}

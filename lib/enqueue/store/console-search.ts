@@ -1,0 +1,55 @@
+/**
+ * Search by what support knows (the console's /search): jobs whose payload holds a value at a JSON
+ * path (`orderId = ORD-123`), optionally of one type, bounded twice so it never scans a big table
+ * unbounded: in time (jobs created inside the window, a range of the time-ordered UUIDv7 primary
+ * key) and in rows (only the newest `scanCap` jobs of that range are looked at). The payload test is
+ * containment (`payload @> {"orderId": "ORD-123"}`), what a GIN `jsonb_path_ops` index would serve if
+ * one is ever added; without one there is no index cost on enqueue.
+ */
+import type { Queryable } from "./layout";
+
+export interface PayloadSearch {
+  /** The candidate payload fragments (`{"orderId":"ORD-123"}`, and `{"orderId":123}` for a numeric value). */
+  fragments: string[];
+  type?: string;
+  /** UUIDv7 lower bound of the window (inclusive). */
+  fromId: string;
+  limit: number;
+  scanCap: number;
+}
+
+/** The matches, newest first (at most `limit`), and how many jobs were looked at (`scanCap` at most). */
+export async function payloadSearchRows(db: Queryable, s: PayloadSearch) {
+  const { rows } = await db.query<{
+    id: string | null;
+    queue: string | null;
+    type: string | null;
+    state: string | null;
+    created_at: Date | null;
+    scanned: string;
+    now: Date;
+  }>(
+    `with recent as (
+       select j.id, j.queue, j.type, j.state, j.created_at, j.payload
+         from workhorse.job j
+        where j.id >= $1::uuid
+        order by j.id desc
+        limit $2::integer)
+     select m.id, m.queue, m.type, m.state, m.created_at, c.n::text as scanned, now() as now
+       from (select count(*) as n from recent) c
+       left join lateral (
+             select r.id, r.queue, r.type, r.state, r.created_at from recent r
+              where ($3::text is null or r.type = $3::text) and r.payload @> any ($4::jsonb[])
+              order by r.id desc
+              limit $5::integer) m on true`,
+    [s.fromId, s.scanCap, s.type ?? null, s.fragments, s.limit],
+  );
+  const scanned = Number(rows[0]?.scanned ?? 0);
+  const now = rows[0]?.now ?? new Date();
+  const jobs = rows.flatMap((r) =>
+    r.id && r.queue && r.type && r.state && r.created_at
+      ? [{ id: r.id, queue: r.queue, type: r.type, state: r.state, createdAt: r.created_at }]
+      : [],
+  );
+  return { jobs, scanned, now };
+}

@@ -1,0 +1,94 @@
+// Search by payload field (lib/console/payload-search.ts) against real PostgreSQL, seeded through
+// the core: bounded in time (the UUIDv7 key range of the window) and rows (the newest N jobs).
+import { beforeAll, describe, expect, test, vi } from "vitest";
+import { setupQueueTests } from "./helpers";
+
+vi.mock("server-only", () => ({}));
+
+const { parseSearch, searchPayload, fragmentsOf, SEARCH_SCAN_CAP } = await import("@/lib/console/payload-search");
+const { payloadSearchRows } = await import("@/lib/enqueue/store/console-search");
+const { uuidv7Floor } = await import("@/lib/console/read-queries");
+
+const t = setupQueueTests();
+beforeAll(() => t.ready());
+
+describe("search jobs by a payload field", () => {
+  test("finds the jobs whose payload holds the value at the path, newest first, by type too; text and numbers both match", async () => {
+    const q = t.queue();
+    const a = await q.enqueue("order.place", { orderId: "ORD-123", total: 5 }, { queue: "ps" });
+    await q.enqueue("order.place", { orderId: "ORD-124" }, { queue: "ps" });
+    const b = await q.enqueue(
+      "order.refund",
+      { orderId: "ORD-123", customer: { email: "x@example.com" } },
+      { queue: "ps" },
+    );
+    const c = await q.enqueue("invoice.send", { order: { id: 77 } }, { queue: "ps" });
+
+    const run = async (params: Record<string, string>) => {
+      const p = parseSearch(params);
+      if (!p?.ok) throw new Error(`not parsed: ${JSON.stringify(p)}`);
+      return searchPayload(t.pool, p.query);
+    };
+    expect((await run({ path: "orderId", value: "ORD-123" })).jobs.map((j) => j.id)).toEqual([b, a]);
+    expect((await run({ path: "orderId", value: "ORD-123", type: "order.place" })).jobs.map((j) => j.id)).toEqual([a]);
+    expect((await run({ path: "customer.email", value: "x@example.com" })).jobs.map((j) => j.id)).toEqual([b]);
+    expect((await run({ path: "order.id", value: "77" })).jobs.map((j) => j.id)).toEqual([c]);
+    expect((await run({ path: "orderId", value: "ORD-999" })).jobs).toEqual([]);
+    const found = await run({ path: "orderId", value: "ORD-123", window: "1h" });
+    expect(found.jobs[0]).toMatchObject({ id: b, type: "order.refund", queue: "ps", state: "ready" });
+    expect(found.scanned).toBe(await t.count("job"));
+    expect(found.scanCap).toBe(SEARCH_SCAN_CAP);
+  });
+
+  test("bounded: only jobs created inside the window and only the newest scanCap of them are looked at", async () => {
+    const q = t.queue();
+    const old = await q.enqueue("order.place", { orderId: "ORD-OLD" }, { queue: "ps2" });
+    const newer: string[] = [];
+    for (let i = 0; i < 5; i++) newer.push(await q.enqueue("order.place", { orderId: "ORD-NEW", i }, { queue: "ps2" }));
+    const fragments = fragmentsOf(["orderId"], "ORD-NEW");
+    // A window that starts after the old job's id: it is never read.
+    const fromId = uuidv7Floor(Date.now() + 60_000);
+    expect(await payloadSearchRows(t.pool, { fragments, fromId, limit: 50, scanCap: 100 })).toMatchObject({
+      jobs: [],
+      scanned: 0,
+    });
+    const capped = await payloadSearchRows(t.pool, { fragments, fromId: uuidv7Floor(0), limit: 50, scanCap: 3 });
+    expect(capped.scanned).toBe(3);
+    expect(capped.jobs.map((j) => j.id)).toEqual(newer.slice(-3).reverse());
+    const limited = await payloadSearchRows(t.pool, { fragments, fromId: uuidv7Floor(0), limit: 2, scanCap: 1000 });
+    expect(limited.jobs.map((j) => j.id)).toEqual(newer.slice(-2).reverse());
+    expect(
+      (
+        await payloadSearchRows(t.pool, {
+          fragments: fragmentsOf(["orderId"], "ORD-OLD"),
+          fromId: uuidv7Floor(0),
+          limit: 5,
+          scanCap: 1000,
+        })
+      ).jobs.map((j) => j.id),
+    ).toEqual([old]);
+  });
+
+  test("the form: a path of plain segments and a value are required; the window defaults to a day", () => {
+    expect(parseSearch({})).toBeNull();
+    expect(parseSearch({ path: "orderId", value: "ORD-1" })).toEqual({
+      ok: true,
+      query: { path: ["orderId"], value: "ORD-1", window: "24h" },
+    });
+    expect(parseSearch({ path: "a.b", value: " 7 ", type: "t", window: "7d" })).toEqual({
+      ok: true,
+      query: { path: ["a", "b"], value: "7", type: "t", window: "7d" },
+    });
+    expect(parseSearch({ path: "a..b", value: "x" })).toMatchObject({
+      ok: false,
+      errors: { path: expect.any(String) },
+    });
+    expect(parseSearch({ path: "a'); drop", value: "x" })).toMatchObject({ ok: false });
+    expect(parseSearch({ path: "orderId", value: "" })).toMatchObject({
+      ok: false,
+      errors: { value: expect.any(String) },
+    });
+    expect(fragmentsOf(["a", "b"], "12")).toEqual(['{"a":{"b":"12"}}', '{"a":{"b":12}}']);
+    expect(fragmentsOf(["f"], "true")).toEqual(['{"f":"true"}', '{"f":true}']);
+  });
+});

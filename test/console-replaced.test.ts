@@ -1,0 +1,88 @@
+// Debounce "replaced" decisions listed beside the observations (lib/console/observation-reads.ts,
+// lib/enqueue/store/console-replaced.ts) against real PostgreSQL, seeded through the core.
+import { beforeAll, describe, expect, test, vi } from "vitest";
+import { setupQueueTests } from "./helpers";
+
+vi.mock("server-only", () => ({}));
+
+const { listObservations } = await import("@/lib/console/observation-reads");
+const { parseObservationFilters } = await import("@/lib/console/filters");
+const { replacedListRows } = await import("@/lib/enqueue/store/console-replaced");
+
+const t = setupQueueTests();
+beforeAll(() => t.ready());
+
+describe("replaced decisions as a list", () => {
+  test("outcome=replaced lists each debounce replacement newest first with its job, key and both request digests; filters and pages like observations", async () => {
+    const q = t.queue();
+    const debounce = (key: string) => ({ key, scope: "search", windowMs: 600_000 });
+    const a = await q.enqueueWithResult("search.reindex", { v: 1 }, { queue: "rp-a", debounce: debounce("shop-1") });
+    expect(a.outcome).toBe("accepted");
+    for (let v = 2; v <= 3; v++) {
+      const r = await q.enqueueWithResult("search.reindex", { v }, { queue: "rp-a", debounce: debounce("shop-1") });
+      expect(r).toMatchObject({ jobId: a.jobId, outcome: "replaced" });
+    }
+    const b = await q.enqueueWithResult("feed.rebuild", { v: 1 }, { queue: "rp-b", debounce: debounce("shop-2") });
+    await q.enqueueWithResult("feed.rebuild", { v: 2 }, { queue: "rp-b", debounce: debounce("shop-2") });
+    // An idempotent replay is an observation, not a replaced decision.
+    const k = { key: "order-1", scope: "orders" };
+    await q.enqueue("order.place", {}, { queue: "rp-a", idempotency: k });
+    await q.enqueue("order.place", {}, { queue: "rp-a", idempotency: k });
+    await q.flushObservations();
+
+    const all = await listObservations(t.pool, parseObservationFilters({ outcome: "replaced" }));
+    const mine = all.rows.filter((r) => r.queue.startsWith("rp-"));
+    expect(mine.map((r) => [r.outcome, r.queue, r.type, r.jobId, r.scope, r.keyPreview, r.keyLength])).toEqual([
+      ["replaced", "rp-b", "feed.rebuild", b.jobId, "search", "sh…", 6],
+      ["replaced", "rp-a", "search.reindex", a.jobId, "search", "sh…", 6],
+      ["replaced", "rp-a", "search.reindex", a.jobId, "search", "sh…", 6],
+    ]);
+    const [newestA, olderA] = mine.slice(1);
+    // Each names the request it replaced and the one that replaced it: a chain.
+    expect(olderA?.rejectedRequestDigest).toBe(newestA?.storedRequestDigest);
+    expect(newestA?.storedRequestDigest).not.toBe(newestA?.rejectedRequestDigest);
+    const [binding] = await t.sql<{ d: string }>(
+      "select encode(request_digest, 'hex') as d from workhorse.key_binding where job_id = $1",
+      [a.jobId],
+    );
+    expect(newestA?.rejectedRequestDigest).toBe(binding?.d);
+    expect(mine[0]?.keyDigest).toMatch(/^[0-9a-f]{12}$/);
+
+    const onlyA = await listObservations(t.pool, parseObservationFilters({ outcome: "replaced", queue: "rp-a" }));
+    expect(onlyA.rows.map((r) => r.jobId)).toEqual([a.jobId, a.jobId]);
+    const byDigest = await listObservations(
+      t.pool,
+      parseObservationFilters({ outcome: "replaced", digest: mine[0]?.keyDigest as string }),
+    );
+    expect(byDigest.rows.map((r) => r.jobId)).toEqual([b.jobId]);
+
+    // Pages of one: the cursor goes on where the last page ended.
+    const first = await listObservations(t.pool, parseObservationFilters({ outcome: "replaced", queue: "rp-a" }), 1);
+    expect(first.rows).toHaveLength(1);
+    expect(first.next).toMatch(/^\d+_\d+$/);
+    const second = await listObservations(
+      t.pool,
+      parseObservationFilters({ outcome: "replaced", queue: "rp-a", after: first.next as string }),
+      1,
+    );
+    expect(second.rows.map((r) => r.id)).toEqual([olderA?.id]);
+    expect(second.next).toBeNull();
+
+    // Other outcomes read the observations, as before (a replaced cursor there is ignored).
+    const replays = await listObservations(
+      t.pool,
+      parseObservationFilters({ outcome: "replayed", after: first.next as string }),
+    );
+    expect(replays.rows.filter((r) => r.queue === "rp-a").map((r) => r.outcome)).toEqual(["replayed"]);
+  });
+
+  test("a page reads a bounded number of events: with a selective filter it stops there and its cursor goes on", async () => {
+    const q = t.queue();
+    for (let i = 0; i < 3; i++) {
+      await q.enqueue("noise", { i }, { queue: "rp-noise", debounce: { key: "noise", windowMs: 600_000 } });
+    }
+    const r = await replacedListRows(t.pool, { queue: "rp-none-such" }, 10, 1);
+    expect(r.rows).toEqual([]);
+    expect(r.scannedTo).toBeNull(); // fewer events than one batch: nothing left to scan
+  });
+});

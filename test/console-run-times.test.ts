@@ -1,0 +1,97 @@
+// Run times (lib/console/run-times.ts, lib/enqueue/store/console-runtimes.ts) against real
+// PostgreSQL: durations as bucket histograms, the hourly rollup maintenance keeps, and the
+// dead-letter groups' error trend. Jobs are enqueued through the core, then given their finish
+// times directly (a worker cannot finish a job hours ago).
+import { beforeAll, describe, expect, test, vi } from "vitest";
+import { setupQueueTests } from "./helpers";
+
+vi.mock("server-only", () => ({}));
+
+const { runTimes, percentileOf } = await import("@/lib/console/run-times");
+
+const t = setupQueueTests();
+beforeAll(() => t.ready());
+
+/** `n` jobs of queue/type that ran `ms` and finished `agoMs` before now, in `state`. */
+async function finished(queue: string, type: string, n: number, ms: number, agoMs: number, state = "succeeded") {
+  const q = t.queue();
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) ids.push(await q.enqueue(type, { i }, { queue }));
+  await t.sql(
+    `update workhorse.job set state = $2::text, attempt = 1,
+            finished_at = now() - $4::bigint * interval '1 millisecond',
+            started_at = now() - ($4::bigint + $3::bigint) * interval '1 millisecond',
+            last_error = case when $2::text = 'failed' then '{"name": "TimeoutError", "message": "slow"}'::jsonb end
+      where id = any($1::uuid[])`,
+    [ids, state, ms, agoMs],
+  );
+}
+
+const HOUR = 3_600_000;
+
+describe("run times", () => {
+  test("percentiles come from bucket histograms, to the bucket's upper bound", () => {
+    // width_bucket: bucket 4 is [10 ms, 20 ms), bucket 11 [2 s, 5 s), 20 at or above the last bound.
+    const h = new Map([
+      [4, 18],
+      [11, 2],
+    ]);
+    expect(percentileOf(h, 50)).toEqual({ ms: 20, open: false });
+    expect(percentileOf(h, 95)).toEqual({ ms: 5000, open: false });
+    expect(percentileOf(new Map([[20, 1]]), 95)).toEqual({ ms: 3_600_000, open: true });
+    expect(percentileOf(new Map(), 50)).toEqual({ ms: null, open: false });
+  });
+
+  test("p50/p95 per queue and type over the last hour, day and week; beyond the last two hours from the rollup maintenance writes", async () => {
+    await finished("rt", "fast", 18, 10, 5 * 60_000);
+    await finished("rt", "fast", 2, 3000, 10 * 60_000, "failed");
+    await finished("rt", "fast", 5, 150, 3 * HOUR); // earlier today: rollup only
+    await finished("rt", "fast", 4, 700, 30 * HOUR); // yesterday: the week only
+    await finished("rt", "slow", 1, 2 * HOUR, 20 * 60_000);
+
+    let r = await runTimes(t.pool);
+    expect(r.rolledUpTo).toBeNull();
+    const fast = () => r.rows.find((x) => x.queue === "rt" && x.type === "fast");
+    expect(fast()?.lastHour).toEqual({ runs: 20, failed: 2, p50Ms: 20, p95Ms: 5000, p95Open: false });
+    // Nothing rolled up yet: the day covers only the last two hours.
+    expect(fast()?.lastDay.runs).toBe(20);
+    expect(r.rows.find((x) => x.type === "slow")?.lastHour).toMatchObject({ runs: 1, p95Ms: 3_600_000, p95Open: true });
+
+    const m = await t.queue().runMaintenance();
+    expect(m.runTimeRowsRolledUp).toBeGreaterThan(0);
+    expect((await t.queue().runMaintenance()).runTimeRowsRolledUp).toBe(0); // each hour once
+    r = await runTimes(t.pool);
+    expect(r.rolledUpTo).not.toBeNull();
+    expect(fast()?.lastHour.runs).toBe(20);
+    expect(fast()?.lastDay).toEqual({ runs: 25, failed: 2, p50Ms: 20, p95Ms: 5000, p95Open: false });
+    expect(fast()?.last7Days).toEqual({ runs: 29, failed: 2, p50Ms: 20, p95Ms: 5000, p95Open: false });
+  });
+
+  test("the rollup is bounded: hours past 30 days are deleted by maintenance", async () => {
+    await t.sql(
+      `insert into workhorse.run_time_bucket (hour, queue, type, bucket, succeeded, failed)
+       values (date_trunc('hour', now()) - interval '31 days', 'rt-old', 'x', 3, 1, 0),
+              (date_trunc('hour', now()) - interval '29 days', 'rt-old', 'x', 3, 1, 0)`,
+    );
+    await t.queue().runMaintenance();
+    const left = await t.sql<{ days: number }>(
+      "select extract(day from date_trunc('hour', now()) - hour)::int as days from workhorse.run_time_bucket where queue = 'rt-old'",
+    );
+    expect(left).toEqual([{ days: 29 }]);
+  });
+
+  test("each dead-letter group's failures in the last hour, day and the day before", async () => {
+    await finished("rt-dl", "charge", 2, 100, 10 * 60_000, "failed");
+    await finished("rt-dl", "charge", 1, 100, 3 * HOUR, "failed");
+    await finished("rt-dl", "charge", 4, 100, 30 * HOUR, "failed");
+    const r = await runTimes(t.pool);
+    expect(r.deadLetterTrend.find((g) => g.queue === "rt-dl")).toEqual({
+      queue: "rt-dl",
+      type: "charge",
+      errorName: "TimeoutError",
+      lastHour: 2,
+      lastDay: 3,
+      dayBefore: 4,
+    });
+  });
+});
