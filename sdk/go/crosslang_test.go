@@ -1,10 +1,15 @@
 package workhorse
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -119,5 +124,57 @@ func TestCrossLanguageConflictsNameThePayload(t *testing.T) {
 	ts2 := tsEnqueue(t, tsReq2)
 	if !ts2.Conflict || ts2.ExistingJobID != r.JobID || strings.Join(ts2.PayloadPaths, ",") != "$.amountCents" {
 		t.Fatalf("TypeScript: %+v", ts2)
+	}
+}
+
+// A job enqueued from Go runs on the Python worker (sdk/python/tests/worker_proc.py in its own
+// process, Debian's python3 with psycopg): the same job row, claimed and completed through the same
+// SQL functions, its result stored as JSON.
+func TestCrossLanguageGoJobRunsOnThePythonWorker(t *testing.T) {
+	q, _ := newTestQueue(t)
+	ctx := context.Background()
+	queue := unique("go-to-py")
+	release := filepath.Join(t.TempDir(), "release")
+	if err := os.WriteFile(release, nil, 0o644); err != nil { // the handler finishes at once
+		t.Fatal(err)
+	}
+	key := unique("capture")
+	id, err := q.Enqueue(ctx, "t.finish", map[string]any{"release": release}, EnqueueOptions{
+		Queue: queue, Idempotency: &Idempotency{Key: key, Scope: "go-to-py"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := json.Marshal(map[string]any{"url": testURL, "queue": queue, "mode": "drain", "grace_ms": 2000})
+	cmd := exec.Command("/usr/bin/python3", filepath.Join(repoRoot, "sdk", "python", "tests", "worker_proc.py"), string(cfg))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}()
+	deadline := time.Now().Add(60 * time.Second)
+	var j *Job
+	for time.Now().Before(deadline) {
+		if j, err = q.GetJob(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if j != nil && j.State == "succeeded" {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if j == nil || j.State != "succeeded" {
+		t.Fatalf("the Python worker did not run the Go job: %+v\nworker output:\n%s", j, out.String())
+	}
+	var result map[string]any
+	if err := json.Unmarshal(j.Result, &result); err != nil || result["finished"] != true {
+		t.Fatalf("result %s (%v)", j.Result, err)
+	}
+	if j.Attempt != 1 {
+		t.Fatalf("attempt %d, want 1", j.Attempt)
 	}
 }
