@@ -1,26 +1,15 @@
 import { expect, test } from "./fixtures";
+import { everyPage, timeFor } from "./pages/every-page";
 
 /**
  * WCAG 2.x AA text contrast on every page: each element with its own visible text is checked against
  * the first opaque background behind it (4.5:1, or 3:1 for large text: 24 px, or 18.66 px bold).
  */
-const PAGES = [
-  "/",
-  "/jobs",
-  "/find",
-  "/bindings",
-  "/bindings?status=expired",
-  "/conflicts",
-  "/enqueue",
-  "/queues",
-  "/dead-letters",
-  "/audit",
-  "/maintenance",
-];
-
-test("text on every page meets WCAG AA contrast", async ({ signedIn }) => {
+test("text on every page meets WCAG AA contrast", async ({ signedIn, queue }) => {
+  const urls = await everyPage(signedIn, queue);
+  test.setTimeout(timeFor(urls));
   const failures: string[] = [];
-  for (const p of PAGES) {
+  for (const p of urls) {
     await signedIn.goto(p);
     await signedIn.waitForLoadState("networkidle");
     const bad = await signedIn.evaluate(() => {

@@ -1,79 +1,20 @@
 import AxeBuilder from "@axe-core/playwright";
 import type { Page } from "@playwright/test";
-import type { Queue } from "../lib/enqueue";
 import { expect, test } from "./fixtures";
+import { everyPage as pages, timeFor } from "./pages/every-page";
 
 /**
  * Every page, after the flows and health specs seeded data: no horizontal overflow at 390 px, no
  * table wider than its container at 390 px (tables stack into cards there) or at 1280 px, and no
  * serious or critical axe violation in light and dark colour schemes.
  */
-async function pages(page: Page, queue: Queue): Promise<string[]> {
-  // A real job, queue and digest to visit (seeded here too, so the spec also runs on its own).
-  await queue.enqueue(
-    "layout.check",
-    { orderId: "ORD-390" },
-    { queue: "e2e-layout", tags: ["web"], idempotency: { key: `layout-${Date.now()}-order`, scope: "e2e-layout" } },
-  );
-  // Wide content for the 1280 px check: a long audit entry and a conflict naming many fields and paths.
-  await queue.recordOperatorAction({
-    actor: "alice.on-call@payments.example (rotation B)",
-    action: "purge_queue",
-    target: "queue:e2e-layout-notifications-customer-facing-retries",
-    reason: "duplicate deliveries after the provider incident; purging what is still pending before replaying",
-    result: { status: "ok", purged: 1204, releasedBindings: 1198, queue: "e2e-layout-notifications-customer-facing" },
-  });
-  const idem = { key: `layout-conflict-${Date.now()}-order`, scope: "e2e-layout-checkout-web-storefront-eu-west" };
-  const payload = {
-    orderId: "ORD-390",
-    lines: [{ sku: "SKU-LONG-NAME-RED-M", qty: 2 }],
-    shippingAddress: { line1: "a" },
-  };
-  await queue.enqueue("checkout.order.place-with-long-type-name", payload, {
-    queue: "e2e-layout-checkout",
-    idempotency: idem,
-  });
-  await queue
-    .enqueue(
-      "checkout.order.place-with-long-type-name",
-      { ...payload, lines: [{ sku: "SKU-LONG-NAME-BLUE-XL", qty: 3 }], shippingAddress: { line1: "b" } },
-      { queue: "e2e-layout-checkout", idempotency: idem, tags: ["vip", "retry"], maxAttempts: 3 },
-    )
-    .catch(() => {});
-  await queue.flushObservations();
-  const jobs = (await (await page.request.get("/api/jobs")).json()) as { rows: { id: string; queue: string }[] };
-  const job = jobs.rows[0];
-  const bindings = (await (await page.request.get("/api/bindings")).json()) as { rows: { keyDigest: string }[] };
-  expect(job, "seeded jobs").toBeTruthy();
-  return [
-    "/",
-    "/jobs",
-    "/jobs?state=scheduled",
-    `/jobs/${job?.id}`,
-    "/find",
-    `/find?digest=${bindings.rows[0]?.keyDigest ?? "000000000000"}`,
-    "/bindings",
-    "/bindings?status=expired",
-    "/conflicts",
-    "/conflicts?outcome=replaced",
-    "/search?path=orderId&value=ORD-390",
-    "/enqueue",
-    "/queues",
-    `/queues/${encodeURIComponent(job?.queue ?? "default")}`,
-    "/workers",
-    "/run-times",
-    "/dead-letters",
-    "/audit",
-    "/maintenance",
-  ];
-}
-
 async function settle(page: Page) {
   await page.waitForLoadState("networkidle");
 }
 
 test("at 390 px nothing overflows sideways and the navigation is a menu", async ({ signedIn, queue }) => {
   const urls = await pages(signedIn, queue);
+  test.setTimeout(timeFor(urls));
   await signedIn.setViewportSize({ width: 390, height: 844 });
   const overflowing: string[] = [];
   for (const url of [...urls, "/sign-in"]) {
@@ -108,8 +49,8 @@ function wideTables(page: Page): Promise<string[]> {
 
 for (const width of [1280, 390]) {
   test(`at ${width} px every table fits its container`, async ({ signedIn, queue }) => {
-    test.setTimeout(180_000); // 20 pages, each waited on until its network is idle
     const urls = await pages(signedIn, queue);
+    test.setTimeout(timeFor(urls)); // each page waited on until its network is idle
     await signedIn.setViewportSize({ width, height: width === 390 ? 844 : 900 });
     const wide: string[] = [];
     let tables = 0;
@@ -144,8 +85,8 @@ test("at 390 px a table is a stack of cards, each cell labelled with its column"
 
 for (const scheme of ["light", "dark"] as const) {
   test(`axe finds no serious or critical violation on any page (${scheme})`, async ({ signedIn, queue }) => {
-    test.setTimeout(180_000);
     const urls = await pages(signedIn, queue);
+    test.setTimeout(timeFor(urls));
     await signedIn.emulateMedia({ colorScheme: scheme });
     const found: string[] = [];
     for (const url of urls) {

@@ -2,19 +2,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { BODIES_DIR, expect, test } from "./fixtures";
 import { ALL_KEYS } from "./keys";
-
-const PAGES = [
-  "/",
-  "/jobs",
-  "/find",
-  "/bindings",
-  "/bindings?status=expired",
-  "/conflicts",
-  "/enqueue",
-  "/queues",
-  "/audit",
-  "/maintenance",
-];
+import { everyPage, timeFor } from "./pages/every-page";
 
 function assertNoKeys(where: string, text: string) {
   for (const key of ALL_KEYS) {
@@ -23,10 +11,12 @@ function assertNoKeys(where: string, text: string) {
   }
 }
 
-test("no page, API response or server log line contains a raw key", async ({ signedIn }) => {
+test("no page, API response or server log line contains a raw key", async ({ signedIn, queue }) => {
   // Every page and job page rendered now, after the flows ran.
+  const pages = await everyPage(signedIn, queue);
+  test.setTimeout(timeFor([...pages, ...pages.slice(0, 20)]));
   const jobLinks = new Set<string>();
-  for (const p of PAGES) {
+  for (const p of pages) {
     await signedIn.goto(p);
     assertNoKeys(`page ${p}`, await signedIn.content());
     for (const href of await signedIn
