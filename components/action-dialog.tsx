@@ -57,7 +57,7 @@ export function ActionDialog(props: DialogProps<OperatorActionState> & { confirm
  *  confirmLabel) or the redrive dialog. `id` keys it among its siblings. */
 export type DialogSpec = { id: string } & (
   | (Omit<DialogProps<OperatorActionState>, "hidden" | "disabled"> & { confirmLabel: string; danger?: boolean })
-  | Omit<DialogProps<RedriveState>, "hidden" | "disabled">
+  | (Omit<DialogProps<RedriveState>, "hidden" | "disabled"> & { moreHidden?: Record<string, string> })
 );
 
 /** An action bar's dialogs in order, over the same hidden fields (one job, or a selection of jobs). */
@@ -66,7 +66,12 @@ export function ActionDialogs(props: { hidden: Record<string, string>; disabled?
     "confirmLabel" in spec ? (
       <ActionDialog key={id} {...spec} hidden={props.hidden} disabled={props.disabled} />
     ) : (
-      <RedriveDialog key={id} {...spec} hidden={props.hidden} disabled={props.disabled} />
+      <RedriveDialog
+        key={id}
+        {...spec}
+        hidden={{ ...props.hidden, ...("moreHidden" in spec ? spec.moreHidden : {}) }}
+        disabled={props.disabled}
+      />
     ),
   );
 }

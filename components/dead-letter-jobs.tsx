@@ -11,7 +11,8 @@ export interface DeadLetterRow {
   finishedAt: string | null;
   attempt: number;
   message: string | null;
-  redriven: boolean;
+  /** The job the latest redrive of this one made, or null. */
+  redrivenTo: string | null;
 }
 
 /** One dead-letter group's jobs with checkboxes; the selection can be redriven (dry run first). */
@@ -72,7 +73,18 @@ export function DeadLetterJobs(props: {
             <Td>{formatTime(j.finishedAt)}</Td>
             <Td>{j.attempt}</Td>
             <Td wrap>{j.message ?? "—"}</Td>
-            <Td>{j.redriven ? <Badge tone="ok">redriven</Badge> : "—"}</Td>
+            <Td>
+              {j.redrivenTo ? (
+                <span className="inline-flex items-center gap-1">
+                  <Badge tone="ok">redriven</Badge>
+                  <Link className={linkClass} href={`/jobs/${j.redrivenTo}`}>
+                    <Mono>…{j.redrivenTo.slice(-8)}</Mono>
+                  </Link>
+                </span>
+              ) : (
+                "—"
+              )}
+            </Td>
           </tr>
         ))}
       </Table>

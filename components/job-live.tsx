@@ -199,7 +199,13 @@ export function JobLive({ initial, purge }: { initial: JobDetailDto; purge: Reac
           )}
         </Card>
         <Card title="Actions">
-          <LiveJobState.Provider value={{ state: job.state, cancelRequested: job.cancelRequestedAt !== null }}>
+          <LiveJobState.Provider
+            value={{
+              state: job.state,
+              cancelRequested: job.cancelRequestedAt !== null,
+              redrivenTo: job.redriveJobIds.at(-1) ?? null,
+            }}
+          >
             <PurgeAllowed.Provider value={purgeAllowed}>{purge}</PurgeAllowed.Provider>
           </LiveJobState.Provider>
         </Card>

@@ -84,7 +84,7 @@ export type OperatorActionState =
 /** One source job of a redrive (dry run or real). */
 interface RedriveResultView {
   sourceJobId: string;
-  status: "redriven" | "replayed" | "eligible" | "not_found" | "not_failed";
+  status: "redriven" | "replayed" | "already_redriven" | "eligible" | "not_found" | "not_failed";
   jobId: string | null;
 }
 

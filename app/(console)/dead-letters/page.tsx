@@ -24,16 +24,25 @@ export default async function DeadLettersPage({ searchParams }: { searchParams: 
   const type = one(sp.type);
   const errorName = one(sp.errorName);
   const cursor = one(sp.cursor);
+  const withRedriven = one(sp.redriven) === "1";
   if (queue && type && errorName) {
     const { queue: core } = await consoleDb();
     let page: Awaited<ReturnType<typeof core.listDeadLetters>>;
     try {
-      page = await core.listDeadLetters({ queue, type, errorName, limit: 50, ...(cursor ? { cursor } : {}) });
+      page = await core.listDeadLetters({
+        queue,
+        type,
+        errorName,
+        limit: 50,
+        includeRedriven: withRedriven,
+        ...(cursor ? { cursor } : {}),
+      });
     } catch (err) {
       if (!(err instanceof EnqueueValidationError)) throw err;
       page = { jobs: [], nextCursor: null };
     }
-    const base = `/dead-letters?${new URLSearchParams({ queue, type, errorName }).toString()}`;
+    const plain = `/dead-letters?${new URLSearchParams({ queue, type, errorName }).toString()}`;
+    const base = withRedriven ? `${plain}&redriven=1` : plain;
     return (
       <>
         <PageHeader
@@ -41,7 +50,10 @@ export default async function DeadLettersPage({ searchParams }: { searchParams: 
           description={
             <>
               Failed jobs of queue <strong>{queue}</strong>, type <strong>{type}</strong>, error{" "}
-              <strong>{errorName}</strong>, newest first.
+              <strong>{errorName}</strong>, newest first.{" "}
+              {withRedriven
+                ? "Jobs redriven already are listed too, each with the job its redrive made."
+                : "Jobs redriven already are left out: their redriven jobs carry on."}
             </>
           }
           actions={<BackLink href="/dead-letters" label="All groups" />}
@@ -52,11 +64,14 @@ export default async function DeadLettersPage({ searchParams }: { searchParams: 
             finishedAt: j.finishedAt ? j.finishedAt.toISOString() : null,
             attempt: j.attempt,
             message: errorMessage(j.lastError),
-            redriven: j.redriveJobIds.length > 0,
+            redrivenTo: j.redriveJobIds.at(-1) ?? null,
           }))}
           redrive={viewer.readOnly ? null : redriveAction}
         />
-        <div className="mt-3 flex gap-4 text-sm">
+        <div className="mt-3 flex flex-wrap gap-4 text-sm">
+          <Link className={linkClass} href={withRedriven ? plain : `${plain}&redriven=1`}>
+            {withRedriven ? "Hide jobs redriven already" : "Show jobs redriven already"}
+          </Link>
           {cursor ? (
             <Link className={linkClass} href={base}>
               First page

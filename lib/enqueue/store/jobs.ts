@@ -39,6 +39,8 @@ export interface DeadLetterFilter {
   finishedBefore?: Date;
   cursor?: { finishedAt: string; id: string } | null;
   limit: number;
+  /** Also the failed jobs redriven already (`redriven_to` set); left out by default. */
+  includeRedriven?: boolean;
 }
 
 /**
@@ -67,6 +69,7 @@ export async function selectDeadLetters(
               and ($4::timestamptz is null or j.finished_at > $4::timestamptz)
               and ($5::timestamptz is null or j.finished_at < $5::timestamptz)
               and ($6::timestamptz is null or (j.finished_at, j.id) < ($6::timestamptz, $7::uuid))
+              and ($9::boolean or j.redriven_to is null)
             order by j.finished_at desc, j.id desc
             limit $8::integer`,
     values: [
@@ -78,6 +81,7 @@ export async function selectDeadLetters(
       q.cursor?.finishedAt ?? null,
       q.cursor?.id ?? null,
       q.limit + 1,
+      q.includeRedriven ?? false,
     ],
   });
   if (distributed && rows.length > 0) {
