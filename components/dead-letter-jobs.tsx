@@ -22,7 +22,11 @@ export function DeadLetterJobs(props: {
 }) {
   const [selected, setSelected] = useState<Set<string>>(new Set());
   if (props.jobs.length === 0)
-    return <EmptyState title="No failed jobs in this group">They may have been cleaned up by retention.</EmptyState>;
+    return (
+      <EmptyState title="No failed jobs in this group">
+        Those redriven already are not listed here by default, and retention may have removed old ones.
+      </EmptyState>
+    );
   const allOnPage = props.jobs.every((j) => selected.has(j.id));
   const toggle = (id: string) =>
     setSelected((s) => {
