@@ -49,10 +49,11 @@ export default defineConfig({
         { name: "layout", testMatch: /layout-a11y\.spec\.ts/, dependencies: ["flows", "health"] },
         { name: "operator-actions", testMatch: /operator-actions\.spec\.ts/ },
         { name: "debounce-throttle", testMatch: /debounce-throttle\.spec\.ts/ },
+        { name: "defects", testMatch: /console-defects\.spec\.ts/ },
         {
           name: "no-raw-keys",
           testMatch: /no-raw-keys\.spec\.ts/,
-          dependencies: ["flows", "readonly", "operator-actions", "debounce-throttle"],
+          dependencies: ["flows", "readonly", "operator-actions", "debounce-throttle", "defects"],
         },
       ],
 });

@@ -56,7 +56,16 @@ function LeaseNotice({ job }: { job: JobDetailDto }) {
   );
 }
 
-export function JobLive({ initial, purge }: { initial: JobDetailDto; purge: React.ReactNode }) {
+/** `payload`: the payload card, rendered once by the page (a live refresh never carries the payload). */
+export function JobLive({
+  initial,
+  purge,
+  payload,
+}: {
+  initial: JobDetailDto;
+  purge: React.ReactNode;
+  payload: React.ReactNode;
+}) {
   const { data: job, error, dataUpdatedAt } = useLive(liveUrl.job(initial.id), initial);
   const purgeAllowed = canPurge(job.state);
   const key = enqueuedKey(job);
@@ -139,11 +148,7 @@ export function JobLive({ initial, purge }: { initial: JobDetailDto; purge: Reac
             ]}
           />
         </Card>
-        <Card title="Payload">
-          <pre className="max-h-96 overflow-auto rounded bg-slate-50 p-3 font-mono text-xs whitespace-pre-wrap break-all text-slate-900">
-            {job.payloadJson}
-          </pre>
-        </Card>
+        {payload}
         {job.lastErrorJson ? (
           <Card title="Last error">
             <pre className="max-h-64 overflow-auto rounded bg-red-50 p-3 font-mono text-xs whitespace-pre-wrap break-all text-red-950">

@@ -4,7 +4,7 @@ import { setupQueueTests } from "./helpers";
 
 vi.mock("server-only", () => ({}));
 
-const { listJobs, jobDetail } = await import("@/lib/console/jobs");
+const { listJobs, jobDetail, jobPayload, PAYLOAD_PREVIEW_CHARS } = await import("@/lib/console/jobs");
 const { listBindings } = await import("@/lib/console/bindings");
 const { listAudit } = await import("@/lib/console/audit");
 const { overview, invalidateCounts } = await import("@/lib/console/overview");
@@ -58,11 +58,32 @@ describe("jobs", () => {
       { idempotency: { key: "detail-key-123", scope: "d" } },
     );
     const d = await jobDetail(t.pool, id);
-    expect(d?.payloadJson).toBe(JSON.stringify({ html: "<script>x</script>" }, null, 2));
+    expect(await jobPayload(t.pool, id)).toEqual({
+      preview: JSON.stringify({ html: "<script>x</script>" }, null, 2),
+      truncated: false,
+      bytes: Buffer.byteLength(JSON.stringify({ html: "<script>x</script>" }, null, 2)),
+    });
     expect(d?.binding).toMatchObject({ scope: "d", keyPreview: "deta…", jobId: id, expired: false });
     expect(d?.events.map((e) => e.kind)).toEqual(["enqueued"]);
     expect(JSON.stringify(d)).not.toContain("detail-key-123");
     expect(await jobDetail(t.pool, "00000000-0000-7000-8000-000000000000")).toBeNull();
+    expect(await jobPayload(t.pool, "00000000-0000-7000-8000-000000000000")).toBeNull();
+  });
+
+  test("a large payload: the live detail carries none of it, the page a bounded preview with the full size", async () => {
+    const q = t.queue();
+    const blob = "y".repeat(1_000_000);
+    const id = await q.enqueue("d.big", { blob, orderId: "ORD-1" });
+    const live = await jobDetail(t.pool, id);
+    expect(live?.type).toBe("d.big");
+    const wire = JSON.stringify(live);
+    expect(wire.includes("yyyy")).toBe(false);
+    expect(wire.length).toBeLessThan(5_000);
+    const p = await jobPayload(t.pool, id);
+    const full = JSON.stringify({ blob, orderId: "ORD-1" }, null, 2);
+    expect(p?.truncated).toBe(true);
+    expect(p?.bytes).toBe(Buffer.byteLength(full));
+    expect(p?.preview === full.slice(0, PAYLOAD_PREVIEW_CHARS)).toBe(true);
   });
 });
 

@@ -85,7 +85,6 @@ export interface JobDetailDto {
   queue: string;
   type: string;
   state: JobStateName;
-  payloadJson: string;
   attempt: number;
   maxAttempts: number;
   tags: string[];

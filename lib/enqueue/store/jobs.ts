@@ -115,7 +115,8 @@ export interface TimelineRow {
  * One job with the binding it owns (found by primary key through the job's own key columns; a key
  * that expired and was taken by another job, or moved to a redriven job, is not this job's), its
  * timeline (the `enqueued` entry the job carries, then its events, at most 500) and the database's
- * clock. Null when unknown.
+ * clock. Null when unknown. The payload is left out (null): a live view re-reads this every few
+ * seconds, and a payload can be a MiB; `selectJobPayload` reads it once.
  */
 export async function selectJobDetail(
   sql: Sql,
@@ -123,7 +124,8 @@ export async function selectJobDetail(
 ): Promise<{ job: Job; binding: BindingRow | null; events: TimelineRow[]; now: Date } | null> {
   const { rows } = await sql.query<JobRow & { now: Date; key_scope: string | null; key_hash: Buffer | null }>({
     // Uncorrelated subquery and no join below: the same plans on one node, and runnable on Citus.
-    text: `select j.*, now() as now,
+    // The row without its payload, still typed as a job row (the payload never leaves the server).
+    text: `select (jsonb_populate_record(null::workhorse.job, to_jsonb(j) - 'payload')).*, now() as now,
             coalesce((select array_agg(r.id::text order by r.id) from workhorse.job r
                        where r.redriven_from = $1::uuid), '{}') as redrive_job_ids
        from workhorse.job j where j.id = $1::uuid`,
@@ -143,4 +145,13 @@ export async function selectJobDetail(
     }),
   ]);
   return { job: jobFromRow(j), binding: binding.rows[0] ?? null, events: events.rows, now: j.now };
+}
+
+/** A job's payload (parsed JSON), or undefined when no job has this id. */
+export async function selectJobPayload(sql: Sql, id: string): Promise<{ payload: unknown } | undefined> {
+  const { rows } = await sql.query<{ payload: unknown }>({
+    text: "select j.payload from workhorse.job j where j.id = $1::uuid",
+    values: [id],
+  });
+  return rows[0];
 }
