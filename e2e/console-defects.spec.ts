@@ -36,3 +36,35 @@ test("a 1 MiB payload is sent once, as a preview with a download; the live refre
   expect(refused.status()).toBe(401);
   await anonymous.close();
 });
+
+test("find by key: whitespace flagged, the scopes holding the key offered, the input kept; a purged digest names the purge", async ({
+  signedIn,
+  queue,
+}) => {
+  const key = `ORD-near-${tag()}`;
+  const scope = `billing-${tag()}`;
+  const { jobId } = await queue.enqueueWithResult("e2e.order", {}, { idempotency: { key, scope } });
+  await signedIn.goto("/find");
+  const form = signedIn.getByRole("form", { name: "Find a job by idempotency key" });
+  await form.getByLabel("Scope").fill("support");
+  await form.getByLabel("Key", { exact: true }).fill(` ${key} `);
+  await form.getByRole("button", { name: "Find" }).click();
+  const answer = signedIn.getByTestId("find-answer");
+  await expect(answer).toContainText("The key has 1 leading and 1 trailing whitespace characters");
+  await expect(form.getByLabel("Key", { exact: true })).toHaveValue(` ${key} `);
+  await expect(answer.getByTestId("key-elsewhere")).toContainText("Without the surrounding whitespace, the key");
+  await answer.getByRole("button", { name: "Remove them from the key box" }).click();
+  await answer.getByRole("button", { name: `Use scope “${scope}”` }).click();
+  await expect(form.getByLabel("Scope")).toHaveValue(scope);
+  await expect(form.getByLabel("Key", { exact: true })).toHaveValue(key);
+  await form.getByRole("button", { name: "Find" }).click();
+  await expect(answer).toContainText("The key is bound to job");
+  await expect(answer.getByRole("link", { name: jobId }).first()).toBeVisible();
+
+  const digest = (await queue.describeKey({ key, scope })).keyDigest;
+  await queue.purge({ jobId }, { actor: "e2e", reason: "released for the test" });
+  await signedIn.goto(`/find?digest=${digest}`);
+  await expect(signedIn.getByTestId("digest-released")).toContainText(
+    `in scope “${scope}” the key was released when job ${jobId} was purged`,
+  );
+});

@@ -225,6 +225,42 @@ describe("findByKey", () => {
     const empty = await findByKey(q, t.pool, form({ scope: "digest", key: "" }));
     expect(empty.status === "error" && empty.fieldErrors.key).toBe("Key is required");
   });
+
+  test("nearly right: surrounding whitespace is flagged and the trimmed key found; the scopes holding the key are offered", async () => {
+    const q = t.queue();
+    const key = "ORD-near-miss-5521";
+    const { jobId } = await q.enqueueWithResult("order.place", {}, { idempotency: { key, scope: "billing" } });
+    const { jobId: other } = await q.enqueueWithResult("order.ship", {}, { idempotency: { key, scope: "shipping" } });
+
+    const wrongScope = await findByKey(q, t.pool, form({ scope: "support", key }));
+    expect(wrongScope.status).toBe("none");
+    if (wrongScope.status !== "none") return;
+    expect(wrongScope.whitespace).toBeNull();
+    expect(wrongScope.elsewhere).toEqual({
+      trimmed: false,
+      matches: [
+        { scope: "billing", jobId, expired: false },
+        { scope: "shipping", jobId: other, expired: false },
+      ],
+      scopesSearched: expect.any(Number),
+      searchedAll: true,
+    });
+    expect(JSON.stringify(wrongScope)).not.toContain(key);
+
+    const spaced = await findByKey(q, t.pool, form({ scope: "billing", key: `  ${key}\t` }));
+    expect(spaced.status).toBe("none");
+    if (spaced.status !== "none") return;
+    expect(spaced.whitespace).toEqual({ leading: 2, trailing: 1 });
+    expect(spaced.elsewhere?.trimmed).toBe(true);
+    expect(spaced.elsewhere?.matches).toEqual([
+      { scope: "billing", jobId, expired: false },
+      { scope: "shipping", jobId: other, expired: false },
+    ]);
+
+    // Found as typed: no whitespace note, nothing else searched.
+    const exact = await findByKey(q, t.pool, form({ scope: "billing", key }));
+    expect(exact.status).toBe("found");
+  });
 });
 
 describe("purge", () => {

@@ -173,6 +173,16 @@ describe("find by key digest", () => {
     const none = await lookupDigest(t.pool, "000000000000");
     expect(none.bindings).toEqual([]);
     expect(none.observations).toEqual([]);
+    expect(none.released).toEqual([]);
+
+    // A purged key: no binding any more, and the answer names the job whose purge released it.
+    const q2 = t.queue();
+    await q2.purge({ jobId: id }, { actor: "dave", reason: "customer asked" });
+    const released = await lookupDigest(t.pool, digest);
+    expect(released.bindings).toEqual([]);
+    expect(released.released).toEqual([{ jobId: id, scope: "digest-shop", purgedAt: expect.any(String) }]);
+    expect(released.releasedComplete).toBe(true);
+    await q2.close();
   });
 });
 

@@ -197,6 +197,10 @@ export interface DigestLookupDto {
   observations: ObservationDto[];
   /** False when the observation search hit its time limit. */
   observationsComplete: boolean;
+  /** Purged jobs whose key had this digest: their purge released it (newest first, at most 5). */
+  released: { jobId: string; scope: string; purgedAt: string }[];
+  /** False when the search for purged jobs hit its time limit. */
+  releasedComplete: boolean;
   now: string;
 }
 

@@ -148,6 +148,16 @@ export class QueueOperations {
   }
 
   /**
+   * The bindings of one raw key in each of `scopes` (at most 200, the rest ignored): one round trip
+   * of primary-key probes, either hash (before and after the HMAC upgrade). For "the right key in
+   * the wrong scope". Ordered by scope.
+   * @throws EnqueueValidationError a key or scope out of bounds
+   */
+  async findBindingInScopes(input: { key: string; scopes: string[] }): Promise<BindingInfo[]> {
+    return lookups.findBindingInScopes(this.db, input);
+  }
+
+  /**
    * What operators may see of a scoped key: scope, preview, digest (of this installation's keyed
    * hash) and length, plus `legacyKeyDigest`, the digest the key had before the HMAC upgrade (bindings
    * and events made before it carry that one). Never the key or the installation secret.

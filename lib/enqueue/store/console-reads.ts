@@ -168,3 +168,23 @@ async function bindingsByDigestDistributed(pool: pg.Pool, lo: Buffer, hi: Buffer
     }),
   };
 }
+
+/**
+ * Scope names that hold bindings, in name order, at most `max`: on one node a skip scan over the
+ * binding primary key (one index probe per scope); on Citus each shard's distinct scopes, merged.
+ */
+export async function bindingScopes(db: Queryable, max: number): Promise<string[]> {
+  const { rows } = await db.query<{ scope: string }>(
+    (await distributed(db))
+      ? "select distinct b.scope::text as scope from workhorse.key_binding b order by 1 limit $1"
+      : `with recursive s(scope, n) as (
+       (select b.scope, 1 from workhorse.key_binding b order by b.scope limit 1)
+       union all
+       select (select b.scope from workhorse.key_binding b where b.scope > s.scope order by b.scope limit 1), s.n + 1
+         from s where s.scope is not null and s.n < $1
+     )
+     select scope::text as scope from s where scope is not null`,
+    [max],
+  );
+  return rows.map((r) => r.scope);
+}
