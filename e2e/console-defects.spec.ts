@@ -68,3 +68,15 @@ test("find by key: whitespace flagged, the scopes holding the key offered, the i
     `in scope “${scope}” the key was released when job ${jobId} was purged`,
   );
 });
+
+test("open job accepts the short ids tables and the worker log show", async ({ signedIn, queue }) => {
+  const id = await queue.enqueue(`e2e.short.${tag()}`, {}, { queue: "e2e-short" });
+  for (const short of [`…${id.slice(-8)}`, id.replace(/-/g, "").slice(0, 12)]) {
+    await signedIn.goto("/jobs");
+    await signedIn.getByLabel("Job id").fill(short);
+    await signedIn.getByRole("button", { name: "Open job" }).click();
+    await expect(signedIn).toHaveURL(new RegExp(`/jobs/${id}$`));
+  }
+  await signedIn.goto("/jobs?id=zzz");
+  await expect(signedIn.getByRole("alert")).toContainText("That is not a job id.");
+});

@@ -5,6 +5,7 @@ import { setupQueueTests } from "./helpers";
 vi.mock("server-only", () => ({}));
 
 const { listJobs, jobDetail, jobPayload, PAYLOAD_PREVIEW_CHARS } = await import("@/lib/console/jobs");
+const { resolveJobId } = await import("@/lib/console/open-job");
 const { listBindings } = await import("@/lib/console/bindings");
 const { listAudit } = await import("@/lib/console/audit");
 const { overview, invalidateCounts } = await import("@/lib/console/overview");
@@ -234,5 +235,33 @@ describe("digest lookup rate limit", () => {
     expect((await lookupDigestLimited(t.pool, "0123456789ab", "session-b", limiter, now + 30_000)).status).toBe("ok");
     // The window slides: once the first lookup is a minute old, one more is allowed.
     expect((await lookupDigestLimited(t.pool, "0123456789ab", "session-a", limiter, now + 60_000)).status).toBe("ok");
+  });
+});
+
+describe("open a job by a short id", () => {
+  test("an unambiguous prefix or suffix opens the job; ambiguity and non-ids are said", async () => {
+    const q = t.queue();
+    const id = await q.enqueue("short.id", {});
+    const hex = id.replace(/-/g, "");
+    expect(await resolveJobId(t.pool, id.toUpperCase())).toEqual({ kind: "found", id });
+    expect(await resolveJobId(t.pool, `…${id.slice(-8)}`)).toEqual({ kind: "found", id });
+    expect(await resolveJobId(t.pool, `...${id.slice(-12)}`)).toEqual({ kind: "found", id });
+    expect(await resolveJobId(t.pool, ` ${hex.slice(0, 12)} `)).toEqual({ kind: "found", id });
+    expect(await resolveJobId(t.pool, id.slice(0, 13))).toEqual({ kind: "found", id });
+    expect(await resolveJobId(t.pool, hex)).toEqual({ kind: "found", id });
+
+    // Two jobs sharing a prefix (the first hex digits of a UUIDv7 are its millisecond clock).
+    const a = "01900000-0000-7000-8000-00000000aaa1";
+    const b = "01900000-0000-7000-8000-00000000aaa2";
+    await t.sql(
+      `insert into workhorse.job (id, queue, type, payload, state, run_at, max_attempts)
+       select x::uuid, 'default', 'short.id', '{}', 'ready', now(), 1 from unnest($1::text[]) x`,
+      [[a, b]],
+    );
+    expect(await resolveJobId(t.pool, "019000000000")).toEqual({ kind: "ambiguous", ids: [a, b], more: false });
+    expect(await resolveJobId(t.pool, "00000000aaa2")).toEqual({ kind: "found", id: b });
+    expect(await resolveJobId(t.pool, "ffffffffffff")).toEqual({ kind: "none" });
+    expect(await resolveJobId(t.pool, "not-an-id")).toEqual({ kind: "invalid" });
+    expect(await resolveJobId(t.pool, "abc")).toEqual({ kind: "invalid" });
   });
 });

@@ -155,3 +155,30 @@ export async function selectJobPayload(sql: Sql, id: string): Promise<{ payload:
   });
   return rows[0];
 }
+
+/**
+ * Job ids that start with a hex prefix: a range `[lo, hi]` over the primary key (the prefix padded
+ * with 0s and with fs), so one index range read whatever the table's size. At most `limit` ids.
+ */
+export async function jobIdsInRange(sql: Sql, lo: string, hi: string, limit: number): Promise<string[]> {
+  const { rows } = await sql.query<{ id: string }>({
+    text: "select j.id from workhorse.job j where j.id between $1::uuid and $2::uuid order by j.id limit $3",
+    values: [lo, hi, limit],
+  });
+  return rows.map((r) => r.id);
+}
+
+/**
+ * Job ids whose hex digits (dashes left out) end with `hex` (at least 8 digits): one probe of the
+ * index on the id's last 8 characters (migration 016), the longer suffix checked on those rows.
+ * At most `limit` ids.
+ */
+export async function jobIdsEndingWith(sql: Sql, hex: string, limit: number): Promise<string[]> {
+  const { rows } = await sql.query<{ id: string }>({
+    text: `select j.id from workhorse.job j
+            where right(j.id::text, 8) = right($1::text, 8) and right(replace(j.id::text, '-', ''), length($1::text)) = $1::text
+            order by j.id limit $2`,
+    values: [hex, limit],
+  });
+  return rows.map((r) => r.id);
+}

@@ -12,3 +12,10 @@ update workhorse.job s
           from workhorse.redrive_request q
          order by q.source_job_id, q.created_at desc, q.job_id desc) r
  where s.id = r.source_job_id;
+
+-- "Open job" by the short id tables show (the last 8 hex digits, …ab93e3f1): a suffix of a UUIDv7 is
+-- its random part, so no primary-key range finds it. This index on the last 8 characters makes it one
+-- index probe (a prefix, as the worker log prints, is a primary-key range and needs nothing). It
+-- costs each accepted job one more small index entry (9 bytes of text). Built inside the migration's
+-- transaction: writes to workhorse.job wait while it builds (a few seconds per million jobs).
+create index if not exists job_id_tail_idx on workhorse.job (right(id::text, 8));
