@@ -78,5 +78,5 @@ test("open job accepts the short ids tables and the worker log show", async ({ s
     await expect(signedIn).toHaveURL(new RegExp(`/jobs/${id}$`));
   }
   await signedIn.goto("/jobs?id=zzz");
-  await expect(signedIn.getByRole("alert")).toContainText("That is not a job id.");
+  await expect(signedIn.getByText(/^That is not a job id\./)).toBeVisible();
 });
