@@ -242,7 +242,7 @@ export interface RedriveResult {
 export interface DeadLetterQuery {
   queue?: string;
   type?: string;
-  /** `lastError.name` of the failed job, e.g. `TypeError`, `LeaseExpired`, `DeadlineExceeded`. */
+  /** `lastError.name` of the failed job, e.g. `TypeError`, `LeaseExpired`, `DeadlineExceededError`. */
   errorName?: string;
   finishedAfter?: Date;
   finishedBefore?: Date;

@@ -1,5 +1,5 @@
 -- The Citus variant of sql/functions/claim_jobs.sql (docs/scale-out.md); bring it in line when that file changes.
--- follows: sql/functions/claim_jobs.sql 4509b0e4a405c5b1
+-- follows: sql/functions/claim_jobs.sql eb23a19f75f7a806
 
 create or replace function workhorse.claim_jobs(p_queues text[], p_types text[], p_owner text, p_limit integer,
                                                 p_lease_ms integer, p_reap boolean)
@@ -20,6 +20,8 @@ declare
   v_active uuid[];
 begin
   perform set_config('synchronous_commit', 'off', true);
+  -- claim_shard adds the jobs it fails for their deadline (the worker's stats read it).
+  perform set_config('workhorse.claim_overdue', '0', true);
   -- One connection per worker for this claim: a multi-shard read (the slot check below) would
   -- otherwise open several, and a later update of a row this claim locked through one of them could
   -- be sent through another and wait on itself (Citus reports that as a distributed deadlock).

@@ -19,3 +19,14 @@ update workhorse.job s
 -- costs each accepted job one more small index entry (9 bytes of text). Built inside the migration's
 -- transaction: writes to workhorse.job wait while it builds (a few seconds per million jobs).
 create index if not exists job_id_tail_idx on workhorse.job (right(id::text, 8));
+
+-- A deadline missed before the job ran was named DeadlineExceeded, one missed during a run
+-- DeadlineExceededError, with two message formats: two dead-letter groups for one cause. claim_jobs
+-- now records what the worker records; the dead letters made before are renamed to match.
+update workhorse.job j
+   set last_error = jsonb_build_object(
+         'name', 'DeadlineExceededError',
+         'message', format('The job''s deadline (%s) passed.',
+                           to_char(j.deadline at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')),
+         'code', 'DEADLINE_EXCEEDED')
+ where j.state = 'failed' and j.last_error ->> 'name' = 'DeadlineExceeded' and j.deadline is not null;
