@@ -104,7 +104,7 @@ describe("enqueueTestJob", () => {
     const key = "search-index:doc-77-secret";
     const debounce = { type: "search.reindex", payload: "{}", key, mode: "debounce", windowMs: "60000" };
     const a = await enqueueTestJob(q, "dana", form({ ...debounce, maxWaitMs: "120000", schedule: "preserve" }));
-    const b = await enqueueTestJob(q, "dana", form(debounce));
+    const b = await enqueueTestJob(q, "dana", form({ ...debounce, payload: '{"v":2}' }));
     expect(a).toMatchObject({ status: "done", outcome: "accepted", reason: null, mode: "debounce" });
     expect(b).toMatchObject({ status: "done", outcome: "replaced", reason: null, mode: "debounce" });
     if (a.status !== "done" || b.status !== "done") return;
@@ -129,6 +129,12 @@ describe("enqueueTestJob", () => {
       "schedule",
       "windowMs",
     ]);
+    // The history agrees with itself: the enqueued entry names the original request, the one the
+    // first replacement names as prior (not the latest request).
+    const first = replaced[0]?.data as { priorRequestDigest: string; requestDigest: string };
+    const enqueued = detail?.events.find((e) => e.kind === "enqueued")?.data as { requestDigest: string };
+    expect(first.priorRequestDigest).not.toBe(first.requestDigest);
+    expect(enqueued.requestDigest).toBe(first.priorRequestDigest);
 
     const idemKey = "held-by-idempotency-01";
     await enqueueTestJob(q, "dana", form({ type: "x", payload: "{}", key: idemKey }));

@@ -127,9 +127,25 @@ export async function jobDetail(db: Db, id: string): Promise<JobDetailDto | null
     redrivenFrom: j.redrivenFrom,
     redriveJobIds: j.redriveJobIds,
     binding: binding ? bindingDto(binding) : null,
-    events: events.map((e) => ({ seq: Number(e.seq), at: iso(e.at), kind: e.kind, data: e.data })),
+    events: withOriginalRequest(events.map((e) => ({ seq: Number(e.seq), at: iso(e.at), kind: e.kind, data: e.data }))),
     now: iso(detail.now),
   };
+}
+
+/**
+ * A debounced job's columns hold its latest request, so the `enqueued` entry made from them named the
+ * latest request digest while the first `debounced` entry names the original as prior. The entry
+ * says what was enqueued: the first replacement's prior digest.
+ */
+function withOriginalRequest(events: JobDetailDto["events"]): JobDetailDto["events"] {
+  const first = events.find((e) => e.kind === "debounced")?.data as { priorRequestDigest?: unknown } | null;
+  const prior = first?.priorRequestDigest;
+  if (typeof prior !== "string") return events;
+  return events.map((e) =>
+    e.kind === "enqueued" && e.data && typeof e.data === "object" && "requestDigest" in e.data
+      ? { ...e, data: { ...(e.data as object), requestDigest: prior } }
+      : e,
+  );
 }
 
 /** The most of a payload's pretty JSON the job page shows inline; the rest is a download. */
