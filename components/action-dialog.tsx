@@ -34,7 +34,9 @@ type DialogProps<S> = {
  * run now, pause, resume). `statement` says exactly what will happen (with the count) before the
  * operator confirms. The result (how many changed and why the rest did not) stays beside the button.
  */
-export function ActionDialog(props: DialogProps<OperatorActionState> & { confirmLabel: string; danger?: boolean }) {
+export function ActionDialog(
+  props: DialogProps<OperatorActionState> & { confirmLabel: string; danger?: boolean; hint?: string },
+) {
   return (
     <ConfirmDialog<OperatorActionState>
       {...props}
@@ -43,7 +45,7 @@ export function ActionDialog(props: DialogProps<OperatorActionState> & { confirm
         <ConfirmForm<OperatorActionState>
           {...props}
           {...p}
-          hint="Kept in the job's timeline and in the audit log."
+          hint={props.hint ?? "Kept in the job's timeline and in the audit log."}
           pendingLabel="Working…"
           result={(state) => <ActionResult state={state} />}
         />

@@ -47,7 +47,7 @@ export function JobActions(props: {
             statement:
               state === "active"
                 ? "A worker is running this job. It will be asked to stop at its next heartbeat; the attempt is then recorded as canceled and never retried. Its idempotency key stays bound to it."
-                : `This ${state} job becomes canceled now and will never run. Its idempotency key stays bound to it (purge releases keys).`,
+                : "This job has not started: it becomes canceled now and will never run. Its idempotency key stays bound to it (purge releases keys).",
             confirmLabel: "Confirm cancel",
             danger: true,
           },

@@ -5,6 +5,7 @@ import { liveUrl } from "@/lib/console/live-urls";
 import type { JobDetailDto } from "@/lib/console/wire-types";
 import { canPurge } from "@/lib/enqueue/client";
 import { BindingDetails } from "./binding-card";
+import { JsonWithStacks } from "./error-block";
 import { LiveJobState } from "./job-actions";
 import { LiveStatus } from "./live-status";
 import { PurgeAllowed } from "./purge-dialog";
@@ -151,9 +152,10 @@ export function JobLive({
         {payload}
         {job.lastErrorJson ? (
           <Card title="Last error">
-            <pre className="max-h-64 overflow-auto rounded bg-red-50 p-3 font-mono text-xs whitespace-pre-wrap break-all text-red-950">
-              {job.lastErrorJson}
-            </pre>
+            <JsonWithStacks
+              value={JSON.parse(job.lastErrorJson)}
+              className="max-h-64 overflow-auto rounded bg-red-50 p-3 font-mono text-xs whitespace-pre-wrap break-all text-red-950"
+            />
           </Card>
         ) : null}
         <Card title="Event timeline">
@@ -169,9 +171,10 @@ export function JobLive({
                   </div>
                   {e.kind === "debounced" ? <DebouncedLine data={e.data} /> : null}
                   {e.data ? (
-                    <pre className="mt-1 overflow-auto font-mono text-xs whitespace-pre-wrap break-all text-slate-700">
-                      {JSON.stringify(e.data, null, 2)}
-                    </pre>
+                    <JsonWithStacks
+                      value={e.data}
+                      className="mt-1 overflow-auto font-mono text-xs whitespace-pre-wrap break-all text-slate-700"
+                    />
                   ) : null}
                 </li>
               ))}

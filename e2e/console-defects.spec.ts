@@ -80,3 +80,114 @@ test("open job accepts the short ids tables and the worker log show", async ({ s
   await signedIn.goto("/jobs?id=zzz");
   await expect(signedIn.getByText(/^That is not a job id\./)).toBeVisible();
 });
+
+test("a job page that finds no job answers 404", async ({ signedIn }) => {
+  for (const path of ["/jobs/01900000-0000-7000-8000-00000000dead", "/jobs/not-a-job-id"]) {
+    const res = await signedIn.goto(path);
+    expect(res?.status()).toBe(404);
+    await expect(signedIn.getByText("No job has this id, or it is not a job id (a UUID).")).toBeVisible();
+  }
+});
+
+test("conflicts: a filter that cannot be read is named, not silently dropped", async ({ signedIn }) => {
+  await signedIn.goto("/conflicts?from=garbage");
+  await expect(
+    signedIn.getByText(
+      "This filter is not valid and was not applied: “from” must be a UTC time such as 2026-12-01T02:30.",
+    ),
+  ).toBeVisible();
+});
+
+test("conflicts at 1280 px: no key digest wraps", async ({ signedIn, queue }) => {
+  const key = { key: `wrap-${tag()}`, scope: `wrap-${tag()}` };
+  await queue.enqueue("e2e.wrap", { a: 1 }, { queue: "e2e-wrap", idempotency: key });
+  await queue.enqueue("e2e.wrap", { a: 2 }, { queue: "e2e-wrap", idempotency: key }).catch(() => {});
+  await queue.flushObservations();
+  await signedIn.setViewportSize({ width: 1280, height: 900 });
+  await signedIn.goto(`/conflicts?scope=${key.scope}`);
+  const digests = signedIn.locator("table a[href^='/find?digest=']");
+  await expect(digests.first()).toBeVisible();
+  for (const lines of await digests.evaluateAll((els) => els.map((e) => e.getClientRects().length))) {
+    expect(lines).toBe(1);
+  }
+});
+
+test("pause: the dialog keeps its own title after pausing, the hint fits a queue, the Queues table marks it", async ({
+  signedIn,
+  queue,
+}) => {
+  const q = `e2e-pz-${tag()}`;
+  await queue.enqueue("e2e.pz", {}, { queue: q, runAt: new Date(Date.now() + 3_600_000) });
+  await signedIn.goto("/queues");
+  await signedIn.getByRole("button", { name: `Pause ${q}…` }).click();
+  const dialog = signedIn.getByRole("dialog");
+  await expect(dialog.getByText("Kept in the audit log and shown beside the queue while it is paused.")).toBeVisible();
+  await expect(dialog.getByText("Kept in the job's timeline")).toHaveCount(0);
+  await dialog.getByLabel("Reason").fill("maintenance");
+  await dialog.getByRole("button", { name: "Confirm pause" }).click();
+  await expect(dialog.getByRole("status")).toContainText(`Paused queue ${q}`);
+  await expect(signedIn.getByRole("button", { name: `Resume ${q}…` })).toBeVisible({ timeout: 15_000 });
+  await expect(dialog.getByRole("heading", { name: `Pause queue “${q}”?` })).toBeVisible();
+  await expect(dialog.getByRole("button", { name: "Cancel", exact: true })).toHaveCount(0);
+  await dialog.getByRole("button", { name: "Close" }).click();
+  const row = signedIn.getByRole("table", { name: "Queues" }).getByRole("row").filter({ hasText: q });
+  await expect(row).toContainText("paused");
+  await queue.resumeQueue(q, { actor: "e2e", reason: "done" });
+});
+
+test("job page words: cancel says nothing odd after canceling; a keyless purge releases no binding", async ({
+  signedIn,
+  queue,
+}) => {
+  const id = await queue.enqueue("e2e.words", {}, { queue: "e2e-words", runAt: new Date(Date.now() + 3_600_000) });
+  await signedIn.goto(`/jobs/${id}`);
+  await signedIn.getByRole("button", { name: "Cancel job…" }).click();
+  const dialog = signedIn.getByRole("dialog");
+  await dialog.getByLabel("Reason").fill("not needed");
+  await dialog.getByRole("button", { name: "Confirm cancel" }).click();
+  await expect(dialog.getByRole("status")).toBeVisible();
+  await expect(signedIn.getByText("canceled", { exact: true }).first()).toBeVisible();
+  await expect(dialog).not.toContainText("canceled job becomes canceled");
+  await dialog.getByRole("button", { name: "Close" }).click();
+  await signedIn.getByRole("button", { name: "Purge job…" }).click();
+  await expect(signedIn.getByRole("dialog")).toContainText("It holds no key binding, so none is released.");
+  await expect(signedIn.getByRole("dialog")).not.toContainText("its idempotency binding is released");
+});
+
+test("a failed job's stack trace shows with real line breaks", async ({ signedIn, queue }) => {
+  const id = await queue.enqueue("e2e.stack", {}, { queue: "e2e-stack", maxAttempts: 1 });
+  const { Worker } = await import("../lib/enqueue");
+  const pg = (await import("pg")).default;
+  const pool = new pg.Pool({ connectionString: process.env.E2E_DATABASE_URL, max: 2 });
+  const worker = new Worker({
+    pool,
+    queues: ["e2e-stack"],
+    handlers: {
+      "e2e.stack": async () => {
+        throw new Error("boom with a stack");
+      },
+    },
+    pollIntervalMs: 100,
+    onError: () => {},
+  });
+  await worker.start();
+  try {
+    await expect.poll(async () => (await queue.getJob(id))?.state, { timeout: 15_000 }).toBe("failed");
+  } finally {
+    await worker.stop({ graceMs: 0 });
+    await pool.end();
+  }
+  await signedIn.goto(`/jobs/${id}`);
+  const stack = signedIn.getByTestId("stack-trace").first();
+  await expect(stack).toBeVisible();
+  const text = (await stack.textContent()) ?? "";
+  expect(text).toContain("Error: boom with a stack\n    at ");
+  expect(text.includes("\\n")).toBe(false);
+});
+
+test("`/` focuses the overview's search box", async ({ signedIn }) => {
+  await signedIn.goto("/");
+  await signedIn.locator("body").click({ position: { x: 5, y: 5 } });
+  await signedIn.keyboard.press("/");
+  await expect(signedIn.getByLabel("Job id")).toBeFocused();
+});

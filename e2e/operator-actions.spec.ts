@@ -214,7 +214,8 @@ test("jobs list: select all N jobs matching the filter, the count stated before 
   await expect(signedIn.getByText("All 3 jobs matching this filter selected")).toBeVisible();
   await signedIn.getByRole("button", { name: "Run now…", exact: true }).click();
   await expect(signedIn.getByRole("dialog")).toContainText("This applies to all 3 jobs matching this filter.");
-  await signedIn.getByRole("dialog").getByRole("button", { name: "Cancel", exact: true }).click();
+  await expect(signedIn.getByRole("dialog").getByRole("button", { name: "Cancel", exact: true })).toHaveCount(0);
+  await signedIn.getByRole("dialog").getByRole("button", { name: "Close", exact: true }).click();
 
   // One row only: its checkbox, then cancel it.
   await signedIn.getByRole("button", { name: "Clear selection" }).click();

@@ -266,6 +266,14 @@ describe("jobs: state tabs, retrying, prefixes; queue health", () => {
     expect(h?.lastHour).toEqual({ succeeded: 1, failed: 1 });
     expect(h?.failureRate).toBe(0.5);
     expect(h?.retrying).toBe(0);
+    expect(h?.paused).toBeNull();
+    // A paused queue is marked in its health row (who paused it, when, why).
+    const q2 = t.queue();
+    await q2.pauseQueue("qh", { actor: "erin", reason: "db upgrade" });
+    const after = (await queueHealth(t.pool, "qh")).queues[0];
+    expect(after?.paused).toMatchObject({ pausedBy: "erin", reason: "db upgrade" });
+    await q2.resumeQueue("qh", { actor: "erin", reason: "done" });
+    await q2.close();
   });
 });
 

@@ -166,6 +166,11 @@ test("filters drop malformed values instead of passing them to SQL", () => {
     since: undefined,
     after: undefined,
   });
+  // A filter the operator asked for but that cannot be read is named, not silently dropped.
+  expect(
+    parseObservationFilters({ from: "garbage", to: "2026-12-01T02:30", digest: "xyz", outcome: "replayed" }),
+  ).toMatchObject({ from: undefined, digest: undefined, outcome: "replayed", invalid: ["digest", "from"] });
+  expect(parseObservationFilters({ outcome: "replayed" }).invalid).toEqual([]);
   expect(uuidv7Floor(0x0123456789ab)).toBe("01234567-89ab-0000-0000-000000000000");
 });
 

@@ -50,8 +50,8 @@ export default async function ConsoleLayout({ children }: { children: ReactNode 
       ) : null}
       {viewer.readOnly ? (
         <div role="note" className="border-b border-sky-300 bg-sky-100 px-3 py-2 text-center text-sm text-sky-950">
-          Read-only mode (<code className="font-mono">WORKHORSE_CONSOLE_READONLY=1</code>): enqueue, purge and
-          maintenance are disabled.
+          Read-only mode (<code className="font-mono">WORKHORSE_CONSOLE_READONLY=1</code>): enqueueing test jobs,
+          cancel, run now, redrive, purge, pausing and resuming queues, and maintenance runs are disabled.
         </div>
       ) : null}
       <main className="mx-auto max-w-7xl px-3 py-6 sm:px-6">

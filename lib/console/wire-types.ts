@@ -206,6 +206,8 @@ export interface DigestLookupDto {
 
 export interface QueueHealthDto {
   queue: string;
+  /** Set while the queue is paused: workers claim nothing from it. */
+  paused: { pausedBy: string; pausedAt: string; reason: string } | null;
   /** Jobs by state (as of the shared state counts, at most 15 s old). */
   counts: Partial<Record<JobStateName, number>>;
   /** Scheduled jobs with an error: a failed attempt waiting for its retry. Part of counts.scheduled. */

@@ -50,7 +50,11 @@ export default async function JobPage({ params }: { params: Promise<{ id: string
                   hidden={{ jobId: job.id }}
                   label="Purge job…"
                   title="Purge this job?"
-                  description="The job becomes a tombstone (state purged) and its idempotency binding is released, so the same key can enqueue new work. This cannot be undone."
+                  description={
+                    job.binding
+                      ? "The job becomes a tombstone (state purged) and its idempotency binding is released, so the same key can enqueue new work. This cannot be undone."
+                      : "The job becomes a tombstone (state purged). It holds no key binding, so none is released. This cannot be undone."
+                  }
                 />
               }
             />
