@@ -5,7 +5,7 @@ import { setupQueueTests } from "./helpers";
 vi.mock("server-only", () => ({}));
 
 const { listJobs, jobDetail, jobPayload, PAYLOAD_PREVIEW_CHARS } = await import("@/lib/console/jobs");
-const { resolveJobId } = await import("@/lib/console/open-job");
+const { resolveJobId, jobPathMissing } = await import("@/lib/console/open-job");
 const { listBindings } = await import("@/lib/console/bindings");
 const { listAudit } = await import("@/lib/console/audit");
 const { overview, invalidateCounts } = await import("@/lib/console/overview");
@@ -268,5 +268,16 @@ describe("open a job by a short id", () => {
     expect(await resolveJobId(t.pool, "ffffffffffff")).toEqual({ kind: "none" });
     expect(await resolveJobId(t.pool, "not-an-id")).toEqual({ kind: "invalid" });
     expect(await resolveJobId(t.pool, "abc")).toEqual({ kind: "invalid" });
+  });
+
+  test("a job page path that names no job is known before the page streams (so it can answer 404)", async () => {
+    const id = await t.queue().enqueue("path.id", {});
+    expect(await jobPathMissing(t.pool, `/jobs/${id}`)).toBe(false);
+    expect(await jobPathMissing(t.pool, `/jobs/${id.toUpperCase()}?x=1`)).toBe(false);
+    expect(await jobPathMissing(t.pool, "/jobs/01900000-0000-7000-8000-00000000dead")).toBe(true);
+    expect(await jobPathMissing(t.pool, "/jobs/not-a-job-id")).toBe(true);
+    expect(await jobPathMissing(t.pool, "/jobs")).toBe(false);
+    expect(await jobPathMissing(t.pool, "/jobs?id=abc")).toBe(false);
+    expect(await jobPathMissing(t.pool, "/queues/x")).toBe(false);
   });
 });

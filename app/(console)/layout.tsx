@@ -1,15 +1,22 @@
+import { headers } from "next/headers";
+import { notFound } from "next/navigation";
 import type { ReactNode } from "react";
 import { signOut } from "@/app/sign-in/actions";
 import { KeyboardShortcuts } from "@/components/keyboard-shortcuts";
 import { Nav } from "@/components/nav";
 import { ReadOnlyProvider } from "@/components/read-only";
 import { LiveIndicator } from "@/components/refresh-policy";
+import { consolePool } from "@/lib/console/db";
+import { jobPathMissing } from "@/lib/console/open-job";
+import { PATH_HEADER } from "@/lib/console/request-info";
 import { requireViewer } from "@/lib/console/viewer";
 
 export const dynamic = "force-dynamic";
 
 export default async function ConsoleLayout({ children }: { children: ReactNode }) {
   const viewer = await requireViewer();
+  // Above the pages' loading boundary: a job page that finds no job answers 404, not 200.
+  if (await jobPathMissing(await consolePool(), (await headers()).get(PATH_HEADER) ?? "")) notFound();
   return (
     <div className="min-h-screen">
       <header className="bg-chrome text-chrome-fg">

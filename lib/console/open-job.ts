@@ -1,6 +1,7 @@
 import "server-only";
 import { jobExists, jobIdsEndingWith, jobIdsInRange } from "@/lib/enqueue/store/jobs";
 import { sqlOf } from "@/lib/enqueue/store/layout";
+import { UUID_RE } from "./filters";
 import type { Db } from "./read-queries";
 
 /** Most ids an ambiguous short id lists. */
@@ -42,4 +43,21 @@ export async function resolveJobId(db: Db, raw: string): Promise<ResolvedJobId> 
   if (ids.length === 1) return { kind: "found", id: ids[0] as string };
   if (ids.length === 0) return { kind: "none" };
   return { kind: "ambiguous", ids: ids.slice(0, AMBIGUOUS_SHOWN), more: ids.length > AMBIGUOUS_SHOWN };
+}
+
+/**
+ * For a full load of `/jobs/<id>`: whether the path names no job. The console layout asks this before
+ * the pages' loading boundary starts streaming, so such a page answers HTTP 404 (a page's own
+ * notFound() comes after the 200 was sent). Other paths: false.
+ */
+export async function jobPathMissing(db: Db, path: string): Promise<boolean> {
+  const m = /^\/jobs\/([^/?#]+)\/?(?:[?#].*)?$/.exec(path);
+  if (!m) return false;
+  let id: string;
+  try {
+    id = decodeURIComponent(m[1] as string).toLowerCase();
+  } catch {
+    return true;
+  }
+  return !UUID_RE.test(id) || !(await jobExists(sqlOf(db), id));
 }
