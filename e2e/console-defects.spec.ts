@@ -138,7 +138,7 @@ test("pause: the dialog keeps its own title after pausing, the hint fits a queue
   await expect(dialog.getByRole("heading", { name: `Pause queue “${q}”?` })).toBeVisible();
   await expect(dialog.getByRole("button", { name: "Cancel", exact: true })).toHaveCount(0);
   await dialog.getByRole("button", { name: "Close" }).click();
-  const row = signedIn.getByRole("table", { name: "Queues" }).getByRole("row").filter({ hasText: q });
+  const row = signedIn.getByRole("table", { name: "Queues", exact: true }).getByRole("row").filter({ hasText: q });
   await expect(row).toContainText("paused");
   await queue.resumeQueue(q, { actor: "e2e", reason: "done" });
 });
@@ -157,6 +157,8 @@ test("job page words: cancel says nothing odd after canceling; a keyless purge r
   await expect(signedIn.getByText("canceled", { exact: true }).first()).toBeVisible();
   await expect(dialog).not.toContainText("canceled job becomes canceled");
   await dialog.getByRole("button", { name: "Close" }).click();
+  const keyless = await queue.enqueue("e2e.words", {}, { queue: "e2e-words", runAt: new Date(Date.now() + 3_600_000) });
+  await signedIn.goto(`/jobs/${keyless}`);
   await signedIn.getByRole("button", { name: "Purge job…" }).click();
   await expect(signedIn.getByRole("dialog")).toContainText("It holds no key binding, so none is released.");
   await expect(signedIn.getByRole("dialog")).not.toContainText("its idempotency binding is released");
