@@ -1,10 +1,9 @@
 import type { Metadata } from "next";
 import Link from "next/link";
-import { RedriveDialog } from "@/components/action-dialog";
+import { DeadLetterGroups } from "@/components/dead-letter-groups";
 import { DeadLetterJobs } from "@/components/dead-letter-jobs";
-import { BackLink, Card, EmptyState, linkClass, PageHeader, Table, Td } from "@/components/ui";
+import { BackLink, EmptyState, linkClass, PageHeader } from "@/components/ui";
 import { consoleDb, consolePool } from "@/lib/console/db";
-import { formatTime } from "@/lib/console/format";
 import { deadLetterGroups } from "@/lib/console/operator-reads";
 import { requireViewer } from "@/lib/console/viewer";
 import { EnqueueValidationError } from "@/lib/enqueue";
@@ -99,49 +98,7 @@ export default async function DeadLettersPage({ searchParams }: { searchParams: 
           Jobs that run out of attempts or pass their deadline show up here.
         </EmptyState>
       ) : (
-        <Card>
-          <Table
-            caption="Failed jobs by queue, type and error"
-            head={[
-              "Queue",
-              "Type",
-              "Error",
-              "Failed jobs",
-              "Newest",
-              "Newest message",
-              ...(viewer.readOnly ? [] : ["Action"]),
-            ]}
-          >
-            {groups.map((g) => {
-              const href = `/dead-letters?${new URLSearchParams({ queue: g.queue, type: g.type, errorName: g.errorName }).toString()}`;
-              return (
-                <tr key={`${g.queue}\u001f${g.type}\u001f${g.errorName}`}>
-                  <Td>{g.queue}</Td>
-                  <Td>{g.type}</Td>
-                  <Td>{g.errorName}</Td>
-                  <Td>
-                    <Link className={linkClass} href={href}>
-                      {g.count.toLocaleString("en-US")} job{g.count === 1 ? "" : "s"}
-                    </Link>
-                  </Td>
-                  <Td>{formatTime(g.newestFinishedAt)}</Td>
-                  <Td wrap>{g.newestMessage ?? "—"}</Td>
-                  {viewer.readOnly ? null : (
-                    <Td>
-                      <RedriveDialog
-                        action={redriveAction}
-                        hidden={{ group: "1", groupQueue: g.queue, groupType: g.type, groupErrorName: g.errorName }}
-                        label="Redrive group…"
-                        title={`Redrive ${g.count} failed job${g.count === 1 ? "" : "s"}?`}
-                        statement={`Every failed job of queue ${g.queue}, type ${g.type} with error ${g.errorName} (${g.count} now) gets a new ready job with its definition, linked to it; live idempotency keys move to the new jobs. Run the dry run first: it says exactly what would be redriven.`}
-                      />
-                    </Td>
-                  )}
-                </tr>
-              );
-            })}
-          </Table>
-        </Card>
+        <DeadLetterGroups groups={groups} redrive={viewer.readOnly ? null : redriveAction} />
       )}
     </>
   );
