@@ -5,7 +5,7 @@ import type { RedriveState } from "@/lib/console/action-state";
 import { formatTime } from "@/lib/console/format";
 import type { DeadLetterGroupDto } from "@/lib/console/operator-reads";
 import { RedriveDialog } from "./action-dialog";
-import { Card, linkClass, Table, Td } from "./ui";
+import { Card, EmptyState, linkClass, Table, Td } from "./ui";
 
 const keyOf = (g: DeadLetterGroupDto) => `${g.queue}\u001f${g.type}\u001f${g.errorName}`;
 
@@ -22,6 +22,13 @@ export function DeadLetterGroups(props: {
   const now = new Map(props.groups.map((g) => [keyOf(g), g]));
   for (const [k, g] of now) seen.current.set(k, g);
   const rows = [...seen.current.entries()].map(([k, g]) => ({ g, gone: !now.has(k) }));
+  if (rows.length === 0) {
+    return (
+      <EmptyState title="No failed jobs">
+        Jobs that run out of attempts or pass their deadline show up here (those redriven already are not listed).
+      </EmptyState>
+    );
+  }
   return (
     <Card>
       <Table

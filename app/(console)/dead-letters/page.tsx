@@ -2,7 +2,7 @@ import type { Metadata } from "next";
 import Link from "next/link";
 import { DeadLetterGroups } from "@/components/dead-letter-groups";
 import { DeadLetterJobs } from "@/components/dead-letter-jobs";
-import { BackLink, EmptyState, linkClass, PageHeader } from "@/components/ui";
+import { BackLink, linkClass, PageHeader } from "@/components/ui";
 import { consoleDb, consolePool } from "@/lib/console/db";
 import { deadLetterGroups } from "@/lib/console/operator-reads";
 import { requireViewer } from "@/lib/console/viewer";
@@ -93,13 +93,8 @@ export default async function DeadLettersPage({ searchParams }: { searchParams: 
         title="Dead letters"
         description="Failed jobs (attempts exhausted or deadline passed), grouped by queue, type and error. Open a group to see its jobs; redrive a group or a selection after a dry run."
       />
-      {groups.length === 0 ? (
-        <EmptyState title="No failed jobs">
-          Jobs that run out of attempts or pass their deadline show up here.
-        </EmptyState>
-      ) : (
-        <DeadLetterGroups groups={groups} redrive={viewer.readOnly ? null : redriveAction} />
-      )}
+      {/* Always mounted (it shows the empty state itself): a redrive that empties the list keeps its dialog. */}
+      <DeadLetterGroups groups={groups} redrive={viewer.readOnly ? null : redriveAction} />
     </>
   );
 }
