@@ -55,10 +55,11 @@ export default defineConfig({
         { name: "debounce-activity", testMatch: /debounce-activity\.spec\.ts/ },
         { name: "payload-search", testMatch: /payload-search\.spec\.ts/ },
         { name: "run-times", testMatch: /run-times\.spec\.ts/ },
+        { name: "defects", testMatch: /console-defects\.spec\.ts/ },
         {
           name: "no-raw-keys",
           testMatch: /no-raw-keys\.spec\.ts/,
-          dependencies: ["flows", "readonly", "operator-actions", "debounce-throttle"],
+          dependencies: ["flows", "readonly", "operator-actions", "debounce-throttle", "defects"],
         },
       ],
 });

@@ -1,10 +1,20 @@
+import { headers } from "next/headers";
 import Link from "next/link";
+import { PATH_HEADER } from "@/lib/console/request-info";
 
-export default function NotFound() {
+export default async function NotFound() {
+  const job = ((await headers()).get(PATH_HEADER) ?? "").startsWith("/jobs/");
   return (
     <main className="mx-auto max-w-xl px-4 py-16">
-      <h1 className="text-2xl font-semibold text-slate-900">Page not found</h1>
-      <p className="mt-2 text-slate-700">There is no console page at this address.</p>
+      <h1 className="text-2xl font-semibold text-slate-900">{job ? "Job not found" : "Page not found"}</h1>
+      <p className="mt-2 text-slate-700">
+        {job ? "No job has this id, or it is not a job id (a UUID)." : "There is no console page at this address."}
+      </p>
+      {job ? (
+        <Link className="mt-4 mr-4 inline-block text-blue-700 underline" href="/jobs">
+          Back to jobs
+        </Link>
+      ) : null}
       <Link className="mt-4 inline-block text-blue-700 underline" href="/">
         Go to the overview
       </Link>

@@ -34,7 +34,9 @@ type DialogProps<S> = {
  * run now, pause, resume). `statement` says exactly what will happen (with the count) before the
  * operator confirms. The result (how many changed and why the rest did not) stays beside the button.
  */
-export function ActionDialog(props: DialogProps<OperatorActionState> & { confirmLabel: string; danger?: boolean }) {
+export function ActionDialog(
+  props: DialogProps<OperatorActionState> & { confirmLabel: string; danger?: boolean; hint?: string },
+) {
   return (
     <ConfirmDialog<OperatorActionState>
       {...props}
@@ -43,7 +45,7 @@ export function ActionDialog(props: DialogProps<OperatorActionState> & { confirm
         <ConfirmForm<OperatorActionState>
           {...props}
           {...p}
-          hint="Kept in the job's timeline and in the audit log."
+          hint={props.hint ?? "Kept in the job's timeline and in the audit log."}
           pendingLabel="Working…"
           result={(state) => <ActionResult state={state} />}
         />
@@ -57,7 +59,7 @@ export function ActionDialog(props: DialogProps<OperatorActionState> & { confirm
  *  confirmLabel) or the redrive dialog. `id` keys it among its siblings. */
 export type DialogSpec = { id: string } & (
   | (Omit<DialogProps<OperatorActionState>, "hidden" | "disabled"> & { confirmLabel: string; danger?: boolean })
-  | Omit<DialogProps<RedriveState>, "hidden" | "disabled">
+  | (Omit<DialogProps<RedriveState>, "hidden" | "disabled"> & { moreHidden?: Record<string, string> })
 );
 
 /** An action bar's dialogs in order, over the same hidden fields (one job, or a selection of jobs). */
@@ -66,7 +68,12 @@ export function ActionDialogs(props: { hidden: Record<string, string>; disabled?
     "confirmLabel" in spec ? (
       <ActionDialog key={id} {...spec} hidden={props.hidden} disabled={props.disabled} />
     ) : (
-      <RedriveDialog key={id} {...spec} hidden={props.hidden} disabled={props.disabled} />
+      <RedriveDialog
+        key={id}
+        {...spec}
+        hidden={{ ...props.hidden, ...("moreHidden" in spec ? spec.moreHidden : {}) }}
+        disabled={props.disabled}
+      />
     ),
   );
 }

@@ -108,7 +108,7 @@ export function ReasonField(props: {
   );
 }
 
-/** "Cancel" / "Close" and, until the action finished, the submit button(s). */
+/** "Close" (never "Cancel": it would sit beside "Cancel 30 jobs") and, until the action finished, the submit button(s). */
 export function DialogButtons({
   finished,
   close,
@@ -121,7 +121,7 @@ export function DialogButtons({
   return (
     <div className="flex justify-end gap-2">
       <button type="button" className={secondaryButtonClass} onClick={close}>
-        {finished ? "Close" : "Cancel"}
+        Close
       </button>
       {finished ? null : children}
     </div>

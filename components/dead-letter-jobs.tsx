@@ -12,7 +12,8 @@ export interface DeadLetterRow {
   finishedAt: string | null;
   attempt: number;
   message: string | null;
-  redriven: boolean;
+  /** The job the latest redrive of this one made, or null. */
+  redrivenTo: string | null;
 }
 
 /** One dead-letter group's jobs with checkboxes; the selection can be redriven (dry run first). */
@@ -23,7 +24,11 @@ export function DeadLetterJobs(props: {
 }) {
   const [selected, setSelected] = useState<Set<string>>(new Set());
   if (props.jobs.length === 0)
-    return <EmptyState title="No failed jobs in this group">They may have been cleaned up by retention.</EmptyState>;
+    return (
+      <EmptyState title="No failed jobs in this group">
+        Those redriven already are not listed here by default, and retention may have removed old ones.
+      </EmptyState>
+    );
   const allOnPage = props.jobs.every((j) => selected.has(j.id));
   const toggle = (id: string) =>
     setSelected((s) => {
@@ -86,7 +91,18 @@ export function DeadLetterJobs(props: {
             <Td>{formatTime(j.finishedAt)}</Td>
             <Td>{j.attempt}</Td>
             <Td wrap>{j.message ?? "—"}</Td>
-            <Td>{j.redriven ? <Badge tone="ok">redriven</Badge> : "—"}</Td>
+            <Td>
+              {j.redrivenTo ? (
+                <span className="inline-flex items-center gap-1">
+                  <Badge tone="ok">redriven</Badge>
+                  <Link className={linkClass} href={`/jobs/${j.redrivenTo}`}>
+                    <Mono>…{j.redrivenTo.slice(-8)}</Mono>
+                  </Link>
+                </span>
+              ) : (
+                "—"
+              )}
+            </Td>
           </tr>
         ))}
       </Table>

@@ -15,10 +15,23 @@ export function DigestResult({ data }: { data: DigestLookupDto }) {
           </>
         }
       >
-        {data.bindings.length === 0 ? (
+        {data.bindings.length === 0 && data.released.length > 0 ? (
+          <div className="space-y-1 text-sm text-slate-700" data-testid="digest-released">
+            {data.released.map((r) => (
+              <p key={r.jobId}>
+                No binding: in scope “{r.scope}” the key was released when job{" "}
+                <Link className={`${linkClass} font-mono text-xs`} href={`/jobs/${r.jobId}`}>
+                  {r.jobId}
+                </Link>{" "}
+                was purged at {formatTime(r.purgedAt)}. The next request with it creates a new job.
+              </p>
+            ))}
+          </div>
+        ) : data.bindings.length === 0 ? (
           <p className="text-sm text-slate-700">
-            No binding, live or expired, has this digest. The key may have expired and been cleaned up, been released by
-            a purge, or never been used; the observations below may still show it.
+            No binding, live or expired, has this digest, and no purged job had it
+            {data.releasedComplete ? "" : " (that search took too long and was stopped)"}. The key may have expired and
+            been cleaned up, or never been used; the observations below may still show it.
           </p>
         ) : (
           <div className="space-y-6">

@@ -173,7 +173,7 @@ export function EnqueueForm({
         </Card>
       </form>
       <div className="lg:col-span-2">
-        <Result state={state} />
+        <Result state={state} refusedInBrowser={tooLarge !== null} />
       </div>
     </div>
   );
@@ -191,7 +191,15 @@ function OutcomeExplanation({ outcome, reason }: { outcome: string; reason: stri
   );
 }
 
-function Result({ state }: { state: EnqueueFormState }) {
+/** `refusedInBrowser`: the last submit never left the browser; the earlier result must not stand beside it. */
+function Result({ state: submitted, refusedInBrowser }: { state: EnqueueFormState; refusedInBrowser: boolean }) {
+  const state: EnqueueFormState = refusedInBrowser
+    ? {
+        status: "error",
+        message: "Not sent: the payload is too large (see the Payload field). Nothing was enqueued by this submit.",
+        fieldErrors: {},
+      }
+    : submitted;
   return (
     <section
       aria-labelledby="result-title"

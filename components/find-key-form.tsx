@@ -1,7 +1,7 @@
 "use client";
 import Link from "next/link";
-import { useActionState } from "react";
-import type { FindKeyState } from "@/lib/console/action-state";
+import { useActionState, useState } from "react";
+import type { FindKeyState, KeyElsewhere, KeyWhitespace } from "@/lib/console/action-state";
 import { formatTime } from "@/lib/console/format";
 import { DEFAULT_SCOPE } from "@/lib/enqueue/client";
 import { BindingDetails } from "./binding-card";
@@ -15,7 +15,9 @@ export function FindKeyForm({
 }) {
   const [state, action, pending] = useActionState<FindKeyState, FormData>(findByKey, { status: "idle" });
   const errors = state.status === "error" ? state.fieldErrors : {};
-  const lastScope = state.status === "found" || state.status === "none" ? state.scope : undefined;
+  // Kept in the browser across lookups (a form action resets its inputs; the server never returns the key).
+  const [key, setKey] = useState("");
+  const [scope, setScope] = useState("");
   return (
     <div className="grid gap-4 lg:grid-cols-5">
       <form action={action} className="lg:col-span-2" aria-label="Find a job by idempotency key">
@@ -25,8 +27,8 @@ export function FindKeyForm({
               <input
                 id="scope"
                 name="scope"
-                key={lastScope}
-                defaultValue={lastScope}
+                value={scope}
+                onChange={(e) => setScope(e.target.value)}
                 placeholder={DEFAULT_SCOPE}
                 className={inputClass}
                 autoComplete="off"
@@ -43,6 +45,8 @@ export function FindKeyForm({
                 id="key"
                 name="key"
                 required
+                value={key}
+                onChange={(e) => setKey(e.target.value)}
                 className={inputClass}
                 autoComplete="off"
                 spellCheck={false}
@@ -57,14 +61,73 @@ export function FindKeyForm({
       </form>
       <section aria-labelledby="answer" aria-live="polite" className="lg:col-span-3">
         <Card title={<span id="answer">Answer</span>}>
-          <Answer state={state} />
+          <Answer state={state} onScope={setScope} onTrim={() => setKey((k) => k.trim())} />
         </Card>
       </section>
     </div>
   );
 }
 
-function Answer({ state }: { state: FindKeyState }) {
+/** The key as typed had whitespace around it: keys are compared exactly, so it counts. */
+function WhitespaceNote({ w, onTrim }: { w: KeyWhitespace; onTrim: () => void }) {
+  const parts = [w.leading ? `${w.leading} leading` : null, w.trailing ? `${w.trailing} trailing` : null].filter(
+    Boolean,
+  );
+  return (
+    <Notice tone="warn" role="status">
+      The key has {parts.join(" and ")} whitespace character{w.leading + w.trailing === 1 ? "" : "s"}; keys are compared
+      exactly, so they are part of it.{" "}
+      <button type="button" className={linkClass} onClick={onTrim}>
+        Remove them from the key box
+      </button>
+    </Notice>
+  );
+}
+
+/** Where the key does have a binding, when not in the scope asked. */
+function Elsewhere({ e, onScope }: { e: KeyElsewhere; onScope: (s: string) => void }) {
+  if (e.matches.length === 0) {
+    return (
+      <p className="text-sm text-slate-700">
+        Not bound in any other scope either ({e.scopesSearched} scope{e.scopesSearched === 1 ? "" : "s"} searched
+        {e.searchedAll ? "" : "; only the first ones by name"}).
+      </p>
+    );
+  }
+  return (
+    <div className="space-y-2 text-sm" data-testid="key-elsewhere">
+      <p className="font-medium text-slate-900">
+        {e.trimmed ? "Without the surrounding whitespace, the key" : "The key"} has a binding in{" "}
+        {e.matches.length === 1 ? "this scope" : "these scopes"}:
+      </p>
+      <ul className="space-y-1">
+        {e.matches.map((m) => (
+          <li key={m.scope} className="flex flex-wrap items-center gap-2">
+            <button type="button" className={linkClass} onClick={() => onScope(m.scope)}>
+              Use scope “{m.scope}”
+            </button>
+            <span className="text-slate-700">
+              {m.expired ? "expired binding of job" : "bound to job"}{" "}
+              <Link className={`${linkClass} font-mono text-xs`} href={`/jobs/${m.jobId}`}>
+                {m.jobId}
+              </Link>
+            </span>
+          </li>
+        ))}
+      </ul>
+    </div>
+  );
+}
+
+function Answer({
+  state,
+  onScope,
+  onTrim,
+}: {
+  state: FindKeyState;
+  onScope: (scope: string) => void;
+  onTrim: () => void;
+}) {
   if (state.status === "idle")
     return <p className="text-sm text-slate-600">Enter a scope and key to see which job owns it.</p>;
   if (state.status === "error") {
@@ -78,6 +141,7 @@ function Answer({ state }: { state: FindKeyState }) {
     const b = state.binding;
     return (
       <div className="space-y-4" data-testid="find-answer">
+        {state.whitespace ? <WhitespaceNote w={state.whitespace} onTrim={onTrim} /> : null}
         <p className="text-sm">
           {b.expired ? (
             <>
@@ -118,6 +182,7 @@ function Answer({ state }: { state: FindKeyState }) {
   const h = state.history;
   return (
     <div className="space-y-3" data-testid="find-answer">
+      {state.whitespace ? <WhitespaceNote w={state.whitespace} onTrim={onTrim} /> : null}
       <p className="text-sm font-medium text-slate-900">No live binding for this key in scope “{state.scope}”.</p>
       <p className="text-sm text-slate-700">
         {h.kind === "released" ? (
@@ -151,6 +216,7 @@ function Answer({ state }: { state: FindKeyState }) {
           ["Key length", `${state.keyLength} characters`],
         ]}
       />
+      {state.elsewhere ? <Elsewhere e={state.elsewhere} onScope={onScope} /> : null}
     </div>
   );
 }

@@ -5,7 +5,12 @@ import type { JobStateName } from "@/lib/console/wire-types";
 import { ActionDialogs } from "./action-dialog";
 
 /** The job's live state, provided by the job page's live view to the actions below it. */
-export const LiveJobState = createContext<{ state: JobStateName; cancelRequested: boolean } | null>(null);
+export const LiveJobState = createContext<{
+  state: JobStateName;
+  cancelRequested: boolean;
+  /** The job the latest redrive of this one made, or null. */
+  redrivenTo: string | null;
+} | null>(null);
 
 type Act<S> = (prev: S, data: FormData) => Promise<S>;
 
@@ -22,7 +27,7 @@ export function JobActions(props: {
 }) {
   const live = useContext(LiveJobState);
   if (!live) return null;
-  const { state, cancelRequested } = live;
+  const { state, cancelRequested, redrivenTo } = live;
   const pending = state === "ready" || state === "scheduled";
   const any = pending || state === "active" || state === "failed";
   return (
@@ -42,7 +47,7 @@ export function JobActions(props: {
             statement:
               state === "active"
                 ? "A worker is running this job. It will be asked to stop at its next heartbeat; the attempt is then recorded as canceled and never retried. Its idempotency key stays bound to it."
-                : `This ${state} job becomes canceled now and will never run. Its idempotency key stays bound to it (purge releases keys).`,
+                : "This job has not started: it becomes canceled now and will never run. Its idempotency key stays bound to it (purge releases keys).",
             confirmLabel: "Confirm cancel",
             danger: true,
           },
@@ -58,12 +63,21 @@ export function JobActions(props: {
           },
           {
             id: "redrive",
-            allowed: state === "failed",
+            allowed: state === "failed" && redrivenTo === null,
             action: props.redrive,
             label: "Redrive…",
             title: "Redrive this failed job?",
             statement:
               "A new ready job with this job's definition (not its deadline or checkpoints) is created at attempt 0 and linked to this one. A live idempotency key of this job moves to the new job.",
+          },
+          {
+            id: "redrive-again",
+            allowed: state === "failed" && redrivenTo !== null,
+            action: props.redrive,
+            moreHidden: { again: "1" },
+            label: "Redrive again…",
+            title: "Redrive this job a second time?",
+            statement: `This job was redriven already, to job ${redrivenTo ?? ""}: that job runs its work. Redriving again creates one more ready job with the same definition, so the work may run twice. Do it only when the earlier copy cannot do it.`,
           },
         ]}
       />

@@ -5,6 +5,7 @@ import { liveUrl } from "@/lib/console/live-urls";
 import type { JobDetailDto } from "@/lib/console/wire-types";
 import { canPurge } from "@/lib/enqueue/client";
 import { BindingDetails } from "./binding-card";
+import { JsonWithStacks } from "./error-block";
 import { LiveJobState } from "./job-actions";
 import { LiveStatus } from "./live-status";
 import { PurgeAllowed } from "./purge-dialog";
@@ -56,7 +57,16 @@ function LeaseNotice({ job }: { job: JobDetailDto }) {
   );
 }
 
-export function JobLive({ initial, purge }: { initial: JobDetailDto; purge: React.ReactNode }) {
+/** `payload`: the payload card, rendered once by the page (a live refresh never carries the payload). */
+export function JobLive({
+  initial,
+  purge,
+  payload,
+}: {
+  initial: JobDetailDto;
+  purge: React.ReactNode;
+  payload: React.ReactNode;
+}) {
   const { data: job, error, dataUpdatedAt } = useLive(liveUrl.job(initial.id), initial);
   const purgeAllowed = canPurge(job.state);
   const key = enqueuedKey(job);
@@ -139,16 +149,13 @@ export function JobLive({ initial, purge }: { initial: JobDetailDto; purge: Reac
             ]}
           />
         </Card>
-        <Card title="Payload">
-          <pre className="max-h-96 overflow-auto rounded bg-slate-50 p-3 font-mono text-xs whitespace-pre-wrap break-all text-slate-900">
-            {job.payloadJson}
-          </pre>
-        </Card>
+        {payload}
         {job.lastErrorJson ? (
           <Card title="Last error">
-            <pre className="max-h-64 overflow-auto rounded bg-red-50 p-3 font-mono text-xs whitespace-pre-wrap break-all text-red-950">
-              {job.lastErrorJson}
-            </pre>
+            <JsonWithStacks
+              value={JSON.parse(job.lastErrorJson)}
+              className="max-h-64 overflow-auto rounded bg-red-50 p-3 font-mono text-xs whitespace-pre-wrap break-all text-red-950"
+            />
           </Card>
         ) : null}
         <Card title="Event timeline">
@@ -164,9 +171,10 @@ export function JobLive({ initial, purge }: { initial: JobDetailDto; purge: Reac
                   </div>
                   {e.kind === "debounced" ? <DebouncedLine data={e.data} /> : null}
                   {e.data ? (
-                    <pre className="mt-1 overflow-auto font-mono text-xs whitespace-pre-wrap break-all text-slate-700">
-                      {JSON.stringify(e.data, null, 2)}
-                    </pre>
+                    <JsonWithStacks
+                      value={e.data}
+                      className="mt-1 overflow-auto font-mono text-xs whitespace-pre-wrap break-all text-slate-700"
+                    />
                   ) : null}
                 </li>
               ))}
@@ -199,7 +207,13 @@ export function JobLive({ initial, purge }: { initial: JobDetailDto; purge: Reac
           )}
         </Card>
         <Card title="Actions">
-          <LiveJobState.Provider value={{ state: job.state, cancelRequested: job.cancelRequestedAt !== null }}>
+          <LiveJobState.Provider
+            value={{
+              state: job.state,
+              cancelRequested: job.cancelRequestedAt !== null,
+              redrivenTo: job.redriveJobIds.at(-1) ?? null,
+            }}
+          >
             <PurgeAllowed.Provider value={purgeAllowed}>{purge}</PurgeAllowed.Provider>
           </LiveJobState.Provider>
         </Card>

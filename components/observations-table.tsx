@@ -48,7 +48,8 @@ export function ObservationsTable({ initial, query, filtered }: LiveTableProps<O
           <Td wrap className="min-w-40">
             {o.scope}
             <div className="text-xs text-slate-600">
-              <Mono>{o.keyPreview}</Mono> · <DigestLink digest={o.keyDigest} /> · {o.keyLength} ch
+              <Mono>{o.keyPreview}</Mono> · <DigestLink digest={o.keyDigest} /> ·{" "}
+              <span className="whitespace-nowrap">{o.keyLength} ch</span>
             </div>
           </Td>
           <Td wrap className="min-w-40">
@@ -71,13 +72,13 @@ export function ObservationsTable({ initial, query, filtered }: LiveTableProps<O
             {o.storedRequestDigest || o.rejectedRequestDigest ? (
               <div className="mt-1 text-xs text-slate-700">
                 {o.storedRequestDigest ? (
-                  <div>
+                  <div className="whitespace-nowrap">
                     {o.outcome === "replaced" ? "replaced request" : "stored request"}{" "}
                     <Mono>{o.storedRequestDigest.slice(0, 12)}</Mono>
                   </div>
                 ) : null}
                 {o.rejectedRequestDigest ? (
-                  <div>
+                  <div className="whitespace-nowrap">
                     {o.outcome === "replaced" ? "replaced by" : "this request"}{" "}
                     <Mono>{o.rejectedRequestDigest.slice(0, 12)}</Mono>
                   </div>

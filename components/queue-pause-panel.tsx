@@ -45,17 +45,27 @@ export function QueuePausePanel(props: {
                 <Td wrap>{p?.reason ?? "—"}</Td>
                 {props.action ? (
                   <Td>
+                    {/* Two dialogs, each with its own words: after a pause the live refresh hides the
+                        pause button, but its open dialog keeps its title beside its result. */}
                     <ActionDialog
                       action={props.action}
-                      hidden={{ queue: q, action: p ? "resume" : "pause" }}
-                      label={p ? `Resume ${q}…` : `Pause ${q}…`}
-                      title={p ? `Resume queue “${q}”?` : `Pause queue “${q}”?`}
-                      statement={
-                        p
-                          ? "Workers start claiming this queue's jobs again right away."
-                          : "Workers claim no new jobs from this queue until it is resumed (every worker sees this by its next poll). Jobs already running finish."
-                      }
-                      confirmLabel={p ? "Confirm resume" : "Confirm pause"}
+                      allowed={!p}
+                      hidden={{ queue: q, action: "pause" }}
+                      label={`Pause ${q}…`}
+                      title={`Pause queue “${q}”?`}
+                      statement="Workers claim no new jobs from this queue until it is resumed (every worker sees this by its next poll). Jobs already running finish."
+                      confirmLabel="Confirm pause"
+                      hint="Kept in the audit log and shown beside the queue while it is paused."
+                    />
+                    <ActionDialog
+                      action={props.action}
+                      allowed={!!p}
+                      hidden={{ queue: q, action: "resume" }}
+                      label={`Resume ${q}…`}
+                      title={`Resume queue “${q}”?`}
+                      statement="Workers start claiming this queue's jobs again right away."
+                      confirmLabel="Confirm resume"
+                      hint="Kept in the audit log."
                     />
                   </Td>
                 ) : null}

@@ -70,6 +70,11 @@ export function QueuesLive({ initial, purge }: { initial: Data; purge: Record<st
                 <Link className={`${linkClass} font-medium`} href={`/queues/${encodeURIComponent(q.queue)}`}>
                   {q.queue}
                 </Link>
+                {q.paused ? (
+                  <div className="text-xs text-slate-700" title={`Paused by ${q.paused.pausedBy}: ${q.paused.reason}`}>
+                    <Badge tone="purged">paused</Badge> workers claim nothing
+                  </div>
+                ) : null}
               </Td>
               <Td className="tabular-nums">
                 <div>

@@ -46,3 +46,21 @@ test("a payload too large to send is refused in the form, before any request", a
   expect(posted).toBe(0);
   expect((await signedIn.getByLabel("Payload (JSON)", { exact: true }).inputValue()).length).toBe(payload.length);
 });
+
+test("a refused submit replaces the earlier result: no stale 'accepted' beside a payload refusal", async ({
+  signedIn,
+}) => {
+  const form = new EnqueuePage(signedIn);
+  await form.goto();
+  await form.fill({ type: "limits.first", queue: "limits", payload: "{}" });
+  await form.submit();
+  expect(await form.outcome()).toBe("accepted");
+  await signedIn.getByLabel("Payload (JSON)", { exact: true }).fill(payloadOf(4_000_000));
+  await signedIn.getByRole("button", { name: "Enqueue", exact: true }).click();
+  await expect(signedIn.getByText(/Payload too large: 4,000,000 bytes/).first()).toBeVisible();
+  await expect(form.result.getByTestId("enqueue-result")).toHaveCount(0);
+  await expect(form.result).not.toContainText("accepted");
+  await expect(form.result.getByRole("alert")).toHaveText(
+    "Not sent: the payload is too large (see the Payload field). Nothing was enqueued by this submit.",
+  );
+});

@@ -123,17 +123,38 @@ test("bulk redrive of a dead-letter group, dry run first", async ({ signedIn, qu
     expect(copy).toMatchObject({ state: "ready", attempt: 0, redrivenFrom: s?.id, type, queue: q });
   }
 
-  // Drill down: the group's jobs show as redriven; a selection can be redriven again after its own dry run.
-  await row.getByRole("link", { name: "3 jobs" }).click();
-  await expect(signedIn.getByRole("heading", { name: "Dead letters" })).toBeVisible();
+  // The redriven group leaves the dead-letter groups; its drill-down shows its jobs only on request,
+  // each with the job it became, and a second redrive of a selection is refused (nothing eligible).
+  await signedIn.reload();
+  await expect(signedIn.getByRole("row").filter({ hasText: type })).toHaveCount(0);
+  await signedIn.goto(`/dead-letters?${new URLSearchParams({ queue: q, type, errorName: "RangeError" })}`);
+  await expect(signedIn.getByText("No failed jobs in this group")).toBeVisible();
+  await signedIn.getByRole("link", { name: "Show jobs redriven already" }).click();
   await expect(signedIn.getByText("redriven", { exact: true })).toHaveCount(3);
+  const first = sources[0]?.redriveJobIds[0] as string;
+  await expect(signedIn.getByRole("link", { name: `…${first.slice(-8)}` })).toHaveAttribute("href", `/jobs/${first}`);
   await signedIn.getByLabel(`Select job ${ids[0]}`).check();
-  const selection = await new OperatorDialog(signedIn).redrive(
-    signedIn.getByRole("button", { name: "Redrive 1 selected…" }),
-    "once more",
+  const dialog = signedIn.getByRole("dialog");
+  await signedIn.getByRole("button", { name: "Redrive 1 selected…" }).click();
+  await dialog.getByLabel("Reason").fill("once more");
+  await dialog.getByRole("button", { name: "Dry run" }).click();
+  await expect(dialog.getByRole("status")).toHaveText(
+    "Dry run, nothing changed: 1 were redriven before and are left alone (redrive again to run them once more).",
   );
-  expect(selection.dryRun).toBe("Dry run, nothing changed: 1 would be redriven.");
-  expect(selection.done).toBe("1 job redriven: 1 redriven.");
+  await expect(dialog.getByRole("button", { name: "Confirm redrive of 0 jobs" })).toBeDisabled();
+  await dialog.getByRole("button", { name: "Close" }).click();
+  expect((await queue.getJob(ids[0] as string))?.redriveJobIds).toHaveLength(1);
+
+  // The source's page says where it went and offers only the explicit "Redrive again".
+  await signedIn.goto(`/jobs/${ids[0]}`);
+  await expect(signedIn.getByRole("link", { name: first })).toBeVisible();
+  await expect(signedIn.getByRole("button", { name: "Redrive…" })).toHaveCount(0);
+  const twice = await new OperatorDialog(signedIn).redrive(
+    signedIn.getByRole("button", { name: "Redrive again…" }),
+    "the first copy was lost",
+  );
+  expect(twice.dryRun).toBe("Dry run, nothing changed: 1 would be redriven.");
+  expect(twice.done).toBe("1 job redriven: 1 redriven.");
   expect((await queue.getJob(ids[0] as string))?.redriveJobIds).toHaveLength(2);
 
   await signedIn.goto("/audit?action=redrive");
@@ -193,7 +214,8 @@ test("jobs list: select all N jobs matching the filter, the count stated before 
   await expect(signedIn.getByText("All 3 jobs matching this filter selected")).toBeVisible();
   await signedIn.getByRole("button", { name: "Run now…", exact: true }).click();
   await expect(signedIn.getByRole("dialog")).toContainText("This applies to all 3 jobs matching this filter.");
-  await signedIn.getByRole("dialog").getByRole("button", { name: "Cancel", exact: true }).click();
+  await expect(signedIn.getByRole("dialog").getByRole("button", { name: "Cancel", exact: true })).toHaveCount(0);
+  await signedIn.getByRole("dialog").getByRole("button", { name: "Close", exact: true }).click();
 
   // One row only: its checkbox, then cancel it.
   await signedIn.getByRole("button", { name: "Clear selection" }).click();

@@ -18,6 +18,10 @@ test("read-only mode hides purge and refuses a purge request sent anyway", async
   await page.getByLabel("Password").fill(PASSWORD);
   await page.getByRole("button", { name: "Sign in" }).click();
   await expect(page.getByText("Read-only mode")).toBeVisible();
+  // The banner names every action the mode disables, not three of them.
+  await expect(page.getByRole("note").filter({ hasText: "Read-only mode" })).toContainText(
+    "enqueueing test jobs, cancel, run now, redrive, purge, pausing and resuming queues, and maintenance runs are disabled.",
+  );
   const job = new JobPage(page);
   await job.goto(jobId);
   await expect(job.purgeButton()).toHaveCount(0);

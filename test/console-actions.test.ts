@@ -104,7 +104,7 @@ describe("enqueueTestJob", () => {
     const key = "search-index:doc-77-secret";
     const debounce = { type: "search.reindex", payload: "{}", key, mode: "debounce", windowMs: "60000" };
     const a = await enqueueTestJob(q, "dana", form({ ...debounce, maxWaitMs: "120000", schedule: "preserve" }));
-    const b = await enqueueTestJob(q, "dana", form(debounce));
+    const b = await enqueueTestJob(q, "dana", form({ ...debounce, payload: '{"v":2}' }));
     expect(a).toMatchObject({ status: "done", outcome: "accepted", reason: null, mode: "debounce" });
     expect(b).toMatchObject({ status: "done", outcome: "replaced", reason: null, mode: "debounce" });
     if (a.status !== "done" || b.status !== "done") return;
@@ -129,6 +129,12 @@ describe("enqueueTestJob", () => {
       "schedule",
       "windowMs",
     ]);
+    // The history agrees with itself: the enqueued entry names the original request, the one the
+    // first replacement names as prior (not the latest request).
+    const first = replaced[0]?.data as { priorRequestDigest: string; requestDigest: string };
+    const enqueued = detail?.events.find((e) => e.kind === "enqueued")?.data as { requestDigest: string };
+    expect(first.priorRequestDigest).not.toBe(first.requestDigest);
+    expect(enqueued.requestDigest).toBe(first.priorRequestDigest);
 
     const idemKey = "held-by-idempotency-01";
     await enqueueTestJob(q, "dana", form({ type: "x", payload: "{}", key: idemKey }));
@@ -224,6 +230,42 @@ describe("findByKey", () => {
     expect(unknown.status === "none" && unknown.history.kind).toBe("never_seen");
     const empty = await findByKey(q, t.pool, form({ scope: "digest", key: "" }));
     expect(empty.status === "error" && empty.fieldErrors.key).toBe("Key is required");
+  });
+
+  test("nearly right: surrounding whitespace is flagged and the trimmed key found; the scopes holding the key are offered", async () => {
+    const q = t.queue();
+    const key = "ORD-near-miss-5521";
+    const { jobId } = await q.enqueueWithResult("order.place", {}, { idempotency: { key, scope: "billing" } });
+    const { jobId: other } = await q.enqueueWithResult("order.ship", {}, { idempotency: { key, scope: "shipping" } });
+
+    const wrongScope = await findByKey(q, t.pool, form({ scope: "support", key }));
+    expect(wrongScope.status).toBe("none");
+    if (wrongScope.status !== "none") return;
+    expect(wrongScope.whitespace).toBeNull();
+    expect(wrongScope.elsewhere).toEqual({
+      trimmed: false,
+      matches: [
+        { scope: "billing", jobId, expired: false },
+        { scope: "shipping", jobId: other, expired: false },
+      ],
+      scopesSearched: expect.any(Number),
+      searchedAll: true,
+    });
+    expect(JSON.stringify(wrongScope)).not.toContain(key);
+
+    const spaced = await findByKey(q, t.pool, form({ scope: "billing", key: `  ${key}\t` }));
+    expect(spaced.status).toBe("none");
+    if (spaced.status !== "none") return;
+    expect(spaced.whitespace).toEqual({ leading: 2, trailing: 1 });
+    expect(spaced.elsewhere?.trimmed).toBe(true);
+    expect(spaced.elsewhere?.matches).toEqual([
+      { scope: "billing", jobId, expired: false },
+      { scope: "shipping", jobId: other, expired: false },
+    ]);
+
+    // Found as typed: no whitespace note, nothing else searched.
+    const exact = await findByKey(q, t.pool, form({ scope: "billing", key }));
+    expect(exact.status).toBe("found");
   });
 });
 

@@ -173,6 +173,16 @@ describe("find by key digest", () => {
     const none = await lookupDigest(t.pool, "000000000000");
     expect(none.bindings).toEqual([]);
     expect(none.observations).toEqual([]);
+    expect(none.released).toEqual([]);
+
+    // A purged key: no binding any more, and the answer names the job whose purge released it.
+    const q2 = t.queue();
+    await q2.purge({ jobId: id }, { actor: "dave", reason: "customer asked" });
+    const released = await lookupDigest(t.pool, digest);
+    expect(released.bindings).toEqual([]);
+    expect(released.released).toEqual([{ jobId: id, scope: "digest-shop", purgedAt: expect.any(String) }]);
+    expect(released.releasedComplete).toBe(true);
+    await q2.close();
   });
 });
 
@@ -256,6 +266,14 @@ describe("jobs: state tabs, retrying, prefixes; queue health", () => {
     expect(h?.lastHour).toEqual({ succeeded: 1, failed: 1 });
     expect(h?.failureRate).toBe(0.5);
     expect(h?.retrying).toBe(0);
+    expect(h?.paused).toBeNull();
+    // A paused queue is marked in its health row (who paused it, when, why).
+    const q2 = t.queue();
+    await q2.pauseQueue("qh", { actor: "erin", reason: "db upgrade" });
+    const after = (await queueHealth(t.pool, "qh")).queues[0];
+    expect(after?.paused).toMatchObject({ pausedBy: "erin", reason: "db upgrade" });
+    await q2.resumeQueue("qh", { actor: "erin", reason: "done" });
+    await q2.close();
   });
 });
 

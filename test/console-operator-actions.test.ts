@@ -101,23 +101,57 @@ describe("dead letters", () => {
       ["dl.pay", "RangeError", 1, "out of range"],
     ]);
 
+    // One job of the group redriven alone first (a selection): it leaves the group's count, and the
+    // group's dry run and redrive leave it alone, naming the job its redrive made.
+    const one = ids[0] as string;
+    const single = await redriveJobs(
+      q,
+      "bob",
+      form({ jobIds: one, requestId: randomUUID(), reason: "one first", mode: "redrive" }),
+    );
+    expect(single).toMatchObject({ status: "done", summary: "1 job redriven: 1 redriven." });
+    const oneTo = single.status === "done" ? single.results[0]?.jobId : null;
+    expect(
+      (await deadLetterGroups(t.pool)).filter((g) => g.queue === "dl-q").map((g) => [g.errorName, g.count]),
+    ).toEqual([
+      ["TypeError", 2],
+      ["RangeError", 1],
+    ]);
+
     const requestId = randomUUID();
     const group = { group: "1", groupQueue: "dl-q", groupType: "dl.pay", groupErrorName: "TypeError" };
     const dry = await redriveJobs(q, "bob", form({ ...group, requestId, reason: "fixed", mode: "dry-run" }));
     expect(dry).toMatchObject({
       status: "done",
       dryRun: true,
-      summary: "Dry run, nothing changed: 3 would be redriven.",
-      counts: { eligible: 3 },
+      summary:
+        "Dry run, nothing changed: 2 would be redriven, 1 were redriven before and are left alone (redrive again to run them once more).",
+      counts: { eligible: 2, already_redriven: 1 },
     });
-    expect(await t.count("job", "redriven_from is not null")).toBe(0);
+    expect(dry.status === "done" && dry.results.find((r) => r.sourceJobId === one)).toEqual({
+      sourceJobId: one,
+      status: "already_redriven",
+      jobId: oneTo,
+    });
+    expect(await t.count("job", "redriven_from is not null")).toBe(1);
     const done = await redriveJobs(q, "bob", form({ ...group, requestId, reason: "fixed", mode: "redrive" }));
-    expect(done).toMatchObject({ status: "done", dryRun: false, summary: "3 jobs redriven: 3 redriven." });
+    expect(done).toMatchObject({ status: "done", dryRun: false, counts: { redriven: 2, already_redriven: 1 } });
     expect(await t.count("job", "redriven_from is not null and state = 'ready'")).toBe(3);
+    expect((await deadLetterGroups(t.pool)).filter((g) => g.queue === "dl-q").map((g) => g.errorName)).toEqual([
+      "RangeError",
+    ]);
     // A double submit of the same dialog replays.
     const again = await redriveJobs(q, "bob", form({ ...group, requestId, reason: "fixed", mode: "redrive" }));
-    expect(again).toMatchObject({ summary: "3 jobs redriven: 3 already redriven by this request." });
+    expect(again).toMatchObject({ counts: { replayed: 2, already_redriven: 1 } });
     expect(await t.count("job", "redriven_from is not null")).toBe(3);
+    // Asked for explicitly (the job page's "Redrive again"), a redriven job is redriven once more.
+    const twice = await redriveJobs(
+      q,
+      "bob",
+      form({ jobIds: one, requestId: randomUUID(), reason: "copy lost", mode: "redrive", again: "1" }),
+    );
+    expect(twice).toMatchObject({ status: "done", counts: { redriven: 1 } });
+    expect(await t.count("job", `redriven_from = '${one}'`)).toBe(2);
     // The same request id with another reason is refused.
     expect(await redriveJobs(q, "bob", form({ ...group, requestId, reason: "other", mode: "redrive" }))).toMatchObject({
       status: "refused",

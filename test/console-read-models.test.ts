@@ -4,7 +4,8 @@ import { setupQueueTests } from "./helpers";
 
 vi.mock("server-only", () => ({}));
 
-const { listJobs, jobDetail } = await import("@/lib/console/jobs");
+const { listJobs, jobDetail, jobPayload, PAYLOAD_PREVIEW_CHARS } = await import("@/lib/console/jobs");
+const { resolveJobId, jobPathMissing } = await import("@/lib/console/open-job");
 const { listBindings } = await import("@/lib/console/bindings");
 const { listAudit } = await import("@/lib/console/audit");
 const { overview, invalidateCounts } = await import("@/lib/console/overview");
@@ -58,11 +59,32 @@ describe("jobs", () => {
       { idempotency: { key: "detail-key-123", scope: "d" } },
     );
     const d = await jobDetail(t.pool, id);
-    expect(d?.payloadJson).toBe(JSON.stringify({ html: "<script>x</script>" }, null, 2));
+    expect(await jobPayload(t.pool, id)).toEqual({
+      preview: JSON.stringify({ html: "<script>x</script>" }, null, 2),
+      truncated: false,
+      bytes: Buffer.byteLength(JSON.stringify({ html: "<script>x</script>" }, null, 2)),
+    });
     expect(d?.binding).toMatchObject({ scope: "d", keyPreview: "deta…", jobId: id, expired: false });
     expect(d?.events.map((e) => e.kind)).toEqual(["enqueued"]);
     expect(JSON.stringify(d)).not.toContain("detail-key-123");
     expect(await jobDetail(t.pool, "00000000-0000-7000-8000-000000000000")).toBeNull();
+    expect(await jobPayload(t.pool, "00000000-0000-7000-8000-000000000000")).toBeNull();
+  });
+
+  test("a large payload: the live detail carries none of it, the page a bounded preview with the full size", async () => {
+    const q = t.queue();
+    const blob = "y".repeat(1_000_000);
+    const id = await q.enqueue("d.big", { blob, orderId: "ORD-1" });
+    const live = await jobDetail(t.pool, id);
+    expect(live?.type).toBe("d.big");
+    const wire = JSON.stringify(live);
+    expect(wire.includes("yyyy")).toBe(false);
+    expect(wire.length).toBeLessThan(5_000);
+    const p = await jobPayload(t.pool, id);
+    const full = JSON.stringify({ blob, orderId: "ORD-1" }, null, 2);
+    expect(p?.truncated).toBe(true);
+    expect(p?.bytes).toBe(Buffer.byteLength(full));
+    expect(p?.preview === full.slice(0, PAYLOAD_PREVIEW_CHARS)).toBe(true);
   });
 });
 
@@ -144,6 +166,11 @@ test("filters drop malformed values instead of passing them to SQL", () => {
     since: undefined,
     after: undefined,
   });
+  // A filter the operator asked for but that cannot be read is named, not silently dropped.
+  expect(
+    parseObservationFilters({ from: "garbage", to: "2026-12-01T02:30", digest: "xyz", outcome: "replayed" }),
+  ).toMatchObject({ from: undefined, digest: undefined, outcome: "replayed", invalid: ["digest", "from"] });
+  expect(parseObservationFilters({ outcome: "replayed" }).invalid).toEqual([]);
   expect(uuidv7Floor(0x0123456789ab)).toBe("01234567-89ab-0000-0000-000000000000");
 });
 
@@ -213,5 +240,44 @@ describe("digest lookup rate limit", () => {
     expect((await lookupDigestLimited(t.pool, "0123456789ab", "session-b", limiter, now + 30_000)).status).toBe("ok");
     // The window slides: once the first lookup is a minute old, one more is allowed.
     expect((await lookupDigestLimited(t.pool, "0123456789ab", "session-a", limiter, now + 60_000)).status).toBe("ok");
+  });
+});
+
+describe("open a job by a short id", () => {
+  test("an unambiguous prefix or suffix opens the job; ambiguity and non-ids are said", async () => {
+    const q = t.queue();
+    const id = await q.enqueue("short.id", {});
+    const hex = id.replace(/-/g, "");
+    expect(await resolveJobId(t.pool, id.toUpperCase())).toEqual({ kind: "found", id });
+    expect(await resolveJobId(t.pool, `…${id.slice(-8)}`)).toEqual({ kind: "found", id });
+    expect(await resolveJobId(t.pool, `...${id.slice(-12)}`)).toEqual({ kind: "found", id });
+    expect(await resolveJobId(t.pool, ` ${hex.slice(0, 12)} `)).toEqual({ kind: "found", id });
+    expect(await resolveJobId(t.pool, id.slice(0, 13))).toEqual({ kind: "found", id });
+    expect(await resolveJobId(t.pool, hex)).toEqual({ kind: "found", id });
+
+    // Two jobs sharing a prefix (the first hex digits of a UUIDv7 are its millisecond clock).
+    const a = "01900000-0000-7000-8000-00000000aaa1";
+    const b = "01900000-0000-7000-8000-00000000aaa2";
+    await t.sql(
+      `insert into workhorse.job (id, queue, type, payload, state, run_at, max_attempts)
+       select x::uuid, 'default', 'short.id', '{}', 'ready', now(), 1 from unnest($1::text[]) x`,
+      [[a, b]],
+    );
+    expect(await resolveJobId(t.pool, "019000000000")).toEqual({ kind: "ambiguous", ids: [a, b], more: false });
+    expect(await resolveJobId(t.pool, "00000000aaa2")).toEqual({ kind: "found", id: b });
+    expect(await resolveJobId(t.pool, "ffffffffffff")).toEqual({ kind: "none" });
+    expect(await resolveJobId(t.pool, "not-an-id")).toEqual({ kind: "invalid" });
+    expect(await resolveJobId(t.pool, "abc")).toEqual({ kind: "invalid" });
+  });
+
+  test("a job page path that names no job is known before the page streams (so it can answer 404)", async () => {
+    const id = await t.queue().enqueue("path.id", {});
+    expect(await jobPathMissing(t.pool, `/jobs/${id}`)).toBe(false);
+    expect(await jobPathMissing(t.pool, `/jobs/${id.toUpperCase()}?x=1`)).toBe(false);
+    expect(await jobPathMissing(t.pool, "/jobs/01900000-0000-7000-8000-00000000dead")).toBe(true);
+    expect(await jobPathMissing(t.pool, "/jobs/not-a-job-id")).toBe(true);
+    expect(await jobPathMissing(t.pool, "/jobs")).toBe(false);
+    expect(await jobPathMissing(t.pool, "/jobs?id=abc")).toBe(false);
+    expect(await jobPathMissing(t.pool, "/queues/x")).toBe(false);
   });
 });

@@ -303,9 +303,11 @@ describe("redrive", () => {
       redriveJobIds: [],
     });
     expect(await eventKinds(failed)).toEqual(["enqueued", "claimed", "failed", "redriven"]);
-    expect((await q.listDeadLetters({ queue: "rd1" })).jobs.map((j) => [j.id, j.redriveJobIds])).toEqual([
-      [failed, [jobId]],
-    ]);
+    // A redriven dead letter leaves the default list; asked for, it shows where it went.
+    expect((await q.listDeadLetters({ queue: "rd1" })).jobs).toEqual([]);
+    expect(
+      (await q.listDeadLetters({ queue: "rd1", includeRedriven: true })).jobs.map((j) => [j.id, j.redriveJobIds]),
+    ).toEqual([[failed, [jobId]]]);
     expect(await eventKinds(jobId)).toEqual(["enqueued"]);
     expect(await lastAudit("redrive")).toEqual({
       actor: "bob",
@@ -329,9 +331,32 @@ describe("redrive", () => {
     expect(await t.count("job")).toBe(jobsBefore + 1);
     expect(await t.count("operator_audit")).toBe(auditNow);
 
-    // A new request id redrives again.
-    const second = await q.redrive({ jobIds: [failed], ...request, requestId: "req-2" });
+    // A new request id does not redrive it twice: the answer names the job the first redrive made,
+    // in a dry run too, and nothing is written but the audit row.
+    const jobsNow = await t.count("job");
+    const dryAgain = await q.redrive({ jobIds: [failed], ...request, requestId: "req-2", dryRun: true });
+    expect(dryAgain.results).toEqual([{ sourceJobId: failed, status: "already_redriven", jobId }]);
+    const refused = await q.redrive({ jobIds: [failed], ...request, requestId: "req-2" });
+    expect(refused.results).toEqual([{ sourceJobId: failed, status: "already_redriven", jobId }]);
+    expect(await t.count("job")).toBe(jobsNow);
+    expect((await lastAudit("redrive"))?.result).toEqual({ requested: 1, movedKeys: 0, already_redriven: 1 });
+    expect(await eventKinds(failed)).toEqual(["enqueued", "claimed", "failed", "redriven"]);
+
+    // Asked for explicitly, a new request id redrives again; the answer after that names the newest.
+    const dryExplicit = await q.redrive({
+      jobIds: [failed],
+      ...request,
+      requestId: "req-3",
+      again: true,
+      dryRun: true,
+    });
+    expect(dryExplicit.results).toEqual([{ sourceJobId: failed, status: "eligible" }]);
+    const second = await q.redrive({ jobIds: [failed], ...request, requestId: "req-3", again: true });
     expect(second.results[0]?.status).toBe("redriven");
+    const refusedAfter = await q.redrive({ jobIds: [failed], ...request, requestId: "req-4" });
+    expect(refusedAfter.results).toEqual([
+      { sourceJobId: failed, status: "already_redriven", jobId: second.results[0]?.jobId },
+    ]);
     expect((await q.getJob(failed))?.redriveJobIds).toEqual([jobId, second.results[0]?.jobId].sort());
 
     // The raw request id is stored nowhere.
@@ -382,6 +407,22 @@ describe("redrive", () => {
       { idempotency: { key: "order-9-0", scope: "orders" } },
     );
     expect(again.outcome).toBe("accepted");
+  });
+
+  test("concurrent redrives with different request ids: one redrives, the other names the job it made", async () => {
+    const q = t.queue();
+    const ids = await failedJobs("rd4", 3);
+    const [a, b] = await Promise.all([
+      q.redrive({ jobIds: ids, requestId: "first", requestedBy: "bob", reason: "race" }),
+      q.redrive({ jobIds: [...ids].reverse(), requestId: "second", requestedBy: "carol", reason: "race" }),
+    ]);
+    const byA = new Map(a.results.map((r) => [r.sourceJobId, r]));
+    const byB = new Map(b.results.map((r) => [r.sourceJobId, r]));
+    for (const id of ids) {
+      expect([byA.get(id)?.status, byB.get(id)?.status].sort()).toEqual(["already_redriven", "redriven"]);
+      expect(byA.get(id)?.jobId).toBe(byB.get(id)?.jobId);
+    }
+    expect(await t.count("job", `redriven_from = any('{${ids.join(",")}}'::uuid[])`)).toBe(3);
   });
 
   test("concurrent identical bulk redrives: one redrives, the other replays the same jobs", async () => {

@@ -410,16 +410,22 @@ describe("deadlines and execution timeouts", () => {
       return new Promise((_resolve, reject) => ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason)));
     };
     // The worker is up (and woken by the enqueue) before the clock starts on a 1 s deadline.
-    await startWorker({ queues: ["deadlines"], handlers: { "slow.forever": handler } });
+    const early = await startWorker({ queues: ["deadlines"], handlers: { "slow.forever": handler } });
+    const runningDeadline = new Date(Date.now() + 1000);
     const running = await q.enqueue(
       "slow.forever",
       {},
-      { queue: "deadlines", deadline: new Date(Date.now() + 1000), maxAttempts: 5 },
+      { queue: "deadlines", deadline: runningDeadline, maxAttempts: 5 },
     );
     await untilState(running, "failed");
     expect(await kinds(running)).toEqual(["enqueued", "claimed", "deadline_exceeded", "failed"]);
     expect((await events(running)).at(-1)?.data).toMatchObject({ reason: "deadline_exceeded", attempt: 1 });
-    expect((await jobRow(running)).last_error).toMatchObject({ name: "DeadlineExceededError" });
+    expect((await jobRow(running)).last_error).toMatchObject({
+      name: "DeadlineExceededError",
+      message: `The job's deadline (${runningDeadline.toISOString()}) passed.`,
+      code: "DEADLINE_EXCEEDED",
+    });
+    expect(early.stats().failed).toBe(1);
     expect(reasons).toHaveLength(1);
     expect(reasons[0]).toBeInstanceOf(DeadlineExceededError);
 
@@ -427,11 +433,19 @@ describe("deadlines and execution timeouts", () => {
       "the deadline to pass",
       async () => (await t.sql("select now() > deadline as past from workhorse.job where id = $1", [overdue]))[0]?.past,
     );
-    await startWorker({ queues: ["deadlines-late"], handlers: { "slow.forever": handler } });
+    const late = await startWorker({ queues: ["deadlines-late"], handlers: { "slow.forever": handler } });
     await untilState(overdue, "failed");
     expect(started).toBe(1);
     expect(await kinds(overdue)).toEqual(["enqueued", "deadline_exceeded", "failed"]);
     expect((await jobRow(overdue)).attempt).toBe(0);
+    // One cause, one name and one message format (one dead-letter group), counted by the worker too.
+    const overdueJob = await q.getJob(overdue);
+    expect((await jobRow(overdue)).last_error).toEqual({
+      name: "DeadlineExceededError",
+      message: `The job's deadline (${overdueJob?.deadline?.toISOString()}) passed.`,
+      code: "DEADLINE_EXCEEDED",
+    });
+    await waitFor("the late worker's stats", async () => late.stats().failed === 1);
   });
 
   test("a retry that would land after the deadline fails the job with deadline_exceeded instead", async () => {

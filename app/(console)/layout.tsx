@@ -1,15 +1,22 @@
+import { headers } from "next/headers";
+import { notFound } from "next/navigation";
 import type { ReactNode } from "react";
 import { signOut } from "@/app/sign-in/actions";
 import { KeyboardShortcuts } from "@/components/keyboard-shortcuts";
 import { Nav } from "@/components/nav";
 import { ReadOnlyProvider } from "@/components/read-only";
 import { LiveIndicator } from "@/components/refresh-policy";
+import { consolePool } from "@/lib/console/db";
+import { jobPathMissing } from "@/lib/console/open-job";
+import { PATH_HEADER } from "@/lib/console/request-info";
 import { requireViewer } from "@/lib/console/viewer";
 
 export const dynamic = "force-dynamic";
 
 export default async function ConsoleLayout({ children }: { children: ReactNode }) {
   const viewer = await requireViewer();
+  // Above the pages' loading boundary: a job page that finds no job answers 404, not 200.
+  if (await jobPathMissing(await consolePool(), (await headers()).get(PATH_HEADER) ?? "")) notFound();
   return (
     <div className="min-h-screen">
       <header className="bg-chrome text-chrome-fg">
@@ -50,8 +57,8 @@ export default async function ConsoleLayout({ children }: { children: ReactNode 
       ) : null}
       {viewer.readOnly ? (
         <div role="note" className="border-b border-sky-300 bg-sky-100 px-3 py-2 text-center text-sm text-sky-950">
-          Read-only mode (<code className="font-mono">WORKHORSE_CONSOLE_READONLY=1</code>): enqueue, purge and
-          maintenance are disabled.
+          Read-only mode (<code className="font-mono">WORKHORSE_CONSOLE_READONLY=1</code>): enqueueing test jobs,
+          cancel, run now, redrive, purge, pausing and resuming queues, and maintenance runs are disabled.
         </div>
       ) : null}
       <main className="mx-auto max-w-7xl px-3 py-6 sm:px-6">

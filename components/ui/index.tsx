@@ -251,7 +251,7 @@ export function DigestLink({ digest }: { digest: string }) {
   return (
     <Link
       href={`/find?digest=${encodeURIComponent(digest)}`}
-      className="font-mono text-xs text-blue-700 underline underline-offset-2"
+      className="font-mono text-xs whitespace-nowrap text-blue-700 underline underline-offset-2"
       title="Everything under this key digest"
     >
       {digest}

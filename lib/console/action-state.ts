@@ -48,8 +48,41 @@ export type KeyHistory =
 export type FindKeyState =
   | Idle
   | FormError
-  | { status: "found"; scope: string; binding: BindingDto; job: JobSummary | null; now: string }
-  | { status: "none"; scope: string; keyDigest: string; keyLength: number; history: KeyHistory };
+  | {
+      status: "found";
+      scope: string;
+      binding: BindingDto;
+      job: JobSummary | null;
+      now: string;
+      whitespace: KeyWhitespace | null;
+    }
+  | {
+      status: "none";
+      scope: string;
+      keyDigest: string;
+      keyLength: number;
+      history: KeyHistory;
+      whitespace: KeyWhitespace | null;
+      elsewhere: KeyElsewhere | null;
+    };
+
+/** Whitespace around the key as typed (keys are compared exactly, so it is part of the key). */
+export interface KeyWhitespace {
+  leading: number;
+  trailing: number;
+}
+
+/**
+ * Where else the key has a binding, when none is in the scope asked: the key as typed in the other
+ * known scopes, or (`trimmed`) the key without its surrounding whitespace in every known scope.
+ */
+export interface KeyElsewhere {
+  trimmed: boolean;
+  matches: { scope: string; jobId: string; expired: boolean }[];
+  scopesSearched: number;
+  /** False when there were more scopes than one lookup probes. */
+  searchedAll: boolean;
+}
 
 export type PurgeState =
   | Idle
@@ -84,7 +117,7 @@ export type OperatorActionState =
 /** One source job of a redrive (dry run or real). */
 interface RedriveResultView {
   sourceJobId: string;
-  status: "redriven" | "replayed" | "eligible" | "not_found" | "not_failed";
+  status: "redriven" | "replayed" | "already_redriven" | "eligible" | "not_found" | "not_failed";
   jobId: string | null;
 }
 

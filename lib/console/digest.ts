@@ -1,6 +1,10 @@
 import "server-only";
 import type pg from "pg";
-import { OBSERVATIONS_BY_DIGEST_SQL, observationsByDigest } from "@/lib/enqueue/store/console-keys";
+import {
+  OBSERVATIONS_BY_DIGEST_SQL,
+  observationsByDigest,
+  purgedJobsUnderDigest,
+} from "@/lib/enqueue/store/console-keys";
 import { bindingsByDigest } from "@/lib/enqueue/store/console-reads";
 import { bindingDto } from "./jobs";
 import { observationDto } from "./observation-reads";
@@ -54,14 +58,17 @@ export async function lookupDigestLimited(
  * - the newest observations (replays, conflicts) under the digest: an index range on
  *   (key_digest, id) (migration 015), still read-only under a statement timeout, and the answer says
  *   when it was cut short.
+ * - purged jobs whose key had the digest (the purge released it), newest first, at most 5: no index
+ *   serves it, so it runs under the same statement timeout and the answer says when it was cut short.
  * Six bytes of digest can, rarely, match two keys: every binding found is listed with its scope.
  */
 export async function lookupDigest(pool: pg.Pool, digest: string): Promise<DigestLookupDto> {
   const lo = Buffer.concat([Buffer.from(digest, "hex"), Buffer.alloc(26, 0)]);
   const hi = Buffer.concat([Buffer.from(digest, "hex"), Buffer.alloc(26, 0xff)]);
-  const [bindings, observations] = await Promise.all([
+  const [bindings, observations, released] = await Promise.all([
     bindingsByDigest(pool, lo, hi, DIGEST_MAX_SCOPES),
     searchObservations(pool, digest),
+    readWithTimeout(pool, DIGEST_SEARCH_TIMEOUT_MS, (client) => purgedJobsUnderDigest(client, digest)),
   ]);
   const first = bindings.rows[0];
   return {
@@ -73,6 +80,10 @@ export async function lookupDigest(pool: pg.Pool, digest: string): Promise<Diges
     scopesSearchedAll: first ? Number(first.scopes) < DIGEST_MAX_SCOPES : true,
     observations: observations.rows,
     observationsComplete: observations.complete,
+    released: released.timedOut
+      ? []
+      : released.value.map((r) => ({ jobId: r.job_id, scope: r.scope, purgedAt: iso(r.purged_at) })),
+    releasedComplete: !released.timedOut,
     now: iso(first?.now ?? new Date()),
   };
 }

@@ -116,6 +116,8 @@ export interface ObservationFilters {
   from?: Date;
   to?: Date;
   after?: string;
+  /** Filters given but unreadable (not applied), by parameter name, sorted: the page says so. */
+  invalid?: string[];
 }
 
 /** `YYYY-MM-DDTHH:MM[:SS]` read as UTC (the console shows UTC everywhere), or a full ISO string. */
@@ -126,8 +128,8 @@ const utcTime = z
   .transform((s) => new Date(/(Z|[+-]\d{2}:\d{2})$/.test(s) ? s : `${s}Z`))
   .refine((d) => !Number.isNaN(d.getTime()));
 
-export function parseObservationFilters(params: RawParams): ObservationFilters {
-  return {
+export function parseObservationFilters(params: RawParams): ObservationFilters & { invalid: string[] } {
+  const f = {
     outcome: pick(z.enum(LISTED_OUTCOMES), get(params, "outcome")),
     scope: pick(scope, get(params, "scope")),
     queue: pick(name, get(params, "queue")),
@@ -145,6 +147,10 @@ export function parseObservationFilters(params: RawParams): ObservationFilters {
     // An observation id, or for `replaced` rows `<microseconds>_<event seq>`.
     after: pick(z.string().regex(/^(\d{1,18}|\d{1,17}_\d{1,18})$/), get(params, "after")),
   };
+  const invalid = (["digest", "from", "outcome", "queue", "scope", "since", "to", "type"] as const).filter(
+    (k) => get(params, k) !== undefined && f[k] === undefined,
+  );
+  return { ...f, invalid };
 }
 
 export { AUDIT_ACTIONS };

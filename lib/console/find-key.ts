@@ -7,7 +7,8 @@ import "server-only";
 import type pg from "pg";
 import { answeredByServer, DEFAULT_SCOPE, EnqueueValidationError, type Queue, withPoolClient } from "@/lib/enqueue";
 import { newestJobUnderKey, owningJob } from "@/lib/enqueue/store/console-keys";
-import type { FieldErrors, FindKeyState, KeyHistory } from "./action-state";
+import { bindingScopes } from "@/lib/enqueue/store/console-reads";
+import type { FieldErrors, FindKeyState, KeyElsewhere, KeyHistory, KeyWhitespace } from "./action-state";
 import { debounceFields } from "./jobs";
 import { iso } from "./read-queries";
 
@@ -33,6 +34,7 @@ export async function findByKey(queue: Queue, pool: pg.Pool, form: FormData): Pr
     throw err;
   }
   const described = await queue.describeKey({ key, scope });
+  const whitespace = whitespaceOf(key);
   if (binding) {
     // One round trip: the owning job (if it still exists) and the server's clock for the countdown.
     const row = await owningJob(pool, binding.jobId);
@@ -57,6 +59,7 @@ export async function findByKey(queue: Queue, pool: pg.Pool, form: FormData): Pr
           }
         : null,
       now: iso(row?.now ?? new Date()),
+      whitespace,
     };
   }
   return {
@@ -65,7 +68,45 @@ export async function findByKey(queue: Queue, pool: pg.Pool, form: FormData): Pr
     keyDigest: described.keyDigest,
     keyLength: described.keyLength,
     history: await keyHistory(pool, scope, [described.keyDigest, described.legacyKeyDigest]),
+    whitespace,
+    elsewhere: await elsewhere(queue, pool, key, scope, whitespace !== null),
   };
+}
+
+function whitespaceOf(key: string): KeyWhitespace | null {
+  const leading = key.length - key.trimStart().length;
+  const trailing = key.length - key.trimEnd().length;
+  return leading + trailing > 0 && key.trim() !== "" ? { leading, trailing } : null;
+}
+
+/** Scopes one lookup probes (one primary-key probe each, in one round trip). */
+const ELSEWHERE_MAX_SCOPES = 200;
+
+/**
+ * The nearly-right key: with surrounding whitespace, the trimmed key in every known scope; else (or
+ * when that finds nothing) the key as typed in the other known scopes. Bounded: at most
+ * ELSEWHERE_MAX_SCOPES scopes, found by a skip scan over the binding index.
+ */
+async function elsewhere(
+  queue: Queue,
+  pool: pg.Pool,
+  key: string,
+  scope: string,
+  spaced: boolean,
+): Promise<KeyElsewhere | null> {
+  const scopes = await bindingScopes(pool, ELSEWHERE_MAX_SCOPES);
+  const found = (trimmed: boolean, list: { scope: string; jobId: string; expired: boolean }[]) => ({
+    trimmed,
+    matches: list.map((b) => ({ scope: b.scope, jobId: b.jobId, expired: b.expired })),
+    scopesSearched: scopes.length,
+    searchedAll: scopes.length < ELSEWHERE_MAX_SCOPES,
+  });
+  if (spaced) {
+    const trimmed = await queue.findBindingInScopes({ key: key.trim(), scopes });
+    if (trimmed.length > 0) return found(true, trimmed);
+  }
+  const others = scopes.filter((s) => s !== scope);
+  return found(false, others.length ? await queue.findBindingInScopes({ key, scopes: others }) : []);
 }
 
 /** Milliseconds the "what happened to this key" search may take before we answer "unknown". */

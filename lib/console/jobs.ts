@@ -11,7 +11,7 @@ import {
   prefixPattern,
 } from "@/lib/enqueue/store/console-lists";
 import { jobsEstimate, trustedJobsEstimate } from "@/lib/enqueue/store/console-reads";
-import { selectJobDetail, jobExists as selectJobExists } from "@/lib/enqueue/store/jobs";
+import { selectJobDetail, jobExists as selectJobExists, selectJobPayload } from "@/lib/enqueue/store/jobs";
 import { sqlOf } from "@/lib/enqueue/store/layout";
 import { type JobFilters, STATE_TABS, type StateTab } from "./filters";
 import { stateCounts } from "./overview";
@@ -103,7 +103,6 @@ export async function jobDetail(db: Db, id: string): Promise<JobDetailDto | null
     queue: j.queue,
     type: j.type,
     state: j.state,
-    payloadJson: JSON.stringify(j.payload, null, 2),
     attempt: j.attempt,
     maxAttempts: j.maxAttempts,
     tags: j.tags,
@@ -128,8 +127,52 @@ export async function jobDetail(db: Db, id: string): Promise<JobDetailDto | null
     redrivenFrom: j.redrivenFrom,
     redriveJobIds: j.redriveJobIds,
     binding: binding ? bindingDto(binding) : null,
-    events: events.map((e) => ({ seq: Number(e.seq), at: iso(e.at), kind: e.kind, data: e.data })),
+    events: withOriginalRequest(events.map((e) => ({ seq: Number(e.seq), at: iso(e.at), kind: e.kind, data: e.data }))),
     now: iso(detail.now),
+  };
+}
+
+/**
+ * A debounced job's columns hold its latest request, so the `enqueued` entry made from them named the
+ * latest request digest while the first `debounced` entry names the original as prior. The entry
+ * says what was enqueued: the first replacement's prior digest.
+ */
+function withOriginalRequest(events: JobDetailDto["events"]): JobDetailDto["events"] {
+  const first = events.find((e) => e.kind === "debounced")?.data as { priorRequestDigest?: unknown } | null;
+  const prior = first?.priorRequestDigest;
+  if (typeof prior !== "string") return events;
+  return events.map((e) =>
+    e.kind === "enqueued" && e.data && typeof e.data === "object" && "requestDigest" in e.data
+      ? { ...e, data: { ...(e.data as object), requestDigest: prior } }
+      : e,
+  );
+}
+
+/** The most of a payload's pretty JSON the job page shows inline; the rest is a download. */
+export const PAYLOAD_PREVIEW_CHARS = 16_384;
+
+export interface PayloadPreview {
+  /** The pretty JSON (2-space indent), cut at PAYLOAD_PREVIEW_CHARS characters. */
+  preview: string;
+  truncated: boolean;
+  /** UTF-8 bytes of the whole pretty JSON (what the download serves). */
+  bytes: number;
+}
+
+/** The whole payload as pretty JSON (the download), or null when no job has this id. */
+export async function jobPayloadJson(db: Db, id: string): Promise<string | null> {
+  const row = await selectJobPayload(sqlOf(db), id);
+  return row ? JSON.stringify(row.payload, null, 2) : null;
+}
+
+/** The job page's payload: read once with the page (never by its live refresh), a bounded preview. */
+export async function jobPayload(db: Db, id: string): Promise<PayloadPreview | null> {
+  const text = await jobPayloadJson(db, id);
+  if (text === null) return null;
+  return {
+    preview: text.slice(0, PAYLOAD_PREVIEW_CHARS),
+    truncated: text.length > PAYLOAD_PREVIEW_CHARS,
+    bytes: Buffer.byteLength(text),
   };
 }
 

@@ -220,6 +220,7 @@ export const purgeSelected = bulkJobAction(
 const REDRIVE_WORDS: Record<string, string> = {
   redriven: "redriven",
   replayed: "already redriven by this request",
+  already_redriven: "were redriven before and are left alone (redrive again to run them once more)",
   eligible: "would be redriven",
   not_found: "no longer exist",
   not_failed: "are not failed",
@@ -238,7 +239,14 @@ export async function groupJobIds(queue: Queue, form: FormData): Promise<string[
   const ids: string[] = [];
   let cursor: string | undefined;
   do {
-    const page = await queue.listDeadLetters({ ...filter, limit: 500, ...(cursor ? { cursor } : {}) });
+    // Redriven ones too: the core answers them `already_redriven` (naming their redriven job), and a
+    // double submit of the same dialog still replays every job the first submit redrove.
+    const page = await queue.listDeadLetters({
+      ...filter,
+      limit: 500,
+      includeRedriven: true,
+      ...(cursor ? { cursor } : {}),
+    });
     for (const j of page.jobs) ids.push(j.id);
     cursor = page.nextCursor ?? undefined;
   } while (cursor && ids.length < MAX_GROUP_REDRIVE);
@@ -291,6 +299,7 @@ export async function redriveJobs(
         requestedBy: actor,
         reason: parsed.data.reason,
         dryRun,
+        again: text(form.get("again")) === "1",
       });
       results.push(...r.results);
     }

@@ -24,7 +24,7 @@ export async function pausedQueues(db: Db): Promise<QueuePauseDto[]> {
   return rows.map((r) => ({ ...r, pausedAt: iso(r.pausedAt) }));
 }
 
-interface DeadLetterGroupDto {
+export interface DeadLetterGroupDto {
   queue: string;
   type: string;
   errorName: string;

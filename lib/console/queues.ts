@@ -1,5 +1,7 @@
 import "server-only";
 import { dbNow, lastHourFinished, queueProbes } from "@/lib/enqueue/store/console-status";
+import { sqlOf } from "@/lib/enqueue/store/layout";
+import { selectPausedQueues } from "@/lib/enqueue/store/operator-actions";
 import { COUNT_CAP, stateCounts } from "./overview";
 import { type Db, iso } from "./read-queries";
 import type { JobStateName, QueueHealthDto } from "./wire-types";
@@ -18,7 +20,8 @@ export async function queueHealth(db: Db, only?: string): Promise<{ now: string;
   const counts = await stateCounts(db);
   const names = [...new Set(counts.rows.map((r) => r.queue))].filter((q) => !only || q === only).sort();
   if (only && names.length === 0) names.push(only);
-  const finished = await lastHourFinished(db, only);
+  const [finished, pausedRows] = await Promise.all([lastHourFinished(db, only), selectPausedQueues(sqlOf(db))]);
+  const paused = new Map(pausedRows.map((p) => [p.queue, p]));
   const lastHour = new Map(
     finished.map((r) => [r.queue, { succeeded: Number(r.succeeded), failed: Number(r.failed) }]),
   );
@@ -48,6 +51,10 @@ export async function queueHealth(db: Db, only?: string): Promise<{ now: string;
         lapsedLeases: probes.lapsedLeases,
         lastHour: hour,
         failureRate: done === 0 ? null : hour.failed / done,
+        paused: (() => {
+          const p = paused.get(queue);
+          return p ? { pausedBy: p.pausedBy, pausedAt: iso(p.pausedAt), reason: p.reason } : null;
+        })(),
       };
     }),
   );

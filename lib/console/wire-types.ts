@@ -85,7 +85,6 @@ export interface JobDetailDto {
   queue: string;
   type: string;
   state: JobStateName;
-  payloadJson: string;
   attempt: number;
   maxAttempts: number;
   tags: string[];
@@ -212,11 +211,17 @@ export interface DigestLookupDto {
   observations: ObservationDto[];
   /** False when the observation search hit its time limit. */
   observationsComplete: boolean;
+  /** Purged jobs whose key had this digest: their purge released it (newest first, at most 5). */
+  released: { jobId: string; scope: string; purgedAt: string }[];
+  /** False when the search for purged jobs hit its time limit. */
+  releasedComplete: boolean;
   now: string;
 }
 
 export interface QueueHealthDto {
   queue: string;
+  /** Set while the queue is paused: workers claim nothing from it. */
+  paused: { pausedBy: string; pausedAt: string; reason: string } | null;
   /** Jobs by state (as of the shared state counts, at most 15 s old). */
   counts: Partial<Record<JobStateName, number>>;
   /** Scheduled jobs with an error: a failed attempt waiting for its retry. Part of counts.scheduled. */

@@ -7,7 +7,7 @@
 import { keyDigestOf, keyLengthOf, keyPreviewOf, legacyKeyHash } from "./keys";
 import { parseJobId, parseScopedKey } from "./operator-input";
 import type { OperationsDb } from "./queue-context";
-import { selectBinding } from "./store/bindings";
+import { selectBinding, selectBindingsInScopes } from "./store/bindings";
 import { selectJob } from "./store/jobs";
 import type { BindingInfo, Job } from "./types";
 
@@ -40,4 +40,24 @@ export async function describeKey(
     keyLength: keyLengthOf(key),
     legacyKeyDigest: keyDigestOf(legacyKeyHash(scope, key)),
   };
+}
+
+/** Most scopes `findBindingInScopes` probes in one call. */
+export const MAX_SCOPES_PER_LOOKUP = 200;
+
+export async function findBindingInScopes(
+  db: OperationsDb,
+  input: { key: string; scopes: string[] },
+): Promise<BindingInfo[]> {
+  const scopes = [...new Set(input.scopes)].slice(0, MAX_SCOPES_PER_LOOKUP);
+  const parsed = scopes.map((scope) => parseScopedKey({ key: input.key, scope }));
+  const keys = db.context.config.keys;
+  if (!keys.loaded) await db.loadKeys();
+  const pairScopes: string[] = [];
+  const hashes: Buffer[] = [];
+  for (const p of parsed) {
+    pairScopes.push(p.scope, p.scope);
+    hashes.push(keys.hash(p.scope, p.key), legacyKeyHash(p.scope, p.key));
+  }
+  return pairScopes.length === 0 ? [] : selectBindingsInScopes(db.store("findBindingInScopes"), pairScopes, hashes);
 }

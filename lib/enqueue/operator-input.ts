@@ -115,6 +115,7 @@ const redriveSchema = z.strictObject({
   requestedBy: operatorContextSchema.shape.actor,
   reason: operatorContextSchema.shape.reason,
   dryRun: z.boolean({ error: "must be true or false" }).optional(),
+  again: z.boolean({ error: "must be true or false" }).optional(),
 });
 
 export function parseRedriveRequest(input: unknown): {
@@ -123,6 +124,7 @@ export function parseRedriveRequest(input: unknown): {
   requestedBy: string;
   reason: string;
   dryRun: boolean;
+  again: boolean;
 } {
   const r = redriveSchema.safeParse(input);
   if (!r.success) throw new EnqueueValidationError(issuesOf(r.error, ""));
@@ -132,6 +134,7 @@ export function parseRedriveRequest(input: unknown): {
     requestedBy: r.data.requestedBy,
     reason: r.data.reason,
     dryRun: r.data.dryRun ?? false,
+    again: r.data.again ?? false,
   };
 }
 
@@ -147,6 +150,7 @@ const deadLetterSchema = z.strictObject({
     .regex(/^[A-Za-z0-9_-]+$/, { error: "must be a nextCursor from an earlier page" })
     .optional(),
   limit: z.number().int().min(1).max(500).default(50),
+  includeRedriven: z.boolean({ error: "must be true or false" }).default(false),
 });
 
 interface DeadLetterCursor {

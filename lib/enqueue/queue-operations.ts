@@ -155,6 +155,16 @@ export class QueueOperations {
   }
 
   /**
+   * The bindings of one raw key in each of `scopes` (at most 200, the rest ignored): one round trip
+   * of primary-key probes, either hash (before and after the HMAC upgrade). For "the right key in
+   * the wrong scope". Ordered by scope.
+   * @throws EnqueueValidationError a key or scope out of bounds
+   */
+  async findBindingInScopes(input: { key: string; scopes: string[] }): Promise<BindingInfo[]> {
+    return lookups.findBindingInScopes(this.db, input);
+  }
+
+  /**
    * What operators may see of a scoped key: scope, preview, digest (of this installation's keyed
    * hash) and length, plus `legacyKeyDigest`, the digest the key had before the HMAC upgrade (bindings
    * and events made before it carry that one). Never the key or the installation secret.
@@ -260,10 +270,12 @@ export class QueueOperations {
    * original keyed request returns the job that will run. Idempotent on (source job,
    * HMAC-SHA256 of `requestId` under the installation secret): the same request replays (`replayed`,
    * same `jobId`); the raw request id is never sent to PostgreSQL. `dryRun` answers `eligible` and
-   * writes nothing. One audit row (`redrive`) unless `dryRun`.
-   * SQL: `workhorse.redrive_jobs($1::uuid[], $2::uuid[], $3::bytea, $4, $5, $6)`.
+   * writes nothing. One audit row (`redrive`) unless `dryRun`. A source an earlier request (another
+   * `requestId`) already redrove is not redriven twice: it answers `already_redriven` with the `jobId`
+   * of the job its latest redrive made (in a dry run too), unless `again: true`.
+   * SQL: `workhorse.redrive_jobs($1::uuid[], $2::uuid[], $3::bytea, $4, $5, $6, $7)`.
    * @returns `{ results: [{ sourceJobId, status, jobId? }] }` in input order (duplicates once);
-   *   status `redriven` | `replayed` | `eligible` | `not_found` | `not_failed`
+   *   status `redriven` | `replayed` | `already_redriven` | `eligible` | `not_found` | `not_failed`
    * @throws EnqueueValidationError bad input (1..1,000 ids; `requestId` 1..512 UTF-8 bytes;
    *   `requestedBy` 1..200 and `reason` 1..1,000 characters)
    * @throws RedriveIdempotencyConflictError `requestId` was used for a source with another requester

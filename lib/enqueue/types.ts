@@ -228,19 +228,31 @@ export interface RedriveRequest {
   reason: string;
   /** Say what would be redriven, write nothing. */
   dryRun?: boolean;
+  /**
+   * Redrive sources that an earlier request (another `requestId`) already redrove. Without it such a
+   * source is left alone and answered `already_redriven`, naming the job the earlier redrive made.
+   */
+  again?: boolean;
 }
 
-export type RedriveStatus = "redriven" | "replayed" | "eligible" | "not_found" | "not_failed";
+/**
+ * `already_redriven`: the source was redriven before by another request and `again` was not set;
+ * nothing was written for it, and `jobId` is the job its latest redrive made.
+ */
+export type RedriveStatus = "redriven" | "replayed" | "already_redriven" | "eligible" | "not_found" | "not_failed";
 
 export interface RedriveResult {
-  /** One entry per distinct source job, in input order. `jobId`: the redriven job (for `redriven`, `replayed`). */
+  /**
+   * One entry per distinct source job, in input order. `jobId`: the redriven job (for `redriven`,
+   * `replayed`), or the job the earlier redrive made (for `already_redriven`).
+   */
   results: Array<{ sourceJobId: string; status: RedriveStatus; jobId?: string }>;
 }
 
 export interface DeadLetterQuery {
   queue?: string;
   type?: string;
-  /** `lastError.name` of the failed job, e.g. `TypeError`, `LeaseExpired`, `DeadlineExceeded`. */
+  /** `lastError.name` of the failed job, e.g. `TypeError`, `LeaseExpired`, `DeadlineExceededError`. */
   errorName?: string;
   finishedAfter?: Date;
   finishedBefore?: Date;
@@ -248,6 +260,8 @@ export interface DeadLetterQuery {
   cursor?: string;
   /** 1..500, default 50. */
   limit?: number;
+  /** Also list failed jobs that were redriven already (left out by default). */
+  includeRedriven?: boolean;
 }
 
 export interface DeadLetterPage {

@@ -46,8 +46,13 @@ begin
   overdue as (
     update workhorse.job j
        set state = 'failed', finished_at = now(), updated_at = now(),
-           last_error = jsonb_build_object('name', 'DeadlineExceeded',
-                                           'message', format('deadline %s passed before the job ran', j.deadline))
+           -- The same name, message and code a worker records when the deadline passes mid-run
+           -- (DeadlineExceededError): one cause, one dead-letter group.
+           last_error = jsonb_build_object('name', 'DeadlineExceededError',
+                                           'message', format('The job''s deadline (%s) passed.',
+                                                             to_char(j.deadline at time zone 'UTC',
+                                                                     'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')),
+                                           'code', 'DEADLINE_EXCEEDED')
       from cand c
      where j.id = c.id and c.deadline <= now()
     returning j.id, j.attempt, j.deadline
@@ -89,10 +94,17 @@ begin
     select c.id, 'claimed',
            jsonb_build_object('attempt', c.attempt, 'worker', p_owner, 'leaseExpiresAt', c.lease_expires_at)
       from claimed c
+  ),
+  -- How many jobs this claim failed for their deadline, for the worker's stats (the claiming
+  -- statement reads workhorse.claim_overdue in the same transaction).
+  overdue_count as (
+    select set_config('workhorse.claim_overdue', count(*)::text, true) as n from overdue
   )
   select c.id, c.queue::text, c.type::text, c.payload, c.attempt::integer, c.max_attempts::integer, c.run_at,
          c.deadline, c.execution_timeout_ms::bigint, c.concurrency_key, c.tags::text[], c.created_at,
          c.lease_expires_at, c.trace_context
     from claimed c
+   -- A filter without a column of c: evaluated once, before the first row, even when none is claimed.
+   where (select o.n is not null from overdue_count o)
    order by c.run_at, c.id;
 end $$;

@@ -1,7 +1,7 @@
 import type { Metadata } from "next";
 import { FilterForm, FilterSelect, FilterText } from "@/components/filter-form";
 import { ObservationsTable } from "@/components/observations-table";
-import { Badge, PageHeader } from "@/components/ui";
+import { Badge, Notice, PageHeader } from "@/components/ui";
 import { consolePool } from "@/lib/console/db";
 import { parseObservationFilters, TIME_WINDOWS, toQuery } from "@/lib/console/filters";
 import { listObservations } from "@/lib/console/observation-reads";
@@ -37,6 +37,18 @@ const REASON_HELP = (["incompatible_key_mode", "not_pending", "window_elapsed_pe
   (r) => [r, explainOutcome("non_replaceable", r)] as const,
 );
 
+/** What a filter value must look like, said when one cannot be read. */
+const INVALID_HELP: Record<string, string> = {
+  from: "“from” must be a UTC time such as 2026-12-01T02:30",
+  to: "“to” must be a UTC time such as 2026-12-01T02:30",
+  digest: "“digest” must be 12 hex characters",
+  outcome: "“outcome” must be one of the outcomes listed below",
+  since: `“since” must be one of ${Object.keys(TIME_WINDOWS).join(", ")}`,
+  scope: "“scope” is not a scope name",
+  queue: "“queue” is not a queue name",
+  type: "“type” is not a type name",
+};
+
 export default async function ConflictsPage({ searchParams }: { searchParams: Search }) {
   await requireViewer();
   const f = parseObservationFilters(await searchParams);
@@ -54,12 +66,22 @@ export default async function ConflictsPage({ searchParams }: { searchParams: Se
     after: f.after,
   });
   const filtered = !!(f.outcome || f.scope || f.queue || f.type || f.digest || f.since || f.from || f.to);
+  const invalidNotice =
+    f.invalid.length > 0 ? (
+      <div className="mb-3">
+        <Notice tone="warn" role="status">
+          {f.invalid.length === 1 ? "This filter is" : "These filters are"} not valid and{" "}
+          {f.invalid.length === 1 ? "was" : "were"} not applied: {f.invalid.map((k) => INVALID_HELP[k]).join("; ")}.
+        </Notice>
+      </div>
+    ) : null;
   return (
     <>
       <PageHeader
         title="Conflicts & replays"
         description="Every repeated request the queue answered with an existing job (replayed, coalesced), every debounce repeat that could not change its job (non_replaceable, with the reason), and every key reused for different work (conflict), with the fields and payload paths that differed. Debounce repeats that did replace their job are listed under the outcome replaced. Newest first."
       />
+      {invalidNotice}
       <dl className="mb-4 grid gap-x-4 gap-y-1 text-sm sm:grid-cols-2">
         {OUTCOME_HELP.map(([o, text]) => (
           <div key={o} className="flex gap-2">

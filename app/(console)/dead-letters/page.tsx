@@ -1,11 +1,9 @@
 import type { Metadata } from "next";
 import Link from "next/link";
-import { RedriveDialog } from "@/components/action-dialog";
+import { DeadLetterGroups } from "@/components/dead-letter-groups";
 import { DeadLetterJobs } from "@/components/dead-letter-jobs";
-import { DeleteDeadLettersDialog } from "@/components/delete-dead-letters";
-import { BackLink, Card, EmptyState, linkClass, PageHeader, Table, Td } from "@/components/ui";
+import { BackLink, linkClass, PageHeader } from "@/components/ui";
 import { consoleDb, consolePool } from "@/lib/console/db";
-import { formatTime } from "@/lib/console/format";
 import { deadLetterGroups } from "@/lib/console/operator-reads";
 import { requireViewer } from "@/lib/console/viewer";
 import { EnqueueValidationError } from "@/lib/enqueue";
@@ -29,16 +27,25 @@ export default async function DeadLettersPage({ searchParams }: { searchParams: 
   const type = one(sp.type);
   const errorName = one(sp.errorName);
   const cursor = one(sp.cursor);
+  const withRedriven = one(sp.redriven) === "1";
   if (queue && type && errorName) {
     const { queue: core } = await consoleDb();
     let page: Awaited<ReturnType<typeof core.listDeadLetters>>;
     try {
-      page = await core.listDeadLetters({ queue, type, errorName, limit: 50, ...(cursor ? { cursor } : {}) });
+      page = await core.listDeadLetters({
+        queue,
+        type,
+        errorName,
+        limit: 50,
+        includeRedriven: withRedriven,
+        ...(cursor ? { cursor } : {}),
+      });
     } catch (err) {
       if (!(err instanceof EnqueueValidationError)) throw err;
       page = { jobs: [], nextCursor: null };
     }
-    const base = `/dead-letters?${new URLSearchParams({ queue, type, errorName }).toString()}`;
+    const plain = `/dead-letters?${new URLSearchParams({ queue, type, errorName }).toString()}`;
+    const base = withRedriven ? `${plain}&redriven=1` : plain;
     return (
       <>
         <PageHeader
@@ -46,7 +53,10 @@ export default async function DeadLettersPage({ searchParams }: { searchParams: 
           description={
             <>
               Failed jobs of queue <strong>{queue}</strong>, type <strong>{type}</strong>, error{" "}
-              <strong>{errorName}</strong>, newest first.
+              <strong>{errorName}</strong>, newest first.{" "}
+              {withRedriven
+                ? "Jobs redriven already are listed too, each with the job its redrive made."
+                : "Jobs redriven already are left out: their redriven jobs carry on."}
             </>
           }
           actions={<BackLink href="/dead-letters" label="All groups" />}
@@ -57,12 +67,15 @@ export default async function DeadLettersPage({ searchParams }: { searchParams: 
             finishedAt: j.finishedAt ? j.finishedAt.toISOString() : null,
             attempt: j.attempt,
             message: errorMessage(j.lastError),
-            redriven: j.redriveJobIds.length > 0,
+            redrivenTo: j.redriveJobIds.at(-1) ?? null,
           }))}
           redrive={viewer.readOnly ? null : redriveAction}
           remove={viewer.readOnly ? null : deleteDeadLettersAction}
         />
-        <div className="mt-3 flex gap-4 text-sm">
+        <div className="mt-3 flex flex-wrap gap-4 text-sm">
+          <Link className={linkClass} href={withRedriven ? plain : `${plain}&redriven=1`}>
+            {withRedriven ? "Hide jobs redriven already" : "Show jobs redriven already"}
+          </Link>
           {cursor ? (
             <Link className={linkClass} href={base}>
               First page
@@ -85,63 +98,13 @@ export default async function DeadLettersPage({ searchParams }: { searchParams: 
         title="Dead letters"
         description="Failed jobs (attempts exhausted or deadline passed), grouped by queue, type and error. Open a group to see its jobs; redrive a group or a selection after a dry run."
       />
-      {groups.length === 0 ? (
-        <EmptyState title="No failed jobs">
-          Jobs that run out of attempts or pass their deadline show up here.
-        </EmptyState>
-      ) : (
-        <Card>
-          <Table
-            caption="Failed jobs by queue, type and error"
-            head={[
-              "Queue",
-              "Type",
-              "Error",
-              "Failed jobs",
-              "Newest",
-              "Newest message",
-              ...(viewer.readOnly ? [] : ["Action"]),
-            ]}
-          >
-            {groups.map((g) => {
-              const href = `/dead-letters?${new URLSearchParams({ queue: g.queue, type: g.type, errorName: g.errorName }).toString()}`;
-              return (
-                <tr key={`${g.queue}\u001f${g.type}\u001f${g.errorName}`}>
-                  <Td>{g.queue}</Td>
-                  <Td>{g.type}</Td>
-                  <Td>{g.errorName}</Td>
-                  <Td>
-                    <Link className={linkClass} href={href}>
-                      {g.count.toLocaleString("en-US")} job{g.count === 1 ? "" : "s"}
-                    </Link>
-                  </Td>
-                  <Td>{formatTime(g.newestFinishedAt)}</Td>
-                  <Td wrap>{g.newestMessage ?? "—"}</Td>
-                  {viewer.readOnly ? null : (
-                    <Td wrap className="min-w-40 space-y-2">
-                      <RedriveDialog
-                        action={redriveAction}
-                        hidden={{ group: "1", groupQueue: g.queue, groupType: g.type, groupErrorName: g.errorName }}
-                        label="Redrive group…"
-                        title={`Redrive ${g.count} failed job${g.count === 1 ? "" : "s"}?`}
-                        statement={`Every failed job of queue ${g.queue}, type ${g.type} with error ${g.errorName} (${g.count} now) gets a new ready job with its definition, linked to it; live idempotency keys move to the new jobs. Run the dry run first: it says exactly what would be redriven.`}
-                      />
-                      <DeleteDeadLettersDialog
-                        action={deleteDeadLettersAction}
-                        hidden={{ group: "1", groupQueue: g.queue, groupType: g.type, groupErrorName: g.errorName }}
-                        label="Delete group…"
-                        title={`Delete ${g.count} failed job${g.count === 1 ? "" : "s"}?`}
-                        statement={`Every failed job of queue ${g.queue}, type ${g.type} with error ${g.errorName} (${g.count} now, at most ${MAX_GROUP_DELETE.toLocaleString("en-US")} per confirmation) is deleted for good with its timeline; this cannot be undone.`}
-                        confirmLabel={`Delete ${g.count} job${g.count === 1 ? "" : "s"}`}
-                      />
-                    </Td>
-                  )}
-                </tr>
-              );
-            })}
-          </Table>
-        </Card>
-      )}
+      {/* Always mounted (it shows the empty state itself): a redrive that empties the list keeps its dialog. */}
+      <DeadLetterGroups
+        groups={groups}
+        redrive={viewer.readOnly ? null : redriveAction}
+        remove={viewer.readOnly ? null : deleteDeadLettersAction}
+        maxGroupDelete={MAX_GROUP_DELETE}
+      />
     </>
   );
 }

@@ -5,10 +5,11 @@ import { FilterForm, FilterText } from "@/components/filter-form";
 import { JobsBulk } from "@/components/jobs-bulk";
 import { JobsTable } from "@/components/jobs-table";
 import { StateTabs } from "@/components/state-tabs";
-import { buttonClass, inputClass, Notice, PageHeader, secondaryButtonClass } from "@/components/ui";
+import { buttonClass, inputClass, linkClass, Notice, PageHeader, secondaryButtonClass } from "@/components/ui";
 import { consolePool } from "@/lib/console/db";
-import { parseJobFilters, toQuery, UUID_RE } from "@/lib/console/filters";
-import { jobExists, listJobs, stateTabCounts } from "@/lib/console/jobs";
+import { parseJobFilters, toQuery } from "@/lib/console/filters";
+import { listJobs, stateTabCounts } from "@/lib/console/jobs";
+import { resolveJobId } from "@/lib/console/open-job";
 import { MAX_BULK_JOBS } from "@/lib/console/operator-reads";
 import { requireViewer } from "@/lib/console/viewer";
 import { cancelJobsAction, countMatchingAction, purgeSelectedAction, redriveAction, runNowAction } from "./actions";
@@ -22,13 +23,29 @@ export default async function JobsPage({ searchParams }: { searchParams: Search 
   const sp = await searchParams;
   const pool = await consolePool();
   const rawId = typeof sp.id === "string" ? sp.id.trim() : "";
-  let idNotice: string | null = null;
+  let idNotice: React.ReactNode = null;
   if (rawId) {
-    if (!UUID_RE.test(rawId)) idNotice = "That is not a job id. Job ids are UUIDs such as 019a…-…";
-    else {
-      if (await jobExists(pool, rawId.toLowerCase())) redirect(`/jobs/${rawId.toLowerCase()}`);
-      idNotice = "No job has that id.";
-    }
+    const r = await resolveJobId(pool, rawId);
+    if (r.kind === "found") redirect(`/jobs/${r.id}`);
+    idNotice =
+      r.kind === "invalid" ? (
+        "That is not a job id. Paste a whole id (a UUID such as 019a…-…) or at least 6 of its hex digits from its start or end (tables show the last 8, …ab93e3f1; the worker log the first 12)."
+      ) : r.kind === "none" ? (
+        "No job has that id, and no job id starts or ends with it (an ending needs at least 8 hex digits)."
+      ) : (
+        <>
+          That matches {r.more ? `more than ${r.ids.length}` : r.ids.length} jobs; paste more of the id. Matching:{" "}
+          {r.ids.map((id, i) => (
+            <span key={id}>
+              {i > 0 ? ", " : ""}
+              <Link className={linkClass} href={`/jobs/${id}`}>
+                <span className="font-mono text-xs">{id}</span>
+              </Link>
+            </span>
+          ))}
+          {r.more ? ", …" : ""}
+        </>
+      );
   }
   const f = parseJobFilters(sp);
   const [page, tabs] = await Promise.all([listJobs(pool, f), stateTabCounts(pool, f)]);
@@ -53,7 +70,14 @@ export default async function JobsPage({ searchParams }: { searchParams: Search 
           <label htmlFor="id" className="mb-1 block text-sm font-medium text-slate-900">
             Job id
           </label>
-          <input id="id" name="id" className={inputClass} placeholder="UUID" autoComplete="off" spellCheck={false} />
+          <input
+            id="id"
+            name="id"
+            className={inputClass}
+            placeholder="UUID, or its first or last hex digits"
+            autoComplete="off"
+            spellCheck={false}
+          />
         </div>
         <button type="submit" className={buttonClass}>
           Open job

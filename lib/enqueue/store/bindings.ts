@@ -14,3 +14,18 @@ export async function selectBinding(sql: Sql, scope: string, keyHashes: Buffer[]
   });
   return rows[0] ? bindingFromRow(rows[0]) : null;
 }
+
+/**
+ * The bindings of one key across several scopes: `(scopes[i], keyHashes[i])` pairs, each a primary-key
+ * probe (the caller bounds the list). The newest-expiring binding per scope.
+ */
+export async function selectBindingsInScopes(sql: Sql, scopes: string[], keyHashes: Buffer[]): Promise<BindingInfo[]> {
+  const { rows } = await sql.query<BindingRow>({
+    text: `select distinct on (b.scope) ${BINDING_COLUMNS}
+             from unnest($1::text[], $2::bytea[]) as p(scope, key_hash)
+             join workhorse.key_binding b on b.scope = p.scope and b.key_hash = p.key_hash
+            order by b.scope, b.expires_at desc`,
+    values: [scopes, keyHashes],
+  });
+  return rows.map(bindingFromRow);
+}

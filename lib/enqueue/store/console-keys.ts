@@ -48,6 +48,20 @@ export async function newestJobUnderKey(client: pg.ClientBase, scope: string, di
   return rows[0];
 }
 
+/**
+ * Purged jobs whose key has this digest (jobs keep their scope and key hash after a purge), newest
+ * purge first, at most 5. No index serves it: run it under a statement timeout.
+ */
+export async function purgedJobsUnderDigest(client: pg.ClientBase, digest: string) {
+  const { rows } = await client.query<{ job_id: string; scope: string; purged_at: Date }>(
+    `select j.id as job_id, j.key_scope as scope, j.purged_at from workhorse.job j
+      where j.state = 'purged' and j.key_hash is not null and left(encode(j.key_hash, 'hex'), 12) = $1
+      order by j.purged_at desc limit 5`,
+    [digest],
+  );
+  return rows;
+}
+
 /** The newest observations under a digest: an index scan on (key_digest, id) (migration 015). */
 export const OBSERVATIONS_BY_DIGEST_SQL =
   "select * from workhorse.enqueue_observation where key_digest = $1 order by id desc limit 20";

@@ -21,7 +21,8 @@ export interface DeadLetterGroupRow {
 
 /**
  * Failed jobs grouped by queue, type and error name, with counts and the newest error message, the
- * largest groups first (at most 200 groups). Walks the failed-jobs index only.
+ * largest groups first (at most 200 groups). Jobs redriven already are left out (they went on as
+ * their redriven jobs). Walks the failed-jobs index only.
  */
 export async function deadLetterGroupRows(db: Queryable): Promise<DeadLetterGroupRow[]> {
   const { rows } = await db.query<DeadLetterGroupRow>(
@@ -33,19 +34,19 @@ export async function deadLetterGroupRows(db: Queryable): Promise<DeadLetterGrou
                 (array_agg(left(j.last_error ->> 'message', 300) order by j.finished_at desc, j.id desc))[1]
                   as newest_message,
                 (array_agg(j.id order by j.finished_at desc, j.id desc))[1] as newest_id
-           from workhorse.job j where j.state = 'failed'
+           from workhorse.job j where j.state = 'failed' and j.redriven_to is null
           group by 1, 2, 3
           order by 4 desc, 5 desc
           limit 200`
       : `select g.queue, g.type, g.error_name, g.n, g.newest_at, n.message as newest_message, n.id as newest_id
        from (select j.queue, j.type, coalesce(j.last_error ->> 'name', 'Error') as error_name, count(*) as n,
                     max(j.finished_at) as newest_at
-               from workhorse.job j where j.state = 'failed'
+               from workhorse.job j where j.state = 'failed' and j.redriven_to is null
               group by 1, 2, 3) g
       cross join lateral (
         select j.id, left(j.last_error ->> 'message', 300) as message
           from workhorse.job j
-         where j.state = 'failed' and j.queue = g.queue and j.type = g.type
+         where j.state = 'failed' and j.redriven_to is null and j.queue = g.queue and j.type = g.type
            and coalesce(j.last_error ->> 'name', 'Error') = g.error_name
          order by j.finished_at desc, j.id desc limit 1) n
       order by g.n desc, g.newest_at desc
@@ -166,4 +167,24 @@ async function bindingsByDigestDistributed(pool: pg.Pool, lo: Buffer, hi: Buffer
       return { ...r, job_state: j?.state ?? null, job_queue: j?.queue ?? null, job_type: j?.type ?? null, scopes: "0" };
     }),
   };
+}
+
+/**
+ * Scope names that hold bindings, in name order, at most `max`: on one node a skip scan over the
+ * binding primary key (one index probe per scope); on Citus each shard's distinct scopes, merged.
+ */
+export async function bindingScopes(db: Queryable, max: number): Promise<string[]> {
+  const { rows } = await db.query<{ scope: string }>(
+    (await distributed(db))
+      ? "select distinct b.scope::text as scope from workhorse.key_binding b order by 1 limit $1"
+      : `with recursive s(scope, n) as (
+       (select b.scope, 1 from workhorse.key_binding b order by b.scope limit 1)
+       union all
+       select (select b.scope from workhorse.key_binding b where b.scope > s.scope order by b.scope limit 1), s.n + 1
+         from s where s.scope is not null and s.n < $1
+     )
+     select scope::text as scope from s where scope is not null`,
+    [max],
+  );
+  return rows.map((r) => r.scope);
 }

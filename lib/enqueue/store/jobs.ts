@@ -39,6 +39,8 @@ export interface DeadLetterFilter {
   finishedBefore?: Date;
   cursor?: { finishedAt: string; id: string } | null;
   limit: number;
+  /** Also the failed jobs redriven already (`redriven_to` set); left out by default. */
+  includeRedriven?: boolean;
 }
 
 /**
@@ -67,6 +69,7 @@ export async function selectDeadLetters(
               and ($4::timestamptz is null or j.finished_at > $4::timestamptz)
               and ($5::timestamptz is null or j.finished_at < $5::timestamptz)
               and ($6::timestamptz is null or (j.finished_at, j.id) < ($6::timestamptz, $7::uuid))
+              and ($9::boolean or j.redriven_to is null)
             order by j.finished_at desc, j.id desc
             limit $8::integer`,
     values: [
@@ -78,6 +81,7 @@ export async function selectDeadLetters(
       q.cursor?.finishedAt ?? null,
       q.cursor?.id ?? null,
       q.limit + 1,
+      q.includeRedriven ?? false,
     ],
   });
   if (distributed && rows.length > 0) {
@@ -111,7 +115,8 @@ export interface TimelineRow {
  * One job with the binding it owns (found by primary key through the job's own key columns; a key
  * that expired and was taken by another job, or moved to a redriven job, is not this job's), its
  * timeline (the `enqueued` entry the job carries, then its events, at most 500) and the database's
- * clock. Null when unknown.
+ * clock. Null when unknown. The payload is left out (null): a live view re-reads this every few
+ * seconds, and a payload can be a MiB; `selectJobPayload` reads it once.
  */
 export async function selectJobDetail(
   sql: Sql,
@@ -119,7 +124,8 @@ export async function selectJobDetail(
 ): Promise<{ job: Job; binding: BindingRow | null; events: TimelineRow[]; now: Date } | null> {
   const { rows } = await sql.query<JobRow & { now: Date; key_scope: string | null; key_hash: Buffer | null }>({
     // Uncorrelated subquery and no join below: the same plans on one node, and runnable on Citus.
-    text: `select j.*, now() as now,
+    // The row without its payload, still typed as a job row (the payload never leaves the server).
+    text: `select (jsonb_populate_record(null::workhorse.job, to_jsonb(j) - 'payload')).*, now() as now,
             coalesce((select array_agg(r.id::text order by r.id) from workhorse.job r
                        where r.redriven_from = $1::uuid), '{}') as redrive_job_ids
        from workhorse.job j where j.id = $1::uuid`,
@@ -139,4 +145,40 @@ export async function selectJobDetail(
     }),
   ]);
   return { job: jobFromRow(j), binding: binding.rows[0] ?? null, events: events.rows, now: j.now };
+}
+
+/** A job's payload (parsed JSON), or undefined when no job has this id. */
+export async function selectJobPayload(sql: Sql, id: string): Promise<{ payload: unknown } | undefined> {
+  const { rows } = await sql.query<{ payload: unknown }>({
+    text: "select j.payload from workhorse.job j where j.id = $1::uuid",
+    values: [id],
+  });
+  return rows[0];
+}
+
+/**
+ * Job ids that start with a hex prefix: a range `[lo, hi]` over the primary key (the prefix padded
+ * with 0s and with fs), so one index range read whatever the table's size. At most `limit` ids.
+ */
+export async function jobIdsInRange(sql: Sql, lo: string, hi: string, limit: number): Promise<string[]> {
+  const { rows } = await sql.query<{ id: string }>({
+    text: "select j.id from workhorse.job j where j.id between $1::uuid and $2::uuid order by j.id limit $3",
+    values: [lo, hi, limit],
+  });
+  return rows.map((r) => r.id);
+}
+
+/**
+ * Job ids whose hex digits (dashes left out) end with `hex` (at least 8 digits): one probe of the
+ * index on the id's last 8 characters (migration 016), the longer suffix checked on those rows.
+ * At most `limit` ids.
+ */
+export async function jobIdsEndingWith(sql: Sql, hex: string, limit: number): Promise<string[]> {
+  const { rows } = await sql.query<{ id: string }>({
+    text: `select j.id from workhorse.job j
+            where right(j.id::text, 8) = right($1::text, 8) and right(replace(j.id::text, '-', ''), length($1::text)) = $1::text
+            order by j.id limit $2`,
+    values: [hex, limit],
+  });
+  return rows.map((r) => r.id);
 }

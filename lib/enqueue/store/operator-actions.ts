@@ -62,7 +62,7 @@ export async function deleteFailedJobs(
 /** `workhorse.redrive_jobs`: one row per source job. New ids are made here (Citus: in the source's bucket). */
 export async function redriveJobs(
   sql: Sql,
-  r: { jobIds: string[]; requestHash: Buffer; requestedBy: string; reason: string; dryRun: boolean },
+  r: { jobIds: string[]; requestHash: Buffer; requestedBy: string; reason: string; dryRun: boolean; again: boolean },
 ): Promise<Array<{ source_job_id: string; status: RedriveStatus; job_id: string | null }>> {
   const newIds = r.jobIds.map(() => uuidv7());
   // Citus: a redriven job lives in its source's bucket, where the key it may take over is.
@@ -72,8 +72,9 @@ export async function redriveJobs(
   }
   const { rows } = await sql.query<{ source_job_id: string; status: RedriveStatus; job_id: string | null }>({
     text: `select source_job_id, status, job_id
-               from workhorse.redrive_jobs($1::uuid[], $2::uuid[], $3::bytea, $4::text, $5::text, $6::boolean)`,
-    values: [r.jobIds, newIds, r.requestHash, r.requestedBy, r.reason, r.dryRun],
+               from workhorse.redrive_jobs($1::uuid[], $2::uuid[], $3::bytea, $4::text, $5::text, $6::boolean,
+                                          $7::boolean)`,
+    values: [r.jobIds, newIds, r.requestHash, r.requestedBy, r.reason, r.dryRun, r.again],
   });
   return rows;
 }

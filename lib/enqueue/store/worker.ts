@@ -18,15 +18,24 @@ export type Attempt = Pick<ClaimedJob, "id" | "attempt" | "leaseOwner">;
 export async function claimJobs(
   pool: pg.Pool,
   c: { queues: string[]; types: string[] | null; leaseToken: string; limit: number; leaseMs: number; reap: boolean },
-): Promise<ClaimedJob[]> {
-  const { rows } = await pool.query<ClaimRow>({
-    name: "workhorse_claim_jobs",
-    text: `select id, queue, type, payload, attempt, max_attempts, run_at, deadline, execution_timeout_ms,
-                  concurrency_key, tags, created_at, lease_expires_at, $3::text as lease_owner, trace_context
-             from workhorse.claim_jobs($1::text[], $2::text[], $3::text, $4::integer, $5::integer, $6::boolean)`,
+): Promise<{ jobs: ClaimedJob[]; overdue: number }> {
+  // The claimed jobs, then one row with how many jobs the claim failed for their deadline (the
+  // function sets workhorse.claim_overdue; the second branch reads it after the first has run).
+  const { rows } = await pool.query<ClaimRow & { overdue: number | null }>({
+    name: "workhorse_claim_jobs_counted",
+    text: `with c as materialized (
+             select id, queue, type, payload, attempt, max_attempts, run_at, deadline, execution_timeout_ms,
+                    concurrency_key, tags, created_at, lease_expires_at, trace_context
+               from workhorse.claim_jobs($1::text[], $2::text[], $3::text, $4::integer, $5::integer, $6::boolean))
+           select c.*, $3::text as lease_owner, null::integer as overdue from c
+           union all
+           select null, null, null, null, null, null, null, null, null, null, null, null, null, null, null,
+                  coalesce(nullif(current_setting('workhorse.claim_overdue', true), '')::integer, 0)
+             from (select count(*) from c) n`,
     values: [c.queues, c.types, c.leaseToken, c.limit, c.leaseMs, c.reap],
   });
-  return rows.map(claimedJobFromRow);
+  const last = rows.at(-1);
+  return { jobs: rows.filter((r) => r.overdue === null).map(claimedJobFromRow), overdue: last?.overdue ?? 0 };
 }
 
 /**

@@ -235,7 +235,7 @@ export class Worker {
       const reap = Date.now() - this.lastReap >= this.settings.reapIntervalMs;
       let jobs: ClaimedJob[];
       try {
-        jobs = await sql.claimJobs(this.settings.pool, {
+        const claim = await sql.claimJobs(this.settings.pool, {
           queues: this.settings.queues,
           types: this.settings.types,
           leaseToken: this.leaseToken(),
@@ -243,6 +243,9 @@ export class Worker {
           leaseMs: this.settings.leaseMs,
           reap,
         });
+        jobs = claim.jobs;
+        // Jobs this claim failed because their deadline passed before they ran: failures too.
+        this.counters.failed += claim.overdue;
         if (reap) this.lastReap = Date.now();
         backoff = 0;
       } catch (err) {

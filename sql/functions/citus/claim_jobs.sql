@@ -1,5 +1,5 @@
 -- The Citus variant of sql/functions/claim_jobs.sql (docs/scale-out.md); bring it in line when that file changes.
--- follows: sql/functions/claim_jobs.sql a65227ccf3895d0e
+-- follows: sql/functions/claim_jobs.sql 541e330b64184dd1
 
 -- Until migration 018 the result had no trace_context column. The argument types did not change,
 -- so the old function is dropped only while it still has the old result (as heartbeat_jobs.sql does).
@@ -30,6 +30,8 @@ declare
   v_active uuid[];
 begin
   perform set_config('synchronous_commit', 'off', true);
+  -- claim_shard adds the jobs it fails for their deadline (the worker's stats read it).
+  perform set_config('workhorse.claim_overdue', '0', true);
   -- One connection per worker for this claim: a multi-shard read (the slot check below) would
   -- otherwise open several, and a later update of a row this claim locked through one of them could
   -- be sent through another and wait on itself (Citus reports that as a distributed deadlock).

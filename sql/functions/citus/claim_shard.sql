@@ -44,10 +44,17 @@ begin
 
   -- The error is built here, not in the UPDATE: Citus runs no STABLE format() on a column there.
   select coalesce(array_agg(u.id), '{}'),
-         array_agg(jsonb_build_object('name', 'DeadlineExceeded',
-                                      'message', format('deadline %s passed before the job ran', u.deadline)))
+         array_agg(jsonb_build_object('name', 'DeadlineExceededError',
+                                      'message', format('The job''s deadline (%s) passed.',
+                                                        to_char(u.deadline at time zone 'UTC',
+                                                                'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')),
+                                      'code', 'DEADLINE_EXCEEDED'))
     into v_overdue, v_errors
     from unnest(v_ids, v_deadlines) as u(id, deadline) where u.deadline <= v_now;
+  -- Counted for the worker's stats (claim_jobs resets it; the claiming statement reads it).
+  perform set_config('workhorse.claim_overdue',
+                     (coalesce(nullif(current_setting('workhorse.claim_overdue', true), '')::integer, 0)
+                      + cardinality(v_overdue))::text, true);
   if cardinality(v_overdue) > 0 then
     update workhorse.job j
        set state = 'failed', finished_at = v_now, updated_at = v_now, last_error = e.error

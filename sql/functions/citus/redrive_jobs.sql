@@ -1,8 +1,10 @@
 -- The Citus variant of sql/functions/redrive_jobs.sql (docs/scale-out.md); bring it in line when that file changes.
--- follows: sql/functions/redrive_jobs.sql 064d59c4acad5e41
+-- follows: sql/functions/redrive_jobs.sql 373f2830b7faaf3a
 
+-- p_again (redrive a source that was redriven before) came with migration 016.
+drop function if exists workhorse.redrive_jobs(uuid[], uuid[], bytea, text, text, boolean);
 create or replace function workhorse.redrive_jobs(p_sources uuid[], p_new_ids uuid[], p_request_hash bytea, p_actor text,
-                                       p_reason text, p_dry_run boolean)
+                                       p_reason text, p_dry_run boolean, p_again boolean)
 returns table (source_job_id uuid, status text, job_id uuid)
 language plpgsql as $$
 #variable_conflict use_column
@@ -54,7 +56,7 @@ begin
       continue;
     end if;
     select j.id, j.state, j.queue, j.type, j.payload, j.tags, j.concurrency_key, j.retry_policy, j.max_attempts,
-           j.execution_timeout_ms
+           j.execution_timeout_ms, j.redriven_to
       into v_src
       from workhorse.job j where j.bucket = workhorse.id_bucket(r.src) and j.id = r.src for update;
     v_src_ids := v_src_ids || r.src;
@@ -64,6 +66,10 @@ begin
     elsif v_src.state <> 'failed' then
       v_status := v_status || 'not_failed'::text;
       v_job_ids := v_job_ids || null::uuid;
+    elsif v_src.redriven_to is not null and not p_again then
+      -- Redriven before, by another request: not twice unless asked; the answer names the job it made.
+      v_status := v_status || 'already_redriven'::text;
+      v_job_ids := v_job_ids || v_src.redriven_to;
     elsif p_dry_run then
       v_status := v_status || 'eligible'::text;
       v_job_ids := v_job_ids || null::uuid;
@@ -76,6 +82,7 @@ begin
               v_src.retry_policy, v_src.execution_timeout_ms, v_src.concurrency_key, v_src.tags, r.src, null);
       insert into workhorse.redrive_request (source_job_id, request_hash, requested_by, reason, job_id)
       values (r.src, p_request_hash, p_actor, p_reason, r.new_id);
+      update workhorse.job j set redriven_to = r.new_id where j.bucket = workhorse.id_bucket(r.src) and j.id = r.src;
       v_moved := v_moved + workhorse.move_live_keys(r.src, r.new_id);
       insert into workhorse.job_event (job_id, kind, data)
       values (r.new_id, 'enqueued', jsonb_build_object('queue', v_src.queue, 'runAt', now(), 'redrivenFrom', r.src,

@@ -2,11 +2,12 @@ import type { Metadata } from "next";
 import { notFound } from "next/navigation";
 import { JobActions } from "@/components/job-actions";
 import { JobLive } from "@/components/job-live";
+import { PayloadCard } from "@/components/payload-card";
 import { PurgeDialog } from "@/components/purge-dialog";
 import { BackLink, PageHeader } from "@/components/ui";
 import { consolePool } from "@/lib/console/db";
 import { UUID_RE } from "@/lib/console/filters";
-import { jobDetail } from "@/lib/console/jobs";
+import { jobDetail, jobPayload } from "@/lib/console/jobs";
 import { requireViewer } from "@/lib/console/viewer";
 import { cancelJobsAction, purgeJobAction, redriveAction, runNowAction } from "../actions";
 
@@ -15,7 +16,10 @@ export const metadata: Metadata = { title: "Job" };
 export default async function JobPage({ params }: { params: Promise<{ id: string }> }) {
   const viewer = await requireViewer();
   const { id } = await params;
-  const job = UUID_RE.test(id) ? await jobDetail(await consolePool(), id.toLowerCase()) : null;
+  const pool = await consolePool();
+  const [job, payload] = UUID_RE.test(id)
+    ? await Promise.all([jobDetail(pool, id.toLowerCase()), jobPayload(pool, id.toLowerCase())])
+    : [null, null];
   if (!job) notFound(); // ./not-found.tsx, with HTTP status 404
   return (
     <>
@@ -30,6 +34,7 @@ export default async function JobPage({ params }: { params: Promise<{ id: string
       />
       <JobLive
         initial={job}
+        payload={payload ? <PayloadCard jobId={job.id} payload={payload} /> : null}
         purge={
           viewer.readOnly ? (
             <p className="text-sm text-slate-600">Read-only mode: cancel, run now, redrive and purge are disabled.</p>
@@ -45,7 +50,11 @@ export default async function JobPage({ params }: { params: Promise<{ id: string
                   hidden={{ jobId: job.id }}
                   label="Purge job…"
                   title="Purge this job?"
-                  description="The job becomes a tombstone (state purged) and its idempotency binding is released, so the same key can enqueue new work. This cannot be undone."
+                  description={
+                    job.binding
+                      ? "The job becomes a tombstone (state purged) and its idempotency binding is released, so the same key can enqueue new work. This cannot be undone."
+                      : "The job becomes a tombstone (state purged). It holds no key binding, so none is released. This cannot be undone."
+                  }
                 />
               }
             />
