@@ -513,7 +513,17 @@ func resultJSON(v any) (string, error) {
 }
 
 // errorSummary is the bounded error the job records ({name, message}), as the TypeScript worker's.
+// recordedError is a stop cause as the TypeScript worker records it (its error's name, code and
+// message), so one cause is one dead-letter group whichever language's worker ran the attempt.
+type recordedError struct{ name, code, message string }
+
+func (e recordedError) Error() string { return e.message }
+
 func errorSummary(err error) string {
+	if r, ok := err.(recordedError); ok {
+		b, _ := json.Marshal(map[string]any{"name": r.name, "message": r.message, "code": r.code})
+		return string(b)
+	}
 	name := reflect.TypeOf(err).String()
 	name = strings.TrimPrefix(name, "*")
 	clean := func(s string, max int) string {
@@ -616,10 +626,12 @@ func (w *Worker) runAttempt(j *ClaimedJob) {
 	default:
 		cause := "error"
 		switch {
-		case errors.Is(stop, ErrExecutionTimeout):
-			cause, err = "execution_timed_out", ErrExecutionTimeout
-		case errors.Is(stop, ErrDeadlineExceeded):
-			cause, err = "deadline_exceeded", ErrDeadlineExceeded
+		case errors.Is(stop, ErrExecutionTimeout) && j.ExecutionTimeoutMs != nil:
+			cause, err = "execution_timed_out", recordedError{"ExecutionTimeoutError", "EXECUTION_TIMED_OUT",
+				fmt.Sprintf("The attempt ran longer than its executionTimeoutMs (%d ms).", *j.ExecutionTimeoutMs)}
+		case errors.Is(stop, ErrDeadlineExceeded) && j.Deadline != nil:
+			cause, err = "deadline_exceeded", recordedError{"DeadlineExceededError", "DEADLINE_EXCEEDED",
+				fmt.Sprintf("The job's deadline (%s) passed.", j.Deadline.UTC().Format("2006-01-02T15:04:05.000Z"))}
 		}
 		w.fail(write, j, err, cause)
 	}

@@ -152,10 +152,34 @@ func TestWorkerExecutionTimeoutCancelsTheHandler(t *testing.T) {
 	if reason.Load() != ErrExecutionTimeout {
 		t.Fatalf("stop reason %v", reason.Load())
 	}
-	var e struct{ Message string }
+	// Recorded as the TypeScript worker records it: one cause, one dead-letter group, whichever
+	// worker ran the attempt.
+	var e struct{ Name, Message, Code string }
 	_ = json.Unmarshal(j.LastError, &e)
-	if e.Message != ErrExecutionTimeout.Error() {
+	if e.Name != "ExecutionTimeoutError" || e.Message != "The attempt ran longer than its executionTimeoutMs (100 ms)." ||
+		e.Code != "EXECUTION_TIMED_OUT" {
 		t.Fatalf("last error %s", j.LastError)
+	}
+}
+
+func TestWorkerDeadlineIsRecordedAsTheTypeScriptWorkerRecordsIt(t *testing.T) {
+	q, _ := newTestQueue(t)
+	queue := unique("wq")
+	deadline := time.Now().Add(1500 * time.Millisecond).UTC().Truncate(time.Millisecond)
+	id, _ := q.Enqueue(context.Background(), "late", 1, EnqueueOptions{Queue: queue, MaxAttempts: 3, Deadline: deadline})
+	_, stop := runWorker(t, WorkerOptions{Queues: []string{queue}, Handlers: map[string]Handler{
+		"late": func(ctx context.Context, job *ClaimedJob) (any, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		},
+	}})
+	j := waitForState(t, q, id, "failed")
+	stop()
+	var e struct{ Name, Message, Code string }
+	_ = json.Unmarshal(j.LastError, &e)
+	want := "The job's deadline (" + deadline.Format("2006-01-02T15:04:05.000Z") + ") passed."
+	if e.Name != "DeadlineExceededError" || e.Message != want || e.Code != "DEADLINE_EXCEEDED" {
+		t.Fatalf("last error %s, want DeadlineExceededError %q DEADLINE_EXCEEDED", j.LastError, want)
 	}
 }
 
