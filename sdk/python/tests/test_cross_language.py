@@ -12,6 +12,7 @@ import uuid
 import pytest
 
 from workhorse import (
+    Debounce,
     EnqueueIdempotencyConflictError,
     EnqueueOptions,
     Idempotency,
@@ -97,6 +98,21 @@ def test_throttle_coalesces_across_languages(queue: Queue, database_url: str) ->
     opts = EnqueueOptions(**{**opts.__dict__, "idempotency": None, "throttle": Throttle(key=key, scope="mail", window_ms=60_000)})
     again = queue.enqueue_with_result("invoice.capture", PAYLOAD_PY, opts)
     assert (again.outcome, again.job_id) == ("coalesced", first["jobId"])
+
+
+def test_python_replaces_a_typescript_debounce(queue: Queue, database_url: str) -> None:
+    key = f"doc-{uuid.uuid4()}"
+    debounce = {"key": key, "scope": "search", "windowMs": 60_000}
+    first = run_ts("enqueue.ts", database_url, {"type": "search.reindex", "payload": {"doc": key, "rev": 1},
+                                                "options": {"queue": "cross", "debounce": debounce}})["result"]  # fmt: skip
+    assert first["outcome"] == "accepted"
+    again = queue.enqueue_with_result(
+        "search.reindex", {"doc": key, "rev": 2},
+        EnqueueOptions(queue="cross", debounce=Debounce(key=key, scope="search", window_ms=60_000)),
+    )  # fmt: skip
+    assert (again.outcome, again.job_id) == ("replaced", first["jobId"])
+    job = queue.get_job(first["jobId"])
+    assert job is not None and job.payload == {"doc": key, "rev": 2} and job.state == "scheduled"
 
 
 def test_python_job_runs_on_the_typescript_worker_and_reuses_its_checkpoint_after_a_kill(
