@@ -116,6 +116,10 @@ export async function ours(
     module?: string;
     /** QueueOptions.coalesce; default the shipped default. */
     coalesce?: false | { maxStatements?: number };
+    /** QueueOptions.telemetry (an installed OpenTelemetry SDK); default none (the API's no-ops). */
+    telemetry?: core.QueueOptions["telemetry"];
+    /** Called by close(), after the queue closed (e.g. to shut an SDK's reader down). */
+    onClose?: () => Promise<void>;
   } = {},
 ): Promise<Contender> {
   const { EnqueueIdempotencyConflictError, migrate, Queue } = (
@@ -130,6 +134,7 @@ export async function ours(
     maintenance: false,
     notify: opts.notify ?? true,
     ...(opts.coalesce === undefined ? {} : { coalesce: opts.coalesce }),
+    ...(opts.telemetry === undefined ? {} : { telemetry: opts.telemetry }),
   });
   const options = (key: string) => ({ queue: "billing", idempotency: { key, scope: "invoice-capture" } });
   const debounced = (key: string) => ({
@@ -209,6 +214,7 @@ export async function ours(
     settle: () => queue.flushObservations(),
     async close() {
       await queue.close();
+      await opts.onClose?.();
       await pool.end();
     },
   };
@@ -267,6 +273,26 @@ export async function floor(ctx: ContenderContext): Promise<Contender> {
       await pool.end();
     },
   };
+}
+
+/**
+ * Workhorse with the OpenTelemetry metrics SDK installed: a MeterProvider whose periodic reader
+ * exports every second to an in-memory exporter (the cost of recording and of a running reader,
+ * without a network). Spans stay off (the API's no-op tracer), as with metrics-only deployments.
+ */
+export async function oursWithMetricsSdk(ctx: ContenderContext): Promise<Contender> {
+  const { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader } = await import(
+    "@opentelemetry/sdk-metrics"
+  );
+  const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
+  const reader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 1000 });
+  const meterProvider = new MeterProvider({ readers: [reader] });
+  return ours(ctx, {
+    id: "ours-otel",
+    label: "Workhorse with the OpenTelemetry metrics SDK (reader every 1 s)",
+    telemetry: { meterProvider },
+    onClose: () => meterProvider.shutdown(),
+  });
 }
 
 /**

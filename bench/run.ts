@@ -28,6 +28,7 @@ import {
   graphileWorker,
   type Op,
   ours,
+  oursWithMetricsSdk,
   POOL_MAX,
   pgBoss,
 } from "./contenders";
@@ -260,6 +261,15 @@ function buildTargets(rows: WriteRow[], reads: { id: string; p95: number }[]): T
       });
     }
   }
+  const otel = get("accept", 8, "ours-otel");
+  const plain8 = get("accept", 8, "ours");
+  if (otel && plain8) {
+    out.push({
+      target: "keyed accept with the OpenTelemetry metrics SDK within 3 % of without (8 callers)",
+      measured: `${fmt.int(otel.jobsPerSec)}/s vs ${fmt.int(plain8.jobsPerSec)}/s = ${fmt.ratio(otel.jobsPerSec / plain8.jobsPerSec)}`,
+      met: otel.jobsPerSec >= 0.97 * plain8.jobsPerSec,
+    });
+  }
   const one = get("accept", 1, "ours");
   const floor1 = get("accept", 1, "floor");
   if (one && floor1) {
@@ -397,6 +407,7 @@ async function main() {
               coalesce: false,
             }),
         ],
+        ["ours-otel", () => oursWithMetricsSdk(ctx)],
         [
           "ours-coalesce2",
           () =>

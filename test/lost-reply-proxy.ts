@@ -5,8 +5,17 @@
 // connection lost mid-statement, as after a network cut right after the commit.
 import net from "node:net";
 
-/** What a client sends for an enqueue: the statement's text, or the name of its cached plan. */
-const ENQUEUE_MARKERS = ["workhorse.enqueue_", "workhorse_enqueue_"].map((m) => Buffer.from(m));
+/**
+ * What a client sends for an enqueue: a call of one of the enqueue functions in the statement's
+ * text, or the name of its cached plan. Not any text naming `workhorse.enqueue_…`: the observation
+ * log's INSERT into `workhorse.enqueue_observation` (flushed on a timer) is no enqueue.
+ */
+const ENQUEUE_MARKERS = [
+  "workhorse.enqueue_one(",
+  "workhorse.enqueue_one_at(",
+  "workhorse.enqueue_batch(",
+  "workhorse_enqueue_",
+].map((m) => Buffer.from(m));
 
 export interface LostReplyProxy {
   /** The proxy's connection string for `url` (same user and database, the proxy's host and port). */

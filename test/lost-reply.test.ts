@@ -37,6 +37,21 @@ async function jobCount(scope: string): Promise<number> {
   return t.count("job", `key_scope = '${scope}'`);
 }
 
+describe("the proxy", () => {
+  test("loses the reply of an enqueue only, not of the observation log's flush that may come first", async () => {
+    const scope = fresh("s");
+    await queue.enqueue("lost.reply", { p: 1 }, { idempotency: { key: "obs", scope } });
+    await queue.enqueue("lost.reply", { p: 1 }, { idempotency: { key: "obs", scope } }); // a replay: one observation buffered
+    proxy.loseNextReplies(1, () => sleep(10));
+    const lost = proxy.lost;
+    await queue.flushObservations();
+    expect(proxy.lost).toBe(lost);
+    const r = await queue.enqueueWithResult("lost.reply", { p: 2 }, { idempotency: { key: "obs2", scope } });
+    expect(proxy.lost).toBe(lost + 1);
+    expect(r.outcome).toBe("accepted");
+  });
+});
+
 describe("a keyed retry after a commit whose reply was lost", () => {
   test("idempotency with ttlMs 20: the retry answers accepted with the stored job, no second insert", async () => {
     const scope = fresh("s");
