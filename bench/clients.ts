@@ -29,6 +29,7 @@ execFileSync(path.join(root, "sdk/go/go.sh"), ["build", "-o", goBin, "./examples
 const server = await startBenchServer();
 const url = await server.freshDatabase("bench_clients");
 const pool = new pg.Pool({ connectionString: url, max: 2 });
+pool.on("error", () => {}); // idle connections ended by the server stopping at the end
 await migrate(pool);
 const queue = new Queue({ pool, maintenance: false });
 

@@ -64,6 +64,7 @@ const ALL_CONTENDERS = [
   "ours",
   "ours-alone",
   "ours-coalesce2",
+  "ours-otel",
   "pg-boss",
   "graphile",
   "graphile-custom",

@@ -4,7 +4,8 @@ TypeScript core's: run its ``migrate()`` first."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 import hashlib
 import json
 import os
@@ -75,6 +76,20 @@ _ONE_AT_SQL = (
     + ", ".join(f"%s::{t}" for t in _ONE_TYPES)
     + ")"
 )
+
+
+@contextmanager
+def _autocommit(conn: psycopg.Connection[Any]) -> Iterator[None]:
+    """Autocommit for the statements inside, then the connection's own setting again (the pool and
+    its other users keep theirs). A checked-out connection is idle, so the switch is allowed."""
+    was = conn.autocommit
+    if not was:
+        conn.autocommit = True
+    try:
+        yield
+    finally:
+        if not was and not conn.closed:
+            conn.autocommit = False
 
 
 def _key_bucket(scope: str, key_hash: bytes) -> int:
@@ -296,7 +311,8 @@ class Queue:
 
     def _send(self, requests: list[Normalized], ids: list[str], retry: bool) -> list[tuple[Any, ...]]:
         try:
-            with self._pool.connection() as conn:
+            # One statement, committed by itself (autocommit): no BEGIN and COMMIT round trips around it.
+            with self._pool.connection() as conn, _autocommit(conn):
                 if not self._checked_layout:
                     self._check_layout(conn)
                 if len(requests) == 1 and self._distributed:
