@@ -1,5 +1,6 @@
 // Console read models (lib/console/*) and access helpers against the real test database.
 import { beforeAll, describe, expect, test, vi } from "vitest";
+import { distributedTests } from "./citus";
 import { setupQueueTests } from "./helpers";
 
 vi.mock("server-only", () => ({}));
@@ -258,9 +259,11 @@ describe("open a job by a short id", () => {
     // Two jobs sharing a prefix (the first hex digits of a UUIDv7 are its millisecond clock).
     const a = "01900000-0000-7000-8000-00000000aaa1";
     const b = "01900000-0000-7000-8000-00000000aaa2";
+    // On Citus the job row also carries its bucket (the distribution column), read from its id.
+    const bucket = distributedTests() ? ["bucket, ", "workhorse.id_bucket(x::uuid), "] : ["", ""];
     await t.sql(
-      `insert into workhorse.job (id, queue, type, payload, state, run_at, max_attempts)
-       select x::uuid, 'default', 'short.id', '{}', 'ready', now(), 1 from unnest($1::text[]) x`,
+      `insert into workhorse.job (${bucket[0]}id, queue, type, payload, state, run_at, max_attempts)
+       select ${bucket[1]}x::uuid, 'default', 'short.id', '{}', 'ready', now(), 1 from unnest($1::text[]) x`,
       [[a, b]],
     );
     expect(await resolveJobId(t.pool, "019000000000")).toEqual({ kind: "ambiguous", ids: [a, b], more: false });
