@@ -4,6 +4,21 @@ import { BODIES_DIR, expect, test } from "./fixtures";
 import { ALL_KEYS } from "./keys";
 import { everyPage, timeFor } from "./pages/every-page";
 
+/**
+ * The find page keeps the key the operator typed in its own key box after a lookup (the browser
+ * holds it; the server never sends it back), so the final DOM the fixtures record shows it as that
+ * box's value. Only that, and only in the recorded final DOMs, is left out: a server response with
+ * the key anywhere, that box included, still fails.
+ */
+function withoutTypedKey(bodies: string): string {
+  return bodies
+    .split(/^(?==== )/m)
+    .map((part) =>
+      part.startsWith("=== final DOM of ") ? part.replace(/(<input id="key"[^>]*?) value="[^"]*"/g, "$1") : part,
+    )
+    .join("");
+}
+
 function assertNoKeys(where: string, text: string) {
   for (const key of ALL_KEYS) {
     expect(text.includes(key), `${where} contains the raw key ${key.slice(0, 6)}…`).toBe(false);
@@ -47,7 +62,9 @@ test("no page, API response or server log line contains a raw key", async ({ sig
   // Everything the browser received during the flows (HTML, RSC payloads, action results, JSON).
   const files = readdirSync(BODIES_DIR).filter((f) => !f.startsWith("no-raw-keys"));
   expect(files.length).toBeGreaterThan(3);
-  for (const f of files) assertNoKeys(`response bodies of ${f}`, readFileSync(path.join(BODIES_DIR, f), "utf8"));
+  for (const f of files) {
+    assertNoKeys(`response bodies of ${f}`, withoutTypedKey(readFileSync(path.join(BODIES_DIR, f), "utf8")));
+  }
 
   // The consoles' server logs (stdout and stderr of `npm start`).
   const logs = (process.env.E2E_SERVER_LOGS ?? "").split(",").filter(Boolean);
