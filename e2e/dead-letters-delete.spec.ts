@@ -1,25 +1,11 @@
 import { randomBytes } from "node:crypto";
-import AxeBuilder from "@axe-core/playwright";
 import type { Page } from "@playwright/test";
 import pg from "pg";
 import { Worker } from "../lib/enqueue";
 import { expect, test } from "./fixtures";
+import { seriousAxe, wideTables } from "./pages/checks";
 
 const tag = randomBytes(4).toString("hex");
-
-async function seriousAxe(page: Page): Promise<string[]> {
-  const result = await new AxeBuilder({ page }).analyze();
-  return result.violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => v.id);
-}
-
-function wideTables(page: Page): Promise<string[]> {
-  return page.evaluate(() =>
-    Array.from(document.querySelectorAll("table")).flatMap((t) => {
-      const box = t.parentElement?.clientWidth ?? 0;
-      return t.scrollWidth > box ? [`${t.querySelector("caption")?.textContent}: ${t.scrollWidth} > ${box}`] : [];
-    }),
-  );
-}
 
 /** Opens `button`'s dialog, gives a reason, optionally ticks the key choice, confirms; the result shown. */
 async function deleteVia(page: Page, button: ReturnType<Page["getByRole"]>, reason: string, releaseKeys = false) {

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
-import AxeBuilder from "@axe-core/playwright";
 import { expect, test } from "./fixtures";
+import { seriousAxe, wideTables } from "./pages/checks";
 import { ConflictsPage } from "./pages/conflicts-page";
 
 const tag = randomBytes(3).toString("hex");
@@ -39,19 +39,10 @@ test("debounce replaced decisions are a list on the conflicts page, filterable b
   for (const width of [1280, 390]) {
     await signedIn.setViewportSize({ width, height: 844 });
     await expect(page.rows()).toHaveCount(2);
-    const wide = await signedIn.evaluate(
-      () =>
-        Array.from(document.querySelectorAll("table")).filter(
-          (t) => t.scrollWidth > (t.parentElement?.clientWidth ?? 0),
-        ).length,
-    );
-    expect(wide).toBe(0);
+    expect(await wideTables(signedIn)).toEqual([]);
     for (const scheme of ["light", "dark"] as const) {
       await signedIn.emulateMedia({ colorScheme: scheme });
-      const result = await new AxeBuilder({ page: signedIn }).analyze();
-      expect(
-        result.violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => v.id),
-      ).toEqual([]);
+      expect(await seriousAxe(signedIn)).toEqual([]);
     }
   }
 });

@@ -1,6 +1,7 @@
 import AxeBuilder from "@axe-core/playwright";
 import type { Page } from "@playwright/test";
 import { expect, test } from "./fixtures";
+import { seriousAxe, wideTables } from "./pages/checks";
 import { everyPage as pages, timeFor } from "./pages/every-page";
 
 /**
@@ -34,18 +35,6 @@ test("at 390 px nothing overflows sideways and the navigation is a menu", async 
   await expect(signedIn).toHaveURL(/\/jobs$/);
   await expect(nav.getByRole("link", { name: "Overview" })).toBeHidden();
 });
-
-/** Every table on the page whose content is wider than the box it sits in. */
-function wideTables(page: Page): Promise<string[]> {
-  return page.evaluate(() =>
-    Array.from(document.querySelectorAll("table")).flatMap((t) => {
-      const box = t.parentElement?.clientWidth ?? 0;
-      return t.scrollWidth > box
-        ? [`${t.querySelector("caption")?.textContent ?? "table"}: ${t.scrollWidth} > ${box}`]
-        : [];
-    }),
-  );
-}
 
 for (const width of [1280, 390]) {
   test(`at ${width} px every table fits its container`, async ({ signedIn, queue }) => {
@@ -111,9 +100,6 @@ test("the sign-in page passes axe in light and dark", async ({ page }) => {
   for (const scheme of ["light", "dark"] as const) {
     await page.emulateMedia({ colorScheme: scheme });
     await page.goto("/sign-in");
-    const result = await new AxeBuilder({ page }).analyze();
-    expect(result.violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => v.id)).toEqual(
-      [],
-    );
+    expect(await seriousAxe(page)).toEqual([]);
   }
 });

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
-import AxeBuilder from "@axe-core/playwright";
 import { expect, test } from "./fixtures";
+import { seriousAxe, wideTables } from "./pages/checks";
 
 const tag = randomBytes(3).toString("hex").toUpperCase();
 
@@ -30,19 +30,10 @@ test("support finds jobs by a payload field and type, newest first, at 1280 and 
     await expect(rows.nth(0).getByRole("link", { name: new RegExp(refund.slice(-8)) })).toBeVisible();
     await expect(rows.nth(1).getByRole("link", { name: new RegExp(placed.slice(-8)) })).toBeVisible();
     await expect(signedIn.getByRole("status")).toContainText("2 matches among");
-    const wide = await signedIn.evaluate(
-      () =>
-        Array.from(document.querySelectorAll("table")).filter(
-          (t) => t.scrollWidth > (t.parentElement?.clientWidth ?? 0),
-        ).length,
-    );
-    expect(wide).toBe(0);
+    expect(await wideTables(signedIn)).toEqual([]);
     for (const scheme of ["light", "dark"] as const) {
       await signedIn.emulateMedia({ colorScheme: scheme });
-      const result = await new AxeBuilder({ page: signedIn }).analyze();
-      expect(
-        result.violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => v.id),
-      ).toEqual([]);
+      expect(await seriousAxe(signedIn)).toEqual([]);
     }
   }
 

@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
-import AxeBuilder from "@axe-core/playwright";
 import pg from "pg";
 import { Worker } from "../lib/enqueue";
 import { expect, test } from "./fixtures";
+import { seriousAxe, wideTables } from "./pages/checks";
 
 const tag = randomBytes(3).toString("hex");
 
@@ -53,19 +53,10 @@ test("run times: p50/p95 per queue and type, and each dead-letter group's error 
       .filter({ hasText: q });
     await expect(trend.getByRole("link", { name: "RangeError" })).toBeVisible();
     await expect(trend).toContainText("new");
-    const wide = await signedIn.evaluate(
-      () =>
-        Array.from(document.querySelectorAll("table")).filter(
-          (t) => t.scrollWidth > (t.parentElement?.clientWidth ?? 0),
-        ).length,
-    );
-    expect(wide).toBe(0);
+    expect(await wideTables(signedIn)).toEqual([]);
     for (const scheme of ["light", "dark"] as const) {
       await signedIn.emulateMedia({ colorScheme: scheme });
-      const result = await new AxeBuilder({ page: signedIn }).analyze();
-      expect(
-        result.violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => v.id),
-      ).toEqual([]);
+      expect(await seriousAxe(signedIn)).toEqual([]);
     }
   }
 });

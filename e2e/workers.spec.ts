@@ -1,26 +1,10 @@
 import { randomBytes } from "node:crypto";
-import AxeBuilder from "@axe-core/playwright";
-import type { Page } from "@playwright/test";
 import pg from "pg";
 import { Worker } from "../lib/enqueue";
 import { expect, test } from "./fixtures";
+import { seriousAxe, wideTables } from "./pages/checks";
 
 const run = randomBytes(3).toString("hex");
-
-async function seriousAxe(page: Page): Promise<string[]> {
-  const result = await new AxeBuilder({ page }).analyze();
-  return result.violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => v.id);
-}
-
-/** Tables whose content is wider than the box they sit in. */
-function wideTables(page: Page): Promise<string[]> {
-  return page.evaluate(() =>
-    Array.from(document.querySelectorAll("table")).flatMap((t) => {
-      const box = t.parentElement?.clientWidth ?? 0;
-      return t.scrollWidth > box ? [`${t.querySelector("caption")?.textContent}: ${t.scrollWidth} > ${box}`] : [];
-    }),
-  );
-}
 
 test("the workers page lists every running worker, idle or busy, with its queues, concurrency, jobs in hand and check-ins", async ({
   signedIn,
