@@ -1,7 +1,15 @@
 // Metrics and spans read from the OpenTelemetry SDK's own in-memory readers, over real PostgreSQL:
 // names, units, attributes, and that no key, digest, job id or payload value is ever an attribute.
 import { type Attributes, context, trace } from "@opentelemetry/api";
-import { DataPointType, MeterProvider, type MetricData, MetricReader } from "@opentelemetry/sdk-metrics";
+import {
+  AggregationTemporality,
+  DataPointType,
+  InMemoryMetricExporter,
+  MeterProvider,
+  type MetricData,
+  MetricReader,
+  PeriodicExportingMetricReader,
+} from "@opentelemetry/sdk-metrics";
 import {
   InMemorySpanExporter,
   type ReadableSpan,
@@ -268,6 +276,44 @@ describe("operator actions", () => {
     expect(total(all, o, { "workhorse.operator.action": "purge" })).toBe(1);
     expect(total(all, o, { "workhorse.operator.action": "redrive" })).toBe(1);
     expect(all.find((m) => m.descriptor.name === o)?.descriptor.unit).toBe("{job}");
+  });
+
+  test("deleting failed jobs is counted in jobs deleted (action delete_failed), read from the SDK's in-memory exporter", async () => {
+    const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
+    const reader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 3_600_000 });
+    const meterProvider = new MeterProvider({ readers: [reader] });
+    try {
+      const q = t.queue({ telemetry: { meterProvider } });
+      const ctx = { actor: "ops", reason: "test" };
+      const boom = { boom: async () => Promise.reject(new Error("no")) };
+      const dead = [
+        await q.enqueue("boom", {}, { queue: "ops-del", maxAttempts: 1 }),
+        await q.enqueue("boom", {}, { queue: "ops-del", maxAttempts: 1 }),
+      ];
+      const pending = await q.enqueue("x", {}, { queue: "ops-del-pending", runAt: new Date(Date.now() + 3_600_000) });
+      await startWorker({ queues: ["ops-del"], handlers: boom });
+      await waitFor(
+        "two dead letters",
+        async () => (await t.count("job", `id in ('${dead[0]}', '${dead[1]}') and state = 'failed'`)) === 2,
+      );
+      const r = await q.deleteFailedJobs({ jobIds: [...dead, pending] }, ctx);
+      expect(r.deleted).toBe(2);
+      await q.deleteFailedJobs({ jobIds: [pending] }, ctx); // nothing deleted: nothing recorded
+      await reader.forceFlush();
+      const all =
+        exporter
+          .getMetrics()
+          .at(-1)
+          ?.scopeMetrics.flatMap((s) => s.metrics) ?? [];
+      const o = "workhorse.operator.jobs";
+      expect(total(all, o, { "workhorse.operator.action": "delete_failed" })).toBe(2);
+      const points = all.find((m) => m.descriptor.name === o)?.dataPoints ?? [];
+      expect(points.map((p) => p.attributes)).toEqual([{ "workhorse.operator.action": "delete_failed" }]);
+      const values = everyAttributeValue(all, []);
+      for (const id of [...dead, pending]) expect(values.some((v) => v.includes(id))).toBe(false);
+    } finally {
+      await meterProvider.shutdown();
+    }
   });
 });
 

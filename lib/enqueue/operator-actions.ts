@@ -118,7 +118,9 @@ export async function deleteFailedJobs(
     throw new EnqueueValidationError([{ option: "releaseKeys", rule: "must be true or false" }]);
   }
   const ctx = parseOperatorContext({ actor: context?.actor, reason: context?.reason });
-  return store.deleteFailedJobs(db.store("deleteFailedJobs"), ids, ctx, releaseKeys);
+  const r = await store.deleteFailedJobs(db.store("deleteFailedJobs"), ids, ctx, releaseKeys);
+  db.context.telemetry.operatorAction("delete_failed", r.deleted);
+  return r;
 }
 
 export async function redrive(db: OperationsDb, request: T.RedriveRequest): Promise<T.RedriveResult> {

@@ -84,7 +84,7 @@ const MAX_CACHED_QUEUES = 1000;
 const MAX_SCOPES = 100;
 
 /** What operators did, counted in jobs (`workhorse.operator.action`). */
-export type OperatorAction = "cancel" | "cancel_requested" | "redrive" | "purge" | "run_now";
+export type OperatorAction = "cancel" | "cancel_requested" | "redrive" | "purge" | "run_now" | "delete_failed";
 
 /** The error's stable `code` (every Workhorse error has one), else `_OTHER` (bounded, as the conventions ask). */
 export function errorTypeOf(err: unknown): string {
@@ -161,7 +161,8 @@ export class QueueTelemetry {
       unit: "{request}",
     });
     this.operator = meter.createCounter(METRICS.operatorJobs, {
-      description: "Jobs operators canceled (or asked to stop), redrove, purged or ran now.",
+      description:
+        "Jobs operators canceled (or asked to stop), redrove, purged, ran now or deleted from the dead letters.",
       unit: "{job}",
     });
   }
