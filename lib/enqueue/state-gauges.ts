@@ -1,6 +1,6 @@
 /**
  * Gauges that need the database (docs/observability.md): queue depth by state, lag, dead letters,
- * workers, paused queues, live and expired bindings. One statement (store/state-gauges.ts), read at
+ * workers (by heartbeat), paused queues, live (estimated) and expired bindings. One statement (store/state-gauges.ts), read at
  * most once per `maxAgeMs` however many collections ask (concurrent asks share the read), and
  * registered as observable gauges on any meter provider.
  */
@@ -21,16 +21,30 @@ export interface StateSnapshot {
   readAt: Date;
   queues: Array<{
     queue: string;
-    /** Jobs per state: scheduled, ready, active. */
+    /**
+     * Jobs waiting or running: `ready` pending jobs that are due (run_at now or past, whatever their
+     * state column says: a due `scheduled` job is claimed like a ready one), `scheduled` pending jobs
+     * not yet due, `active` jobs. Exact.
+     */
     depth: { scheduled: number; ready: number; active: number };
     /** Seconds since the oldest due pending job became due (0 when none is due). */
     lagSeconds: number;
     deadLetters: number;
-    /** Workers holding an unexpired lease on a job of this queue. */
+    /** Running workers that list this queue, by their heartbeat rows (fresh: not gone as the console shows it). */
     workers: number;
     paused: boolean;
   }>;
-  bindings: { live: number; expired: number; oldestExpiredAgeSeconds: number };
+  /**
+   * Key bindings. `expired` is exact below `EXACT_BINDINGS_CAP` (10,000), else an estimate of at
+   * least that; `live` is an estimate (the table's row estimate minus the expired ones) unless the
+   * table was never analyzed. `exact` says which values are exact counts.
+   */
+  bindings: {
+    live: number;
+    expired: number;
+    oldestExpiredAgeSeconds: number;
+    exact: { live: boolean; expired: boolean };
+  };
 }
 
 /** The gauge names and units (Prometheus: dots become underscores, units a suffix). */
@@ -61,9 +75,10 @@ function snapshotOf(rows: StateRow[], readAt: Date): StateSnapshot {
     }
     return q;
   };
-  const bindings = { live: 0, expired: 0, oldestExpiredAgeSeconds: 0 };
+  const bindings = { live: 0, expired: 0, oldestExpiredAgeSeconds: 0, exact: { live: true, expired: true } };
   for (const r of rows) {
     if (r.metric === "bindings") bindings[r.label === "live" ? "live" : "expired"] = r.value;
+    else if (r.metric === "bindings_exact") bindings.exact[r.label === "live" ? "live" : "expired"] = r.value === 1;
     else if (r.metric === "oldest_expired_binding_age") bindings.oldestExpiredAgeSeconds = r.value;
     else if (r.queue !== null) {
       const q = queue(r.queue);
@@ -140,7 +155,8 @@ export class StateGauges {
 
   /**
    * Registers the gauges on `meterProvider` (default the global one); returns a function that
-   * removes them. Queues appear once they hold a pending, active or failed job, or are paused.
+   * removes them. Queues appear once they hold a pending, active or failed job, are paused, or a
+   * running worker lists them.
    */
   register(meterProvider: MeterProvider = metrics.getMeterProvider()): () => void {
     const meter = meterProvider.getMeter(INSTRUMENTATION_NAME);
@@ -149,12 +165,12 @@ export class StateGauges {
     const depth = g("depth", "Jobs per queue and state (scheduled, ready, active).");
     const lag = g("lag", "Seconds since the oldest due pending job of the queue became due (0 when none is due).");
     const dead = g("deadLetters", "Failed jobs (dead letters) per queue, until redriven or pruned.");
-    const workers = g(
-      "workers",
-      "Workers holding an unexpired lease on a job of the queue (seen by their heartbeats).",
-    );
+    const workers = g("workers", "Running workers whose fresh heartbeat row lists the queue.");
     const paused = g("paused", "1 while the queue is paused, else 0.");
-    const bindings = g("bindings", "Key bindings: live, and expired awaiting cleanup.");
+    const bindings = g(
+      "bindings",
+      "Key bindings: live (estimated from table statistics), and expired awaiting cleanup (exact below 10,000).",
+    );
     const oldest = g(
       "oldestExpired",
       "Seconds since the oldest expired binding awaiting cleanup expired (0 when none).",

@@ -1,9 +1,12 @@
 /**
- * The state gauges' one statement (state-gauges.ts caches it): a fixed set of grouped counts, each
- * over a partial index or a small table, so its cost grows with pending, active and failed jobs
- * and with bindings, never with finished jobs. One row per (metric, queue, label).
+ * The state gauges' statement (state-gauges.ts caches it): grouped counts over partial indexes and
+ * small tables, so its cost grows with pending, active and failed jobs (index entries, and the heap
+ * of active ones only), never with finished jobs or with bindings past a cap (those are estimated
+ * from the table's statistics). One row per (metric, queue, label). docs/observability.md says what
+ * is exact and what is an estimate.
  */
-import type { Queryable } from "./layout";
+import { type Queryable, sqlOf } from "./layout";
+import { GONE_AFTER_MISSED_CHECK_INS } from "./maintenance";
 
 export type StateMetric =
   | "depth"
@@ -12,6 +15,7 @@ export type StateMetric =
   | "workers"
   | "paused"
   | "bindings"
+  | "bindings_exact"
   | "oldest_expired_binding_age";
 
 export interface StateRow {
@@ -21,14 +25,93 @@ export interface StateRow {
   value: number;
 }
 
-// depth: scheduled/ready (job_pending_idx) and active (job_lease_idx). dead_letters: failed
-// (job_dead_letter_idx). lag: the oldest due pending job per queue, in seconds. workers: distinct
-// worker ids holding an unexpired lease per queue (a lease owner is `<workerId>~<claim>`: workers
-// are seen through the leases their heartbeats extend; an idle worker holds none). bindings: live
-// and expired-awaiting-cleanup (key_binding_expires_idx).
-const STATE_SQL = `
-select 'depth' as metric, queue::text as queue, state::text as label, count(*)::float8 as value
-  from workhorse.job where state in ('scheduled', 'ready', 'active') group by queue, state
+/** Expired bindings are counted exactly up to this many; past it they (and so live ones) are estimated. */
+export const EXACT_BINDINGS_CAP = 10_000;
+
+// workers: heartbeat rows of running workers (not stopping) whose last check-in is younger than
+// GONE_AFTER_MISSED_CHECK_INS of their intervals (the console's "gone" age-out), per queue they list.
+// A local table on Citus (the coordinator's), so it is read by its own statement there.
+const WORKERS_SQL = `
+select 'workers' as metric, q.queue, null as label, count(distinct w.worker_id)::float8 as value
+  from workhorse.worker_heartbeat w cross join lateral unnest(w.queues) as q(queue)
+ where w.status = 'running' and w.checked_at >= now() - $1::integer * w.interval_ms * interval '1 millisecond'
+ group by q.queue`;
+
+const PAUSED_AND_OLDEST = `
+select 'paused', queue::text, null, 1::float8 from workhorse.queue_pause
+union all
+select 'oldest_expired_binding_age', null, null, coalesce(extract(epoch from now() - min(expires_at)), 0)::float8
+  from workhorse.key_binding where expires_at <= now()`;
+
+// One node. pending: one index-only pass over job_pending_idx (queue, run_at, id) gives each
+// queue's due (`ready`) and not-yet-due (`scheduled`) jobs and its oldest run_at (lag, when due); the
+// state column is not in the index, so depth is split by due-ness, which is what a worker claims by.
+// active: job_lease_idx; dead_letters: an index-only scan of job_failed_queue_idx (migration 019). Bindings: live and expired ones each
+// counted over key_binding_expires_idx up to the cap ($1), so a small table is counted exactly.
+// Past the cap, expired: the share of the planner's histogram of expires_at lying before now()
+// times the table's row estimate (pg_class.reltuples, as of the last VACUUM or ANALYZE); live: that
+// row estimate minus the expired. Either is at least the cap then.
+const SINGLE_SQL = `
+with pending as (
+  select queue::text as queue, count(*) filter (where run_at <= now())::float8 as due,
+         count(*)::float8 as total, min(run_at) as oldest
+    from workhorse.job where state in ('scheduled', 'ready') group by queue
+),
+counted as materialized (
+  select (select count(*) from (select 1 from workhorse.key_binding where expires_at <= now() limit $1::integer) e)::float8
+           as expired,
+         (select count(*) from (select 1 from workhorse.key_binding where expires_at > now() limit $1::integer) l)::float8
+           as live
+),
+est as materialized (
+  select c.reltuples::float8 as total,
+         (select least(1, greatest(0, (count(*) filter (where b <= now()) - 0.5) / nullif(count(*) - 1, 0)))::float8
+            from pg_stats s cross join lateral unnest(s.histogram_bounds::text::timestamptz[]) as b
+           where s.schemaname = 'workhorse' and s.tablename = 'key_binding' and s.attname = 'expires_at') as share
+    from pg_class c where c.oid = 'workhorse.key_binding'::regclass
+),
+bindings as (
+  select c.expired < $1::integer as expired_exact, c.live < $1::integer as live_exact, c.live as live_counted,
+         e.total,
+         case when c.expired < $1::integer then c.expired
+              else greatest(c.expired, e.total * coalesce(e.share, 0)) end as expired
+    from counted c cross join est e
+)
+select 'depth' as metric, queue, 'ready' as label, due as value from pending
+union all
+select 'depth', queue, 'scheduled', total - due from pending
+union all
+select 'lag', queue, null, extract(epoch from now() - oldest)::float8 from pending where oldest <= now()
+union all
+select 'depth', queue::text, 'active', count(*)::float8 from workhorse.job where state = 'active' group by queue
+union all
+select 'dead_letters', queue::text, null, count(*)::float8
+  from workhorse.job where state = 'failed' group by queue
+union all
+${WORKERS_SQL.replace("$1", "$2")}
+union all
+${PAUSED_AND_OLDEST}
+union all
+select 'bindings', null, 'expired', b.expired from bindings b
+union all
+select 'bindings', null, 'live',
+       case when b.live_exact then b.live_counted else greatest($1::integer, b.total - b.expired) end
+  from bindings b
+union all
+select 'bindings_exact', null, 'expired', b.expired_exact::integer::float8 from bindings b
+union all
+select 'bindings_exact', null, 'live', b.live_exact::integer::float8 from bindings b`;
+
+// Citus: exact counts (every leg a plain grouped scan, nothing correlated, which Citus runs on each
+// shard and adds up; depth split by due-ness as on one node), and the heartbeat rows
+// (a local table on the coordinator) by their own statement. reltuples of a distributed table is
+// the coordinator's empty shell's, so nothing is estimated here.
+const DISTRIBUTED_SQL = `
+select 'depth' as metric, queue::text as queue,
+       case when run_at <= now() then 'ready' else 'scheduled' end as label, count(*)::float8 as value
+  from workhorse.job where state in ('scheduled', 'ready') group by 2, 3
+union all
+select 'depth', queue::text, 'active', count(*)::float8 from workhorse.job where state = 'active' group by queue
 union all
 select 'dead_letters', queue::text, null, count(*)::float8
   from workhorse.job where state = 'failed' group by queue
@@ -36,23 +119,36 @@ union all
 select 'lag', queue::text, null, extract(epoch from now() - min(run_at))::float8
   from workhorse.job where state in ('scheduled', 'ready') and run_at <= now() group by queue
 union all
-select 'workers', w.queue, null, count(*)::float8
-  from (select distinct queue::text as queue, split_part(lease_owner, '~', 1) as worker
-          from workhorse.job
-         where state = 'active' and lease_owner is not null and lease_expires_at > now()) w
- group by w.queue
-union all
-select 'paused', queue::text, null, 1::float8 from workhorse.queue_pause
+${PAUSED_AND_OLDEST}
 union all
 select 'bindings', null, 'live', count(*)::float8 from workhorse.key_binding where expires_at > now()
 union all
 select 'bindings', null, 'expired', count(*)::float8 from workhorse.key_binding where expires_at <= now()
 union all
-select 'oldest_expired_binding_age', null, null, coalesce(extract(epoch from now() - min(expires_at)), 0)::float8
-  from workhorse.key_binding where expires_at <= now()`;
+select 'bindings_exact', null, 'live', 1::float8
+union all
+select 'bindings_exact', null, 'expired', 1::float8`;
 
-/** Reads every state gauge in one round trip. */
+/** Reads every state gauge: one round trip on one node, two statements at once on Citus. */
 export async function selectStateRows(db: Queryable): Promise<StateRow[]> {
-  const { rows } = await db.query<StateRow>(STATE_SQL);
+  const sql = sqlOf(db);
+  let rows: StateRow[];
+  if ((await sql.layout()) === "distributed") {
+    const [state, workers] = await Promise.all([
+      sql.query<StateRow>({ text: DISTRIBUTED_SQL }),
+      sql.query<StateRow>({
+        text: WORKERS_SQL,
+        values: [GONE_AFTER_MISSED_CHECK_INS],
+      }),
+    ]);
+    rows = [...state.rows, ...workers.rows];
+  } else {
+    rows = (
+      await sql.query<StateRow>({
+        text: SINGLE_SQL,
+        values: [EXACT_BINDINGS_CAP, GONE_AFTER_MISSED_CHECK_INS],
+      })
+    ).rows;
+  }
   return rows.map((r) => ({ ...r, value: Number(r.value) }));
 }
