@@ -14,6 +14,9 @@
  *   `coalesced`; pg-boss sendThrottled; BullMQ deduplication in throttle mode (a ttl)
  */
 import { randomBytes } from "node:crypto";
+import { cpSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import pg from "pg";
 import { v7 as uuidv7 } from "uuid";
 import type { EnqueueRequest } from "../lib/enqueue";
@@ -293,6 +296,77 @@ export async function oursWithMetricsSdk(ctx: ContenderContext): Promise<Contend
     telemetry: { meterProvider },
     onClose: () => meterProvider.shutdown(),
   });
+}
+
+/** `text` with `from` replaced by `to`, or an error naming `file` when `from` is not in it (the core changed). */
+function replaceOnce(file: string, text: string, from: string, to: string): string {
+  if (!text.includes(from)) throw new Error(`ours-uninstrumented: ${file} no longer contains the code it replaces`);
+  return text.replace(from, to);
+}
+
+/**
+ * A copy of lib/enqueue without its telemetry calls, made in a temporary directory (its
+ * node_modules a link to the project's): the enqueue path's `traced` (enqueue-call.ts; coalesced
+ * calls go through it too) runs the decision directly, with no span, clock read or recorder, and
+ * every method of QueueTelemetry (telemetry.ts) is an empty function. Returns its index module
+ * and a function that deletes the copy.
+ */
+function uninstrumentedCore(): { module: string; remove: () => void } {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "workhorse-uninstrumented-"));
+  const core = path.join(dir, "enqueue");
+  cpSync(path.join(process.cwd(), "lib", "enqueue"), core, { recursive: true });
+  symlinkSync(realpathSync(path.join(process.cwd(), "node_modules")), path.join(dir, "node_modules"), "dir");
+  const call = path.join(core, "enqueue-call.ts");
+  writeFileSync(
+    call,
+    replaceOnce(
+      "enqueue-call.ts",
+      readFileSync(call, "utf8"),
+      `  const telemetry = view.context.telemetry;
+  const startedAt = performance.now();
+  const span = telemetry.startSend(requests);
+  try {
+    const results = await fn(traceparentOf(span));
+    telemetry.sendSucceeded(span, startedAt, requests, results);
+    return results;
+  } catch (err) {
+    telemetry.sendFailed(span, startedAt, requests, err);
+    throw err;
+  }`,
+      "  void view;\n  void requests;\n  void traceparentOf;\n  return fn(null);",
+    ),
+  );
+  const tel = path.join(core, "telemetry.ts");
+  writeFileSync(
+    tel,
+    `${replaceOnce("telemetry.ts", readFileSync(tel, "utf8"), "export class QueueTelemetry {", "export class QueueTelemetry {")}
+// ours-uninstrumented (bench/contenders.ts): every recorder does nothing.
+for (const name of Object.getOwnPropertyNames(QueueTelemetry.prototype)) {
+  if (name !== "constructor") Object.defineProperty(QueueTelemetry.prototype, name, { value: () => {} });
+}
+`,
+  );
+  return { module: path.join(core, "index.ts"), remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * Workhorse with its core's telemetry calls removed (uninstrumentedCore), no SDK: beside `ours`
+ * (the same core with the calls, no SDK: the API's no-ops) it shows what the instrumentation
+ * costs when nobody installed an SDK.
+ */
+export async function oursUninstrumented(ctx: ContenderContext): Promise<Contender> {
+  const copy = uninstrumentedCore();
+  try {
+    return await ours(ctx, {
+      id: "ours-uninstrumented",
+      label: "Workhorse with the telemetry calls removed (no spans, no recorders)",
+      module: copy.module,
+      onClose: async () => copy.remove(),
+    });
+  } catch (err) {
+    copy.remove();
+    throw err;
+  }
 }
 
 /**

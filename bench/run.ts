@@ -5,6 +5,7 @@
  *   npm run bench -- --quick              1-2 minute smoke run (fewer calls, 100,000-row read surface)
  *   npm run bench -- --scenarios=accept,replay,conflict,batch,debounce,throttle,read,prune
  *   npm run bench -- --contenders=floor,ours,pg-boss,graphile,graphile-custom,bullmq-pg,bullmq-redis
+ *   npm run bench -- --scenarios=accept --contenders=floor,ours,ours-uninstrumented   (instrumentation, no SDK)
  *   npm run bench -- --rounds=8 --read-rows=1000000 --no-docs --prototype=bench/prototypes/x.sql
  *   npm run bench -- --citus [--quick]    one node against Citus with two workers (bench/citus.ts; root)
  *
@@ -28,6 +29,7 @@ import {
   graphileWorker,
   type Op,
   ours,
+  oursUninstrumented,
   oursWithMetricsSdk,
   POOL_MAX,
   pgBoss,
@@ -65,6 +67,7 @@ const ALL_CONTENDERS = [
   "ours-alone",
   "ours-coalesce2",
   "ours-otel",
+  "ours-uninstrumented",
   "pg-boss",
   "graphile",
   "graphile-custom",
@@ -409,6 +412,7 @@ async function main() {
             }),
         ],
         ["ours-otel", () => oursWithMetricsSdk(ctx)],
+        ["ours-uninstrumented", () => oursUninstrumented(ctx)],
         [
           "ours-coalesce2",
           () =>
