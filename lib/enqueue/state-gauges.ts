@@ -162,7 +162,10 @@ export class StateGauges {
     const meter = meterProvider.getMeter(INSTRUMENTATION_NAME);
     const g = (key: keyof typeof STATE_GAUGES, description: string): ObservableGauge =>
       meter.createObservableGauge(STATE_GAUGES[key].name, { description, unit: STATE_GAUGES[key].unit });
-    const depth = g("depth", "Jobs per queue and state (scheduled, ready, active).");
+    const depth = g(
+      "depth",
+      "Jobs per queue: ready (pending and due), scheduled (pending, not yet due), active (running).",
+    );
     const lag = g("lag", "Seconds since the oldest due pending job of the queue became due (0 when none is due).");
     const dead = g("deadLetters", "Failed jobs (dead letters) per queue, until redriven or pruned.");
     const workers = g("workers", "Running workers whose fresh heartbeat row lists the queue.");
