@@ -113,7 +113,20 @@ function median(xs: number[]): number {
 function pgbench(url: string, file: string, clients: number): number {
   const r = spawnSync(
     "pgbench",
-    ["-n", "-M", "prepared", "-c", String(clients), "-j", String(Math.min(clients, 2)), "-T", String(SECONDS), "-f", file, url],
+    [
+      "-n",
+      "-M",
+      "prepared",
+      "-c",
+      String(clients),
+      "-j",
+      String(Math.min(clients, 2)),
+      "-T",
+      String(SECONDS),
+      "-f",
+      file,
+      url,
+    ],
     { encoding: "utf8" },
   );
   const m = /tps = ([\d.]+)/.exec(r.stdout);
@@ -152,14 +165,15 @@ try {
       return [name, file];
     }),
   );
-  const tps8: Record<string, number[]> = {};
-  const tps1: Record<string, number[]> = {};
-  const cpu: Record<string, number[]> = {};
+  const names = Object.keys(SHAPES);
+  const tps8: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
+  const tps1: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
+  const cpu: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
   for (let round = 1; round <= ROUNDS; round++) {
     for (const name of Object.keys(SHAPES)) {
-      (tps8[name] ??= []).push(pgbench(url, files[name] as string, 8));
-      (tps1[name] ??= []).push(pgbench(url, files[name] as string, 1));
-      (cpu[name] ??= []).push(await cpuPerCall(url, SHAPES[name] as string));
+      tps8[name]?.push(pgbench(url, files[name] as string, 8));
+      tps1[name]?.push(pgbench(url, files[name] as string, 1));
+      cpu[name]?.push(await cpuPerCall(url, SHAPES[name] as string));
     }
     process.stderr.write(`[shapes] round ${round}/${ROUNDS} done\n`);
   }
@@ -167,8 +181,12 @@ try {
   const f1 = median(tps1.floor as number[]);
   const fd8 = median(tps8["floor-dup"] as number[]);
   const fc = median(cpu.floor as number[]);
-  console.log(`server-side shapes, ${ROUNDS} rounds of ${SECONDS} s, medians (ratios against the floor; replays against floor-dup)`);
-  console.log("| shape | calls/s, 8 clients | ÷ floor | calls/s, 1 client | ÷ floor | µs server CPU per call | ÷ floor |");
+  console.log(
+    `server-side shapes, ${ROUNDS} rounds of ${SECONDS} s, medians (ratios against the floor; replays against floor-dup)`,
+  );
+  console.log(
+    "| shape | calls/s, 8 clients | ÷ floor | calls/s, 1 client | ÷ floor | µs server CPU per call | ÷ floor |",
+  );
   console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
   for (const name of Object.keys(SHAPES)) {
     const replay = name === "core-replay" || name === "probe" || name === "floor-dup";
