@@ -24,6 +24,13 @@
  * - one-row: the key on the job row (a unique index on scope and key hash), plain types;
  * - probe: the binding read by primary key (what a replay must at least do).
  *
+ * And batches of 1,000 requests, half new keys and half keys bound before (the main bench's batch),
+ * reported as requests/s with 8 clients:
+ * - floor-batch: one multi-row INSERT .. ON CONFLICT DO NOTHING into the floor's table;
+ * - two-row-batch-lean: one statement binding the new keys, inserting their jobs and reading the
+ *   bound keys' bindings (plain-typed tables);
+ * - one-row-batch: the same with the key on the job row.
+ *
  * Needs pgbench (Debian's postgresql-client). Start it when nothing else runs on the machine.
  */
 import { spawnSync } from "node:child_process";
@@ -68,7 +75,54 @@ create table lean.keyed_job (like lean.job including defaults);
 alter table lean.keyed_job add primary key (id), add column field_digests bytea, add column key_expires_at timestamptz;
 create unique index on lean.keyed_job (key_scope, key_hash) where key_hash is not null;
 create index on lean.keyed_job (queue, run_at, id) where state in ('scheduled', 'ready');
+insert into floor_job (id, queue, type, payload, state)
+  select ('00000000-0000-7000-8001-' || lpad(g::text, 12, '0'))::uuid, 'bench', 'invoice.send', ${PAYLOAD}, 'ready'
+    from generate_series(0, 499) g;
+insert into lean.key_binding (scope, key_hash, job_id, mode, key_preview, key_length, field_digests, request_digest,
+                              ttl_ms, expires_at)
+  select 'bench', sha256(('live-' || g)::bytea), uuidv7(), 'idempotency', 'ab…', 20, ${FIELDS88}, ${DIGEST}, 86400000,
+         now() + interval '1 day' from generate_series(0, 499) g;
+insert into lean.keyed_job (id, queue, type, payload, state, run_at, max_attempts, key_scope, key_hash, key_mode,
+                            key_preview, field_digests, key_expires_at)
+  select uuidv7(), 'bench', 'invoice.send', ${PAYLOAD}, 'ready', now(), 25, 'bench', sha256(('live-' || g)::bytea),
+         'idempotency', 'ab…', ${FIELDS88}, now() + interval '1 day' from generate_series(0, 499) g;
 `;
+
+// 500 new keys and the 500 keys SETUP bound, in one batch.
+const BATCH_KEYS = `select sha256(uuidv7()::text::bytea) as key_hash from generate_series(1, 500)
+  union all select sha256(('live-' || g)::bytea) from generate_series(0, 499) g`;
+
+const BATCHES: Record<string, string> = {
+  "floor-batch": `insert into floor_job (id, queue, type, payload, state)
+    select case when g < 500 then uuidv7() else ('00000000-0000-7000-8001-' || lpad((g - 500)::text, 12, '0'))::uuid end,
+           'bench', 'invoice.send', ${PAYLOAD}, 'ready' from generate_series(0, 999) g
+    on conflict do nothing`,
+  "two-row-batch-lean": `with req as (select uuidv7() as id, k.key_hash from (${BATCH_KEYS}) k),
+    old as (select b.job_id, b.field_digests from req r
+              join lean.key_binding b on b.scope = 'bench' and b.key_hash = r.key_hash),
+    bound as (
+      insert into lean.key_binding (scope, key_hash, job_id, mode, key_preview, key_length, field_digests,
+                                    request_digest, ttl_ms, expires_at)
+      select 'bench', r.key_hash, r.id, 'idempotency', 'ab…', 20, ${FIELDS88}, ${DIGEST}, 86400000,
+             now() + interval '1 day' from req r order by r.key_hash
+      on conflict do nothing returning job_id, key_hash),
+    jobs as (
+      insert into lean.job (id, queue, type, payload, state, run_at, max_attempts, key_scope, key_hash, key_mode,
+                            key_preview, key_length, key_ttl_ms, request_digest, tags)
+      select b.job_id, 'bench', 'invoice.send', ${PAYLOAD}, 'ready', now(), 25, 'bench', b.key_hash, 'idempotency',
+             'ab…', 20, 86400000, ${DIGEST}, '{}' from bound b returning id)
+    select (select count(*) from jobs), (select count(*) from old)`,
+  "one-row-batch": `with req as (select uuidv7() as id, k.key_hash from (${BATCH_KEYS}) k),
+    old as (select j.id, j.field_digests from req r
+              join lean.keyed_job j on j.key_scope = 'bench' and j.key_hash = r.key_hash),
+    jobs as (
+      insert into lean.keyed_job (id, queue, type, payload, state, run_at, max_attempts, key_scope, key_hash,
+                                  key_mode, key_preview, field_digests, key_expires_at)
+      select r.id, 'bench', 'invoice.send', ${PAYLOAD}, 'ready', now(), 25, 'bench', r.key_hash, 'idempotency',
+             'ab…', ${FIELDS88}, now() + interval '1 day' from req r order by r.key_hash
+      on conflict (key_scope, key_hash) where key_hash is not null do nothing returning id)
+    select (select count(*) from jobs), (select count(*) from old)`,
+};
 
 function enqueueOne(key: string): string {
   return `select * from workhorse.enqueue_one(uuidv7(), 'bench', 'invoice.send', ${PAYLOAD}, null, 25, null, null, null,
@@ -159,7 +213,7 @@ try {
   await pool.end();
   const dir = mkdtempSync(path.join(tmpdir(), "workhorse-shapes-"));
   const files = Object.fromEntries(
-    Object.entries(SHAPES).map(([name, sql]) => {
+    Object.entries({ ...SHAPES, ...BATCHES }).map(([name, sql]) => {
       const file = path.join(dir, `${name}.sql`);
       writeFileSync(file, `${sql.replace(/\s+/g, " ")};\n`);
       return [name, file];
@@ -169,12 +223,14 @@ try {
   const tps8: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
   const tps1: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
   const cpu: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
+  const batch8: Record<string, number[]> = Object.fromEntries(Object.keys(BATCHES).map((n) => [n, []]));
   for (let round = 1; round <= ROUNDS; round++) {
     for (const name of Object.keys(SHAPES)) {
       tps8[name]?.push(pgbench(url, files[name] as string, 8));
       tps1[name]?.push(pgbench(url, files[name] as string, 1));
       cpu[name]?.push(await cpuPerCall(url, SHAPES[name] as string));
     }
+    for (const name of Object.keys(BATCHES)) batch8[name]?.push(pgbench(url, files[name] as string, 8) * 1000);
     process.stderr.write(`[shapes] round ${round}/${ROUNDS} done\n`);
   }
   const f8 = median(tps8.floor as number[]);
@@ -197,6 +253,13 @@ try {
       `| ${name} | ${Math.round(t8).toLocaleString("en-US")} | ${(t8 / (replay ? fd8 : f8)).toFixed(2)}x | ` +
         `${Math.round(t1).toLocaleString("en-US")} | ${(t1 / f1).toFixed(2)}x | ${c.toFixed(0)} | ${(c / fc).toFixed(2)}x |`,
     );
+  }
+  const fb = median(batch8["floor-batch"] as number[]);
+  console.log("\n| batch of 1,000, half new, 8 clients | requests/s | ÷ floor-batch |");
+  console.log("| --- | ---: | ---: |");
+  for (const name of Object.keys(BATCHES)) {
+    const b = median(batch8[name] as number[]);
+    console.log(`| ${name} | ${Math.round(b).toLocaleString("en-US")} | ${(b / fb).toFixed(2)}x |`);
   }
 } finally {
   await server.stop();
