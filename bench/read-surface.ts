@@ -317,7 +317,7 @@ export async function readQueries(
     const search = (value: string, type?: string) =>
       models.searchPayload(db, { path: ["invoiceId"], value, ...(type ? { type } : {}), window: "24h" });
     return {
-      source: "lib/console read models (listJobs, listBindings, listObservations)",
+      source: "lib/console read models",
       queries: [
         q("jobs.first", "jobs page, newest first (first page)", () => listJobs(db, {})),
         q("jobs.keyset", "jobs page, keyset at a random depth", (p) => listJobs(db, { after: at(jobCursors, p).id })),
