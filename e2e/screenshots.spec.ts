@@ -159,15 +159,33 @@ test("screenshots of every page", async ({ page, queue }) => {
     ["/audit", "audit"],
     ["/maintenance", "maintenance"],
   ];
-  for (const scheme of ["light", "dark"] as const) {
-    await page.emulateMedia({ colorScheme: scheme });
-    for (const width of [1280, 390]) {
-      await page.setViewportSize({ width, height: width === 390 ? 844 : 900 });
-      for (const [url, name] of everyPage) {
-        await page.goto(url);
-        await shot(page, `${name}-${width}${scheme === "dark" ? "-dark" : ""}`);
+  // Two idle workers checked in, for the workers page (stopped after the screenshots).
+  const workerPool = new pg.Pool({ connectionString: process.env.E2E_DATABASE_URL, max: 4 });
+  const idle = [
+    new Worker({
+      pool: workerPool,
+      queues: ["orders", "billing"],
+      concurrency: 4,
+      handlers: { "report.build": () => {} },
+    }),
+    new Worker({ pool: workerPool, queues: ["email"], concurrency: 8, handlers: { "email.digest": () => {} } }),
+  ];
+  for (const w of idle) await w.start();
+  try {
+    for (const scheme of ["light", "dark"] as const) {
+      await page.emulateMedia({ colorScheme: scheme });
+      for (const width of [1280, 390]) {
+        await page.setViewportSize({ width, height: width === 390 ? 844 : 900 });
+        for (const [url, name] of everyPage) {
+          await page.goto(url);
+          if (name === "workers") await expect(page.getByRole("table").first()).toBeVisible();
+          await shot(page, `${name}-${width}${scheme === "dark" ? "-dark" : ""}`);
+        }
       }
     }
+  } finally {
+    for (const w of idle) await w.stop({ graceMs: 0 });
+    await workerPool.end();
   }
   await page.emulateMedia({ colorScheme: "dark" });
   await page.context().clearCookies();
