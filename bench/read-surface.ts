@@ -1,13 +1,23 @@
 /**
- * Read surface and maintenance on a seeded database: N jobs, N bindings (half expired), N/2
- * observations, seeded with set-based SQL. Times the console's queries (p50/p95 over `runs` each)
- * and `pruneExpiredBindings` while 8 callers keep enqueueing.
+ * Read surface and maintenance on a seeded database: N jobs (each with its key; failed ones with an
+ * error), N bindings (half expired), N/2 observations, 3 % of N debounce `replaced` events, 30 days
+ * of the run-time rollup and 225 worker heartbeats, seeded with set-based SQL. Times every console
+ * read (p50/p95 over `runs` each; the few reads of tens of ms over 50) with one EXPLAIN (ANALYZE,
+ * BUFFERS) of each statement a read runs, and `pruneExpiredBindings` while 8 callers keep enqueueing.
  *
- * The console's read models (lib/console) are not written yet, so the queries below are the ones
- * the console needs: keyset pages, newest first on the UUIDv7 job id, filters from an allowlist.
+ * The reads are the console's read models (lib/console) when this process may import them, else
+ * SQL equivalent to theirs and the store functions they call.
  */
+import { createHash } from "node:crypto";
 import type pg from "pg";
 import { migrate, Queue } from "../lib/enqueue";
+import { bindingScopes, deadLetterGroupRows } from "../lib/enqueue/store/console-reads";
+import { replacedListRows } from "../lib/enqueue/store/console-replaced";
+import { payloadSearchRows } from "../lib/enqueue/store/console-search";
+import { uuidv7Floor } from "../lib/enqueue/store/console-series";
+import { workerHeartbeatRows } from "../lib/enqueue/store/console-status";
+import { jobIdsEndingWith } from "../lib/enqueue/store/jobs";
+import { sqlOf } from "../lib/enqueue/store/layout";
 import { benchPool } from "./contenders";
 import { percentile, rng, runUntil, type Summary, summarize } from "./lib/measure";
 
@@ -23,8 +33,10 @@ export async function seed(pool: pg.Pool, n: number): Promise<Record<string, num
     timings[label] = Math.round(performance.now() - t0);
   };
   await pool.query("set maintenance_work_mem = '512MB'");
+  const nowMs = Date.now();
   // Job g gets a UUIDv7 built from a timestamp 500 ms after job g-1 (so ids are time-ordered and
-  // the newest is "now"); queue from the md5 of g (40/30/25/5 %), state from g mod 1000 (80 % succeeded,
+  // the newest is "now", one clock reading shared by every statement below so that binding g and
+  // the events name job g's id); queue from the md5 of g (40/30/25/5 %), state from g mod 1000 (80 % succeeded,
   // 10 % ready, 3 % scheduled, 1 % active, 5 % failed, 0.9 % canceled, 0.1 % purged).
   const jobCte = `
     select g,
@@ -33,51 +45,52 @@ export async function seed(pool: pg.Pool, n: number): Promise<Record<string, num
            case when b < 102 then 'default' when b < 179 then 'billing' when b < 243 then 'email' else 'reports' end as queue,
            case when g % 1000 < 800 then 'succeeded' when g % 1000 < 900 then 'ready'
                 when g % 1000 < 930 then 'scheduled' when g % 1000 < 940 then 'active'
-                when g % 1000 < 990 then 'failed' when g % 1000 < 999 then 'canceled' else 'purged' end as state
+                when g % 1000 < 990 then 'failed' when g % 1000 < 999 then 'canceled' else 'purged' end as state,
+           (array['invoice-capture', 'email-send', 'report-build', 'webhook'])[1 + g % 4] as scope,
+           'order-' || g as k,
+           case when g % 10 = 0 then 'throttle' when g % 10 = 1 then 'debounce' else 'idempotency' end as mode
       from generate_series(1, $1::int) g,
-           lateral (select (extract(epoch from now()) * 1000)::bigint - ($1::bigint - g) * 500 as ms,
+           lateral (select $2::bigint - ($1::bigint - g) * 500 as ms,
                            md5(g::text) as h) x,
            lateral (select get_byte(decode(x.h, 'hex'), 0) as b) y`;
+  // Each job carries its key (what purge, deletion and the job page use to find its binding), written
+  // with the row so the table is laid out as enqueue lays it out; failed jobs (and a quarter of the
+  // scheduled ones, retrying) carry an error, three names in runs of 1,000 jobs.
   await time(
     "jobs",
     `insert into workhorse.job (id, queue, type, payload, state, run_at, attempt, max_attempts, tags, created_at, updated_at,
-                                started_at, finished_at)
+                                started_at, finished_at, last_error, key_scope, key_hash, key_mode, key_preview,
+                                key_length, key_ttl_ms, request_digest, enqueued_inline)
      select id, queue, (array['invoice.capture', 'email.send', 'report.build', 'webhook.deliver'])[1 + g % 4],
             jsonb_build_object('invoiceId', 'INV-' || g, 'amount', g % 10000, 'currency', 'EUR'),
             state, case when state = 'scheduled' then at + interval '1 day' else at end,
             case when state in ('succeeded', 'failed', 'active') then 1 else 0 end, 25,
             case when g % 7 = 0 then array['vip'] else '{}' end, at, at,
             case when state in ('succeeded', 'failed', 'active') then at end,
-            case when state in ('succeeded', 'failed') then at + interval '1 second' end
+            case when state in ('succeeded', 'failed') then at + interval '1 second' end,
+            case when state = 'failed' or (state = 'scheduled' and g % 4 = 0)
+                 then jsonb_build_object('name', (array['TimeoutError', 'HttpError', 'ValidationError'])[1 + (g / 1000) % 3],
+                                         'message', 'attempt failed: upstream said no') end,
+            scope, sha256(convert_to(scope || chr(31) || k, 'UTF8')), mode, left(k, least(8, char_length(k) / 3)) || '…',
+            char_length(k), 86400000, sha256(convert_to(k, 'UTF8')), true
        from (${jobCte}) j`,
-    [n],
+    [n, nowMs],
   );
   // Binding g belongs to job g; odd g expired (oldest first), even g live for another 1..N/100 s.
   await time(
     "bindings",
     `insert into workhorse.key_binding (scope, key_hash, job_id, mode, key_preview, key_length, field_digests,
                                         request_digest, ttl_ms, created_at, expires_at)
-     select scope, sha256(convert_to(scope || chr(31) || k, 'UTF8')), id,
-            case when g % 10 = 0 then 'throttle' when g % 10 = 1 then 'debounce' else 'idempotency' end,
+     select scope, sha256(convert_to(scope || chr(31) || k, 'UTF8')), id, mode,
             left(k, least(8, char_length(k) / 3)) || '…', char_length(k),
             substring(sha512(convert_to(k, 'UTF8')) || sha256(convert_to(k, 'UTF8')) from 1 for 88),
             sha256(convert_to(k, 'UTF8')), 86400000,
             exp - interval '1 day', exp
-       from (select j.g, j.id, (array['invoice-capture', 'email-send', 'report-build', 'webhook'])[1 + j.g % 4] as scope,
-                    'order-' || j.g as k,
+       from (select j.g, j.id, j.scope, j.k, j.mode,
                     case when j.g % 2 = 1 then now() - interval '1 second' - ($1::int - j.g) * interval '100 ms'
                          else now() + interval '1 hour' + j.g * interval '10 ms' end as exp
                from (${jobCte}) j) s`,
-    [n],
-  );
-  // Each job carries its key (what purge, deletion and the job page use to find its binding).
-  await time(
-    "job keys",
-    `update workhorse.job j set key_scope = b.scope, key_hash = b.key_hash, key_mode = b.mode,
-            key_preview = b.key_preview, key_length = b.key_length, key_ttl_ms = b.ttl_ms,
-            request_digest = b.request_digest, enqueued_inline = true
-       from workhorse.key_binding b where b.job_id = j.id`,
-    [],
+    [n, nowMs],
   );
   await time(
     "observations",
@@ -96,8 +109,41 @@ export async function seed(pool: pg.Pool, n: number): Promise<Record<string, num
        from generate_series(1, $1::int) g`,
     [Math.floor(n / 2)],
   );
+  // Debounce repeats: one in ten debounce-mode jobs (g % 10 = 1) was replaced, some of them twice
+  // (3 % of N `debounced` events, 200 ms after their job's creation).
+  await time(
+    "debounced events",
+    `insert into workhorse.job_event (job_id, at, kind, data)
+     select j.id, j.at + r * interval '200 ms', 'debounced',
+            jsonb_build_object('priorRequestDigest', md5(j.g::text || r), 'requestDigest', md5(j.g::text || r + 1))
+       from (${jobCte}) j, generate_series(1, 1 + (j.g / 10) % 2) r
+      where j.g % 100 = 1 or j.g % 100 = 51`,
+    [n, nowMs],
+  );
+  // Run-time rollup: 30 days of hours (what maintenance keeps), 16 queue/type pairs, 8 buckets each.
+  await time(
+    "run-time buckets",
+    `insert into workhorse.run_time_bucket (hour, queue, type, bucket, succeeded, failed)
+     select date_trunc('hour', now()) - h * interval '1 hour', q, t, b, 10 + (h + b) % 90, (h * b) % 7
+       from generate_series(1, 720) h, unnest(array['default', 'billing', 'email', 'reports']) q,
+            unnest(array['invoice.capture', 'email.send', 'report.build', 'webhook.deliver']) t, generate_series(4, 11) b`,
+  );
+  // Workers: 200 running (every fifth busy), 20 gone (missed their check-ins), 5 stopping.
+  await time(
+    "heartbeats",
+    `insert into workhorse.worker_heartbeat (worker_id, host, pid, queues, types, concurrency, running, held, job_ids,
+                                             interval_ms, status, started_at, checked_at)
+     select 'worker-' || g, 'host-' || (g % 12), 1000 + g, array[(array['default', 'billing', 'email', 'reports'])[1 + g % 4]],
+            null, 8, case when g % 5 = 0 then 3 else 0 end, case when g % 5 = 0 then 3 else 0 end, '{}', 5000,
+            case when g > 220 then 'stopping' else 'running' end, now() - interval '2 hours',
+            case when g between 201 and 220 then now() - interval '10 minutes' else now() - interval '2 seconds' end
+       from generate_series(1, 225) g`,
+  );
   const t0 = performance.now();
-  await pool.query("vacuum (analyze) workhorse.job, workhorse.key_binding, workhorse.enqueue_observation");
+  await pool.query(
+    `vacuum (analyze) workhorse.job, workhorse.key_binding, workhorse.enqueue_observation, workhorse.job_event,
+                      workhorse.run_time_bucket, workhorse.worker_heartbeat`,
+  );
   timings.vacuumAnalyze = Math.round(performance.now() - t0);
   return timings;
 }
@@ -107,10 +153,12 @@ export interface ReadQuery {
   label: string;
   /** Runs one query; `pick` is a uniform random number in [0, 1) for cursors and keys. */
   run(pick: number): Promise<unknown>;
+  /** Fewer timed runs than the others (reads of tens of ms: the bench stays within its time). */
+  maxRuns?: number;
   /** The SQL and a parameter set, for EXPLAIN. */
   explain?: { text: string; values: unknown[] };
-  /** Or: the SQL of the last run (read models build their own). */
-  explainLast?: () => { text: string; values: unknown[] };
+  /** Or: the SQL of the last run (read models build their own; a read of several statements gives each). */
+  explainLast?: () => { text: string; values: unknown[] } | { text: string; values: unknown[] }[];
 }
 
 export interface ReadResult {
@@ -130,17 +178,24 @@ const BINDING_COLUMNS = `scope, key_hash, job_id, mode, key_preview, key_length,
 const OBSERVATION_COLUMNS = `id, at, outcome, reason, queue, type, scope, key_preview, key_digest, key_length, job_id,
   conflicting_fields, payload_paths, source`;
 
-/** The SQL of the last query a read model ran, for EXPLAIN. */
+/** The SQL of the statements the last read ran (`begin()` starts a read), for EXPLAIN. */
 interface Capturing {
   query<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
   last: { text: string; values: unknown[] } | null;
+  statements: { text: string; values: unknown[] }[];
+  begin(): void;
 }
 
 function capturing(pool: pg.Pool): Capturing {
   const db: Capturing = {
     last: null,
+    statements: [],
+    begin() {
+      db.statements = [];
+    },
     query<R extends pg.QueryResultRow>(text: string, values: unknown[] = []) {
       db.last = { text, values };
+      db.statements.push(db.last);
       return pool.query<R>(text, values);
     },
   };
@@ -153,19 +208,34 @@ async function consoleReadModels(): Promise<
       listJobs: typeof import("../lib/console/jobs").listJobs;
       listBindings: typeof import("../lib/console/bindings").listBindings;
       listObservations: typeof import("../lib/console/observation-reads").listObservations;
+      listWorkers: typeof import("../lib/console/workers").listWorkers;
+      searchPayload: typeof import("../lib/console/payload-search").searchPayload;
+      runTimes: typeof import("../lib/console/run-times").runTimes;
+      resolveJobId: typeof import("../lib/console/open-job").resolveJobId;
+      deadLetterGroups: typeof import("../lib/console/operator-reads").deadLetterGroups;
     }
   | { unavailable: string }
 > {
   try {
-    const [jobs, bindings, observations] = await Promise.all([
+    const [jobs, bindings, observations, workers, search, runTimes, openJob, operator] = await Promise.all([
       import("../lib/console/jobs"),
       import("../lib/console/bindings"),
       import("../lib/console/observation-reads"),
+      import("../lib/console/workers"),
+      import("../lib/console/payload-search"),
+      import("../lib/console/run-times"),
+      import("../lib/console/open-job"),
+      import("../lib/console/operator-reads"),
     ]);
     return {
       listJobs: jobs.listJobs,
       listBindings: bindings.listBindings,
       listObservations: observations.listObservations,
+      listWorkers: workers.listWorkers,
+      searchPayload: search.searchPayload,
+      runTimes: runTimes.runTimes,
+      resolveJobId: openJob.resolveJobId,
+      deadLetterGroups: operator.deadLetterGroups,
     };
   } catch (err) {
     return { unavailable: (err as Error).message.split("\n")[0] ?? "import failed" };
@@ -193,10 +263,14 @@ export async function readQueries(
   const { rows: obsCursors } = await pool.query<{ id: string }>(
     "select id::text from workhorse.enqueue_observation tablesample system (2) limit 2000",
   );
+  const { rows: replacedCursors } = await pool.query<{ c: string }>(
+    `select (extract(epoch from at) * 1000000)::bigint || '_' || seq as c
+       from workhorse.job_event tablesample system (5) where kind = 'debounced' limit 2000`,
+  );
   const at = <T>(list: T[], p: number) => list[Math.floor(p * list.length)] as T;
   const models = await consoleReadModels();
   const db = capturing(pool);
-  const explainLast = () => db.last ?? { text: "select 1", values: [] };
+  const explainLast = () => (db.statements.length ? db.statements : [db.last ?? { text: "select 1", values: [] }]);
   const findByKey: ReadQuery = {
     id: "find_by_key",
     label: "find by key (Queue.findBinding)",
@@ -209,16 +283,41 @@ export async function readQueries(
       values: ["email-send", `email-send\u001forder-${Math.min(n, 4001)}`],
     },
   };
+  const legacyHash = (scope: string, key: string) => createHash("sha256").update(`${scope}\u001f${key}`).digest();
+  const findInScopes: ReadQuery = {
+    id: "find_in_scopes",
+    label: "find by key in every known scope (skip scan of scopes + Queue.findBindingInScopes)",
+    run: async (p) => {
+      const g = 1 + Math.floor(p * n);
+      const scopes = await bindingScopes(pool, 200);
+      return queue.findBindingInScopes({ key: `order-${g}`, scopes });
+    },
+    explain: {
+      text: `select distinct on (b.scope) b.scope, b.job_id, b.expires_at
+               from unnest($1::text[], $2::bytea[]) as p(scope, key_hash)
+               join workhorse.key_binding b on b.scope = p.scope and b.key_hash = p.key_hash
+              order by b.scope, b.expires_at desc`,
+      values: [[...SCOPES], SCOPES.map((scope) => legacyHash(scope, `order-${Math.min(n, 4001)}`))],
+    },
+  };
+  const newestIds = (await pool.query<{ id: string }>("select id from workhorse.job order by id desc limit 20000"))
+    .rows;
+  const invoiceOf = (id: string) => `INV-${n - newestIds.findIndex((r) => r.id === id)}`;
   if (!("unavailable" in models)) {
     const { listJobs, listBindings, listObservations } = models;
     const q = (id: string, label: string, run: (p: number) => Promise<unknown>): ReadQuery => ({
       id,
       label,
-      run,
+      run: (p) => {
+        db.begin();
+        return run(p);
+      },
       explainLast,
     });
+    const search = (value: string, type?: string) =>
+      models.searchPayload(db, { path: ["invoiceId"], value, ...(type ? { type } : {}), window: "24h" });
     return {
-      source: "lib/console read models (listJobs, listBindings, listObservations)",
+      source: "lib/console read models",
       queries: [
         q("jobs.first", "jobs page, newest first (first page)", () => listJobs(db, {})),
         q("jobs.keyset", "jobs page, keyset at a random depth", (p) => listJobs(db, { after: at(jobCursors, p).id })),
@@ -244,6 +343,38 @@ export async function readQueries(
         q("observations.conflicts_scope", "observation log, conflicts in one scope (2 %), keyset", (p) =>
           listObservations(db, { outcome: "conflict", scope: "invoice-capture", after: at(obsCursors, p).id }),
         ),
+        q("replaced.first", "debounce replaced list, newest first", () =>
+          listObservations(db, { outcome: "replaced" }),
+        ),
+        q("replaced.keyset", "debounce replaced list, keyset at a random depth", (p) =>
+          listObservations(db, { outcome: "replaced", after: at(replacedCursors, p).c }),
+        ),
+        q("replaced.scope", "debounce replaced list, one scope (1/4 of them)", () =>
+          listObservations(db, { outcome: "replaced", scope: "email-send" }),
+        ),
+        findInScopes,
+        q("short_id.suffix", "open job by short id (…last 8 hex digits)", (p) =>
+          models.resolveJobId(db, `…${at(jobCursors, p).id.slice(-8)}`),
+        ),
+        q("short_id.prefix", "open job by id prefix (12 hex digits, as the worker log prints)", (p) =>
+          models.resolveJobId(db, at(jobCursors, p).id.replace(/-/g, "").slice(0, 12)),
+        ),
+        q("workers", "workers page (heartbeat rows)", () => models.listWorkers(db)),
+        q("search.hit", "payload search, invoiceId of a recent job, last 24 h", (p) =>
+          search(invoiceOf(at(newestIds, p).id)),
+        ),
+        q("search.hit_type", "payload search, invoiceId + type, last 24 h", (p) =>
+          search(invoiceOf(at(newestIds, p).id), "invoice.capture"),
+        ),
+        q("search.miss", "payload search, no match (the whole bound read), last 24 h", () => search("INV-NONE")),
+        {
+          ...q("run_times", "run-times page (live hour, rollup, dead-letter trend)", () => models.runTimes(db)),
+          maxRuns: 50,
+        },
+        {
+          ...q("dead_letters.groups", "dead-letter groups (the dead-letters page)", () => models.deadLetterGroups(db)),
+          maxRuns: 50,
+        },
       ],
     };
   }
@@ -252,7 +383,10 @@ export async function readQueries(
   const q = (id: string, label: string, run: (p: number) => Promise<unknown>): ReadQuery => ({
     id,
     label,
-    run,
+    run: (p) => {
+      db.begin();
+      return run(p);
+    },
     explainLast,
   });
   return {
@@ -308,6 +442,25 @@ export async function readQueries(
           ["conflict", "invoice-capture", at(obsCursors, p).id],
         ),
       ),
+      // The operator pages' reads, through the store functions their read models call.
+      q("replaced.first", "debounce replaced list, newest first", () => replacedListRows(db, {}, 50)),
+      findInScopes,
+      q("short_id.suffix", "open job by short id (…last 8 hex digits)", (p) =>
+        jobIdsEndingWith(sqlOf(db), at(jobCursors, p).id.slice(-8), 6),
+      ),
+      q("workers", "workers page (heartbeat rows)", () => workerHeartbeatRows(db, 500, 3)),
+      q("search.miss", "payload search, no match (the whole bound read), last 24 h", () =>
+        payloadSearchRows(db, {
+          fragments: [JSON.stringify({ invoiceId: "INV-NONE" })],
+          fromId: uuidv7Floor(Date.now() - 86_400_000),
+          limit: 50,
+          scanCap: 10_000,
+        }),
+      ),
+      {
+        ...q("dead_letters.groups", "dead-letter groups (the dead-letters page)", () => deadLetterGroupRows(db)),
+        maxRuns: 50,
+      },
     ],
   };
 }
@@ -318,7 +471,8 @@ export async function timeReads(pool: pg.Pool, queries: ReadQuery[], runs: numbe
     const random = rng(seed);
     for (let i = 0; i < 10; i++) await q.run(random()); // warm the plan and the cache
     const lat: number[] = [];
-    for (let i = 0; i < runs; i++) {
+    const n = Math.min(runs, q.maxRuns ?? runs);
+    for (let i = 0; i < n; i++) {
       const t0 = performance.now();
       await q.run(random());
       lat.push(performance.now() - t0);
@@ -327,21 +481,21 @@ export async function timeReads(pool: pg.Pool, queries: ReadQuery[], runs: numbe
     const r: ReadResult = {
       id: q.id,
       label: q.label,
-      runs,
+      runs: n,
       p50: percentile(lat, 50),
       p95: percentile(lat, 95),
       max: lat[lat.length - 1] as number,
     };
-    const explain = q.explain ?? q.explainLast?.();
-    if (explain) {
+    const explains = [q.explain ?? q.explainLast?.() ?? []].flat();
+    for (const explain of explains) {
       const { rows } = await pool.query<{ "QUERY PLAN": ExplainNode[] }>(
         `explain (analyze, buffers, format json) ${explain.text}`,
         explain.values,
       );
       const plan = rows[0]?.["QUERY PLAN"]?.[0]?.Plan;
       if (plan) {
-        r.plan = describePlan(plan);
-        r.sharedBuffers = (plan["Shared Hit Blocks"] ?? 0) + (plan["Shared Read Blocks"] ?? 0);
+        r.plan = r.plan ? `${r.plan}; ${describePlan(plan)}` : describePlan(plan);
+        r.sharedBuffers = (r.sharedBuffers ?? 0) + (plan["Shared Hit Blocks"] ?? 0) + (plan["Shared Read Blocks"] ?? 0);
       }
     }
     out.push(r);

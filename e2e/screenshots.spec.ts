@@ -1,6 +1,8 @@
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import type { Page } from "@playwright/test";
+import pg from "pg";
+import { Worker } from "../lib/enqueue";
 import { expect, test } from "./fixtures";
 import { EnqueuePage } from "./pages/enqueue-page";
 import { FindPage } from "./pages/find-page";
@@ -29,6 +31,37 @@ test("screenshots of every page", async ({ page, queue }) => {
     { orderId: "ORD-7731", customerId: "c_2210", total: 149.9, currency: "EUR", items: [{ sku: "SKU-RED-M", qty: 2 }] },
     { queue: "orders", tags: ["checkout", "web"], idempotency: { key, scope: "order-form", ttlMs: 3_600_000 } },
   );
+
+  // Dead letters in two groups, for the dead-letters page, its delete dialog and the run-times trend.
+  const failing: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    failing.push(await queue.enqueue("shipment.book", { orderId: `ORD-77${i}` }, { queue: "orders", maxAttempts: 1 }));
+  }
+  failing.push(await queue.enqueue("invoice.render", { invoiceId: "INV-9" }, { queue: "billing", maxAttempts: 1 }));
+  const pool = new pg.Pool({ connectionString: process.env.E2E_DATABASE_URL, max: 4 });
+  const worker = new Worker({
+    pool,
+    queues: ["orders", "billing"],
+    handlers: {
+      "shipment.book": () => {
+        throw new RangeError("carrier API refused the booking: no slot for this postcode");
+      },
+      "invoice.render": () => {
+        throw new TypeError("template field total is undefined");
+      },
+    },
+    pollIntervalMs: 100,
+    onError: () => {},
+  });
+  await worker.start();
+  try {
+    await expect
+      .poll(async () => (await Promise.all(failing.map((id) => queue.getJob(id)))).map((j) => j?.state))
+      .toEqual(["failed", "failed", "failed", "failed"]);
+  } finally {
+    await worker.stop({ graceMs: 0 });
+    await pool.end();
+  }
 
   await page.setViewportSize({ width: 1280, height: 900 });
   await page.goto("/sign-in");
@@ -96,6 +129,16 @@ test("screenshots of every page", async ({ page, queue }) => {
   await page.goto("/audit");
   await shot(page, "audit-1280");
 
+  // Deleting a dead-letter group: the confirmation dialog (closed again: nothing is deleted).
+  await page.goto("/dead-letters");
+  const deleteGroup = page.getByRole("button", { name: "Delete group…" }).first();
+  if (await deleteGroup.count()) {
+    await deleteGroup.click();
+    await expect(page.getByRole("dialog")).toBeVisible();
+    await page.screenshot({ path: path.join(dir, "dead-letters-delete-dialog-1280.png") });
+    await page.getByRole("dialog").getByRole("button", { name: "Close", exact: true }).click();
+  }
+
   // Every page at 1280 and 390 px, light and dark.
   const digest = (await (await page.request.get("/api/bindings")).json()) as { rows: { keyDigest: string }[] };
   const everyPage: [string, string][] = [
@@ -109,18 +152,40 @@ test("screenshots of every page", async ({ page, queue }) => {
     ["/queues", "queues"],
     ["/queues/orders", "queue-orders"],
     ["/workers", "workers"],
+    ["/search?path=orderId&value=ORD-7731", "search"],
+    ["/run-times", "run-times"],
+    ["/conflicts?outcome=replaced", "replaced"],
+    ["/dead-letters", "dead-letters"],
     ["/audit", "audit"],
     ["/maintenance", "maintenance"],
   ];
-  for (const scheme of ["light", "dark"] as const) {
-    await page.emulateMedia({ colorScheme: scheme });
-    for (const width of [1280, 390]) {
-      await page.setViewportSize({ width, height: width === 390 ? 844 : 900 });
-      for (const [url, name] of everyPage) {
-        await page.goto(url);
-        await shot(page, `${name}-${width}${scheme === "dark" ? "-dark" : ""}`);
+  // Two idle workers checked in, for the workers page (stopped after the screenshots).
+  const workerPool = new pg.Pool({ connectionString: process.env.E2E_DATABASE_URL, max: 4 });
+  const idle = [
+    new Worker({
+      pool: workerPool,
+      queues: ["orders", "billing"],
+      concurrency: 4,
+      handlers: { "report.build": () => {} },
+    }),
+    new Worker({ pool: workerPool, queues: ["email"], concurrency: 8, handlers: { "email.digest": () => {} } }),
+  ];
+  for (const w of idle) await w.start();
+  try {
+    for (const scheme of ["light", "dark"] as const) {
+      await page.emulateMedia({ colorScheme: scheme });
+      for (const width of [1280, 390]) {
+        await page.setViewportSize({ width, height: width === 390 ? 844 : 900 });
+        for (const [url, name] of everyPage) {
+          await page.goto(url);
+          if (name === "workers") await expect(page.getByRole("table").first()).toBeVisible();
+          await shot(page, `${name}-${width}${scheme === "dark" ? "-dark" : ""}`);
+        }
       }
     }
+  } finally {
+    for (const w of idle) await w.stop({ graceMs: 0 });
+    await workerPool.end();
   }
   await page.emulateMedia({ colorScheme: "dark" });
   await page.context().clearCookies();

@@ -69,6 +69,33 @@ describe("search jobs by a payload field", () => {
     ).toEqual([old]);
   });
 
+  test("a search that reached its bound says where it stopped, and the next one goes on from there to older jobs", async () => {
+    const q = t.queue();
+    const more: string[] = [];
+    for (let i = 0; i < 5; i++) more.push(await q.enqueue("order.place", { orderId: "ORD-MORE", i }, { queue: "ps3" }));
+    const fragments = fragmentsOf(["orderId"], "ORD-MORE");
+    const first = await payloadSearchRows(t.pool, { fragments, fromId: uuidv7Floor(0), limit: 50, scanCap: 3 });
+    expect(first.jobs.map((j) => j.id)).toEqual(more.slice(2).reverse());
+    expect(first.oldestScanned).toBe(more[2]);
+    const next = await payloadSearchRows(t.pool, {
+      fragments,
+      fromId: uuidv7Floor(0),
+      beforeId: first.oldestScanned as string,
+      limit: 50,
+      scanCap: 3,
+    });
+    expect(next.jobs.map((j) => j.id)).toEqual([more[1], more[0]]);
+
+    const parsed = parseSearch({ path: "orderId", value: "ORD-MORE", before: more[2] as string });
+    expect(parsed).toMatchObject({ ok: true, query: { before: more[2] } });
+    const garbage = parseSearch({ path: "orderId", value: "ORD-MORE", before: "x'; --" });
+    expect(garbage?.ok && garbage.query.before).toBeUndefined(); // not an id: searched from the newest
+    if (!parsed?.ok) throw new Error("not parsed");
+    const page = await searchPayload(t.pool, parsed.query);
+    expect(page.jobs.map((j) => j.id)).toEqual([more[1], more[0]]);
+    expect(page.before).toBe(more[2]);
+  });
+
   test("the form: a path of plain segments and a value are required; the window defaults to a day", () => {
     expect(parseSearch({})).toBeNull();
     expect(parseSearch({ path: "orderId", value: "ORD-1" })).toEqual({

@@ -81,8 +81,34 @@ describe("replaced decisions as a list", () => {
     for (let i = 0; i < 3; i++) {
       await q.enqueue("noise", { i }, { queue: "rp-noise", debounce: { key: "noise", windowMs: 600_000 } });
     }
-    const r = await replacedListRows(t.pool, { queue: "rp-none-such" }, 10, 1);
+    const r = await replacedListRows(t.pool, { queue: "rp-none-such" }, 10);
     expect(r.rows).toEqual([]);
-    expect(r.scannedTo).toBeNull(); // fewer events than one batch: nothing left to scan
+    expect(r.scannedTo).toBeNull(); // fewer events than the bound: every one read, nothing left to scan
+  });
+
+  test("an unfiltered page reads only the events it shows (limit + 1), not a fixed batch; a filtered one stops at maxScanned and says where", async () => {
+    const q = t.queue();
+    // Twelve jobs, each replaced once (twelve events on twelve jobs).
+    for (let i = 0; i < 24; i++) {
+      const key = `bound-${i % 12}`;
+      await q.enqueue("bound", { i }, { queue: "rp-bound", debounce: { key, windowMs: 600_000 } });
+    }
+    const probed: number[] = [];
+    const counting = {
+      query: (text: string, values?: unknown[]) => {
+        if (text.includes("from workhorse.job j") && Array.isArray(values?.[0])) probed.push(values[0].length);
+        return t.pool.query(text, values);
+      },
+    } as unknown as typeof t.pool;
+    const page = await replacedListRows(counting, {}, 3);
+    expect(page.rows.length).toBe(4); // limit + 1: the page and its "older" marker
+    expect(probed.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(4);
+
+    probed.length = 0;
+    const none = await replacedListRows(counting, { queue: "rp-none-such" }, 3, 6);
+    expect(none.rows).toEqual([]);
+    expect(probed.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(6);
+    expect(none.scannedTo).not.toBeNull();
+    expect(none.scanned).toBe(6);
   });
 });

@@ -33,7 +33,8 @@ export async function listObservations(
 /**
  * Debounce `replaced` decisions, newest first (keyset on the event's time and seq): the `debounced`
  * job events with their jobs' queue, type and key, filtered like observations. A page reads at most
- * 5,000 events; past that with selective filters it is shorter, and "Older" goes on from there.
+ * 1,000 events (REPLACED_MAX_SCANNED); past that with selective filters it is shorter, says so
+ * (`stoppedAfter`), and "Older" goes on from there.
  */
 async function listReplaced(db: Db, f: ObservationFilters, limit: number): Promise<Page<ObservationDto>> {
   const [us, seq] = f.after?.includes("_") ? f.after.split("_") : [];
@@ -81,5 +82,6 @@ async function listReplaced(db: Db, f: ObservationFilters, limit: number): Promi
     next,
     prev: null,
     now: iso(r.now),
+    ...(r.scannedTo && r.rows.length <= limit ? { stoppedAfter: r.scanned } : {}),
   };
 }

@@ -1,7 +1,11 @@
 import "server-only";
 import { z } from "zod";
 import { type PayloadSearch, payloadSearchRows } from "@/lib/enqueue/store/console-search";
+import { UUID_RE } from "./filters";
 import { type Db, iso, uuidv7Floor } from "./read-queries";
+
+/** The creation time a UUIDv7 carries (its first 48 bits, ms since the epoch). */
+const uuidv7Ms = (id: string): number => Number.parseInt(id.replace(/-/g, "").slice(0, 12), 16);
 
 /** Windows a search may cover, newest jobs first; the default is a day. */
 export const SEARCH_WINDOWS = { "1h": 3_600_000, "24h": 86_400_000, "7d": 7 * 86_400_000 } as const;
@@ -30,6 +34,8 @@ export interface SearchQuery {
   value: string;
   type?: string;
   window: SearchWindow;
+  /** Go on from where an earlier search stopped: only jobs older than this id. */
+  before?: string;
 }
 
 export type SearchParse = { ok: true; query: SearchQuery } | { ok: false; errors: Record<string, string> } | null;
@@ -53,7 +59,11 @@ export function parseSearch(params: Record<string, string | string[] | undefined
   if (type.length > 128) errors.type = "At most 128 characters";
   if (!path.success || errors.value || errors.type) return { ok: false, errors };
   const window = (Object.hasOwn(SEARCH_WINDOWS, windowRaw) ? windowRaw : "24h") as SearchWindow;
-  return { ok: true, query: { path: path.data, value: value.trim(), ...(type ? { type } : {}), window } };
+  const before = UUID_RE.test(get(params, "before").trim()) ? get(params, "before").trim().toLowerCase() : undefined;
+  return {
+    ok: true,
+    query: { path: path.data, value: value.trim(), ...(type ? { type } : {}), window, ...(before ? { before } : {}) },
+  };
 }
 
 /** `{"a":{"b":value}}` for path a.b: as a string, and as a number or boolean when it reads as one. */
@@ -72,6 +82,12 @@ export interface SearchResult {
   scanCap: number;
   limit: number;
   now: string;
+  /** Where this search began (it went on from an earlier one), or null for the window's newest job. */
+  before: string | null;
+  /** The bound was reached: the next search goes on before this id (the oldest job looked at). */
+  continueBefore: string | null;
+  /** Creation time of the oldest job looked at (ISO), or null when none was. */
+  searchedBackTo: string | null;
 }
 
 /** The newest jobs of the window whose payload holds `value` at `path` (bounded: see SEARCH_SCAN_CAP). */
@@ -80,6 +96,7 @@ export async function searchPayload(db: Db, q: SearchQuery, nowMs = Date.now()):
     fragments: fragmentsOf(q.path, q.value),
     type: q.type,
     fromId: uuidv7Floor(nowMs - SEARCH_WINDOWS[q.window]),
+    ...(q.before ? { beforeId: q.before } : {}),
     limit: SEARCH_LIMIT,
     scanCap: SEARCH_SCAN_CAP,
   };
@@ -90,5 +107,8 @@ export async function searchPayload(db: Db, q: SearchQuery, nowMs = Date.now()):
     scanCap: SEARCH_SCAN_CAP,
     limit: SEARCH_LIMIT,
     now: iso(r.now),
+    before: q.before ?? null,
+    continueBefore: r.scanned >= SEARCH_SCAN_CAP ? r.oldestScanned : null,
+    searchedBackTo: r.oldestScanned ? iso(new Date(uuidv7Ms(r.oldestScanned))) : null,
   };
 }

@@ -49,6 +49,11 @@ export interface Page<T> {
   prev: string | null;
   /** Server clock when read (ISO), so countdowns are not skewed by the browser's clock. */
   now: string;
+  /**
+   * Lists that read a bounded number of entries per page: how many this page looked at when it
+   * stopped at that bound with fewer matches than a page (`next` goes on from there).
+   */
+  stoppedAfter?: number;
 }
 
 export interface BindingDto {

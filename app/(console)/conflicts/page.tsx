@@ -126,6 +126,14 @@ export default async function ConflictsPage({ searchParams }: { searchParams: Se
         <FilterText id="o-from" name="from" label="From (UTC)" type="datetime-local" value={minute(f.from)} />
         <FilterText id="o-to" name="to" label="To (UTC)" type="datetime-local" value={minute(f.to)} />
       </FilterForm>
+      {page.stoppedAfter ? (
+        <div className="mb-3">
+          <Notice tone="warn" role="status">
+            This page looked at {page.stoppedAfter.toLocaleString("en-US")} replaced decisions and stopped: fewer than a
+            page matched the filters. Older goes on from the last one looked at.
+          </Notice>
+        </div>
+      ) : null}
       <ObservationsTable key={query} initial={page} query={query} filtered={filtered} />
     </>
   );

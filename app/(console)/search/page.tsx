@@ -1,4 +1,5 @@
 import type { Metadata } from "next";
+import Link from "next/link";
 import { RelativeTime } from "@/components/relative-time";
 import {
   Badge,
@@ -7,6 +8,7 @@ import {
   Field,
   inputClass,
   JobLink,
+  linkClass,
   Notice,
   PageHeader,
   Table,
@@ -46,7 +48,7 @@ export default async function SearchPage({ searchParams }: { searchParams: Searc
     <>
       <PageHeader
         title="Search jobs by payload"
-        description={`For support with an order number rather than a key: jobs whose payload holds a value at a field (orderId = ORD-123, or a dot path such as customer.email), optionally of one type. Bounded so it never scans the whole table: jobs created in the chosen window, at most the newest ${SEARCH_SCAN_CAP.toLocaleString("en-US")} of them, at most ${SEARCH_LIMIT} matches, newest first.`}
+        description={`For support with an order number rather than a key: jobs whose payload holds a value at a field (orderId = ORD-123, or a dot path such as customer.email), optionally of one type. Bounded so it never scans the whole table: jobs created in the chosen window, newest first, at most ${SEARCH_SCAN_CAP.toLocaleString("en-US")} of them per search (the page says when it stopped there and goes on with the next older ones on request), at most ${SEARCH_LIMIT} matches.`}
       />
       <form
         method="get"
@@ -98,13 +100,33 @@ export default async function SearchPage({ searchParams }: { searchParams: Searc
             {result.jobs.length === result.limit
               ? `The newest ${result.limit} matches`
               : `${result.jobs.length} match${result.jobs.length === 1 ? "" : "es"}`}{" "}
-            among {result.scanned.toLocaleString("en-US")} job{result.scanned === 1 ? "" : "s"} created in the{" "}
+            among {result.scanned.toLocaleString("en-US")} job{result.scanned === 1 ? "" : "s"}
+            {result.before ? " older than the ones already searched," : ""} created in the{" "}
             {WINDOW_LABELS[window].toLowerCase()}.
           </p>
-          {result.scanned >= result.scanCap ? (
+          {result.continueBefore ? (
             <Notice tone="warn">
-              Only the newest {result.scanCap.toLocaleString("en-US")} jobs of the window were searched: older ones were
-              not. Choose a shorter window, or add the type, to look further back.
+              Searched the latest {result.scanCap.toLocaleString("en-US")} jobs
+              {result.before ? " before the ones already searched" : ""}
+              {result.searchedBackTo ? (
+                <>
+                  {" "}
+                  (back to <RelativeTime iso={result.searchedBackTo} now={result.now} />)
+                </>
+              ) : null}
+              ; older jobs of the window were not searched.{" "}
+              <Link
+                className={linkClass}
+                href={`/search?${new URLSearchParams({
+                  path: one(sp.path),
+                  value: one(sp.value),
+                  ...(one(sp.type) ? { type: one(sp.type) } : {}),
+                  window,
+                  before: result.continueBefore,
+                })}`}
+              >
+                Search the next {result.scanCap.toLocaleString("en-US")} older jobs
+              </Link>
             </Notice>
           ) : null}
           {result.jobs.length === 0 ? (

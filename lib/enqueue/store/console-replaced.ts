@@ -4,8 +4,11 @@
  * statements that never join job_event to job (Citus refuses that join: job_event is distributed
  * by job id, job by bucket): a batch of events newest first over their partial `at` index
  * (migration 009), then their jobs by primary key (where the queue / type / scope / digest filters
- * apply), then the keys' previews from their bindings. Bounded: at most `maxScanned` events are read
- * per page; when the filters are that selective the page is shorter and its cursor goes on.
+ * apply), then the keys' previews from their bindings. Bounded: the first batch is the page itself
+ * (`limit + 1` events, so an unfiltered page probes only the jobs it shows), later batches double
+ * while filters leave the page short, and at most `maxScanned` events are read per page; when the
+ * filters are that selective the page is shorter, `scannedTo` says where it stopped and the cursor
+ * goes on from there.
  */
 import type { Queryable } from "./layout";
 
@@ -25,7 +28,9 @@ export interface ReplacedRow {
   requestDigest: string | null;
 }
 
+/** The largest batch of events read at once, and the most one page reads by default. */
 const BATCH = 500;
+export const REPLACED_MAX_SCANNED = 1000;
 
 export async function replacedListRows(
   db: Queryable,
@@ -40,13 +45,14 @@ export async function replacedListRows(
     after?: { us: string; seq: string };
   },
   limit: number,
-  maxScanned = 5000,
-): Promise<{ rows: ReplacedRow[]; now: Date; scannedTo: { us: string; seq: string } | null }> {
+  maxScanned = REPLACED_MAX_SCANNED,
+): Promise<{ rows: ReplacedRow[]; now: Date; scanned: number; scannedTo: { us: string; seq: string } | null }> {
   const out: ReplacedRow[] = [];
   const keyHashes = new Map<string, Buffer>();
   let cursor = f.after ?? null;
   let scanned = 0;
   let now: Date | null = null;
+  let batch = Math.min(limit + 1, maxScanned);
   for (;;) {
     const { rows: events } = await db.query<{
       job_id: string;
@@ -68,7 +74,7 @@ export async function replacedListRows(
                or (e.at, e.seq) < (timestamptz 'epoch' + $4::bigint * interval '1 microsecond', $5::bigint))
         order by e.at desc, e.seq desc
         limit $6::integer`,
-      [f.from ?? null, f.to ?? null, f.sinceMs ?? null, cursor?.us ?? null, cursor?.seq ?? null, BATCH],
+      [f.from ?? null, f.to ?? null, f.sinceMs ?? null, cursor?.us ?? null, cursor?.seq ?? null, batch],
     );
     now ??= events[0]?.now ?? null;
     scanned += events.length;
@@ -114,14 +120,15 @@ export async function replacedListRows(
     }
     const last = events[events.length - 1];
     if (last) cursor = { us: last.at_us, seq: last.seq };
-    if (out.length > limit || events.length < BATCH) {
+    if (out.length > limit || events.length < batch) {
       await addPreviews(db, out, keyHashes);
-      return { rows: out, now: now ?? new Date(), scannedTo: null };
+      return { rows: out, now: now ?? new Date(), scanned, scannedTo: null };
     }
     if (scanned >= maxScanned) {
       await addPreviews(db, out, keyHashes);
-      return { rows: out, now: now ?? new Date(), scannedTo: cursor };
+      return { rows: out, now: now ?? new Date(), scanned, scannedTo: cursor };
     }
+    batch = Math.min(BATCH, batch * 2, maxScanned - scanned);
   }
 }
 

@@ -14,11 +14,19 @@ export interface PayloadSearch {
   type?: string;
   /** UUIDv7 lower bound of the window (inclusive). */
   fromId: string;
+  /** Where an earlier search stopped (exclusive upper bound): this one goes on with older jobs. */
+  beforeId?: string;
   limit: number;
   scanCap: number;
 }
 
-/** The matches, newest first (at most `limit`), and how many jobs were looked at (`scanCap` at most). */
+const NO_UPPER_BOUND = "ffffffff-ffff-ffff-ffff-ffffffffffff";
+
+/**
+ * The matches, newest first (at most `limit`), how many jobs were looked at (`scanCap` at most) and
+ * the oldest of them (where a search that reached its bound goes on). One backward range read of the
+ * primary key; each job's payload is tested as it is read, so only ids and flags are kept.
+ */
 export async function payloadSearchRows(db: Queryable, s: PayloadSearch) {
   const { rows } = await db.query<{
     id: string | null;
@@ -27,22 +35,24 @@ export async function payloadSearchRows(db: Queryable, s: PayloadSearch) {
     state: string | null;
     created_at: Date | null;
     scanned: string;
+    oldest: string | null;
     now: Date;
   }>(
     `with recent as (
-       select j.id, j.queue, j.type, j.state, j.created_at, j.payload
+       select j.id, j.queue, j.type, j.state, j.created_at,
+              ($3::text is null or j.type = $3::text) and j.payload @> any ($4::jsonb[]) as hit
          from workhorse.job j
-        where j.id >= $1::uuid
+        where j.id >= $1::uuid and j.id < $6::uuid
         order by j.id desc
         limit $2::integer)
-     select m.id, m.queue, m.type, m.state, m.created_at, c.n::text as scanned, now() as now
-       from (select count(*) as n from recent) c
+     select m.id, m.queue, m.type, m.state, m.created_at, c.n::text as scanned, c.oldest, now() as now
+       from (select count(*) as n, min(r.id::text) as oldest from recent r) c
        left join lateral (
              select r.id, r.queue, r.type, r.state, r.created_at from recent r
-              where ($3::text is null or r.type = $3::text) and r.payload @> any ($4::jsonb[])
+              where r.hit
               order by r.id desc
               limit $5::integer) m on true`,
-    [s.fromId, s.scanCap, s.type ?? null, s.fragments, s.limit],
+    [s.fromId, s.scanCap, s.type ?? null, s.fragments, s.limit, s.beforeId ?? NO_UPPER_BOUND],
   );
   const scanned = Number(rows[0]?.scanned ?? 0);
   const now = rows[0]?.now ?? new Date();
@@ -51,5 +61,5 @@ export async function payloadSearchRows(db: Queryable, s: PayloadSearch) {
       ? [{ id: r.id, queue: r.queue, type: r.type, state: r.state, createdAt: r.created_at }]
       : [],
   );
-  return { jobs, scanned, now };
+  return { jobs, scanned, oldestScanned: rows[0]?.oldest ?? null, now };
 }
