@@ -31,7 +31,8 @@
  *   bound keys' bindings (plain-typed tables);
  * - one-row-batch: the same with the key on the job row.
  *
- * Needs pgbench (Debian's postgresql-client). Start it when nothing else runs on the machine.
+ * Needs pgbench (in Debian it comes with the server package, e.g. postgresql-15; `apt-get install
+ * postgresql-15`). Start it when nothing else runs on the machine.
  */
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
