@@ -1,5 +1,5 @@
 /**
- * The state gauges' statement (state-gauges.ts caches it): grouped counts over partial indexes and
+ * The state gauges' statements (state-gauges.ts caches them; two read at once on one node): grouped counts over partial indexes and
  * small tables, so its cost grows with pending, active and failed jobs (index entries, and the heap
  * of active ones only), never with finished jobs or with bindings past a cap (those are estimated
  * from the table's statistics). One row per (metric, queue, label). docs/observability.md says what
@@ -43,7 +43,7 @@ union all
 select 'oldest_expired_binding_age', null, null, coalesce(extract(epoch from now() - min(expires_at)), 0)::float8
   from workhorse.key_binding where expires_at <= now()`;
 
-// One node. pending: one index-only pass over job_pending_idx (queue, run_at, id) gives each
+// One node, two statements read at once. pending: one index-only pass over job_pending_idx (queue, run_at, id) gives each
 // queue's due (`ready`) and not-yet-due (`scheduled`) jobs and its oldest run_at (lag, when due); the
 // state column is not in the index, so depth is split by due-ness, which is what a worker claims by.
 // active: job_lease_idx; dead_letters: an index-only scan of job_failed_queue_idx (migration 019). Bindings: live and expired ones each
@@ -51,13 +51,20 @@ select 'oldest_expired_binding_age', null, null, coalesce(extract(epoch from now
 // Past the cap, expired: the share of the planner's histogram of expires_at lying before now()
 // times the table's row estimate (pg_class.reltuples, as of the last VACUUM or ANALYZE); live: that
 // row estimate minus the expired. Either is at least the cap then.
-const SINGLE_SQL = `
+const PENDING_SQL = `
 with pending as (
   select queue::text as queue, count(*) filter (where run_at <= now())::float8 as due,
          count(*)::float8 as total, min(run_at) as oldest
     from workhorse.job where state in ('scheduled', 'ready') group by queue
-),
-counted as materialized (
+)
+select 'depth' as metric, queue, 'ready' as label, due as value from pending
+union all
+select 'depth', queue, 'scheduled', total - due from pending
+union all
+select 'lag', queue, null, extract(epoch from now() - oldest)::float8 from pending where oldest <= now()`;
+
+const REST_SQL = `
+with counted as materialized (
   select (select count(*) from (select 1 from workhorse.key_binding where expires_at <= now() limit $1::integer) e)::float8
            as expired,
          (select count(*) from (select 1 from workhorse.key_binding where expires_at > now() limit $1::integer) l)::float8
@@ -77,13 +84,8 @@ bindings as (
               else greatest(c.expired, e.total * coalesce(e.share, 0)) end as expired
     from counted c cross join est e
 )
-select 'depth' as metric, queue, 'ready' as label, due as value from pending
-union all
-select 'depth', queue, 'scheduled', total - due from pending
-union all
-select 'lag', queue, null, extract(epoch from now() - oldest)::float8 from pending where oldest <= now()
-union all
-select 'depth', queue::text, 'active', count(*)::float8 from workhorse.job where state = 'active' group by queue
+select 'depth' as metric, queue::text as queue, 'active' as label, count(*)::float8 as value
+  from workhorse.job where state = 'active' group by queue
 union all
 select 'dead_letters', queue::text, null, count(*)::float8
   from workhorse.job where state = 'failed' group by queue
@@ -129,7 +131,7 @@ select 'bindings_exact', null, 'live', 1::float8
 union all
 select 'bindings_exact', null, 'expired', 1::float8`;
 
-/** Reads every state gauge: one round trip on one node, two statements at once on Citus. */
+/** Reads every state gauge: two statements at once (through a pool, on two connections). */
 export async function selectStateRows(db: Queryable): Promise<StateRow[]> {
   const sql = sqlOf(db);
   let rows: StateRow[];
@@ -143,12 +145,13 @@ export async function selectStateRows(db: Queryable): Promise<StateRow[]> {
     ]);
     rows = [...state.rows, ...workers.rows];
   } else {
-    rows = (
-      await sql.query<StateRow>({
-        text: SINGLE_SQL,
-        values: [EXACT_BINDINGS_CAP, GONE_AFTER_MISSED_CHECK_INS],
-      })
-    ).rows;
+    // The pending-jobs pass is the largest part: it runs beside the rest, on its own connection
+    // when `db` is a pool (two cores read at once); a single client runs them one after the other.
+    const [pending, rest] = await Promise.all([
+      sql.query<StateRow>({ text: PENDING_SQL }),
+      sql.query<StateRow>({ text: REST_SQL, values: [EXACT_BINDINGS_CAP, GONE_AFTER_MISSED_CHECK_INS] }),
+    ]);
+    rows = [...pending.rows, ...rest.rows];
   }
   return rows.map((r) => ({ ...r, value: Number(r.value) }));
 }
