@@ -111,4 +111,34 @@ describe("replaced decisions as a list", () => {
     expect(none.scannedTo).not.toBeNull();
     expect(none.scanned).toBe(6);
   });
+
+  test("time bounds and the cursor each narrow the events read, through the pool's named statements as by text", async () => {
+    const q = t.queue();
+    const before = new Date(Date.now() - 1000);
+    for (let i = 0; i < 4; i++) {
+      await q.enqueue("windowed", { i }, { queue: "rp-window", debounce: { key: "w-1", windowMs: 600_000 } });
+    }
+    const after = new Date(Date.now() + 60_000);
+    const byText = {
+      query: (text: string, values?: unknown[]) => t.pool.query(text, values),
+    } as unknown as typeof t.pool;
+    for (const db of [t.pool, byText]) {
+      const ids = async (f: Parameters<typeof replacedListRows>[1], limit = 10) =>
+        (await replacedListRows(db, { queue: "rp-window", ...f }, limit)).rows.map((r) => r.seq);
+      const all = await ids({});
+      expect(all).toHaveLength(3); // three repeats replaced the first request
+      expect(await ids({ from: before, to: after })).toEqual(all);
+      expect(await ids({ sinceMs: 600_000 })).toEqual(all);
+      expect(await ids({ from: after })).toEqual([]);
+      expect(await ids({ to: before })).toEqual([]);
+      const first = await replacedListRows(db, { queue: "rp-window", from: before }, 1);
+      const next = first.rows[1];
+      expect(next).toBeDefined();
+      const rest = await ids({
+        from: before,
+        after: { us: first.rows[0]?.atUs as string, seq: first.rows[0]?.seq as string },
+      });
+      expect(rest).toEqual(all.slice(1));
+    }
+  });
 });

@@ -5,12 +5,13 @@
  * by job id, job by bucket): a batch of events newest first over their partial `at` index
  * (migration 009), then their jobs by primary key (where the queue / type / scope / digest filters
  * apply), then the keys' previews from their bindings. Bounded: the first batch is the page itself
- * (`limit + 1` events, so an unfiltered page probes only the jobs it shows), later batches double
+ * (`limit + 1` events, so an unfiltered page probes only the jobs it shows; four times that when a
+ * filter on the jobs will drop some), later batches double
  * while filters leave the page short, and at most `maxScanned` events are read per page; when the
  * filters are that selective the page is shorter, `scannedTo` says where it stopped and the cursor
  * goes on from there.
  */
-import type { Queryable } from "./layout";
+import { type Queryable, queryPrepared } from "./layout";
 
 export interface ReplacedRow {
   jobId: string;
@@ -52,35 +53,18 @@ export async function replacedListRows(
   let cursor = f.after ?? null;
   let scanned = 0;
   let now: Date | null = null;
-  let batch = Math.min(limit + 1, maxScanned);
+  // A filter on the jobs (queue, type, scope, digest) drops events after they are read: start with
+  // four pages' worth, so a filter matching a quarter of them fills the page in one pass (two
+  // statements) instead of three.
+  const jobFiltered = f.queue !== undefined || f.type !== undefined || f.scope !== undefined || f.digest !== undefined;
+  let batch = Math.min((limit + 1) * (jobFiltered ? 4 : 1), BATCH, maxScanned);
   for (;;) {
-    const { rows: events } = await db.query<{
-      job_id: string;
-      seq: string;
-      at: Date;
-      at_us: string;
-      prior: string | null;
-      digest: string | null;
-      now: Date;
-    }>(
-      `select e.job_id, e.seq::text as seq, e.at, (extract(epoch from e.at) * 1000000)::bigint::text as at_us,
-              e.data->>'priorRequestDigest' as prior, e.data->>'requestDigest' as digest, now() as now
-         from workhorse.job_event e
-        where e.kind = 'debounced'
-          and ($1::timestamptz is null or e.at >= $1::timestamptz)
-          and ($2::timestamptz is null or e.at < $2::timestamptz)
-          and ($3::bigint is null or e.at >= now() - $3::bigint * interval '1 millisecond')
-          and ($4::bigint is null
-               or (e.at, e.seq) < (timestamptz 'epoch' + $4::bigint * interval '1 microsecond', $5::bigint))
-        order by e.at desc, e.seq desc
-        limit $6::integer`,
-      [f.from ?? null, f.to ?? null, f.sinceMs ?? null, cursor?.us ?? null, cursor?.seq ?? null, batch],
-    );
+    const events = await replacedEvents(db, f, cursor, batch);
     now ??= events[0]?.now ?? null;
     scanned += events.length;
     if (events.length > 0) {
       const ids = [...new Set(events.map((e) => e.job_id))];
-      const { rows: jobs } = await db.query<{
+      const { rows: jobs } = await queryPrepared<{
         id: string;
         queue: string;
         type: string;
@@ -88,6 +72,8 @@ export async function replacedListRows(
         key_hash: Buffer;
         key_digest: string;
       }>(
+        db,
+        "workhorse_console_replaced_jobs",
         `select j.id, j.queue, j.type, j.key_scope as scope, j.key_hash, encode(substr(j.key_hash, 1, 6), 'hex') as key_digest
            from workhorse.job j
           where j.id = any($1::uuid[]) and j.key_hash is not null
@@ -132,6 +118,59 @@ export async function replacedListRows(
   }
 }
 
+interface EventRow {
+  job_id: string;
+  seq: string;
+  at: Date;
+  at_us: string;
+  prior: string | null;
+  digest: string | null;
+  now: Date;
+}
+
+/**
+ * One batch of `debounced` events, newest first, from `cursor` on. The statement holds only the
+ * conditions this call has (one named statement per combination), so a prepared plan starts its
+ * index walk at the cursor and bounds instead of filtering every event newer than them.
+ */
+async function replacedEvents(
+  db: Queryable,
+  f: { from?: Date; to?: Date; sinceMs?: number },
+  cursor: { us: string; seq: string } | null,
+  batch: number,
+): Promise<EventRow[]> {
+  const where: string[] = [];
+  const values: unknown[] = [];
+  const add = (cond: (n: number) => string, ...vs: unknown[]) => {
+    where.push(cond(values.length + 1));
+    values.push(...vs);
+  };
+  if (f.from) add((n) => `e.at >= $${n}::timestamptz`, f.from);
+  if (f.to) add((n) => `e.at < $${n}::timestamptz`, f.to);
+  if (f.sinceMs !== undefined) add((n) => `e.at >= now() - $${n}::bigint * interval '1 millisecond'`, f.sinceMs);
+  if (cursor) {
+    add(
+      (n) => `(e.at, e.seq) < (timestamptz 'epoch' + $${n}::bigint * interval '1 microsecond', $${n + 1}::bigint)`,
+      cursor.us,
+      cursor.seq,
+    );
+  }
+  const shape = [f.from ? "f" : "", f.to ? "t" : "", f.sinceMs !== undefined ? "s" : "", cursor ? "c" : ""].join("");
+  values.push(batch);
+  const { rows } = await queryPrepared<EventRow>(
+    db,
+    `workhorse_console_replaced_events${shape ? `_${shape}` : ""}`,
+    `select e.job_id, e.seq::text as seq, e.at, (extract(epoch from e.at) * 1000000)::bigint::text as at_us,
+            e.data->>'priorRequestDigest' as prior, e.data->>'requestDigest' as digest, now() as now
+       from workhorse.job_event e
+      where e.kind = 'debounced'${where.map((w) => ` and ${w}`).join("")}
+      order by e.at desc, e.seq desc
+      limit $${values.length}::integer`,
+    values,
+  );
+  return rows;
+}
+
 function like(s: string | undefined): string | null {
   return s === undefined ? null : `${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
@@ -141,7 +180,9 @@ async function addPreviews(db: Queryable, rows: ReplacedRow[], keyHashes: Map<st
   const jobs = [...new Set(rows.map((r) => r.jobId))].filter((id) => keyHashes.has(id));
   if (jobs.length === 0) return;
   const scopes = jobs.map((id) => rows.find((r) => r.jobId === id)?.scope ?? "");
-  const { rows: keys } = await db.query<{ job_id: string; key_preview: string; key_length: number }>(
+  const { rows: keys } = await queryPrepared<{ job_id: string; key_preview: string; key_length: number }>(
+    db,
+    "workhorse_console_replaced_previews",
     `select b.job_id, b.key_preview, b.key_length
        from workhorse.key_binding b
        join unnest($1::text[], $2::bytea[], $3::uuid[]) u(scope, key_hash, job_id)

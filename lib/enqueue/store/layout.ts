@@ -51,6 +51,22 @@ export interface Queryable {
   query<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
 }
 
+/**
+ * Runs `text` as a named statement when `db` is a pg pool or client (it has `connect`), so each connection plans it once
+ * (a console read that runs several statements per page spends more planning them than running
+ * them); anything else runs it by text.
+ */
+export function queryPrepared<R extends pg.QueryResultRow>(
+  db: Queryable,
+  name: string,
+  text: string,
+  values: unknown[],
+): Promise<pg.QueryResult<R>> {
+  const client = db as Queryable & { connect?: unknown; query(config: pg.QueryConfig): Promise<pg.QueryResult<R>> };
+  if (typeof client.connect === "function") return client.query({ name, text, values });
+  return db.query<R>(text, values);
+}
+
 /** A pool or client as a store `Sql`, its layout kept per pool or client. */
 export function sqlOf(db: Queryable): Sql {
   const query = <R extends pg.QueryResultRow>(config: pg.QueryConfig) =>
