@@ -371,10 +371,7 @@ export async function readQueries(
           ...q("run_times", "run-times page (live hour, rollup, dead-letter trend)", () => models.runTimes(db)),
           maxRuns: 50,
         },
-        {
-          ...q("dead_letters.groups", "dead-letter groups (the dead-letters page)", () => models.deadLetterGroups(db)),
-          maxRuns: 50,
-        },
+        q("dead_letters.groups", "dead-letter groups (the dead-letters page)", () => models.deadLetterGroups(db)),
       ],
     };
   }
@@ -458,7 +455,7 @@ export async function readQueries(
         }),
       ),
       {
-        ...q("dead_letters.groups", "dead-letter groups (the dead-letters page)", () => deadLetterGroupRows(db)),
+        ...q("dead_letters.groups", "dead-letter groups (the dead-letters page)", () => deadLetterGroupRows(db, 2_000)),
         maxRuns: 50,
       },
     ],
