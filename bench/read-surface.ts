@@ -383,7 +383,7 @@ export async function readQueries(
           search(invoiceOf(at(newestIds, p).id), "invoice.capture"),
         ),
         q("search.miss", "payload search, no match (the whole bound read), last 24 h", () => search("INV-NONE")),
-        q("run_times", "run-times page (rollups, the newest 2,000 jobs, dead-letter trend)", () => models.runTimes(db)),
+        q("run_times", "run-times page (rollups, the newest 1,000 jobs, dead-letter trend)", () => models.runTimes(db)),
         q("dead_letters.groups", "dead-letter groups (the dead-letters page)", () => models.deadLetterGroups(db)),
       ],
     };
@@ -468,7 +468,7 @@ export async function readQueries(
         }),
       ),
       {
-        ...q("dead_letters.groups", "dead-letter groups (the dead-letters page)", () => deadLetterGroupRows(db, 2_000)),
+        ...q("dead_letters.groups", "dead-letter groups (the dead-letters page)", () => deadLetterGroupRows(db, 500)),
         maxRuns: 50,
       },
     ],

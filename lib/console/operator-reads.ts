@@ -35,7 +35,7 @@ export interface DeadLetterGroupDto {
 }
 
 /** How many of the newest failed jobs the dead-letter groups are made from. */
-export const DEAD_LETTER_GROUP_SCAN = 2_000;
+export const DEAD_LETTER_GROUP_SCAN = 500;
 
 export interface DeadLetterGroupsDto {
   groups: DeadLetterGroupDto[];
