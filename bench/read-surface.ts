@@ -1,9 +1,9 @@
 /**
  * Read surface and maintenance on a seeded database: N jobs (each with its key; failed ones with an
  * error), N bindings (half expired), N/2 observations, 3 % of N debounce `replaced` events, 30 days
- * of the run-time rollup and 225 worker heartbeats, seeded with set-based SQL. Times every console
- * read (p50/p95 over `runs` each; the few reads of tens of ms over 50) with one EXPLAIN (ANALYZE,
- * BUFFERS) of each statement a read runs, and `pruneExpiredBindings` while 8 callers keep enqueueing.
+ * of the run-time rollups (hours, days, failures) and 225 worker heartbeats, seeded with set-based
+ * SQL. Times every console read (p50/p95 over `runs` each) with one EXPLAIN (ANALYZE, BUFFERS) of
+ * each statement a read runs, and `pruneExpiredBindings` while 8 callers keep enqueueing.
  *
  * The reads are the console's read models (lib/console) when this process may import them, else
  * SQL equivalent to theirs and the store functions they call.
@@ -128,6 +128,21 @@ export async function seed(pool: pg.Pool, n: number): Promise<Record<string, num
        from generate_series(1, 720) h, unnest(array['default', 'billing', 'email', 'reports']) q,
             unnest(array['invoice.capture', 'email.send', 'report.build', 'webhook.deliver']) t, generate_series(4, 11) b`,
   );
+  // The daily rollup of those hours (whole UTC days) and the failure rollup of the seeded failed
+  // jobs' finished hours, as maintenance keeps them (migration 021).
+  await time(
+    "run-time days",
+    `insert into workhorse.run_time_day (day, queue, type, bucket, succeeded, failed)
+     select date_trunc('day', hour, 'UTC'), queue, type, bucket, sum(succeeded), sum(failed)
+       from workhorse.run_time_bucket where hour < date_trunc('day', now(), 'UTC') group by 1, 2, 3, 4`,
+  );
+  await time(
+    "failure buckets",
+    `insert into workhorse.failure_bucket (hour, queue, type, error_name, failed)
+     select date_trunc('hour', finished_at), queue, type, coalesce(last_error ->> 'name', 'Error'), count(*)
+       from workhorse.job where state = 'failed' and finished_at < date_trunc('hour', now())
+      group by 1, 2, 3, 4`,
+  );
   // Workers: 200 running (every fifth busy), 20 gone (missed their check-ins), 5 stopping.
   await time(
     "heartbeats",
@@ -142,7 +157,8 @@ export async function seed(pool: pg.Pool, n: number): Promise<Record<string, num
   const t0 = performance.now();
   await pool.query(
     `vacuum (analyze) workhorse.job, workhorse.key_binding, workhorse.enqueue_observation, workhorse.job_event,
-                      workhorse.run_time_bucket, workhorse.worker_heartbeat`,
+                      workhorse.run_time_bucket, workhorse.run_time_day, workhorse.failure_bucket,
+                      workhorse.worker_heartbeat`,
   );
   timings.vacuumAnalyze = Math.round(performance.now() - t0);
   return timings;
@@ -367,14 +383,8 @@ export async function readQueries(
           search(invoiceOf(at(newestIds, p).id), "invoice.capture"),
         ),
         q("search.miss", "payload search, no match (the whole bound read), last 24 h", () => search("INV-NONE")),
-        {
-          ...q("run_times", "run-times page (live hour, rollup, dead-letter trend)", () => models.runTimes(db)),
-          maxRuns: 50,
-        },
-        {
-          ...q("dead_letters.groups", "dead-letter groups (the dead-letters page)", () => models.deadLetterGroups(db)),
-          maxRuns: 50,
-        },
+        q("run_times", "run-times page (rollups, the newest 1,000 jobs, dead-letter trend)", () => models.runTimes(db)),
+        q("dead_letters.groups", "dead-letter groups (the dead-letters page)", () => models.deadLetterGroups(db)),
       ],
     };
   }
@@ -458,7 +468,7 @@ export async function readQueries(
         }),
       ),
       {
-        ...q("dead_letters.groups", "dead-letter groups (the dead-letters page)", () => deadLetterGroupRows(db)),
+        ...q("dead_letters.groups", "dead-letter groups (the dead-letters page)", () => deadLetterGroupRows(db, 500)),
         maxRuns: 50,
       },
     ],

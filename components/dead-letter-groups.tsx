@@ -22,11 +22,17 @@ export function DeadLetterGroups(props: {
   /** Deleting a whole group (null when read-only), at most `maxGroupDelete` jobs per confirmation. */
   remove: FormAction<OperatorActionState> | null;
   maxGroupDelete: number;
+  /** The groups come from the newest failed jobs only: every count is a lower bound ("at least"). */
+  atLeast?: boolean;
 }) {
   const seen = useRef(new Map<string, DeadLetterGroupDto>());
   const now = new Map(props.groups.map((g) => [keyOf(g), g]));
   for (const [k, g] of now) seen.current.set(k, g);
   const rows = [...seen.current.entries()].map(([k, g]) => ({ g, gone: !now.has(k) }));
+  const jobs = (n: number) =>
+    `${props.atLeast ? "at least " : ""}${n.toLocaleString("en-US")} job${n === 1 && !props.atLeast ? "" : "s"}`;
+  const failedJobs = (n: number) =>
+    `${props.atLeast ? "at least " : ""}${n.toLocaleString("en-US")} failed job${n === 1 && !props.atLeast ? "" : "s"}`;
   if (rows.length === 0) {
     return (
       <EmptyState title="No failed jobs">
@@ -60,7 +66,7 @@ export function DeadLetterGroups(props: {
                   <span className="text-slate-700">none left (redriven or removed)</span>
                 ) : (
                   <Link className={linkClass} href={href}>
-                    {g.count.toLocaleString("en-US")} job{g.count === 1 ? "" : "s"}
+                    {jobs(g.count)}
                   </Link>
                 )}
               </Td>
@@ -73,8 +79,8 @@ export function DeadLetterGroups(props: {
                     allowed={!gone}
                     hidden={{ group: "1", groupQueue: g.queue, groupType: g.type, groupErrorName: g.errorName }}
                     label="Redrive group…"
-                    title={`Redrive ${g.count} failed job${g.count === 1 ? "" : "s"}?`}
-                    statement={`Every failed job of queue ${g.queue}, type ${g.type} with error ${g.errorName} (${g.count} now) gets a new ready job with its definition, linked to it; live idempotency keys move to the new jobs. Jobs redriven before are left alone. Run the dry run first: it says exactly what would be redriven.`}
+                    title={`Redrive ${failedJobs(g.count)}?`}
+                    statement={`Every failed job of queue ${g.queue}, type ${g.type} with error ${g.errorName} (${props.atLeast ? "at least " : ""}${g.count} now) gets a new ready job with its definition, linked to it; live idempotency keys move to the new jobs. Jobs redriven before are left alone. Run the dry run first: it says exactly what would be redriven.`}
                   />
                   {props.remove ? (
                     <DeleteDeadLettersDialog
@@ -82,9 +88,9 @@ export function DeadLetterGroups(props: {
                       disabled={gone}
                       hidden={{ group: "1", groupQueue: g.queue, groupType: g.type, groupErrorName: g.errorName }}
                       label="Delete group…"
-                      title={`Delete ${g.count} failed job${g.count === 1 ? "" : "s"}?`}
-                      statement={`Every failed job of queue ${g.queue}, type ${g.type} with error ${g.errorName} (${g.count} now, at most ${props.maxGroupDelete.toLocaleString("en-US")} per confirmation) is deleted for good with its timeline; this cannot be undone.`}
-                      confirmLabel={`Delete ${g.count} job${g.count === 1 ? "" : "s"}`}
+                      title={`Delete ${failedJobs(g.count)}?`}
+                      statement={`Every failed job of queue ${g.queue}, type ${g.type} with error ${g.errorName} (${props.atLeast ? "at least " : ""}${g.count} now, at most ${props.maxGroupDelete.toLocaleString("en-US")} per confirmation) is deleted for good with its timeline; this cannot be undone.`}
+                      confirmLabel={props.atLeast ? "Delete the group's jobs" : `Delete ${jobs(g.count)}`}
                     />
                   ) : null}
                 </Td>

@@ -87,6 +87,48 @@ describe("bulk cancel and run now", () => {
 });
 
 describe("dead letters", () => {
+  test("groups are made from the newest failed jobs only; past the bound the counts say they are lower bounds", async () => {
+    const q = t.queue();
+    const older: string[] = [];
+    const newer: string[] = [];
+    for (let i = 0; i < 3; i++) older.push(await q.enqueue("dlb.pay", { i }, { queue: "dlb-old" }));
+    for (let i = 0; i < 3; i++) newer.push(await q.enqueue("dlb.pay", { i }, { queue: "dlb-new" }));
+    await fail([...older, ...newer], "TypeError", "bound");
+    // The newest failures of the database: these six, the newer queue's last.
+    await t.sql(
+      `update workhorse.job set finished_at = now() + interval '1 day' + (case when queue = 'dlb-new' then 1 else 0 end) * interval '1 hour'
+        where id = any($1::uuid[])`,
+      [[...older, ...newer]],
+    );
+    const bounded = await deadLetterGroups(t.pool, 4);
+    expect(bounded.bounded).toEqual({ scanned: 4 });
+    expect(bounded.groups.map((g) => [g.queue, g.count])).toEqual([
+      ["dlb-new", 3],
+      ["dlb-old", 1],
+    ]);
+    const whole = await deadLetterGroups(t.pool);
+    expect(whole.bounded).toBeNull();
+    expect(whole.groups.filter((g) => g.queue.startsWith("dlb-")).map((g) => [g.queue, g.count])).toEqual([
+      ["dlb-new", 3],
+      ["dlb-old", 3],
+    ]);
+    // The group's own dry run counts the whole group, whatever the bound of the list.
+    const dry = await redriveJobs(
+      q,
+      "bob",
+      form({
+        group: "1",
+        groupQueue: "dlb-old",
+        groupType: "dlb.pay",
+        groupErrorName: "TypeError",
+        requestId: randomUUID(),
+        reason: "bound",
+        mode: "dry-run",
+      }),
+    );
+    expect(dry).toMatchObject({ status: "done", dryRun: true, counts: { eligible: 3 } });
+  });
+
   test("groups by queue, type and error with counts and the newest message; a group redrive after a dry run", async () => {
     const q = t.queue();
     const ids: string[] = [];
@@ -95,7 +137,7 @@ describe("dead letters", () => {
     await fail(ids, "TypeError", "old message");
     await fail([ids[2] as string], "TypeError", "newest message");
     await fail([other], "RangeError", "out of range");
-    const groups = (await deadLetterGroups(t.pool)).filter((g) => g.queue === "dl-q");
+    const groups = (await deadLetterGroups(t.pool)).groups.filter((g) => g.queue === "dl-q");
     expect(groups.map((g) => [g.type, g.errorName, g.count, g.newestMessage])).toEqual([
       ["dl.pay", "TypeError", 3, "newest message"],
       ["dl.pay", "RangeError", 1, "out of range"],
@@ -112,7 +154,7 @@ describe("dead letters", () => {
     expect(single).toMatchObject({ status: "done", summary: "1 job redriven: 1 redriven." });
     const oneTo = single.status === "done" ? single.results[0]?.jobId : null;
     expect(
-      (await deadLetterGroups(t.pool)).filter((g) => g.queue === "dl-q").map((g) => [g.errorName, g.count]),
+      (await deadLetterGroups(t.pool)).groups.filter((g) => g.queue === "dl-q").map((g) => [g.errorName, g.count]),
     ).toEqual([
       ["TypeError", 2],
       ["RangeError", 1],
@@ -137,7 +179,7 @@ describe("dead letters", () => {
     const done = await redriveJobs(q, "bob", form({ ...group, requestId, reason: "fixed", mode: "redrive" }));
     expect(done).toMatchObject({ status: "done", dryRun: false, counts: { redriven: 2, already_redriven: 1 } });
     expect(await t.count("job", "redriven_from is not null and state = 'ready'")).toBe(3);
-    expect((await deadLetterGroups(t.pool)).filter((g) => g.queue === "dl-q").map((g) => g.errorName)).toEqual([
+    expect((await deadLetterGroups(t.pool)).groups.filter((g) => g.queue === "dl-q").map((g) => g.errorName)).toEqual([
       "RangeError",
     ]);
     // A double submit of the same dialog replays.

@@ -52,6 +52,54 @@ describe("jobs", () => {
     expect(await ids({ queue: "filters", tag: "green" })).toEqual([]);
   });
 
+  test("a queue filter on a rare state tab reads only the matching queues' entries, prefix kept, both ways", async () => {
+    const q = t.queue();
+    const a = await q.enqueue("rare.t", {}, { queue: "rareq" });
+    const b = await q.enqueue("rare.t", {}, { queue: "rareq-eu" });
+    const c = await q.enqueue("rare.t", {}, { queue: "rareq" });
+    const d = await q.enqueue("rare.t", {}, { queue: "rareq" });
+    await t.sql("update workhorse.job set state = 'failed', finished_at = now() where id = any($1::uuid[])", [
+      [a, b, c],
+    ]);
+    // Newer failed jobs of another queue: a walk by id passes all of them before reaching ours.
+    await t.sql(
+      `insert into workhorse.job (id, queue, type, payload, state, run_at, max_attempts, finished_at)
+       select uuidv7(), 'rare-other', 'rare.t', '{}', 'failed', now(), 1, now() from generate_series(1, 3000)`,
+    );
+    await t.sql("vacuum analyze workhorse.job");
+    const statements: { text: string; values: unknown[] }[] = [];
+    const db = {
+      query: <R extends import("pg").QueryResultRow>(text: string, values: unknown[] = []) => {
+        statements.push({ text, values });
+        return t.pool.query<R>(text, values);
+      },
+    };
+    const ids = async (f: Parameters<typeof listJobs>[1], limit?: number) =>
+      (await listJobs(db, f, limit)).rows.map((r) => r.id);
+    expect(await ids({ queue: "rareq", state: "failed" })).toEqual([c, b, a]);
+    expect(await ids({ queue: "rareq", state: "failed", after: c }, 1)).toEqual([b]);
+    expect(await ids({ queue: "rareq", state: "failed", before: a }, 1)).toEqual([b]);
+    expect(await ids({ queue: "rareq-", state: "failed" })).toEqual([b]);
+    expect(await ids({ queue: "rareq", state: "canceled" })).toEqual([]);
+    expect(await ids({ queue: "rareq", state: "ready" })).toEqual([d]);
+    // Every statement of the failed-tab reads: rows of workhorse.job read (kept or filtered) stay
+    // near the page size, not the 3,000 of the other queue.
+    const rowsRead = (node: Record<string, unknown>): number => {
+      const own =
+        node["Relation Name"] === "job"
+          ? ((node["Actual Rows"] as number) + ((node["Rows Removed by Filter"] as number) ?? 0)) *
+            (node["Actual Loops"] as number)
+          : 0;
+      return own + ((node.Plans as Record<string, unknown>[] | undefined) ?? []).reduce((s, p) => s + rowsRead(p), 0);
+    };
+    for (const s of statements.filter(
+      (s) => s.text.includes("workhorse.job") && (s.values.includes("failed") || s.text.includes("'failed'")),
+    )) {
+      const { rows } = await t.pool.query(`explain (analyze, format json) ${s.text}`, s.values);
+      expect(rowsRead(rows[0]["QUERY PLAN"][0].Plan), s.text).toBeLessThan(100);
+    }
+  });
+
   test("job detail carries payload, binding and the enqueued event; unknown ids are null", async () => {
     const q = t.queue();
     const id = await q.enqueue(

@@ -80,10 +80,59 @@ describe("run times", () => {
     expect(left).toEqual([{ days: 29 }]);
   });
 
-  test("each dead-letter group's failures in the last hour, day and the day before", async () => {
+  test("the jobs are read up to a bound: the newest N finished (and failed), and the page is told", async () => {
+    await finished("rt-cap", "x", 5, 10, 2 * 60_000, "failed");
+    const capped = await runTimes(t.pool, 3);
+    expect(capped.liveSample).toMatchObject({ jobs: 3 });
+    expect(capped.trendSample).toMatchObject({ jobs: 3 });
+    expect(capped.rows.find((x) => x.queue === "rt-cap")?.lastHour.runs).toBe(3);
+    const whole = await runTimes(t.pool);
+    expect(whole.liveSample).toBeNull();
+    expect(whole.trendSample).toBeNull();
+    expect(whole.rows.find((x) => x.queue === "rt-cap")?.lastHour.runs).toBe(5);
+  });
+
+  test("the 7 days are whole UTC days from the daily rollup, then today", async () => {
+    const today = new Date();
+    today.setUTCHours(0, 0, 0, 0);
+    const threeDaysAgo = new Date(today.getTime() - 3 * 24 * HOUR);
+    // An hour of three days ago in the hourly rollup only is not read: the week reads days.
+    await t.sql(
+      `insert into workhorse.run_time_bucket (hour, queue, type, bucket, succeeded, failed)
+       values ($1::timestamptz + interval '5 hours', 'rt-week', 'x', 3, 100, 0)`,
+      [threeDaysAgo],
+    );
+    await t.sql(
+      `insert into workhorse.run_time_day (day, queue, type, bucket, succeeded, failed)
+       values ($1::timestamptz, 'rt-week', 'x', 3, 7, 1), ($1::timestamptz - interval '4 days', 'rt-week', 'x', 3, 50, 0)`,
+      [threeDaysAgo],
+    );
+    const r = await runTimes(t.pool);
+    expect(r.weekFrom).toBe(new Date(today.getTime() - 6 * 24 * HOUR).toISOString());
+    expect(r.rows.find((x) => x.queue === "rt-week")?.last7Days).toMatchObject({ runs: 8, failed: 1 });
+  });
+
+  test("maintenance sums whole days into the daily rollup", async () => {
+    const rows = await t.sql<{ hours: number; days: number }>(
+      `select (select coalesce(sum(succeeded + failed), 0) from workhorse.run_time_bucket
+                where queue = 'rt' and hour >= date_trunc('day', date_trunc('hour', now()) - interval '48 hours', 'UTC')
+                  and hour < date_trunc('day', now(), 'UTC'))::int as hours,
+              (select coalesce(sum(succeeded + failed), 0) from workhorse.run_time_day
+                where queue = 'rt' and day >= date_trunc('day', date_trunc('hour', now()) - interval '48 hours', 'UTC'))::int as days`,
+    );
+    expect(rows[0]?.hours).toBeGreaterThan(0); // the 30-hours-ago jobs at least
+    expect(rows[0]?.days).toBe(rows[0]?.hours);
+  });
+
+  test("each dead-letter group's failures in the last hour, day and the day before: whole hours from the failure rollup", async () => {
+    // As on a first deploy: maintenance fills the failure rollup for the last 48 hours.
+    await t.sql("delete from workhorse.failure_bucket");
     await finished("rt-dl", "charge", 2, 100, 10 * 60_000, "failed");
     await finished("rt-dl", "charge", 1, 100, 3 * HOUR, "failed");
     await finished("rt-dl", "charge", 4, 100, 30 * HOUR, "failed");
+    await t.queue().runMaintenance();
+    // Rolled hours are read from the rollup, not the jobs: deleting the old failures changes nothing.
+    await t.sql("delete from workhorse.job where queue = 'rt-dl' and finished_at < now() - interval '2 hours'");
     const r = await runTimes(t.pool);
     expect(r.deadLetterTrend.find((g) => g.queue === "rt-dl")).toEqual({
       queue: "rt-dl",

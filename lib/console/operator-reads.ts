@@ -34,21 +34,38 @@ export interface DeadLetterGroupDto {
   newestJobId: string;
 }
 
+/** How many of the newest failed jobs the dead-letter groups are made from. */
+export const DEAD_LETTER_GROUP_SCAN = 500;
+
+export interface DeadLetterGroupsDto {
+  groups: DeadLetterGroupDto[];
+  /**
+   * Set when the groups come from the newest `scanned` failed jobs only (the bound was reached):
+   * older failed jobs may exist, so every count is "at least" and a group of older jobs only is missing.
+   */
+  bounded: { scanned: number } | null;
+}
+
 /**
  * Failed jobs grouped by queue, type and error name, with counts and the newest error message, the
- * largest groups first (at most 200 groups). Walks the failed-jobs index only.
+ * largest groups first (at most 200 groups), made from the newest `scan` failed jobs (the
+ * dead-letter index, newest first; DEAD_LETTER_GROUP_SCAN by default). A group's redrive dry run and
+ * its deletion each read the group itself, whatever this bound.
  */
-export async function deadLetterGroups(db: Db): Promise<DeadLetterGroupDto[]> {
-  const rows = await deadLetterGroupRows(db);
-  return rows.map((r) => ({
-    queue: r.queue,
-    type: r.type,
-    errorName: r.error_name,
-    count: Number(r.n),
-    newestFinishedAt: iso(r.newest_at),
-    newestMessage: r.newest_message,
-    newestJobId: r.newest_id,
-  }));
+export async function deadLetterGroups(db: Db, scan = DEAD_LETTER_GROUP_SCAN): Promise<DeadLetterGroupsDto> {
+  const { rows, scanned } = await deadLetterGroupRows(db, scan);
+  return {
+    groups: rows.map((r) => ({
+      queue: r.queue,
+      type: r.type,
+      errorName: r.error_name,
+      count: Number(r.n),
+      newestFinishedAt: iso(r.newest_at),
+      newestMessage: r.newest_message,
+      newestJobId: r.newest_id,
+    })),
+    bounded: scanned >= scan ? { scanned } : null,
+  };
 }
 
 /** Queues that have pending work now, read fresh (the queue summaries may be a few seconds old). */

@@ -1,15 +1,21 @@
 import "server-only";
 import {
   type BucketRow,
-  deadLetterTrendRows,
+  type FailureRow,
+  LIVE_SAMPLE,
   liveBuckets,
+  liveFailures,
   RUN_TIME_BOUNDS_MS,
   rolledBuckets,
+  rolledDays,
+  rolledFailures,
   rollupState,
 } from "@/lib/enqueue/store/console-runtimes";
 import { type Db, iso } from "./read-queries";
 
 const HOUR = 3_600_000;
+
+export { LIVE_SAMPLE };
 
 /** Runs and duration percentiles of one span: p50 and p95 to a bucket's upper bound, in ms (null: no runs). */
 export interface SpanStats {
@@ -29,11 +35,20 @@ export interface RunTimeRow {
   last7Days: SpanStats;
 }
 
+/** Set when a read of the jobs themselves stopped at its bound: it holds the newest `jobs`, back to `since`. */
+export type LiveSample = { jobs: number; since: string } | null;
+
 export interface RunTimesDto {
   now: string;
   /** The newest hour in the rollup (maintenance writes it), or null before the first run. */
   rolledUpTo: string | null;
+  /** The 7-day figures start at this UTC midnight (six whole days from the daily rollup, then today). */
+  weekFrom: string;
+  /** The finished jobs read from the jobs (the last hour, the hours not rolled up yet), when capped. */
+  liveSample: LiveSample;
   rows: RunTimeRow[];
+  /** The failed jobs read from the jobs for the trend, when capped. */
+  trendSample: LiveSample;
   deadLetterTrend: {
     queue: string;
     type: string;
@@ -85,33 +100,81 @@ function statsOf(rows: BucketRow[]): Map<string, SpanStats> {
 
 const EMPTY: SpanStats = { runs: 0, failed: 0, p50Ms: null, p95Ms: null, p95Open: false };
 
+const DAY = 24 * HOUR;
+
+/** Groups the trend's rows (rollup and live) per dead-letter group, most failures in the last day first. */
+function trendOf(rows: FailureRow[], limit: number): RunTimesDto["deadLetterTrend"] {
+  const by = new Map<string, RunTimesDto["deadLetterTrend"][number]>();
+  for (const r of rows) {
+    const key = `${r.queue}\u001f${r.type}\u001f${r.error_name}`;
+    const e = by.get(key) ?? {
+      queue: r.queue,
+      type: r.type,
+      errorName: r.error_name,
+      lastHour: 0,
+      lastDay: 0,
+      dayBefore: 0,
+    };
+    e.lastHour += r.last_hour;
+    e.lastDay += r.last_day;
+    e.dayBefore += r.day_before;
+    by.set(key, e);
+  }
+  const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+  return [...by.values()]
+    .sort(
+      (a, b) =>
+        b.lastDay - a.lastDay ||
+        b.dayBefore - a.dayBefore ||
+        cmp(a.queue, b.queue) ||
+        cmp(a.type, b.type) ||
+        cmp(a.errorName, b.errorName),
+    )
+    .slice(0, limit);
+}
+
+const sampleOf = (r: { scanned: number; oldest: Date | null }, limit: number): LiveSample =>
+  r.scanned >= limit && r.oldest ? { jobs: r.scanned, since: iso(r.oldest) } : null;
+
 /**
- * Duration p50/p95 per queue and type over the last hour (from the jobs), the last day and the last
- * 7 days (the hours maintenance rolled up, plus the jobs since the newest rolled hour), and each
- * dead-letter group's failures in the last hour, day and the day before.
+ * Duration p50/p95 per queue and type over the last hour, the last day and the last 7 days, and
+ * each dead-letter group's failures in the last hour, day and the day before. Every read is
+ * bounded: whole hours from the hourly rollups, the 7 days' whole days from the daily one, and from
+ * the jobs only the newest LIVE_SAMPLE finished (and failed) since the newest rolled hour or within
+ * the last hour (`liveSample` / `trendSample` say when that bound was reached).
  */
-export async function runTimes(db: Db): Promise<RunTimesDto> {
+export async function runTimes(db: Db, liveLimit = LIVE_SAMPLE): Promise<RunTimesDto> {
   const state = await rollupState(db);
   const now = state.now;
-  const sinceRollup = state.newest ? new Date(state.newest.getTime() + HOUR) : new Date(now.getTime() - 7 * 24 * HOUR);
-  // Bounded: at most the last two hours are read from the jobs; older hours only from the rollup
-  // (when maintenance fell behind, the page says up to which hour the history goes).
-  const liveFrom = new Date(Math.max(sinceRollup.getTime(), now.getTime() - 2 * HOUR));
-  const [hour, live, day, week, trend] = await Promise.all([
-    liveBuckets(db, new Date(now.getTime() - HOUR)),
-    // Jobs since the newest rolled hour (the current hour, at most two).
-    liveBuckets(db, liveFrom),
-    rolledBuckets(db, new Date(now.getTime() - 24 * HOUR), liveFrom),
-    rolledBuckets(db, new Date(now.getTime() - 7 * 24 * HOUR), liveFrom),
-    deadLetterTrendRows(db, 200),
+  const sinceRollup = state.newest ? new Date(state.newest.getTime() + HOUR) : new Date(now.getTime() - 7 * DAY);
+  // At most the current and the previous hour are read from the jobs; older hours only from the
+  // rollups (when maintenance fell behind, the page says up to which hour the history goes). On an
+  // hour boundary, so no hour is counted from both.
+  const hourStart = Math.floor(now.getTime() / HOUR) * HOUR;
+  const liveFrom = new Date(Math.max(sinceRollup.getTime(), hourStart - HOUR));
+  const readFrom = new Date(Math.min(liveFrom.getTime(), now.getTime() - HOUR));
+  const dayFrom = new Date(now.getTime() - DAY);
+  const today = new Date(now);
+  today.setUTCHours(0, 0, 0, 0);
+  const weekFrom = new Date(today.getTime() - 6 * DAY);
+  const [live, hours, days, failuresLive, failuresRolled] = await Promise.all([
+    liveBuckets(db, readFrom, liveFrom, liveLimit),
+    rolledBuckets(db, dayFrom, liveFrom, today),
+    rolledDays(db, weekFrom, today),
+    liveFailures(db, readFrom, liveFrom, liveLimit),
+    rolledFailures(db, new Date(now.getTime() - 2 * DAY), liveFrom, dayFrom),
   ]);
-  const lastHour = statsOf(hour);
-  const lastDay = statsOf([...day, ...live]);
-  const last7 = statsOf([...week, ...live]);
+  const sinceRolled = live.rows.filter((r) => r.since_rollup);
+  const lastHour = statsOf(live.rows.filter((r) => r.last_hour));
+  const lastDay = statsOf([...hours, ...sinceRolled]);
+  const todayHours = hours.map((r) => ({ ...r, succeeded: r.succeeded_today, failed: r.failed_today }));
+  const last7 = statsOf([...days, ...todayHours, ...sinceRolled]);
   const keys = [...new Set([...lastHour.keys(), ...lastDay.keys(), ...last7.keys()])].sort();
   return {
     now: iso(now),
     rolledUpTo: state.newest ? iso(state.newest) : null,
+    weekFrom: iso(weekFrom),
+    liveSample: sampleOf(live, liveLimit),
     rows: keys.map((k) => {
       const [queue = "", type = ""] = k.split("\u001f");
       return {
@@ -122,13 +185,7 @@ export async function runTimes(db: Db): Promise<RunTimesDto> {
         last7Days: last7.get(k) ?? EMPTY,
       };
     }),
-    deadLetterTrend: trend.map((t) => ({
-      queue: t.queue,
-      type: t.type,
-      errorName: t.error_name,
-      lastHour: t.last_hour,
-      lastDay: t.last_day,
-      dayBefore: t.day_before,
-    })),
+    trendSample: sampleOf(failuresLive, liveLimit),
+    deadLetterTrend: trendOf([...failuresRolled, ...failuresLive.rows], 200),
   };
 }

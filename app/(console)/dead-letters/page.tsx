@@ -91,19 +91,27 @@ export default async function DeadLettersPage({ searchParams }: { searchParams: 
     );
   }
 
-  const groups = await deadLetterGroups(await consolePool());
+  const { groups, bounded } = await deadLetterGroups(await consolePool());
   return (
     <>
       <PageHeader
         title="Dead letters"
         description="Failed jobs (attempts exhausted or deadline passed), grouped by queue, type and error. Open a group to see its jobs; redrive a group or a selection after a dry run."
       />
+      {bounded ? (
+        <p className="mb-3 text-sm text-slate-700" data-testid="dead-letter-bound">
+          Grouped from the newest {bounded.scanned.toLocaleString("en-US")} failed jobs: counts are lower bounds, and a
+          group whose jobs are all older is not listed. A group's page, its redrive dry run and its deletion read the
+          whole group.
+        </p>
+      ) : null}
       {/* Always mounted (it shows the empty state itself): a redrive that empties the list keeps its dialog. */}
       <DeadLetterGroups
         groups={groups}
         redrive={viewer.readOnly ? null : redriveAction}
         remove={viewer.readOnly ? null : deleteDeadLettersAction}
         maxGroupDelete={MAX_GROUP_DELETE}
+        atLeast={bounded !== null}
       />
     </>
   );

@@ -3,7 +3,7 @@ import Link from "next/link";
 import { Card, EmptyState, linkClass, PageHeader, Table, Td } from "@/components/ui";
 import { consolePool } from "@/lib/console/db";
 import { formatTime } from "@/lib/console/format";
-import { runTimes, type SpanStats } from "@/lib/console/run-times";
+import { LIVE_SAMPLE, runTimes, type SpanStats } from "@/lib/console/run-times";
 import { requireViewer } from "@/lib/console/viewer";
 
 export const metadata: Metadata = { title: "Run times" };
@@ -42,15 +42,22 @@ export default async function RunTimesPage() {
     <>
       <PageHeader
         title="Run times"
-        description="How long jobs run, per queue and type: p50 and p95 of the attempt that finished each job (succeeded or failed), over the last hour, day and 7 days, to the bound of a duration bucket. Beyond the last two hours they come from an hourly rollup that maintenance keeps for 30 days. Below, each dead-letter group's failures now against the day before."
+        description={`How long jobs run, per queue and type: p50 and p95 of the attempt that finished each job (succeeded or failed), over the last hour, the last 24 hours and 7 days, to the bound of a duration bucket. Whole hours come from an hourly rollup (whole days of the 7, from a daily one) that maintenance keeps for 30 days; from the jobs themselves the page reads at most the newest ${LIVE_SAMPLE.toLocaleString("en-US")} finished in the last hour or since the last rolled hour. Below, each dead-letter group's failures now against the day before.`}
       />
       <div className="space-y-6">
         <Card title="Durations by queue and type">
           <p className="mb-3 text-sm text-slate-700" data-testid="rollup-state">
             {data.rolledUpTo
               ? `History rolled up to the hour starting ${formatTime(data.rolledUpTo)}.`
-              : "No history rolled up yet: day and week figures cover the last two hours until maintenance runs."}
+              : "No history rolled up yet: day and week figures cover the last hour or two until maintenance runs."}{" "}
+            The 7 days start {formatTime(data.weekFrom)} (midnight UTC).
           </p>
+          {data.liveSample ? (
+            <p className="mb-3 text-sm text-slate-700" data-testid="live-sample">
+              From the newest {data.liveSample.jobs.toLocaleString("en-US")} finished jobs only (back to{" "}
+              {formatTime(data.liveSample.since)}): the last hour and the hours not rolled up yet count those.
+            </p>
+          ) : null}
           {data.rows.length === 0 ? (
             <EmptyState title="No job finished in the last 7 days." />
           ) : (
@@ -81,6 +88,13 @@ export default async function RunTimesPage() {
           )}
         </Card>
         <Card title="Dead-letter groups: error trend">
+          {data.trendSample ? (
+            <p className="mb-3 text-sm text-slate-700" data-testid="trend-sample">
+              From the newest {data.trendSample.jobs.toLocaleString("en-US")} failed jobs only (back to{" "}
+              {formatTime(data.trendSample.since)}) for the last hour and the hours not rolled up yet; whole hours come
+              from the hourly failure rollup.
+            </p>
+          ) : null}
           {data.deadLetterTrend.length === 0 ? (
             <EmptyState title="No job failed in the last two days." />
           ) : (

@@ -5,7 +5,7 @@
  */
 import type pg from "pg";
 import type { JobState } from "../types";
-import type { Queryable } from "./layout";
+import { type Queryable, sqlOf } from "./layout";
 import { BINDING_COLUMNS, type BindingRow, type ObservationRow } from "./rows";
 
 /** Builds `where` clauses with numbered parameters; column names only ever come from the caller's code. */
@@ -107,10 +107,65 @@ export async function jobListRows(
   const backwards = !f.after && !!f.before;
   if (f.after) w.add((p) => `id < ${p}::uuid`, f.after);
   else if (f.before) w.add((p) => `id > ${p}::uuid`, f.before);
+  if (f.queue && f.state && isRareState(f.state)) {
+    const rows = await rareStateQueueRows(db, f.state, f.queue, w, backwards, limit);
+    if (rows) return rows;
+  }
   const { rows } = await db.query<JobListRow>(
-    `select id, queue, type, state, attempt, max_attempts, tags, run_at, created_at,
-            last_error is not null as has_error, now() as now
-       from workhorse.job ${w} order by id ${backwards ? "asc" : "desc"} limit ${limit + 1}`,
+    `select ${JOB_LIST_COLUMNS} from workhorse.job ${w} order by id ${backwards ? "asc" : "desc"} limit ${limit + 1}`,
+    w.values,
+  );
+  return rows;
+}
+
+const JOB_LIST_COLUMNS = `id, queue, type, state, attempt, max_attempts, tags, run_at, created_at,
+            last_error is not null as has_error, now() as now`;
+
+const RARE_STATES = ["failed", "canceled", "purged"] as const;
+type RareState = (typeof RARE_STATES)[number];
+const isRareState = (s: JobTab): s is RareState => (RARE_STATES as readonly string[]).includes(s);
+/** Most queue names of one rare state the queue-filtered read walks; past it, the plain statement. */
+export const RARE_STATE_QUEUE_NAMES = 200;
+
+/**
+ * A page of a rare state tab (failed, canceled, purged) under a queue filter, on one node:
+ * the state's queue names by a skip scan of job_rare_state_queue_idx (state, queue, id), one probe
+ * per name, then the newest `limit + 1` entries of each name matching the prefix, merged in id
+ * order. Reads at most (names + 1) probes and `limit + 1` rows per matching name, however many jobs
+ * the other queues hold. Null (the caller runs the plain statement) on Citus, which refuses the
+ * recursive skip scan, and when the state has more than RARE_STATE_QUEUE_NAMES queue names.
+ */
+async function rareStateQueueRows(
+  db: Queryable,
+  state: RareState,
+  queue: string,
+  w: Where,
+  backwards: boolean,
+  limit: number,
+): Promise<JobListRow[] | null> {
+  if ((await sqlOf(db).layout()) === "distributed") return null;
+  // The state is one of three literals (never input), so the planner sees the partial index's predicate.
+  const { rows: names } = await db.query<{ queue: string; matches: boolean }>(
+    `with recursive q(queue, n) as (
+       (select j.queue, 1 from workhorse.job j where j.state = '${state}' order by j.queue limit 1)
+       union all
+       select (select j.queue from workhorse.job j where j.state = '${state}' and j.queue > q.queue
+                order by j.queue limit 1), q.n + 1
+         from q where q.queue is not null and q.n <= $1)
+     select queue::text as queue, queue like $2 as matches from q where queue is not null`,
+    [RARE_STATE_QUEUE_NAMES, prefixPattern(queue)],
+  );
+  if (names.length > RARE_STATE_QUEUE_NAMES) return null;
+  const matching = names.filter((r) => r.matches).map((r) => r.queue);
+  if (!matching.length) return [];
+  const dir = backwards ? "asc" : "desc";
+  const names$ = w.param(matching);
+  const { rows } = await db.query<JobListRow>(
+    `select x.* from unnest(${names$}::text[]) q(queue_name)
+      cross join lateral (
+        select ${JOB_LIST_COLUMNS} from workhorse.job ${w} and state = '${state}' and queue = q.queue_name
+         order by id ${dir} limit ${limit + 1}) x
+      order by x.id ${dir} limit ${limit + 1}`,
     w.values,
   );
   return rows;

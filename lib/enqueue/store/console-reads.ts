@@ -21,38 +21,38 @@ export interface DeadLetterGroupRow {
 
 /**
  * Failed jobs grouped by queue, type and error name, with counts and the newest error message, the
- * largest groups first (at most 200 groups). Jobs redriven already are left out (they went on as
- * their redriven jobs). Walks the failed-jobs index only.
+ * largest groups first (at most 200 groups), over the newest `scan` failed jobs only: a backward
+ * walk of the dead-letter index (finished_at desc, id desc) that stops there, so the read costs the
+ * same at 50 or 500,000 failed jobs. `scanned` is how many it read: when it is `scan`, older failed
+ * jobs may exist and every count is a lower bound. Jobs redriven already are left out (they went on
+ * as their redriven jobs; they still count towards the walk). One statement on both layouts (on
+ * Citus the bounded walk is merged on the coordinator, then grouped there).
  */
-export async function deadLetterGroupRows(db: Queryable): Promise<DeadLetterGroupRow[]> {
-  const { rows } = await db.query<DeadLetterGroupRow>(
-    (await distributed(db))
-      ? // Citus cannot push down the lateral newest-job probe per group: one grouped pass instead,
-        // the newest job of a group taken by an ordered aggregate.
-        `select j.queue, j.type, coalesce(j.last_error ->> 'name', 'Error') as error_name, count(*) as n,
-                max(j.finished_at) as newest_at,
-                (array_agg(left(j.last_error ->> 'message', 300) order by j.finished_at desc, j.id desc))[1]
+export async function deadLetterGroupRows(
+  db: Queryable,
+  scan: number,
+): Promise<{ rows: DeadLetterGroupRow[]; scanned: number }> {
+  const { rows } = await db.query<DeadLetterGroupRow & { scanned: number }>(
+    `with recent as materialized (
+       select j.id, j.queue, j.type, j.finished_at, j.last_error, j.redriven_to
+         from workhorse.job j where j.state = 'failed'
+        order by j.finished_at desc, j.id desc limit $1::integer)
+     select s.scanned, g.*
+       from (select count(*)::int as scanned from recent) s
+       left join lateral (
+         select r.queue::text as queue, r.type::text as type, coalesce(r.last_error ->> 'name', 'Error') as error_name,
+                count(*)::text as n, max(r.finished_at) as newest_at,
+                (array_agg(left(r.last_error ->> 'message', 300) order by r.finished_at desc, r.id desc))[1]
                   as newest_message,
-                (array_agg(j.id order by j.finished_at desc, j.id desc))[1] as newest_id
-           from workhorse.job j where j.state = 'failed' and j.redriven_to is null
+                (array_agg(r.id order by r.finished_at desc, r.id desc))[1] as newest_id
+           from recent r where r.redriven_to is null
           group by 1, 2, 3
-          order by 4 desc, 5 desc
-          limit 200`
-      : `select g.queue, g.type, g.error_name, g.n, g.newest_at, n.message as newest_message, n.id as newest_id
-       from (select j.queue, j.type, coalesce(j.last_error ->> 'name', 'Error') as error_name, count(*) as n,
-                    max(j.finished_at) as newest_at
-               from workhorse.job j where j.state = 'failed' and j.redriven_to is null
-              group by 1, 2, 3) g
-      cross join lateral (
-        select j.id, left(j.last_error ->> 'message', 300) as message
-          from workhorse.job j
-         where j.state = 'failed' and j.redriven_to is null and j.queue = g.queue and j.type = g.type
-           and coalesce(j.last_error ->> 'name', 'Error') = g.error_name
-         order by j.finished_at desc, j.id desc limit 1) n
-      order by g.n desc, g.newest_at desc
-      limit 200`,
+          order by count(*) desc, max(r.finished_at) desc
+          limit 200) g on true`,
+    [scan],
   );
-  return rows;
+  const scanned = rows[0]?.scanned ?? 0;
+  return { rows: rows.filter((r) => r.queue !== null), scanned };
 }
 
 /**
