@@ -1,4 +1,6 @@
 // Console read models (lib/console/*) and access helpers against the real test database.
+
+import { v7 as uuidv7 } from "uuid";
 import { beforeAll, describe, expect, test, vi } from "vitest";
 import { distributedTests } from "./citus";
 import { setupQueueTests } from "./helpers";
@@ -62,9 +64,14 @@ describe("jobs", () => {
       [a, b, c],
     ]);
     // Newer failed jobs of another queue: a walk by id passes all of them before reaching ours.
+    // Ids made here (uuidv7() in SQL is PostgreSQL 18's only), newer than ours; on Citus the row also
+    // carries its bucket (the distribution column), read from its id.
+    const others = Array.from({ length: 3000 }, () => uuidv7());
+    const bucket = distributedTests() ? ["bucket, ", "workhorse.id_bucket(x), "] : ["", ""];
     await t.sql(
-      `insert into workhorse.job (id, queue, type, payload, state, run_at, max_attempts, finished_at)
-       select uuidv7(), 'rare-other', 'rare.t', '{}', 'failed', now(), 1, now() from generate_series(1, 3000)`,
+      `insert into workhorse.job (${bucket[0]}id, queue, type, payload, state, run_at, max_attempts, finished_at)
+       select ${bucket[1]}x, 'rare-other', 'rare.t', '{}', 'failed', now(), 1, now() from unnest($1::uuid[]) x`,
+      [others],
     );
     await t.sql("vacuum analyze workhorse.job");
     const statements: { text: string; values: unknown[] }[] = [];
