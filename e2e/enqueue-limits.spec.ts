@@ -64,3 +64,21 @@ test("a refused submit replaces the earlier result: no stale 'accepted' beside a
     "Not sent: the payload is too large (see the Payload field). Nothing was enqueued by this submit.",
   );
 });
+
+// Inputs the form passes on and the core refuses (its input rules): each is a message under its
+// field, never the error page.
+for (const [what, input, field, rule] of [
+  ["a key over 512 bytes", { key: "k".repeat(513) }, "Idempotency key", /Idempotency key must be 1\.\.512 UTF-8 bytes/],
+  ["a scope over 256 bytes", { key: "k-1", scope: "s".repeat(300) }, "Scope", /Scope .*256/],
+  ["a queue name over 128 characters", { queue: "q".repeat(200) }, "Queue", /Queue .*128/],
+] as const) {
+  test(`${what} is refused under its field, not with an error page`, async ({ signedIn }) => {
+    const form = new EnqueuePage(signedIn);
+    await form.goto();
+    await form.fill({ type: "limits.rules", queue: "limits", ...input });
+    await signedIn.getByRole("button", { name: "Enqueue", exact: true }).click();
+    await expect(signedIn.getByText(rule).first()).toBeVisible();
+    await expect(signedIn.getByLabel(field, { exact: true })).toHaveAttribute("aria-invalid", "true");
+    await expect(signedIn.getByRole("heading", { name: /went wrong|could not be (read|loaded)/i })).toHaveCount(0);
+  });
+}

@@ -28,12 +28,37 @@ export const EXPECTED_SQLSTATES: ReadonlySet<string> = new Set([
   SqlState.invalidTextRepresentation,
 ]);
 
+/**
+ * The error classes an error belongs to, by their `kind` names, under a key shared by every copy of
+ * this module: a bundler may load lib/enqueue more than once in one process (Next.js builds route
+ * handlers, pages and server actions as separate layers), and an error thrown by a `Queue` made in
+ * one copy must still pass `instanceof` against the class imported in another.
+ */
+const KINDS = Symbol.for("workhorse.error.kinds");
+
 export class WorkhorseError extends Error {
+  /** The class's name for `instanceof` across copies of this module (every subclass declares its own). */
+  static readonly kind: string = "WorkhorseError";
   readonly code: string;
   constructor(code: string, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = new.target.name;
     this.code = code;
+    const kinds: string[] = [];
+    for (let c: unknown = new.target; typeof c === "function" && c !== Error; c = Object.getPrototypeOf(c)) {
+      if (Object.hasOwn(c, "kind")) kinds.push((c as unknown as { kind: string }).kind);
+    }
+    Object.defineProperty(this, KINDS, { value: Object.freeze(kinds) });
+  }
+
+  /** `instanceof` by prototype, or by `kind` for an error made by another copy of this module. */
+  static [Symbol.hasInstance](value: unknown): boolean {
+    // biome-ignore lint/complexity/noThisInStatic: `this` is the class `instanceof` asks about, a subclass too.
+    const asked = this as typeof WorkhorseError;
+    if (Function.prototype[Symbol.hasInstance].call(asked, value)) return true;
+    if (typeof value !== "object" || value === null || !Object.hasOwn(asked, "kind")) return false;
+    const kinds = (value as { [KINDS]?: unknown })[KINDS];
+    return Array.isArray(kinds) && kinds.includes(asked.kind);
   }
 }
 
@@ -50,6 +75,7 @@ export interface ValidationIssue {
 
 /** Bad input. Thrown before anything is sent to PostgreSQL, so nothing is written. */
 export class EnqueueValidationError extends WorkhorseError {
+  static override readonly kind: string = "EnqueueValidationError";
   /** The first failing option (dotted path). */
   readonly option: string;
   /** The rule it broke, in words. */
@@ -96,6 +122,7 @@ export interface IdempotencyConflictDetails {
  * now aborted, as after any SQL error; roll it back (or use a savepoint) before going on.
  */
 export class EnqueueIdempotencyConflictError extends WorkhorseError implements IdempotencyConflictDetails {
+  static override readonly kind: string = "EnqueueIdempotencyConflictError";
   readonly scope: string;
   readonly keyPreview: string;
   readonly keyDigest: string;
@@ -152,6 +179,7 @@ export class EnqueueIdempotencyConflictError extends WorkhorseError implements I
 
 /** Purge refused: the job is `active` (a worker holds it) or terminal. Nothing changed. */
 export class PurgeNotAllowedError extends WorkhorseError {
+  static override readonly kind: string = "PurgeNotAllowedError";
   readonly jobId: string;
   readonly state: string;
   constructor(jobId: string, state: string) {
@@ -172,6 +200,7 @@ export class PurgeNotAllowedError extends WorkhorseError {
  * redrive, or repeat the original request exactly to get its answer again.
  */
 export class RedriveIdempotencyConflictError extends WorkhorseError {
+  static override readonly kind: string = "RedriveIdempotencyConflictError";
   readonly sourceJobId: string;
   /** The job the first request with this id redrove `sourceJobId` to. */
   readonly existingJobId: string;
@@ -197,6 +226,7 @@ export class RedriveIdempotencyConflictError extends WorkhorseError {
  * worker saw the request at a heartbeat; the attempt is recorded `canceled` and never retried.
  */
 export class JobCanceledError extends WorkhorseError {
+  static override readonly kind: string = "JobCanceledError";
   readonly jobId: string;
   constructor(jobId: string) {
     super("JOB_CANCELED", `Job ${jobId} was canceled by an operator.`);
@@ -206,6 +236,7 @@ export class JobCanceledError extends WorkhorseError {
 
 /** No job has this id. */
 export class JobNotFoundError extends WorkhorseError {
+  static override readonly kind: string = "JobNotFoundError";
   readonly jobId: string;
   constructor(jobId: string) {
     super("JOB_NOT_FOUND", `No job has id ${jobId}.`);
@@ -215,6 +246,7 @@ export class JobNotFoundError extends WorkhorseError {
 
 /** The queue was closed: `close()` was called. Create a new `Queue` to go on. */
 export class QueueClosedError extends WorkhorseError {
+  static override readonly kind: string = "QueueClosedError";
   constructor() {
     super("QUEUE_CLOSED", "This Queue was closed; create a new Queue to enqueue again.");
   }
@@ -225,6 +257,7 @@ export class QueueClosedError extends WorkhorseError {
  * or a Node error code such as `ECONNRESET` for a broken connection).
  */
 export class WorkhorseDatabaseError extends WorkhorseError {
+  static override readonly kind: string = "WorkhorseDatabaseError";
   readonly sqlState: string | undefined;
   /**
    * True when the same call may simply be repeated: serialization failure (40001), deadlock (40P01),
@@ -308,6 +341,7 @@ export function readSafely(read: () => unknown): unknown {
 
 /** A worker's option was out of range. Thrown by `new Worker(...)`. */
 export class WorkerConfigError extends WorkhorseError {
+  static override readonly kind: string = "WorkerConfigError";
   readonly option: string;
   constructor(option: string, rule: string) {
     super("WORKER_CONFIG", `${option}: ${rule}`);
@@ -317,6 +351,7 @@ export class WorkerConfigError extends WorkhorseError {
 
 /** The attempt's `executionTimeoutMs` elapsed: the handler's signal fires with this reason. */
 export class ExecutionTimeoutError extends WorkhorseError {
+  static override readonly kind: string = "ExecutionTimeoutError";
   readonly timeoutMs: number;
   constructor(timeoutMs: number) {
     super("EXECUTION_TIMED_OUT", `The attempt ran longer than its executionTimeoutMs (${timeoutMs} ms).`);
@@ -326,6 +361,7 @@ export class ExecutionTimeoutError extends WorkhorseError {
 
 /** The job's deadline passed while the attempt ran: the handler's signal fires with this reason. */
 export class DeadlineExceededError extends WorkhorseError {
+  static override readonly kind: string = "DeadlineExceededError";
   readonly deadline: Date;
   constructor(deadline: Date) {
     super("DEADLINE_EXCEEDED", `The job's deadline (${deadline.toISOString()}) passed.`);
@@ -339,6 +375,7 @@ export class DeadlineExceededError extends WorkhorseError {
  * attempt reports afterwards is recorded.
  */
 export class LeaseLostError extends WorkhorseError {
+  static override readonly kind: string = "LeaseLostError";
   readonly jobId: string;
   readonly attempt: number;
   constructor(jobId: string, attempt: number) {
@@ -350,6 +387,7 @@ export class LeaseLostError extends WorkhorseError {
 
 /** The worker is stopping and its grace period ran out: the signal fires with this reason. */
 export class WorkerStoppingError extends WorkhorseError {
+  static override readonly kind: string = "WorkerStoppingError";
   constructor() {
     super("WORKER_STOPPING", "The worker is shutting down; the attempt will be released and run again.");
   }
@@ -357,6 +395,7 @@ export class WorkerStoppingError extends WorkhorseError {
 
 /** A handler's result or a checkpoint value that cannot be stored as JSON. */
 export class NotStorableError extends WorkhorseError {
+  static override readonly kind: string = "NotStorableError";
   constructor(what: string, reason: string) {
     super("NOT_STORABLE", `${what} cannot be stored as JSON: ${reason}`);
   }
