@@ -89,6 +89,14 @@ test("a job page that finds no job answers 404", async ({ signedIn }) => {
   }
 });
 
+test("the search value box holds at most 500 characters (a longer one overflowed the URL into HTTP 431)", async ({
+  signedIn,
+}) => {
+  await signedIn.goto("/search");
+  await signedIn.getByLabel("Equals", { exact: true }).fill("v".repeat(20_000));
+  expect((await signedIn.getByLabel("Equals", { exact: true }).inputValue()).length).toBe(500);
+});
+
 test("conflicts: a filter that cannot be read is named, not silently dropped", async ({ signedIn }) => {
   await signedIn.goto("/conflicts?from=garbage");
   await expect(

@@ -17,7 +17,7 @@ const hyphenate = (h: string) =>
   `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 
 /**
- * "Open job": a full id, or a short one as tables (`…ab93e3f1`) and the worker log (12 hex digits)
+ * "Open job": a full id, or a short one as tables (`…ab93e3f1`) and the worker log (its last 12 hex digits)
  * show it: 6..31 hex digits (dashes and a leading ellipsis ignored), matched as a prefix (one range
  * read of the primary key) and, from 8 digits, as a suffix (one probe of the index on the id's last 8
  * characters, migration 016). One match opens it; several are listed (at most 5).

@@ -172,7 +172,7 @@ export class StateGauges {
     const paused = g("paused", "1 while the queue is paused, else 0.");
     const bindings = g(
       "bindings",
-      "Key bindings: live (estimated from table statistics), and expired awaiting cleanup (exact below 10,000).",
+      "Key bindings: live and expired awaiting cleanup, each exact below 10,000 and estimated from table statistics above it.",
     );
     const oldest = g(
       "oldestExpired",

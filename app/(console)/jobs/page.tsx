@@ -29,7 +29,7 @@ export default async function JobsPage({ searchParams }: { searchParams: Search 
     if (r.kind === "found") redirect(`/jobs/${r.id}`);
     idNotice =
       r.kind === "invalid" ? (
-        "That is not a job id. Paste a whole id (a UUID such as 019a…-…) or at least 6 of its hex digits from its start or end (tables show the last 8, …ab93e3f1; the worker log the first 12)."
+        "That is not a job id. Paste a whole id (a UUID such as 01a2…-…) or at least 6 of its hex digits from its start or end (tables show the last 8, …ab93e3f1; the worker log the last 12)."
       ) : r.kind === "none" ? (
         "No job has that id, and no job id starts or ends with it (an ending needs at least 8 hex digits)."
       ) : (

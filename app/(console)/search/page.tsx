@@ -70,6 +70,7 @@ export default async function SearchPage({ searchParams }: { searchParams: Searc
           <input
             id="value"
             name="value"
+            maxLength={500}
             className={inputClass}
             defaultValue={one(sp.value)}
             aria-describedby={errors.value ? "value-error" : undefined}
