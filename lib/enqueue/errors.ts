@@ -34,7 +34,7 @@ export const EXPECTED_SQLSTATES: ReadonlySet<string> = new Set([
  * handlers, pages and server actions as separate layers), and an error thrown by a `Queue` made in
  * one copy must still pass `instanceof` against the class imported in another.
  */
-const KINDS = Symbol.for("workhorse.error.kinds");
+const KINDS = Symbol.for("@workhorse/error-kinds");
 
 export class WorkhorseError extends Error {
   /** The class's name for `instanceof` across copies of this module (every subclass declares its own). */
