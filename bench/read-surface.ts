@@ -13,6 +13,7 @@ import type pg from "pg";
 import { migrate, Queue } from "../lib/enqueue";
 import { bindingScopes, deadLetterGroupRows } from "../lib/enqueue/store/console-reads";
 import { replacedListRows } from "../lib/enqueue/store/console-replaced";
+import { rollupRunTimesBatch } from "../lib/enqueue/store/console-runtimes";
 import { payloadSearchRows } from "../lib/enqueue/store/console-search";
 import { uuidv7Floor } from "../lib/enqueue/store/console-series";
 import { workerHeartbeatRows } from "../lib/enqueue/store/console-status";
@@ -143,6 +144,13 @@ export async function seed(pool: pg.Pool, n: number): Promise<Record<string, num
        from workhorse.job where state = 'failed' and finished_at < date_trunc('hour', now())
       group by 1, 2, 3, 4`,
   );
+  // The run-times page's window for this hour, as maintenance writes it (migration 022): the same
+  // step maintenance runs, which also rolls up the last hour's seeded jobs.
+  {
+    const t0 = performance.now();
+    await rollupRunTimesBatch({ query: (config) => pool.query(config), layout: async () => "single" });
+    timings.runTimeWindow = Math.round(performance.now() - t0);
+  }
   // Workers: 200 running (every fifth busy), 20 gone (missed their check-ins), 5 stopping.
   await time(
     "heartbeats",
@@ -157,7 +165,7 @@ export async function seed(pool: pg.Pool, n: number): Promise<Record<string, num
   const t0 = performance.now();
   await pool.query(
     `vacuum (analyze) workhorse.job, workhorse.key_binding, workhorse.enqueue_observation, workhorse.job_event,
-                      workhorse.run_time_bucket, workhorse.run_time_day, workhorse.failure_bucket,
+                      workhorse.run_time_bucket, workhorse.run_time_day, workhorse.failure_bucket, workhorse.run_time_window,
                       workhorse.worker_heartbeat`,
   );
   timings.vacuumAnalyze = Math.round(performance.now() - t0);
@@ -194,9 +202,14 @@ const BINDING_COLUMNS = `scope, key_hash, job_id, mode, key_preview, key_length,
 const OBSERVATION_COLUMNS = `id, at, outcome, reason, queue, type, scope, key_preview, key_digest, key_length, job_id,
   conflicting_fields, payload_paths, source`;
 
-/** The SQL of the statements the last read ran (`begin()` starts a read), for EXPLAIN. */
+/**
+ * The SQL of the statements the last read ran (`begin()` starts a read), for EXPLAIN. It passes
+ * `connect` and named statements through, so the reads run as they run on the console's pool
+ * (store/layout.ts `queryPrepared`: one plan per connection).
+ */
 interface Capturing {
-  query<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
+  query<R extends pg.QueryResultRow>(text: string | pg.QueryConfig, values?: unknown[]): Promise<pg.QueryResult<R>>;
+  connect(): Promise<pg.PoolClient>;
   last: { text: string; values: unknown[] } | null;
   statements: { text: string; values: unknown[] }[];
   begin(): void;
@@ -209,10 +222,12 @@ function capturing(pool: pg.Pool): Capturing {
     begin() {
       db.statements = [];
     },
-    query<R extends pg.QueryResultRow>(text: string, values: unknown[] = []) {
-      db.last = { text, values };
+    connect: () => pool.connect(),
+    query<R extends pg.QueryResultRow>(text: string | pg.QueryConfig, values: unknown[] = []) {
+      const config = typeof text === "string" ? { text, values } : text;
+      db.last = { text: config.text, values: (config.values as unknown[] | undefined) ?? [] };
       db.statements.push(db.last);
-      return pool.query<R>(text, values);
+      return pool.query<R>(config);
     },
   };
   return db;
@@ -383,7 +398,12 @@ export async function readQueries(
           search(invoiceOf(at(newestIds, p).id), "invoice.capture"),
         ),
         q("search.miss", "payload search, no match (the whole bound read), last 24 h", () => search("INV-NONE")),
-        q("run_times", "run-times page (rollups, the newest 1,000 jobs, dead-letter trend)", () => models.runTimes(db)),
+        q("run_times", "run-times page (maintenance's window, the newest 1,000 jobs, dead-letter trend)", () =>
+          models.runTimes(db),
+        ),
+        q("run_times.summed", "run-times page before maintenance has run in the hour (sums the rollups)", () =>
+          models.runTimes(db, undefined, { window: false }),
+        ),
         q("dead_letters.groups", "dead-letter groups (the dead-letters page)", () => models.deadLetterGroups(db)),
       ],
     };

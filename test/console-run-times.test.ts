@@ -107,6 +107,7 @@ describe("run times", () => {
        values ($1::timestamptz, 'rt-week', 'x', 3, 7, 1), ($1::timestamptz - interval '4 days', 'rt-week', 'x', 3, 50, 0)`,
       [threeDaysAgo],
     );
+    await t.queue().runMaintenance(); // sums the page's window for this hour from the rollups
     const r = await runTimes(t.pool);
     expect(r.weekFrom).toBe(new Date(today.getTime() - 6 * 24 * HOUR).toISOString());
     expect(r.rows.find((x) => x.queue === "rt-week")?.last7Days).toMatchObject({ runs: 8, failed: 1 });
@@ -142,5 +143,82 @@ describe("run times", () => {
       lastDay: 3,
       dayBefore: 4,
     });
+  });
+
+  test("maintenance sums the page's rolled-up part once per run: the page reads that window, with the same figures as summing the rollups", async () => {
+    // Over the rollups the tests above left: rt/fast (rolled hours of today and yesterday, the
+    // live last hour) and the rt-dl failures (rolled hours of the last day and the day before).
+    // Maintenance and the read in the same hour (an hour boundary between them leaves no window
+    // for the read's hour: run both again).
+    let viaWindow: Awaited<ReturnType<typeof runTimes>>;
+    let summed: Awaited<ReturnType<typeof runTimes>>;
+    for (;;) {
+      await t.queue().runMaintenance();
+      viaWindow = await runTimes(t.pool);
+      summed = await runTimes(t.pool, undefined, { window: false });
+      if (viaWindow.now.slice(0, 13) === summed.now.slice(0, 13)) break;
+    }
+    // rolledUpTo differs by design: the rollups alone tell the newest hour that had runs, the
+    // window that every hour before its own was rolled up.
+    expect({ ...viaWindow, now: "", rolledUpTo: "" }).toEqual({ ...summed, now: "", rolledUpTo: "" });
+    const hour = Math.floor(Date.parse(viaWindow.now) / HOUR) * HOUR;
+    expect(viaWindow.rolledUpTo).toBe(new Date(hour - HOUR).toISOString());
+    const fast = viaWindow.rows.find((x) => x.queue === "rt" && x.type === "fast");
+    expect(fast?.lastDay.runs).toBe(25);
+    expect(fast?.last7Days.runs).toBe(29);
+    expect(viaWindow.deadLetterTrend.find((g) => g.queue === "rt-dl")).toMatchObject({ lastDay: 3, dayBefore: 4 });
+
+    // Rollup rows written after the run show only when summed, until maintenance runs again.
+    await t.sql(
+      `insert into workhorse.run_time_bucket (hour, queue, type, bucket, succeeded, failed)
+       values (date_trunc('hour', now()) - interval '2 hours', 'rt-win-late', 'x', 3, 5, 0)`,
+    );
+    const before = await runTimes(t.pool);
+    if (before.now.slice(0, 13) === viaWindow.now.slice(0, 13)) {
+      expect(before.rows.find((x) => x.queue === "rt-win-late")).toBeUndefined();
+    }
+    expect(
+      (await runTimes(t.pool, undefined, { window: false })).rows.find((x) => x.queue === "rt-win-late")?.lastDay.runs,
+    ).toBe(5);
+    await t.queue().runMaintenance();
+    expect((await runTimes(t.pool)).rows.find((x) => x.queue === "rt-win-late")?.lastDay.runs).toBe(5);
+  });
+
+  test("a window for the next hour, for a page read before maintenance runs again: the jobs read from the window's end", async () => {
+    // As if maintenance last ran an hour ago: its windows for that hour and this one, rolled up to
+    // the start of that hour (the jobs of the hour since are read live).
+    const { refreshRunTimeWindow } = await import("@/lib/enqueue/store/console-runtimes");
+    const sqlOf = { query: (c: import("pg").QueryConfig) => t.pool.query(c), layout: async () => "single" as const };
+    let viaWindow: Awaited<ReturnType<typeof runTimes>>;
+    let summed: Awaited<ReturnType<typeof runTimes>>;
+    for (;;) {
+      await t.queue().runMaintenance();
+      await t.sql("delete from workhorse.run_time_window");
+      await refreshRunTimeWindow(sqlOf, new Date(Date.now() - HOUR));
+      viaWindow = await runTimes(t.pool);
+      summed = await runTimes(t.pool, undefined, { window: false });
+      if (viaWindow.now.slice(0, 13) === summed.now.slice(0, 13)) break;
+    }
+    const hour = Math.floor(Date.parse(viaWindow.now) / HOUR) * HOUR;
+    expect(viaWindow.rolledUpTo).toBe(new Date(hour - 2 * HOUR).toISOString());
+    expect({ ...viaWindow, now: "", rolledUpTo: "" }).toEqual({ ...summed, now: "", rolledUpTo: "" });
+    expect(viaWindow.rows.find((x) => x.queue === "rt" && x.type === "fast")?.lastDay.runs).toBe(25);
+  });
+
+  test("maintenance keeps the windows of this hour and the next only", async () => {
+    await t.sql(
+      `insert into workhorse.run_time_window (ends_at, rolled_to, runs, failures)
+       values (date_trunc('hour', now()) - interval '3 hours', date_trunc('hour', now()) - interval '3 hours', '[]', '[]')`,
+    );
+    await t.queue().runMaintenance();
+    const rows = await t.sql<{ ends: number; rolled: number }>(
+      `select extract(epoch from ends_at - date_trunc('hour', now()))::int / 3600 as ends,
+              extract(epoch from rolled_to - date_trunc('hour', now()))::int / 3600 as rolled
+         from workhorse.run_time_window order by ends_at`,
+    );
+    expect(rows).toEqual([
+      { ends: 0, rolled: 0 },
+      { ends: 1, rolled: 0 },
+    ]);
   });
 });

@@ -10,6 +10,8 @@ import {
   rolledDays,
   rolledFailures,
   rollupState,
+  type WindowFailure,
+  type WindowRun,
 } from "@/lib/enqueue/store/console-runtimes";
 import { type Db, iso } from "./read-queries";
 
@@ -139,40 +141,48 @@ const sampleOf = (r: { scanned: number; oldest: Date | null }, limit: number): L
 /**
  * Duration p50/p95 per queue and type over the last hour, the last day and the last 7 days, and
  * each dead-letter group's failures in the last hour, day and the day before. Every read is
- * bounded: whole hours from the hourly rollups, the 7 days' whole days from the daily one, and from
- * the jobs only the newest LIVE_SAMPLE finished (and failed) since the newest rolled hour or within
- * the last hour (`liveSample` / `trendSample` say when that bound was reached).
+ * bounded: whole hours and days from the window maintenance summed for this hour (one row,
+ * `workhorse.run_time_window`; `{ window: false }` or no window: from the hourly, daily and failure
+ * rollups themselves), and from the jobs only the newest LIVE_SAMPLE finished (and failed) since the
+ * newest rolled hour or within the last hour (`liveSample` / `trendSample` say when that bound was
+ * reached). Three statements: the window, then the two reads of the jobs at once.
  */
-export async function runTimes(db: Db, liveLimit = LIVE_SAMPLE): Promise<RunTimesDto> {
+export async function runTimes(
+  db: Db,
+  liveLimit = LIVE_SAMPLE,
+  options: { window?: boolean } = {},
+): Promise<RunTimesDto> {
   const state = await rollupState(db);
   const now = state.now;
-  const sinceRollup = state.newest ? new Date(state.newest.getTime() + HOUR) : new Date(now.getTime() - 7 * DAY);
+  const hourStart = Math.floor(now.getTime() / HOUR) * HOUR;
+  // Maintenance's window for a page read in this hour replaces the three rollup reads; without it
+  // (maintenance has not run for over an hour) the page sums them itself. The window's rolled hours
+  // end at this hour's start, or at the previous hour's when maintenance has not run in this one.
+  const window = options.window === false ? null : state.window;
+  const newest = window ? new Date(window.rolledTo.getTime() - HOUR) : state.newest;
+  const sinceRollup = newest ? new Date(newest.getTime() + HOUR) : new Date(now.getTime() - 7 * DAY);
   // At most the current and the previous hour are read from the jobs; older hours only from the
   // rollups (when maintenance fell behind, the page says up to which hour the history goes). On an
   // hour boundary, so no hour is counted from both.
-  const hourStart = Math.floor(now.getTime() / HOUR) * HOUR;
   const liveFrom = new Date(Math.max(sinceRollup.getTime(), hourStart - HOUR));
   const readFrom = new Date(Math.min(liveFrom.getTime(), now.getTime() - HOUR));
   const dayFrom = new Date(now.getTime() - DAY);
   const today = new Date(now);
   today.setUTCHours(0, 0, 0, 0);
   const weekFrom = new Date(today.getTime() - 6 * DAY);
-  const [live, hours, days, failuresLive, failuresRolled] = await Promise.all([
+  const [live, failuresLive, rolled] = await Promise.all([
     liveBuckets(db, readFrom, liveFrom, liveLimit),
-    rolledBuckets(db, dayFrom, liveFrom, today),
-    rolledDays(db, weekFrom, today),
     liveFailures(db, readFrom, liveFrom, liveLimit),
-    rolledFailures(db, new Date(now.getTime() - 2 * DAY), liveFrom, dayFrom),
+    window ? fromWindow(window) : fromRollups(db, now, liveFrom, dayFrom, today, weekFrom),
   ]);
   const sinceRolled = live.rows.filter((r) => r.since_rollup);
   const lastHour = statsOf(live.rows.filter((r) => r.last_hour));
-  const lastDay = statsOf([...hours, ...sinceRolled]);
-  const todayHours = hours.map((r) => ({ ...r, succeeded: r.succeeded_today, failed: r.failed_today }));
-  const last7 = statsOf([...days, ...todayHours, ...sinceRolled]);
+  const lastDay = statsOf([...rolled.day, ...sinceRolled]);
+  const last7 = statsOf([...rolled.week, ...sinceRolled]);
   const keys = [...new Set([...lastHour.keys(), ...lastDay.keys(), ...last7.keys()])].sort();
   return {
     now: iso(now),
-    rolledUpTo: state.newest ? iso(state.newest) : null,
+    rolledUpTo: newest ? iso(newest) : null,
     weekFrom: iso(weekFrom),
     liveSample: sampleOf(live, liveLimit),
     rows: keys.map((k) => {
@@ -186,6 +196,46 @@ export async function runTimes(db: Db, liveLimit = LIVE_SAMPLE): Promise<RunTime
       };
     }),
     trendSample: sampleOf(failuresLive, liveLimit),
-    deadLetterTrend: trendOf([...failuresRolled, ...failuresLive.rows], 200),
+    deadLetterTrend: trendOf([...rolled.failures, ...failuresLive.rows], 200),
   };
+}
+
+/** The rolled-up part of the page: histograms of the day's and the week's rolled hours, and failures per group. */
+interface Rolled {
+  day: BucketRow[];
+  week: BucketRow[];
+  failures: FailureRow[];
+}
+
+function fromWindow(w: { runs: WindowRun[]; failures: WindowFailure[] }): Rolled {
+  return {
+    day: w.runs.map(([queue, type, bucket, succeeded, failed]) => ({ queue, type, bucket, succeeded, failed })),
+    week: w.runs.map(([queue, type, bucket, , , succeeded, failed]) => ({ queue, type, bucket, succeeded, failed })),
+    failures: w.failures.map(([queue, type, error_name, last_day, day_before]) => ({
+      queue,
+      type,
+      error_name,
+      last_hour: 0,
+      last_day,
+      day_before,
+    })),
+  };
+}
+
+/** The rolled-up part summed from the rollups: the hours of the last day, the week's whole days, 48 hours of failures. */
+async function fromRollups(
+  db: Db,
+  now: Date,
+  liveFrom: Date,
+  dayFrom: Date,
+  today: Date,
+  weekFrom: Date,
+): Promise<Rolled> {
+  const [hours, days, failures] = await Promise.all([
+    rolledBuckets(db, dayFrom, liveFrom, today),
+    rolledDays(db, weekFrom, today),
+    rolledFailures(db, new Date(now.getTime() - 2 * DAY), liveFrom, dayFrom),
+  ]);
+  const todayHours = hours.map((r) => ({ ...r, succeeded: r.succeeded_today, failed: r.failed_today }));
+  return { day: hours, week: [...days, ...todayHours], failures };
 }

@@ -4,7 +4,7 @@
  */
 import type { JobState } from "../types";
 import { cappedCount } from "./console-lists";
-import type { Queryable } from "./layout";
+import { type Queryable, queryPrepared } from "./layout";
 
 /** The database's clock. */
 export async function dbNow(db: Queryable): Promise<Date | undefined> {
@@ -106,7 +106,7 @@ export async function queueProbes(db: Queryable, queue: string, overdueAfterMs: 
  * for `goneAfter` of their intervals), each group by worker id. A small table, read whole.
  */
 export async function workerHeartbeatRows(db: Queryable, limit: number, goneAfter: number) {
-  const { rows } = await db.query<{
+  const { rows } = await queryPrepared<{
     worker_id: string;
     host: string;
     pid: number;
@@ -123,7 +123,12 @@ export async function workerHeartbeatRows(db: Queryable, limit: number, goneAfte
     gone: boolean;
     now: Date;
   }>(
-    `select w.*, w.checked_at < now() - $2::integer * w.interval_ms * interval '1 millisecond' as gone,
+    db,
+    "workhorse_console_workers",
+    // Columns named: a named statement's result type must not change under it (a later column).
+    `select w.worker_id, w.host, w.pid, w.queues, w.types, w.concurrency, w.running, w.held, w.job_ids,
+            w.interval_ms, w.status, w.started_at, w.checked_at,
+            w.checked_at < now() - $2::integer * w.interval_ms * interval '1 millisecond' as gone,
             now() as now
        from workhorse.worker_heartbeat w
       order by gone, w.worker_id
