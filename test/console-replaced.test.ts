@@ -7,7 +7,9 @@ vi.mock("server-only", () => ({}));
 
 const { listObservations } = await import("@/lib/console/observation-reads");
 const { parseObservationFilters } = await import("@/lib/console/filters");
-const { replacedListRows } = await import("@/lib/enqueue/store/console-replaced");
+const { replacedListRows, replacedPageBatched, replacedPageJoined } = await import(
+  "@/lib/enqueue/store/console-replaced"
+);
 
 const t = setupQueueTests();
 beforeAll(() => t.ready());
@@ -86,7 +88,7 @@ describe("replaced decisions as a list", () => {
     expect(r.scannedTo).toBeNull(); // fewer events than the bound: every one read, nothing left to scan
   });
 
-  test("an unfiltered page reads only the events it shows (limit + 1), not a fixed batch; a filtered one stops at maxScanned and says where", async () => {
+  test("an unfiltered page reads only the events it shows (limit + 1), not a fixed batch; a filtered one stops at maxScanned and says where (Citus's batched reads)", async () => {
     const q = t.queue();
     // Twelve jobs, each replaced once (twelve events on twelve jobs).
     for (let i = 0; i < 24; i++) {
@@ -100,16 +102,82 @@ describe("replaced decisions as a list", () => {
         return t.pool.query(text, values);
       },
     } as unknown as typeof t.pool;
-    const page = await replacedListRows(counting, {}, 3);
+    const page = await replacedPageBatched(counting, {}, 3);
     expect(page.rows.length).toBe(4); // limit + 1: the page and its "older" marker
     expect(probed.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(4);
 
     probed.length = 0;
-    const none = await replacedListRows(counting, { queue: "rp-none-such" }, 3, 6);
+    const none = await replacedPageBatched(counting, { queue: "rp-none-such" }, 3, 6);
     expect(none.rows).toEqual([]);
     expect(probed.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(6);
     expect(none.scannedTo).not.toBeNull();
     expect(none.scanned).toBe(6);
+  });
+
+  test("one node: the page is one statement whose event walk stops at the page (limit + 1) unfiltered and at maxScanned filtered, and says where", async () => {
+    // Events each statement joined to their jobs (the job probes), from EXPLAIN ANALYZE of what
+    // the read sent. (The walk below them reads the events in batches of up to 32: an incremental
+    // sort by (at, seq) over the `at` index.)
+    const eventsRead: number[] = [];
+    const sent: { text: string; values: unknown[] }[] = [];
+    const capturing = {
+      query: (text: string, values: unknown[] = []) => {
+        sent.push({ text, values });
+        return t.pool.query(text, values);
+      },
+    } as unknown as typeof t.pool;
+    const walked = async () => {
+      eventsRead.length = 0;
+      for (const s of sent.splice(0)) {
+        // Planned as over a large table (a handful of events is cheaper to read whole and sort).
+        const client = await t.pool.connect();
+        let row: { "QUERY PLAN": unknown } | undefined;
+        try {
+          await client.query("begin");
+          await client.query("set local enable_bitmapscan = off");
+          await client.query("set local enable_seqscan = off");
+          row = (await client.query(`explain (analyze, format json) ${s.text}`, s.values)).rows[0];
+          await client.query("rollback");
+        } finally {
+          client.release();
+        }
+        const scans: number[] = [];
+        const visit = (node: Record<string, unknown>) => {
+          if (node["Relation Name"] === "job") scans.push(node["Actual Loops"] as number);
+          for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) visit(child);
+        };
+        const plan = (row?.["QUERY PLAN"] ?? []) as { Plan: Record<string, unknown> }[];
+        visit(plan[0]?.Plan ?? {});
+        eventsRead.push(...scans);
+      }
+      return eventsRead;
+    };
+    const page = await replacedPageJoined(capturing, { queue: "rp-bound" }, 3);
+    expect(page.rows.map((r) => r.queue)).toEqual(["rp-bound", "rp-bound", "rp-bound", "rp-bound"]);
+    expect(await walked()).toEqual([4]); // one statement, four events joined
+
+    const none = await replacedPageJoined(capturing, { queue: "rp-none-such" }, 3, 6);
+    expect(none.rows).toEqual([]);
+    expect(none.scannedTo).not.toBeNull();
+    expect(none.scanned).toBe(6);
+    expect(await walked()).toEqual([6]); // the page's six events; then where they stopped (no job read)
+
+    // The same rows as Citus's batched reads, page after page.
+    const pages = async (read: typeof replacedPageJoined) => {
+      const out: string[] = [];
+      let after: { us: string; seq: string } | undefined;
+      for (let i = 0; i < 10; i++) {
+        const r = await read(t.pool, { queue: "rp-bound", ...(after ? { after } : {}) }, 5);
+        out.push(...r.rows.slice(0, 5).map((x) => `${x.jobId}/${x.seq}/${x.keyPreview}/${x.keyDigest}`));
+        const last = r.rows[4];
+        if (r.rows.length <= 5 || !last) break;
+        after = { us: last.atUs, seq: last.seq };
+      }
+      return out;
+    };
+    const joined = await pages(replacedPageJoined);
+    expect(joined).toHaveLength(12);
+    expect(joined).toEqual(await pages(replacedPageBatched));
   });
 
   test("time bounds and the cursor each narrow the events read, through the pool's named statements as by text", async () => {

@@ -1,17 +1,18 @@
 /**
  * Debounce "replaced" decisions as a list (the console's /conflicts?outcome=replaced): they are not
- * observations but `debounced` job events (a repeat rewrote its pending job in place). Read in
- * statements that never join job_event to job (Citus refuses that join: job_event is distributed
- * by job id, job by bucket): a batch of events newest first over their partial `at` index
- * (migration 009), then their jobs by primary key (where the queue / type / scope / digest filters
- * apply), then the keys' previews from their bindings. Bounded: the first batch is the page itself
+ * observations but `debounced` job events (a repeat rewrote its pending job in place), newest first
+ * over their partial `at` index (migration 009), each with its job (where the queue / type / scope /
+ * digest filters apply) and its key's preview from the binding. Bounded: at most `maxScanned`
+ * events are read per page; when the filters are that selective the page is shorter, `scannedTo`
+ * says where it stopped and the cursor goes on from there.
+ *
+ * On one node the page is one statement (`replacedPageJoined`): the event walk joined to the job
+ * and binding by primary key, stopping at the page. Citus refuses that join (job_event is
+ * distributed by job id, job by bucket), so there (`replacedPageBatched`) a batch of events comes
+ * first, then their jobs by primary key, then the previews: the first batch is the page itself
  * (`limit + 1` events, so an unfiltered page probes only the jobs it shows; four times that when a
- * filter on the jobs will drop some), later batches double
- * while filters leave the page short, and at most `maxScanned` events are read per page; when the
- * filters are that selective the page is shorter, `scannedTo` says where it stopped and the cursor
- * goes on from there.
- */
-import { type Queryable, queryPrepared } from "./layout";
+ * filter on the jobs will drop some), later batches double while filters leave the page short. */
+import { layoutOf, type Queryable, queryPrepared } from "./layout";
 
 export interface ReplacedRow {
   jobId: string;
@@ -48,6 +49,25 @@ export async function replacedListRows(
   limit: number,
   maxScanned = REPLACED_MAX_SCANNED,
 ): Promise<{ rows: ReplacedRow[]; now: Date; scanned: number; scannedTo: { us: string; seq: string } | null }> {
+  const layout = await layoutOf(db, (config) => db.query(config.text, config.values as unknown[] | undefined));
+  return layout === "single"
+    ? replacedPageJoined(db, f, limit, maxScanned)
+    : replacedPageBatched(db, f, limit, maxScanned);
+}
+
+type ReplacedFilters = Parameters<typeof replacedListRows>[1];
+type ReplacedPage = Awaited<ReturnType<typeof replacedListRows>>;
+
+/**
+ * Citus (which refuses a join of job_event to job): batches of events, then their jobs, then the
+ * keys' previews, each its own statement (see the top of this file).
+ */
+export async function replacedPageBatched(
+  db: Queryable,
+  f: ReplacedFilters,
+  limit: number,
+  maxScanned = REPLACED_MAX_SCANNED,
+): Promise<ReplacedPage> {
   const out: ReplacedRow[] = [];
   const keyHashes = new Map<string, Buffer>();
   let cursor = f.after ?? null;
@@ -133,14 +153,17 @@ interface EventRow {
  * conditions this call has (one named statement per combination), so a prepared plan starts its
  * index walk at the cursor and bounds instead of filtering every event newer than them.
  */
-async function replacedEvents(
-  db: Queryable,
+/**
+ * The conditions on the events a call has (its bounds and cursor), and the named statement's
+ * suffix for that combination: one named statement per combination, so a prepared plan starts its
+ * index walk at the cursor and bounds instead of filtering every event newer than them.
+ */
+function eventConditions(
   f: { from?: Date; to?: Date; sinceMs?: number },
   cursor: { us: string; seq: string } | null,
-  batch: number,
-): Promise<EventRow[]> {
+  values: unknown[],
+): { where: string; shape: string } {
   const where: string[] = [];
-  const values: unknown[] = [];
   const add = (cond: (n: number) => string, ...vs: unknown[]) => {
     where.push(cond(values.length + 1));
     values.push(...vs);
@@ -156,19 +179,115 @@ async function replacedEvents(
     );
   }
   const shape = [f.from ? "f" : "", f.to ? "t" : "", f.sinceMs !== undefined ? "s" : "", cursor ? "c" : ""].join("");
+  return { where: where.map((w) => ` and ${w}`).join(""), shape: shape ? `_${shape}` : "" };
+}
+
+/** One batch of `debounced` events, newest first, from `cursor` on. */
+async function replacedEvents(
+  db: Queryable,
+  f: { from?: Date; to?: Date; sinceMs?: number },
+  cursor: { us: string; seq: string } | null,
+  batch: number,
+): Promise<EventRow[]> {
+  const values: unknown[] = [];
+  const { where, shape } = eventConditions(f, cursor, values);
   values.push(batch);
   const { rows } = await queryPrepared<EventRow>(
     db,
-    `workhorse_console_replaced_events${shape ? `_${shape}` : ""}`,
+    `workhorse_console_replaced_events${shape}`,
     `select e.job_id, e.seq::text as seq, e.at, (extract(epoch from e.at) * 1000000)::bigint::text as at_us,
             e.data->>'priorRequestDigest' as prior, e.data->>'requestDigest' as digest, now() as now
        from workhorse.job_event e
-      where e.kind = 'debounced'${where.map((w) => ` and ${w}`).join("")}
+      where e.kind = 'debounced'${where}
       order by e.at desc, e.seq desc
       limit $${values.length}::integer`,
     values,
   );
   return rows;
+}
+
+/**
+ * One node: the page in one statement. The newest `maxScanned` events (from the cursor, within the
+ * bounds) walked in order, each joined to its job by primary key (where the job filters apply) and
+ * to its key's binding, stopping at `limit + 1` rows: a filter that drops events reads more of them,
+ * never more than `maxScanned`. Only a page that comes out short reads the events again, to tell
+ * whether they ran out or the bound stopped it (and where).
+ */
+export async function replacedPageJoined(
+  db: Queryable,
+  f: ReplacedFilters,
+  limit: number,
+  maxScanned = REPLACED_MAX_SCANNED,
+): Promise<ReplacedPage> {
+  const values: unknown[] = [like(f.queue), like(f.type), like(f.scope), f.digest ?? null, limit + 1, maxScanned];
+  const { where, shape } = eventConditions(f, f.after ?? null, values);
+  const { rows } = await queryPrepared<
+    EventRow & {
+      queue: string;
+      type: string;
+      scope: string;
+      key_digest: string;
+      key_preview: string | null;
+      key_length: number | null;
+    }
+  >(
+    db,
+    `workhorse_console_replaced_page${shape}`,
+    `select e.job_id, e.seq::text as seq, e.at, (extract(epoch from e.at) * 1000000)::bigint::text as at_us,
+            e.data->>'priorRequestDigest' as prior, e.data->>'requestDigest' as digest, now() as now,
+            j.queue, j.type, j.key_scope as scope, encode(substr(j.key_hash, 1, 6), 'hex') as key_digest,
+            b.key_preview, b.key_length
+       from (select e.job_id, e.seq, e.at, e.data from workhorse.job_event e
+              where e.kind = 'debounced'${where}
+              order by e.at desc, e.seq desc
+              limit $6::integer) e
+      cross join lateral (
+             select j.queue, j.type, j.key_scope, j.key_hash from workhorse.job j
+              where j.id = e.job_id and j.key_hash is not null
+                and ($1::text is null or j.queue like $1) and ($2::text is null or j.type like $2)
+                and ($3::text is null or j.key_scope like $3)
+                and ($4::text is null or encode(substr(j.key_hash, 1, 6), 'hex') = $4)) j
+       left join lateral (
+             select b.key_preview, b.key_length from workhorse.key_binding b
+              where b.scope = j.key_scope and b.key_hash = j.key_hash and b.job_id = e.job_id) b on true
+      order by e.at desc, e.seq desc
+      limit $5::integer`,
+    values,
+  );
+  const out: ReplacedRow[] = rows.map((r) => ({
+    jobId: r.job_id,
+    seq: r.seq,
+    atUs: r.at_us,
+    at: r.at,
+    queue: r.queue,
+    type: r.type,
+    scope: r.scope,
+    keyDigest: r.key_digest,
+    keyPreview: r.key_preview,
+    keyLength: r.key_length,
+    priorRequestDigest: r.prior,
+    requestDigest: r.digest,
+  }));
+  if (out.length > limit) return { rows: out, now: rows[0]?.now ?? new Date(), scanned: 0, scannedTo: null };
+  // Short: did the events run out, or did the bound stop the walk (and at which event)?
+  const scanValues: unknown[] = [maxScanned];
+  const scan = eventConditions(f, f.after ?? null, scanValues);
+  const { rows: ends } = await queryPrepared<{ scanned: number; at_us: string | null; seq: string | null; now: Date }>(
+    db,
+    `workhorse_console_replaced_scan${scan.shape}`,
+    `select x.scanned, x.at_us, x.seq, now() as now
+       from (select (count(*) over ())::int as scanned, row_number() over (order by e.at, e.seq) as oldest_first,
+                    (extract(epoch from e.at) * 1000000)::bigint::text as at_us, e.seq::text as seq
+               from (select e.at, e.seq from workhorse.job_event e
+                      where e.kind = 'debounced'${scan.where}
+                      order by e.at desc, e.seq desc
+                      limit $1::integer) e) x
+      where x.oldest_first = 1`,
+    scanValues,
+  );
+  const end = ends[0];
+  const stopped = end && end.scanned >= maxScanned && end.at_us && end.seq ? { us: end.at_us, seq: end.seq } : null;
+  return { rows: out, now: rows[0]?.now ?? end?.now ?? new Date(), scanned: end?.scanned ?? 0, scannedTo: stopped };
 }
 
 function like(s: string | undefined): string | null {
