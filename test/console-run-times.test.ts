@@ -7,7 +7,7 @@ import { setupQueueTests } from "./helpers";
 
 vi.mock("server-only", () => ({}));
 
-const { runTimes, percentileOf } = await import("@/lib/console/run-times");
+const { runTimes, percentileOf, trendWord } = await import("@/lib/console/run-times");
 
 const t = setupQueueTests();
 beforeAll(() => t.ready());
@@ -40,6 +40,16 @@ describe("run times", () => {
     expect(percentileOf(h, 95)).toEqual({ ms: 5000, open: false });
     expect(percentileOf(new Map([[20, 1]]), 95)).toEqual({ ms: 3_600_000, open: true });
     expect(percentileOf(new Map(), 50)).toEqual({ ms: null, open: false });
+  });
+
+  test("the trend word: new only for a group with no failures the day before, else rising, falling or steady", () => {
+    expect(trendWord(5, 0)).toBe("new");
+    expect(trendWord(1, 0)).toBe("new");
+    expect(trendWord(0, 0)).toBe("steady");
+    expect(trendWord(10, 2)).toBe("rising");
+    expect(trendWord(2, 1)).toBe("steady");
+    expect(trendWord(0, 6)).toBe("falling");
+    expect(trendWord(4, 4)).toBe("steady");
   });
 
   test("p50/p95 per queue and type over the last hour, day and week; beyond the last two hours from the rollup maintenance writes", async () => {

@@ -104,6 +104,18 @@ const EMPTY: SpanStats = { runs: 0, failed: 0, p50Ms: null, p95Ms: null, p95Open
 
 const DAY = 24 * HOUR;
 
+/**
+ * A dead-letter group's trend, its last 24 hours against the 24 before: "new" only when the day
+ * before had no failure (however many now); otherwise "rising" or "falling" for a change by half
+ * and by at least 3, else "steady".
+ */
+export function trendWord(lastDay: number, dayBefore: number): "new" | "rising" | "falling" | "steady" {
+  if (dayBefore === 0 && lastDay > 0) return "new";
+  if (lastDay > dayBefore * 1.5 && lastDay - dayBefore >= 3) return "rising";
+  if (lastDay * 1.5 < dayBefore && dayBefore - lastDay >= 3) return "falling";
+  return "steady";
+}
+
 /** Groups the trend's rows (rollup and live) per dead-letter group, most failures in the last day first. */
 function trendOf(rows: FailureRow[], limit: number): RunTimesDto["deadLetterTrend"] {
   const by = new Map<string, RunTimesDto["deadLetterTrend"][number]>();

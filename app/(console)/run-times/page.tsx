@@ -3,7 +3,7 @@ import Link from "next/link";
 import { Card, EmptyState, linkClass, PageHeader, Table, Td } from "@/components/ui";
 import { consolePool } from "@/lib/console/db";
 import { formatTime } from "@/lib/console/format";
-import { LIVE_SAMPLE, runTimes, type SpanStats } from "@/lib/console/run-times";
+import { LIVE_SAMPLE, runTimes, type SpanStats, trendWord } from "@/lib/console/run-times";
 import { requireViewer } from "@/lib/console/viewer";
 
 export const metadata: Metadata = { title: "Run times" };
@@ -26,13 +26,6 @@ function Span({ s }: { s: SpanStats }) {
       </span>
     </span>
   );
-}
-
-function trendWord(lastDay: number, dayBefore: number): string {
-  if (lastDay > dayBefore * 1.5 && lastDay - dayBefore >= 3) return "rising";
-  if (lastDay * 1.5 < dayBefore && dayBefore - lastDay >= 3) return "falling";
-  if (dayBefore === 0 && lastDay > 0) return "new";
-  return "steady";
 }
 
 export default async function RunTimesPage() {
@@ -63,7 +56,7 @@ export default async function RunTimesPage() {
           ) : (
             <Table
               caption="Run times by queue and type"
-              head={["Queue · type", "Last hour", "Last 24 hours", "Last 7 days"]}
+              head={["Queue · type", "Runs, last hour", "Runs, last 24 hours", "Runs, last 7 days"]}
             >
               {data.rows.map((r) => (
                 <tr key={`${r.queue}\u001f${r.type}`}>
@@ -100,7 +93,13 @@ export default async function RunTimesPage() {
           ) : (
             <Table
               caption="Failures per dead-letter group, last hour, last 24 hours and the 24 hours before"
-              head={["Group", "Last hour", "Last 24 hours", "24 hours before", "Trend"]}
+              head={[
+                "Group",
+                "Failures, last hour",
+                "Failures, last 24 hours",
+                "Failures, the 24 hours before",
+                "Trend (24 hours against the 24 before)",
+              ]}
             >
               {data.deadLetterTrend.map((g) => (
                 <tr key={`${g.queue}\u001f${g.type}\u001f${g.errorName}`}>
