@@ -96,7 +96,7 @@ describe("search jobs by a payload field", () => {
     expect(page.before).toBe(more[2]);
   });
 
-  test("the form: a path of plain segments and a value are required; the window defaults to a day", () => {
+  test("the form: a path of plain segments and a value are required; the window defaults to a day, an invalid one is named, a path of more than 8 segments says so", () => {
     expect(parseSearch({})).toBeNull();
     expect(parseSearch({ path: "orderId", value: "ORD-1" })).toEqual({
       ok: true,
@@ -115,6 +115,16 @@ describe("search jobs by a payload field", () => {
       ok: false,
       errors: { value: expect.any(String) },
     });
+    expect(parseSearch({ path: "orderId", value: "ORD-1", window: "garbage" })).toEqual({
+      ok: false,
+      errors: { window: "“garbage” is not a valid window: choose 1h, 24h or 7d" },
+    });
+    expect(parseSearch({ window: "garbage" })).toMatchObject({ ok: false, errors: { window: expect.any(String) } });
+    expect(parseSearch({ path: "a.b.c.d.e.f.g.h.i", value: "x" })).toMatchObject({
+      ok: false,
+      errors: { path: "The path has 9 segments; at most 8 are allowed (e.g. customer.address.city)" },
+    });
+    expect(parseSearch({ path: "a.b.c.d.e.f.g.h", value: "x" })).toMatchObject({ ok: true });
     expect(fragmentsOf(["a", "b"], "12")).toEqual(['{"a":{"b":"12"}}', '{"a":{"b":12}}']);
     expect(fragmentsOf(["f"], "true")).toEqual(['{"f":"true"}', '{"f":true}']);
   });

@@ -10,6 +10,10 @@ const uuidv7Ms = (id: string): number => Number.parseInt(id.replace(/-/g, "").sl
 /** Windows a search may cover, newest jobs first; the default is a day. */
 export const SEARCH_WINDOWS = { "1h": 3_600_000, "24h": 86_400_000, "7d": 7 * 86_400_000 } as const;
 export type SearchWindow = keyof typeof SEARCH_WINDOWS;
+/** The windows in words, for an error: "1h, 24h or 7d". */
+const WINDOW_CHOICES = Object.keys(SEARCH_WINDOWS)
+  .join(", ")
+  .replace(/, (?=[^,]*$)/, " or ");
 
 /** At most this many matches are listed, and this many of the window's newest jobs looked at. */
 export const SEARCH_LIMIT = 50;
@@ -21,13 +25,16 @@ const segment = z
   .max(64)
   .regex(/^[A-Za-z0-9_$-]+$/);
 
+/** Most segments of a search path. */
+const MAX_SEGMENTS = 8;
+
 /** A dot path of 1..8 plain segments: `orderId`, `customer.email`, `lines.0` is not one (arrays: no). */
 export const pathSchema = z
   .string()
   .trim()
   .max(300)
   .transform((s) => s.split("."))
-  .pipe(z.array(segment).min(1).max(8));
+  .pipe(z.array(segment).min(1).max(MAX_SEGMENTS));
 
 export interface SearchQuery {
   path: string[];
@@ -51,14 +58,22 @@ export function parseSearch(params: Record<string, string | string[] | undefined
   const value = get(params, "value");
   const type = get(params, "type").trim();
   const windowRaw = get(params, "window");
-  if (!rawPath && !value && !type) return null;
+  const windowValid = windowRaw === "" || Object.hasOwn(SEARCH_WINDOWS, windowRaw);
+  const windowError = `“${windowRaw.slice(0, 40)}” is not a valid window: choose ${WINDOW_CHOICES}`;
+  if (!rawPath && !value && !type) return windowValid ? null : { ok: false, errors: { window: windowError } };
   const errors: Record<string, string> = {};
   const path = pathSchema.safeParse(rawPath);
-  if (!path.success) errors.path = "A field name or dot path, like orderId or customer.email (letters, digits, _ - $)";
+  const segments = rawPath.split(".").length;
+  if (!path.success)
+    errors.path =
+      segments > MAX_SEGMENTS
+        ? `The path has ${segments} segments; at most ${MAX_SEGMENTS} are allowed (e.g. customer.address.city)`
+        : "A field name or dot path, like orderId or customer.email (letters, digits, _ - $)";
   if (value.trim() === "" || value.length > 500) errors.value = "The value to look for, 1..500 characters";
   if (type.length > 128) errors.type = "At most 128 characters";
-  if (!path.success || errors.value || errors.type) return { ok: false, errors };
-  const window = (Object.hasOwn(SEARCH_WINDOWS, windowRaw) ? windowRaw : "24h") as SearchWindow;
+  if (!windowValid) errors.window = windowError;
+  if (!path.success || errors.value || errors.type || errors.window) return { ok: false, errors };
+  const window = (windowRaw || "24h") as SearchWindow;
   const before = UUID_RE.test(get(params, "before").trim()) ? get(params, "before").trim().toLowerCase() : undefined;
   return {
     ok: true,

@@ -80,8 +80,15 @@ export default async function SearchPage({ searchParams }: { searchParams: Searc
         <Field label="Type (optional)" name="type" error={errors.type}>
           <input id="type" name="type" className={inputClass} defaultValue={one(sp.type)} />
         </Field>
-        <Field label="Created" name="window">
-          <select id="window" name="window" className={inputClass} defaultValue={window}>
+        <Field label="Created" name="window" error={errors.window}>
+          <select
+            id="window"
+            name="window"
+            className={inputClass}
+            defaultValue={window}
+            aria-describedby={errors.window ? "window-error" : undefined}
+            aria-invalid={errors.window ? true : undefined}
+          >
             {(Object.keys(SEARCH_WINDOWS) as SearchWindow[]).map((w) => (
               <option key={w} value={w}>
                 {WINDOW_LABELS[w]}
