@@ -56,6 +56,7 @@ export default defineConfig({
         { name: "payload-search", testMatch: /payload-search\.spec\.ts/ },
         { name: "run-times", testMatch: /run-times\.spec\.ts/ },
         { name: "defects", testMatch: /console-defects\.spec\.ts/ },
+        { name: "new-user-trial", testMatch: /new-user-trial\.spec\.ts/ },
         {
           name: "no-raw-keys",
           testMatch: /no-raw-keys\.spec\.ts/,

@@ -8,6 +8,7 @@ import { ReadOnlyProvider } from "@/components/read-only";
 import { LiveIndicator } from "@/components/refresh-policy";
 import { consolePool } from "@/lib/console/db";
 import { jobPathMissing } from "@/lib/console/open-job";
+import { queuePathMissing } from "@/lib/console/open-queue";
 import { PATH_HEADER } from "@/lib/console/request-info";
 import { requireViewer } from "@/lib/console/viewer";
 
@@ -15,8 +16,10 @@ export const dynamic = "force-dynamic";
 
 export default async function ConsoleLayout({ children }: { children: ReactNode }) {
   const viewer = await requireViewer();
-  // Above the pages' loading boundary: a job page that finds no job answers 404, not 200.
-  if (await jobPathMissing(await consolePool(), (await headers()).get(PATH_HEADER) ?? "")) notFound();
+  // Above the pages' loading boundary: a job or queue page that finds no job or queue answers 404, not 200.
+  const path = (await headers()).get(PATH_HEADER) ?? "";
+  const db = await consolePool();
+  if ((await jobPathMissing(db, path)) || (await queuePathMissing(db, path))) notFound();
   return (
     <div className="min-h-screen">
       <header className="bg-chrome text-chrome-fg">

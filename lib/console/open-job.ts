@@ -3,6 +3,7 @@ import { jobExists, jobIdsEndingWith, jobIdsInRange } from "@/lib/enqueue/store/
 import { sqlOf } from "@/lib/enqueue/store/layout";
 import { UUID_RE } from "./filters";
 import type { Db } from "./read-queries";
+import { pathParam } from "./request-info";
 
 /** Most ids an ambiguous short id lists. */
 const AMBIGUOUS_SHOWN = 5;
@@ -51,13 +52,8 @@ export async function resolveJobId(db: Db, raw: string): Promise<ResolvedJobId> 
  * notFound() comes after the 200 was sent). Other paths: false.
  */
 export async function jobPathMissing(db: Db, path: string): Promise<boolean> {
-  const m = /^\/jobs\/([^/?#]+)\/?(?:[?#].*)?$/.exec(path);
-  if (!m) return false;
-  let id: string;
-  try {
-    id = decodeURIComponent(m[1] as string).toLowerCase();
-  } catch {
-    return true;
-  }
+  const param = pathParam(path, "jobs");
+  if (param === null) return false;
+  const id = param === false ? "" : param.toLowerCase();
   return !UUID_RE.test(id) || !(await jobExists(sqlOf(db), id));
 }

@@ -19,6 +19,20 @@ export const HOST_HEADER = "x-workhorse-host";
 /** Set by proxy.ts on every request (overwriting anything the client sent): the path and query asked for. */
 export const PATH_HEADER = "x-workhorse-path";
 
+/**
+ * The one segment after `/<section>/` in a PATH_HEADER value (`/jobs/<id>`, `/queues/<name>`),
+ * percent-decoded; false when it does not decode; null for any other path.
+ */
+export function pathParam(path: string, section: string): string | false | null {
+  const m = new RegExp(`^/${section}/([^/?#]+)/?(?:[?#].*)?$`).exec(path);
+  if (!m) return null;
+  try {
+    return decodeURIComponent(m[1] as string);
+  } catch {
+    return false;
+  }
+}
+
 const INTERNAL = [CLIENT_ADDRESS_HEADER, PROTO_HEADER, HOST_HEADER];
 const FORWARDED = [
   "x-forwarded-for",

@@ -7,8 +7,8 @@ import { PurgeDialog } from "@/components/purge-dialog";
 import { QueueHealthCard } from "@/components/queue-health-card";
 import { linkClass, Notice, PageHeader, secondaryButtonClass } from "@/components/ui";
 import { consolePool } from "@/lib/console/db";
-import { parseQueueName } from "@/lib/console/filters";
 import { formatTime } from "@/lib/console/format";
+import { knownQueueAt } from "@/lib/console/open-queue";
 import { pausedQueues } from "@/lib/console/operator-reads";
 import { queueHealth } from "@/lib/console/queues";
 import { series } from "@/lib/console/series";
@@ -20,15 +20,10 @@ export const metadata: Metadata = { title: "Queue" };
 
 export default async function QueuePage({ params }: { params: Promise<{ queue: string }> }) {
   const viewer = await requireViewer();
-  let decoded: string | undefined;
-  try {
-    decoded = decodeURIComponent((await params).queue);
-  } catch {
-    notFound();
-  }
-  const queue = parseQueueName(decoded);
-  if (!queue) notFound();
   const db = await consolePool();
+  // ./not-found.tsx; on a full load the console layout has answered 404 already (queuePathMissing).
+  const queue = await knownQueueAt(db, `/queues/${(await params).queue}`);
+  if (!queue) notFound();
   const [health, lastHour, paused] = await Promise.all([
     queueHealth(db, queue),
     series(db, "1h", queue),

@@ -1,0 +1,9 @@
+import { headers } from "next/headers";
+import { QueueNotFound } from "@/components/queue-not-found";
+import { queuePath } from "@/lib/console/open-queue";
+import { PATH_HEADER } from "@/lib/console/request-info";
+
+/** The queue page's notFound() after a client navigation (a full load is decided by the layout). */
+export default async function QueuePageNotFound() {
+  return <QueueNotFound named={queuePath((await headers()).get(PATH_HEADER) ?? "") ?? { kind: "invalid" }} />;
+}

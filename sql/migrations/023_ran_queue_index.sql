@@ -1,0 +1,12 @@
+-- Whether a queue is known (the console's /queues/<name> answers 404 for a queue no job was ever
+-- enqueued to; lib/enqueue/store/console-status.ts queueKnown): one probe per group of states, each
+-- of an index that leads with the queue or with (state, queue): job_pending_idx (scheduled, ready),
+-- job_rare_state_queue_idx (failed, canceled, purged), and this one for the running and succeeded
+-- jobs, which no index found by queue (the active-lease index holds every running job: a probe for
+-- a queue with none walked all of them). Partial: an entry is written when a job is claimed and when
+-- it succeeds (those updates change `state`, so they are never HOT and already write every index
+-- whose predicate they meet); accepting a job writes nothing here. Its queue values are
+-- deduplicated, so it stays small.
+-- Built inside the migration's transaction: writes to workhorse.job wait while it builds (a few
+-- seconds per million jobs). On the distributed layout (Citus) the index is made on every shard.
+create index if not exists job_ran_queue_idx on workhorse.job (queue) where state in ('active', 'succeeded');
