@@ -1,13 +1,14 @@
 // Whether /queues/<name> names a known queue (lib/console/open-queue.ts, queueKnown in
 // lib/enqueue/store/console-status.ts) against real PostgreSQL: a queue is known when it holds a
-// job in any state or is paused; the read is a few index probes, never a scan of the jobs.
+// job in any state or is paused; a few index probes, then the console's shared state counts.
 import { beforeAll, describe, expect, test, vi } from "vitest";
 import { setupQueueTests } from "./helpers";
 
 vi.mock("server-only", () => ({}));
 
-const { queuePath, queuePathMissing } = await import("@/lib/console/open-queue");
-const { queueKnown } = await import("@/lib/enqueue/store/console-status");
+const { queueKnown, queuePath, queuePathMissing } = await import("@/lib/console/open-queue");
+const { invalidateCounts } = await import("@/lib/console/overview");
+const { queueProbed } = await import("@/lib/enqueue/store/console-status");
 
 const t = setupQueueTests();
 beforeAll(() => t.ready());
@@ -18,7 +19,10 @@ describe("known queues", () => {
     for (const state of ["ready", "scheduled", "active", "succeeded", "failed", "canceled", "purged"]) {
       const id = await q.enqueue("t", {}, { queue: `qk-${state}` });
       await t.sql("update workhorse.job set state = $2 where id = $1", [id, state]);
+      invalidateCounts(t.pool); // the counts are shared for 15 s
       expect(await queueKnown(t.pool, `qk-${state}`), state).toBe(true);
+      // Running and succeeded jobs are found by the counts, every other state by an index probe.
+      expect(await queueProbed(t.pool, `qk-${state}`), state).toBe(!["active", "succeeded"].includes(state));
     }
     expect(await queueKnown(t.pool, "qk-never")).toBe(false);
     await q.pauseQueue("qk-paused-empty", { actor: "test", reason: "known without jobs" });

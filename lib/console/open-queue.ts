@@ -1,5 +1,6 @@
 import "server-only";
-import { queueKnown } from "@/lib/enqueue/store/console-status";
+import { queueProbed } from "@/lib/enqueue/store/console-status";
+import { stateCounts } from "./overview";
 import { parseQueueName } from "./filters";
 import type { Db } from "./read-queries";
 import { pathParam } from "./request-info";
@@ -19,7 +20,19 @@ export function queuePath(path: string): QueuePath | null {
   return queue ? { kind: "name", queue } : { kind: "invalid" };
 }
 
-/** The known queue (queueKnown: a few index probes) a `/queues/<name>` path names, else null. */
+/**
+ * Whether a queue is known: paused or holding a job in any state. First a few index probes (pending,
+ * failed, canceled, purged jobs; the pause table); then the jobs-by-queue-and-state counts the queue
+ * page reads anyway (stateCounts: shared, at most 15 s old), which also find the queues whose jobs
+ * are all running or finished. So a queue whose first jobs all ran within those 15 s can answer 404
+ * until the counts are read again.
+ */
+export async function queueKnown(db: Db, queue: string): Promise<boolean> {
+  if (await queueProbed(db, queue)) return true;
+  return (await stateCounts(db)).rows.some((r) => r.queue === queue);
+}
+
+/** The known queue (queueKnown) a `/queues/<name>` path names, else null. */
 export async function knownQueueAt(db: Db, path: string): Promise<string | null> {
   const named = queuePath(path);
   return named?.kind === "name" && (await queueKnown(db, named.queue)) ? named.queue : null;

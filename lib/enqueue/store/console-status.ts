@@ -102,16 +102,17 @@ export async function queueProbes(db: Queryable, queue: string, overdueAfterMs: 
 }
 
 /**
- * Whether a queue is known: paused, or holding a job in any state. Each statement is one probe of an
- * index that finds a state's jobs by queue (most likely first; the first hit answers): the running
- * and succeeded jobs' (queue) index (migration 023), the pending index (queue, run_at, id), the rare
- * states' (state, queue, id) index (migration 020: one probe per state), and the pause table's
- * primary key. No statement reads more than one matching row, so the cost does not grow with the
- * jobs. Separate statements, as plain as the distributed layout (Citus) runs them.
+ * Whether a queue is known by an index: paused, or holding a pending, failed, canceled or purged
+ * job. Each statement is one probe of an index that finds those jobs by queue (the first hit
+ * answers): the pending index (queue, run_at, id), the rare states' (state, queue, id) index
+ * (migration 020: one probe per state), and the pause table's primary key. No statement reads more
+ * than one matching row, so the cost does not grow with the jobs. Running and succeeded jobs have no
+ * index by queue (one would cost every claim and completion an entry): the console finds those
+ * queues in its jobs-by-queue-and-state counts (lib/console/open-queue.ts). Separate statements,
+ * as plain as the distributed layout (Citus) runs them.
  */
-export async function queueKnown(db: Queryable, queue: string): Promise<boolean> {
+export async function queueProbed(db: Queryable, queue: string): Promise<boolean> {
   const probes = [
-    "select 1 from workhorse.job where queue = $1 and state in ('active', 'succeeded') limit 1",
     "select 1 from workhorse.job where queue = $1 and state in ('scheduled', 'ready') limit 1",
     // One state each, so (state, queue) is the index condition: with the partial index's own state
     // list the planner drops the state from it (a skip scan on PostgreSQL 18, the whole index before).
