@@ -3,6 +3,7 @@
 // dead-letter groups' error trend. Jobs are enqueued through the core, then given their finish
 // times directly (a worker cannot finish a job hours ago).
 import { beforeAll, describe, expect, test, vi } from "vitest";
+import { distributedTests } from "./citus";
 import { setupQueueTests } from "./helpers";
 
 vi.mock("server-only", () => ({}));
@@ -230,5 +231,23 @@ describe("run times", () => {
       { ends: 0, rolled: 0 },
       { ends: 1, rolled: 0 },
     ]);
+  });
+
+  test("one node: with maintenance's window the page is one statement; Citus: the window, then the two reads of the jobs", async () => {
+    const sent: string[] = [];
+    const counting = {
+      query: (text: string, values?: unknown[]) => {
+        if (!text.includes("shard_bucket")) sent.push(text); // not the layout read (once per pool)
+        return t.pool.query(text, values);
+      },
+    } as unknown as typeof t.pool;
+    for (;;) {
+      await t.queue().runMaintenance();
+      sent.length = 0;
+      const r = await runTimes(counting);
+      const hour = Math.floor(Date.parse(r.now) / HOUR) * HOUR;
+      if (r.rolledUpTo === new Date(hour - HOUR).toISOString()) break; // the window of this hour was read
+    }
+    expect(sent).toHaveLength(distributedTests() ? 3 : 1);
   });
 });

@@ -10,6 +10,7 @@ import {
   rolledDays,
   rolledFailures,
   rollupState,
+  runTimesRead,
   type WindowFailure,
   type WindowRun,
 } from "@/lib/enqueue/store/console-runtimes";
@@ -157,14 +158,18 @@ const sampleOf = (r: { scanned: number; oldest: Date | null }, limit: number): L
  * `workhorse.run_time_window`; `{ window: false }` or no window: from the hourly, daily and failure
  * rollups themselves), and from the jobs only the newest LIVE_SAMPLE finished (and failed) since the
  * newest rolled hour or within the last hour (`liveSample` / `trendSample` say when that bound was
- * reached). Three statements: the window, then the two reads of the jobs at once.
+ * reached). On one node one statement (runTimesRead); on Citus, or without a window, the window
+ * first and then the reads of the jobs (and of the rollups) at once.
  */
 export async function runTimes(
   db: Db,
   liveLimit = LIVE_SAMPLE,
   options: { window?: boolean } = {},
 ): Promise<RunTimesDto> {
-  const state = await rollupState(db);
+  // One node: one statement (the window and the reads of the jobs). Citus, or no window: the
+  // window first, then the reads of the jobs (and of the rollups without a window) at once.
+  const read = options.window === false ? null : await runTimesRead(db, liveLimit);
+  const state = read ?? (await rollupState(db));
   const now = state.now;
   const hourStart = Math.floor(now.getTime() / HOUR) * HOUR;
   // Maintenance's window for a page read in this hour replaces the three rollup reads; without it
@@ -182,11 +187,14 @@ export async function runTimes(
   const today = new Date(now);
   today.setUTCHours(0, 0, 0, 0);
   const weekFrom = new Date(today.getTime() - 6 * DAY);
-  const [live, failuresLive, rolled] = await Promise.all([
-    liveBuckets(db, readFrom, liveFrom, liveLimit),
-    liveFailures(db, readFrom, liveFrom, liveLimit),
-    window ? fromWindow(window) : fromRollups(db, now, liveFrom, dayFrom, today, weekFrom),
-  ]);
+  const joined = read?.window;
+  const [live, failuresLive, rolled] = joined
+    ? [joined.live, joined.liveFailures, fromWindow(joined)]
+    : await Promise.all([
+        liveBuckets(db, readFrom, liveFrom, liveLimit),
+        liveFailures(db, readFrom, liveFrom, liveLimit),
+        window ? fromWindow(window) : fromRollups(db, now, liveFrom, dayFrom, today, weekFrom),
+      ]);
   const sinceRolled = live.rows.filter((r) => r.since_rollup);
   const lastHour = statsOf(live.rows.filter((r) => r.last_hour));
   const lastDay = statsOf([...rolled.day, ...sinceRolled]);

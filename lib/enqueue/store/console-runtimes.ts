@@ -9,7 +9,7 @@
  * hour, the rollups), and from the jobs only the newest LIVE_SAMPLE finished since the newest
  * rolled hour (at most the last two hours): every read is bounded whatever the throughput.
  */
-import { type Queryable, queryPrepared, type Sql } from "./layout";
+import { layoutOf, type Queryable, queryPrepared, type Sql } from "./layout";
 
 /** Upper bounds of the duration buckets, in ms (bucket i: below bound i; the last: at least the last bound). */
 export const RUN_TIME_BOUNDS_MS = [
@@ -30,7 +30,34 @@ export interface BucketRow {
 }
 
 // date_part gives float8 (extract gives numeric, whose arithmetic is most of the cost of a 1,000-job read).
-const BUCKET_OF = `width_bucket(date_part('epoch', j.finished_at - j.started_at) * 1000, $1::float8[])`;
+const bucketOf = (bounds: string) => `width_bucket(date_part('epoch', j.finished_at - j.started_at) * 1000, ${bounds})`;
+const BUCKET_OF = bucketOf("$1::float8[]");
+
+/**
+ * The read of the newest finished jobs (liveBuckets), over SQL expressions for its bounds: the
+ * duration buckets' bounds, the earliest finish read, the end of the rolled-up hours, the most jobs.
+ */
+const liveBucketsSql = (bounds: string, from: string, rolledTo: string, limit: string) =>
+  `select (sum(count(*)) over ())::int as scanned, min(min(j.finished_at)) over () as oldest,
+          j.queue::text as queue, j.type::text as type, ${bucketOf(bounds)}::int as bucket,
+          j.finished_at >= now() - interval '1 hour' as last_hour, j.finished_at >= ${rolledTo} as since_rollup,
+          (count(*) filter (where j.state = 'succeeded'))::int as succeeded,
+          (count(*) filter (where j.state = 'failed'))::int as failed
+     from (select j.queue, j.type, j.state, j.started_at, j.finished_at from workhorse.job j
+            where j.finished_at >= ${from} and j.started_at is not null and j.state in ('succeeded', 'failed')
+            order by j.finished_at desc limit ${limit}) j
+    group by 3, 4, 5, 6, 7`;
+
+/** The read of the newest failed jobs (liveFailures), over SQL expressions as liveBucketsSql. */
+const liveFailuresSql = (from: string, rolledTo: string, limit: string) =>
+  `select (sum(count(*)) over ())::int as scanned, min(min(j.finished_at)) over () as oldest,
+          j.queue::text as queue, j.type::text as type, coalesce(j.last_error ->> 'name', 'Error') as error_name,
+          (count(*) filter (where j.finished_at >= now() - interval '1 hour'))::int as last_hour,
+          (count(*) filter (where j.finished_at >= ${rolledTo}))::int as last_day, 0 as day_before
+     from (select j.queue, j.type, j.finished_at, j.last_error from workhorse.job j
+            where j.state = 'failed' order by j.finished_at desc, j.id desc limit ${limit}) j
+    where j.finished_at >= ${from}
+    group by 3, 4, 5`;
 
 /** Most jobs (and most failed jobs) the page reads from the jobs themselves, newest first. */
 export const LIVE_SAMPLE = 1_000;
@@ -52,15 +79,7 @@ export async function liveBuckets(db: Queryable, from: Date, rolledTo: Date, lim
     db,
     "workhorse_console_run_times_live",
     // One grouping pass; how many were read and the oldest come from window sums over the groups.
-    `select (sum(count(*)) over ())::int as scanned, min(min(j.finished_at)) over () as oldest,
-            j.queue::text as queue, j.type::text as type, ${BUCKET_OF}::int as bucket,
-            j.finished_at >= now() - interval '1 hour' as last_hour, j.finished_at >= $3::timestamptz as since_rollup,
-            (count(*) filter (where j.state = 'succeeded'))::int as succeeded,
-            (count(*) filter (where j.state = 'failed'))::int as failed
-       from (select j.queue, j.type, j.state, j.started_at, j.finished_at from workhorse.job j
-              where j.finished_at >= $2::timestamptz and j.started_at is not null and j.state in ('succeeded', 'failed')
-              order by j.finished_at desc limit $4::integer) j
-      group by 3, 4, 5, 6, 7`,
+    liveBucketsSql("$1::float8[]", "$2::timestamptz", "$3::timestamptz", "$4::integer"),
     [[...RUN_TIME_BOUNDS_MS], from, rolledTo, limit],
   );
   return {
@@ -302,19 +321,77 @@ export async function liveFailures(db: Queryable, from: Date, rolledTo: Date, li
   const { rows } = await queryPrepared<FailureRow & { scanned: number; oldest: Date | null }>(
     db,
     "workhorse_console_run_times_live_failures",
-    `select (sum(count(*)) over ())::int as scanned, min(min(j.finished_at)) over () as oldest,
-            j.queue::text as queue, j.type::text as type, coalesce(j.last_error ->> 'name', 'Error') as error_name,
-            (count(*) filter (where j.finished_at >= now() - interval '1 hour'))::int as last_hour,
-            (count(*) filter (where j.finished_at >= $2::timestamptz))::int as last_day, 0 as day_before
-       from (select j.queue, j.type, j.finished_at, j.last_error from workhorse.job j
-              where j.state = 'failed' order by j.finished_at desc, j.id desc limit $3::integer) j
-      where j.finished_at >= $1::timestamptz
-      group by 3, 4, 5`,
+    liveFailuresSql("$1::timestamptz", "$2::timestamptz", "$3::integer"),
     [from, rolledTo, limit],
   );
   return {
     rows,
     scanned: rows[0]?.scanned ?? 0,
     oldest: rows[0]?.oldest ?? null,
+  };
+}
+
+type Live<R> = { rows: R[]; scanned: number; oldest: Date | null };
+
+/**
+ * One node, one statement: the database's clock, the newest rolled hour, the window maintenance
+ * summed for a page read in this hour (migration 022) and, when there is one, the newest `limit`
+ * finished and failed jobs since the window's end or within the last hour (liveBuckets and
+ * liveFailures over its `rolled_to`). With no window the reads of the jobs are not run (`live` is
+ * null) and the page reads as Citus does: rollupState, then the reads of the jobs and the rollups.
+ * On Citus (which keeps the rollups on the coordinator and the jobs on the workers): null.
+ */
+export async function runTimesRead(db: Queryable, limit: number) {
+  const layout = await layoutOf(db, (config) => db.query(config.text, config.values as unknown[] | undefined));
+  if (layout === "distributed") return null;
+  const { rows } = await queryPrepared<{
+    now: Date;
+    newest: Date | null;
+    rolled_to: Date | null;
+    runs: WindowRun[] | null;
+    failures: WindowFailure[] | null;
+    live: (LiveBucketRow & { scanned: number; oldest: string | null })[] | null;
+    live_failures: (FailureRow & { scanned: number; oldest: string | null })[] | null;
+  }>(
+    db,
+    "workhorse_console_run_times_page",
+    `with w as (select w.rolled_to, w.runs, w.failures from workhorse.run_time_window w
+                 where w.ends_at = date_trunc('hour', now())),
+          b as (${liveBucketsSql(
+            "$1::float8[]",
+            "least((select rolled_to from w), now() - interval '1 hour') and exists (select from w)",
+            "(select rolled_to from w)",
+            "$2::integer",
+          )}),
+          f as (${liveFailuresSql(
+            "least((select rolled_to from w), now() - interval '1 hour') and exists (select from w)",
+            "(select rolled_to from w)",
+            "$2::integer",
+          )})
+     select n.now, (select max(hour) from workhorse.run_time_bucket) as newest, w.rolled_to, w.runs, w.failures,
+            case when w.rolled_to is not null then (select coalesce(json_agg(b), '[]') from b) end as live,
+            case when w.rolled_to is not null then (select coalesce(json_agg(f), '[]') from f) end as live_failures
+       from (select now() as now) n left join w on true`,
+    [[...RUN_TIME_BOUNDS_MS], limit],
+  );
+  const r = rows[0] as (typeof rows)[number];
+  const live = <R extends { scanned: number; oldest: string | null }>(xs: R[]): Live<R> => ({
+    rows: xs,
+    scanned: xs[0]?.scanned ?? 0,
+    oldest: xs[0]?.oldest ? new Date(xs[0].oldest) : null,
+  });
+  return {
+    now: r.now,
+    newest: r.newest,
+    window:
+      r.rolled_to && r.runs && r.failures && r.live && r.live_failures
+        ? {
+            rolledTo: r.rolled_to,
+            runs: r.runs,
+            failures: r.failures,
+            live: live(r.live),
+            liveFailures: live(r.live_failures),
+          }
+        : null,
   };
 }
