@@ -193,6 +193,11 @@ describe("run times", () => {
     ).toBe(5);
     await t.queue().runMaintenance();
     expect((await runTimes(t.pool)).rows.find((x) => x.queue === "rt-win-late")?.lastDay.runs).toBe(5);
+    // Maintenance writes each hour once and sums whole days once: a row written into an hour
+    // afterwards (only a test does that) is in the hours but not in its day's sum. Taken out again
+    // so that the tests below compare the window with the rollups on data maintenance wrote.
+    await t.sql("delete from workhorse.run_time_bucket where queue = 'rt-win-late'");
+    await t.sql("delete from workhorse.run_time_day where queue = 'rt-win-late'");
   });
 
   test("a window for the next hour, for a page read before maintenance runs again: the jobs read from the window's end", async () => {
