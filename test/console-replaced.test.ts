@@ -224,4 +224,21 @@ describe("replaced decisions as a list", () => {
       expect(rest).toEqual(all.slice(1));
     }
   });
+
+  test("a replaced decision keeps its key's preview and length after the binding is cleaned up (from the job row)", async () => {
+    const q = t.queue();
+    for (let i = 0; i < 2; i++) {
+      await q.enqueue("gone", { i }, { queue: "rp-gone", debounce: { key: "reindex-customer-42", windowMs: 600_000 } });
+    }
+    // As maintenance does once the key expires (and the job finished): the binding row is deleted.
+    await t.sql(
+      "delete from workhorse.key_binding where job_id in (select id from workhorse.job where queue = 'rp-gone')",
+    );
+    for (const read of [replacedListRows, replacedPageBatched]) {
+      const r = await read(t.pool, { queue: "rp-gone" }, 10);
+      expect(r.rows).toHaveLength(1);
+      expect(r.rows[0]).toMatchObject({ keyLength: "reindex-customer-42".length });
+      expect(r.rows[0]?.keyPreview).toMatch(/^rei/);
+    }
+  });
 });

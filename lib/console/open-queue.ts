@@ -1,7 +1,7 @@
 import "server-only";
 import { queueProbed } from "@/lib/enqueue/store/console-status";
-import { stateCounts } from "./overview";
 import { parseQueueName } from "./filters";
+import { stateCounts } from "./overview";
 import type { Db } from "./read-queries";
 import { pathParam } from "./request-info";
 

@@ -128,8 +128,8 @@ export const LISTED_OUTCOMES = [...OBSERVATION_OUTCOMES, "replaced"] as const;
 /**
  * An observation as the core maps it (lib/enqueue/rows.ts), its time as an ISO string. A `replaced`
  * row is a `debounced` job event: `storedRequestDigest` is the request it replaced,
- * `rejectedRequestDigest` the one that replaced it; no source, and `keyPreview` is "…" (and
- * `keyLength` 0) once the binding was cleaned up.
+ * `rejectedRequestDigest` the one that replaced it; no source; `keyPreview` and `keyLength` come from
+ * the job row (kept after its binding is cleaned up).
  */
 export type ObservationDto = Omit<StoredObservation, "at" | "outcome"> & {
   at: string;

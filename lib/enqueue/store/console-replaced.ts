@@ -2,16 +2,18 @@
  * Debounce "replaced" decisions as a list (the console's /conflicts?outcome=replaced): they are not
  * observations but `debounced` job events (a repeat rewrote its pending job in place), newest first
  * over their partial `at` index (migration 009), each with its job (where the queue / type / scope /
- * digest filters apply) and its key's preview from the binding. Bounded: at most `maxScanned`
+ * digest filters apply) and its key's preview and length (the job row keeps them after its binding is
+ * cleaned up). Bounded: at most `maxScanned`
  * events are read per page; when the filters are that selective the page is shorter, `scannedTo`
  * says where it stopped and the cursor goes on from there.
  *
- * On one node the page is one statement (`replacedPageJoined`): the event walk joined to the job
- * and binding by primary key, stopping at the page. Citus refuses that join (job_event is
- * distributed by job id, job by bucket), so there (`replacedPageBatched`) a batch of events comes
- * first, then their jobs by primary key, then the previews: the first batch is the page itself
- * (`limit + 1` events, so an unfiltered page probes only the jobs it shows; four times that when a
- * filter on the jobs will drop some), later batches double while filters leave the page short. */
+ * On one node the page is one statement (`replacedPageJoined`): the event walk joined to the job by
+ * primary key, stopping at the page. Citus refuses that join (job_event is distributed by job id,
+ * job by bucket), so there (`replacedPageBatched`) a batch of events comes first, then their jobs
+ * by primary key: the first batch is the page itself (`limit + 1` events, so an unfiltered page
+ * probes only the jobs it shows; four times that when a filter on the jobs will drop some), later
+ * batches double while filters leave the page short.
+ */
 import { layoutOf, type Queryable, queryPrepared } from "./layout";
 
 export interface ReplacedRow {
@@ -69,7 +71,6 @@ export async function replacedPageBatched(
   maxScanned = REPLACED_MAX_SCANNED,
 ): Promise<ReplacedPage> {
   const out: ReplacedRow[] = [];
-  const keyHashes = new Map<string, Buffer>();
   let cursor = f.after ?? null;
   let scanned = 0;
   let now: Date | null = null;
@@ -89,12 +90,14 @@ export async function replacedPageBatched(
         queue: string;
         type: string;
         scope: string;
-        key_hash: Buffer;
         key_digest: string;
+        key_preview: string | null;
+        key_length: number | null;
       }>(
         db,
         "workhorse_console_replaced_jobs",
-        `select j.id, j.queue, j.type, j.key_scope as scope, j.key_hash, encode(substr(j.key_hash, 1, 6), 'hex') as key_digest
+        `select j.id, j.queue, j.type, j.key_scope as scope, encode(substr(j.key_hash, 1, 6), 'hex') as key_digest,
+                j.key_preview, j.key_length
            from workhorse.job j
           where j.id = any($1::uuid[]) and j.key_hash is not null
             and ($2::text is null or j.queue like $2) and ($3::text is null or j.type like $3)
@@ -106,7 +109,6 @@ export async function replacedPageBatched(
       for (const e of events) {
         const j = byId.get(e.job_id);
         if (!j) continue;
-        keyHashes.set(j.id, j.key_hash);
         out.push({
           jobId: e.job_id,
           seq: e.seq,
@@ -116,8 +118,8 @@ export async function replacedPageBatched(
           type: j.type,
           scope: j.scope,
           keyDigest: j.key_digest,
-          keyPreview: null,
-          keyLength: null,
+          keyPreview: j.key_preview,
+          keyLength: j.key_length,
           priorRequestDigest: e.prior,
           requestDigest: e.digest,
         });
@@ -127,11 +129,9 @@ export async function replacedPageBatched(
     const last = events[events.length - 1];
     if (last) cursor = { us: last.at_us, seq: last.seq };
     if (out.length > limit || events.length < batch) {
-      await addPreviews(db, out, keyHashes);
       return { rows: out, now: now ?? new Date(), scanned, scannedTo: null };
     }
     if (scanned >= maxScanned) {
-      await addPreviews(db, out, keyHashes);
       return { rows: out, now: now ?? new Date(), scanned, scannedTo: cursor };
     }
     batch = Math.min(BATCH, batch * 2, maxScanned - scanned);
@@ -208,8 +208,8 @@ async function replacedEvents(
 
 /**
  * One node: the page in one statement. The newest `maxScanned` events (from the cursor, within the
- * bounds) walked in order, each joined to its job by primary key (where the job filters apply) and
- * to its key's binding, stopping at `limit + 1` rows: a filter that drops events reads more of them,
+ * bounds) walked in order, each joined to its job by primary key (where the job filters apply),
+ * stopping at `limit + 1` rows: a filter that drops events reads more of them,
  * never more than `maxScanned`. Only a page that comes out short reads the events again, to tell
  * whether they ran out or the bound stopped it (and where).
  */
@@ -236,20 +236,17 @@ export async function replacedPageJoined(
     `select e.job_id, e.seq::text as seq, e.at, (extract(epoch from e.at) * 1000000)::bigint::text as at_us,
             e.data->>'priorRequestDigest' as prior, e.data->>'requestDigest' as digest, now() as now,
             j.queue, j.type, j.key_scope as scope, encode(substr(j.key_hash, 1, 6), 'hex') as key_digest,
-            b.key_preview, b.key_length
+            j.key_preview, j.key_length
        from (select e.job_id, e.seq, e.at, e.data from workhorse.job_event e
               where e.kind = 'debounced'${where}
               order by e.at desc, e.seq desc
               limit $6::integer) e
       cross join lateral (
-             select j.queue, j.type, j.key_scope, j.key_hash from workhorse.job j
+             select j.queue, j.type, j.key_scope, j.key_hash, j.key_preview, j.key_length from workhorse.job j
               where j.id = e.job_id and j.key_hash is not null
                 and ($1::text is null or j.queue like $1) and ($2::text is null or j.type like $2)
                 and ($3::text is null or j.key_scope like $3)
                 and ($4::text is null or encode(substr(j.key_hash, 1, 6), 'hex') = $4)) j
-       left join lateral (
-             select b.key_preview, b.key_length from workhorse.key_binding b
-              where b.scope = j.key_scope and b.key_hash = j.key_hash and b.job_id = e.job_id) b on true
       order by e.at desc, e.seq desc
       limit $5::integer`,
     values,
@@ -292,28 +289,4 @@ export async function replacedPageJoined(
 
 function like(s: string | undefined): string | null {
   return s === undefined ? null : `${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-}
-
-/** The key's preview and length from its binding while the job still owns it (none once cleaned up). */
-async function addPreviews(db: Queryable, rows: ReplacedRow[], keyHashes: Map<string, Buffer>): Promise<void> {
-  const jobs = [...new Set(rows.map((r) => r.jobId))].filter((id) => keyHashes.has(id));
-  if (jobs.length === 0) return;
-  const scopes = jobs.map((id) => rows.find((r) => r.jobId === id)?.scope ?? "");
-  const { rows: keys } = await queryPrepared<{ job_id: string; key_preview: string; key_length: number }>(
-    db,
-    "workhorse_console_replaced_previews",
-    `select b.job_id, b.key_preview, b.key_length
-       from workhorse.key_binding b
-       join unnest($1::text[], $2::bytea[], $3::uuid[]) u(scope, key_hash, job_id)
-         on b.scope = u.scope and b.key_hash = u.key_hash and b.job_id = u.job_id`,
-    [scopes, jobs.map((id) => keyHashes.get(id)), jobs],
-  );
-  const byJob = new Map(keys.map((k) => [k.job_id, k]));
-  for (const r of rows) {
-    const k = byJob.get(r.jobId);
-    if (k) {
-      r.keyPreview = k.key_preview;
-      r.keyLength = k.key_length;
-    }
-  }
 }
