@@ -6,7 +6,7 @@ import { setupQueueTests } from "./helpers";
 
 vi.mock("server-only", () => ({}));
 
-const { queueKnown, queuePath, queuePathMissing } = await import("@/lib/console/open-queue");
+const { consolePathMissing, queueKnown, queuePath, queuePathMissing } = await import("@/lib/console/open-queue");
 const { invalidateCounts } = await import("@/lib/console/overview");
 const { queueProbed } = await import("@/lib/enqueue/store/console-status");
 
@@ -18,11 +18,19 @@ describe("known queues", () => {
     const q = t.queue();
     for (const state of ["ready", "scheduled", "active", "succeeded", "failed", "canceled", "purged"]) {
       const id = await q.enqueue("t", {}, { queue: `qk-${state}` });
-      await t.sql("update workhorse.job set state = $2 where id = $1", [id, state]);
+      // As a worker leaves it: a running job holds a lease, a finished one its finish time.
+      await t.sql(
+        `update workhorse.job set state = $2::text,
+                lease_expires_at = case when $2::text = 'active' then now() + interval '1 minute' end,
+                finished_at = case when $2::text in ('succeeded', 'failed', 'canceled', 'purged') then now() end
+          where id = $1`,
+        [id, state],
+      );
       invalidateCounts(t.pool); // the counts are shared for 15 s
       expect(await queueKnown(t.pool, `qk-${state}`), state).toBe(true);
-      // Running and succeeded jobs are found by the counts, every other state by an index probe.
-      expect(await queueProbed(t.pool, `qk-${state}`), state).toBe(!["active", "succeeded"].includes(state));
+      // Found without the counts (which may be 15 s old): a running job among the running ones, a
+      // succeeded one among the newest finished (a new queue whose first job just ran).
+      expect(await queueProbed(t.pool, `qk-${state}`), state).toBe(true);
     }
     expect(await queueKnown(t.pool, "qk-never")).toBe(false);
     await q.pauseQueue("qk-paused-empty", { actor: "test", reason: "known without jobs" });
@@ -46,5 +54,26 @@ describe("known queues", () => {
     expect(await queuePathMissing(t.pool, "/queues/qk%20path")).toBe(false);
     expect(await queuePathMissing(t.pool, "/queues")).toBe(false);
     expect(await queuePathMissing(t.pool, "/jobs")).toBe(false);
+  });
+
+  test("with PostgreSQL unreachable the layout's check does not throw: a page shows its own load error, not a 500; an invalid name is still a 404", async () => {
+    const net = await import("node:net");
+    const port = await new Promise<number>((resolve) => {
+      const srv = net.createServer();
+      srv.listen(0, "127.0.0.1", () => {
+        const p = (srv.address() as import("node:net").AddressInfo).port;
+        srv.close(() => resolve(p)); // nothing listens there now
+      });
+    });
+    const pg = (await import("pg")).default;
+    const down = new pg.Pool({ connectionString: `postgres://postgres@127.0.0.1:${port}/postgres`, max: 1 });
+    try {
+      expect(await consolePathMissing(down, "/queues/orders")).toBe(false);
+      expect(await consolePathMissing(down, "/jobs/0190a3b2-0000-7000-8000-000000000000")).toBe(false);
+      expect(await consolePathMissing(down, `/queues/${"q".repeat(500)}`)).toBe(true);
+      expect(await consolePathMissing(down, "/jobs/not-an-id")).toBe(true);
+    } finally {
+      await down.end();
+    }
   });
 });

@@ -7,8 +7,7 @@ import { Nav } from "@/components/nav";
 import { ReadOnlyProvider } from "@/components/read-only";
 import { LiveIndicator } from "@/components/refresh-policy";
 import { consolePool } from "@/lib/console/db";
-import { jobPathMissing } from "@/lib/console/open-job";
-import { queuePathMissing } from "@/lib/console/open-queue";
+import { consolePathMissing } from "@/lib/console/open-queue";
 import { PATH_HEADER } from "@/lib/console/request-info";
 import { requireViewer } from "@/lib/console/viewer";
 
@@ -19,7 +18,7 @@ export default async function ConsoleLayout({ children }: { children: ReactNode 
   // Above the pages' loading boundary: a job or queue page that finds no job or queue answers 404, not 200.
   const path = (await headers()).get(PATH_HEADER) ?? "";
   const db = await consolePool();
-  if ((await jobPathMissing(db, path)) || (await queuePathMissing(db, path))) notFound();
+  if (await consolePathMissing(db, path)) notFound();
   return (
     <div className="min-h-screen">
       <header className="bg-chrome text-chrome-fg">

@@ -1,6 +1,7 @@
 import "server-only";
 import { queueProbed } from "@/lib/enqueue/store/console-status";
 import { parseQueueName } from "./filters";
+import { jobPathMissing } from "./open-job";
 import { stateCounts } from "./overview";
 import type { Db } from "./read-queries";
 import { pathParam } from "./request-info";
@@ -21,11 +22,11 @@ export function queuePath(path: string): QueuePath | null {
 }
 
 /**
- * Whether a queue is known: paused or holding a job in any state. First a few index probes (pending,
- * failed, canceled, purged jobs; the pause table); then the jobs-by-queue-and-state counts the queue
- * page reads anyway (stateCounts: shared, at most 15 s old), which also find the queues whose jobs
- * are all running or finished. So a queue whose first jobs all ran within those 15 s can answer 404
- * until the counts are read again.
+ * Whether a queue is known: paused or holding a job in any state. First a few bounded probes
+ * (queueProbed: pending, failed, canceled, purged jobs by index; the pause table; the newest running
+ * and finished jobs); then the jobs-by-queue-and-state counts the queue page reads anyway
+ * (stateCounts: shared, at most 15 s old), which find the queues whose jobs all finished before the
+ * newest 1,000.
  */
 export async function queueKnown(db: Db, queue: string): Promise<boolean> {
   if (await queueProbed(db, queue)) return true;
@@ -46,4 +47,19 @@ export async function knownQueueAt(db: Db, path: string): Promise<string | null>
  */
 export async function queuePathMissing(db: Db, path: string): Promise<boolean> {
   return queuePath(path) !== null && (await knownQueueAt(db, path)) === null;
+}
+
+/**
+ * For the console layout, before the pages' loading boundary starts streaming: whether the path
+ * names no job (jobPathMissing) or no queue (queuePathMissing), so the page answers HTTP 404. When
+ * PostgreSQL cannot be read this answers false: the page then shows its own "could not be loaded"
+ * error, as every other page does, instead of the layout failing into a 500. (An invalid queue name
+ * or job id needs no read and is still a 404.)
+ */
+export async function consolePathMissing(db: Db, path: string): Promise<boolean> {
+  try {
+    return (await jobPathMissing(db, path)) || (await queuePathMissing(db, path));
+  } catch {
+    return false;
+  }
 }

@@ -107,9 +107,11 @@ export async function queueProbes(db: Queryable, queue: string, overdueAfterMs: 
  * answers): the pending index (queue, run_at, id), the rare states' (state, queue, id) index
  * (migration 020: one probe per state), and the pause table's primary key. No statement reads more
  * than one matching row, so the cost does not grow with the jobs. Running and succeeded jobs have no
- * index by queue (one would cost every claim and completion an entry): the console finds those
- * queues in its jobs-by-queue-and-state counts (lib/console/open-queue.ts). Separate statements,
- * as plain as the distributed layout (Citus) runs them.
+ * index by queue (one would cost every claim and completion an entry): the last two statements
+ * look among the 1,000 running jobs with the latest leases (job_lease_idx) and the newest 1,000 finished ones
+ * (job_finished_idx), which finds a new queue whose first jobs run or just ran; older queues are
+ * found in the console's jobs-by-queue-and-state counts (lib/console/open-queue.ts). Separate
+ * statements, as plain as the distributed layout (Citus) runs them.
  */
 export async function queueProbed(db: Queryable, queue: string): Promise<boolean> {
   const probes = [
@@ -120,6 +122,12 @@ export async function queueProbed(db: Queryable, queue: string): Promise<boolean
       (state) => `select 1 from workhorse.job where state = '${state}' and queue = $1 limit 1`,
     ),
     "select 1 from workhorse.queue_pause where queue = $1",
+    // Running and just-finished jobs, each read bounded: the 1,000 latest leases of running jobs
+    // and the newest 1,000 finished jobs (a new queue whose first jobs run or just ran).
+    `select 1 from (select j.queue from workhorse.job j where j.state = 'active'
+                     order by j.lease_expires_at desc limit 1000) a where a.queue = $1 limit 1`,
+    `select 1 from (select j.queue from workhorse.job j where j.finished_at is not null
+                     order by j.finished_at desc limit 1000) f where f.queue = $1 limit 1`,
   ];
   for (const text of probes) if (((await db.query(text, [queue])).rowCount ?? 0) > 0) return true;
   return false;
