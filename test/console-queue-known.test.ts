@@ -20,11 +20,13 @@ describe("known queues", () => {
       const id = await q.enqueue("t", {}, { queue: `qk-${state}` });
       // As a worker leaves it: a running job holds a lease, a finished one its finish time.
       await t.sql(
-        `update workhorse.job set state = $2::text,
-                lease_expires_at = case when $2::text = 'active' then now() + interval '1 minute' end,
-                finished_at = case when $2::text in ('succeeded', 'failed', 'canceled', 'purged') then now() end
-          where id = $1`,
-        [id, state],
+        "update workhorse.job set state = $2, lease_expires_at = $3::timestamptz, finished_at = $4::timestamptz where id = $1",
+        [
+          id,
+          state,
+          state === "active" ? new Date(Date.now() + 60_000) : null,
+          ["succeeded", "failed", "canceled", "purged"].includes(state) ? new Date() : null,
+        ],
       );
       invalidateCounts(t.pool); // the counts are shared for 15 s
       expect(await queueKnown(t.pool, `qk-${state}`), state).toBe(true);
