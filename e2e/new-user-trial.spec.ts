@@ -89,3 +89,10 @@ test("search: an invalid window is named with the windows allowed, and a path of
   await expect(form).toContainText("The path has 9 segments; at most 8 are allowed (e.g. customer.address.city)");
   expect(await seriousAxe(signedIn)).toEqual([]);
 });
+
+test("conflicts: an unreadable page cursor is named like every other unreadable filter", async ({ signedIn }) => {
+  await signedIn.goto("/conflicts?outcome=conflict&after=abc");
+  await expect(
+    signedIn.getByRole("status").filter({ hasText: "This filter is not valid and was not applied" }),
+  ).toContainText("“after”");
+});

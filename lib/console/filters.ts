@@ -147,7 +147,7 @@ export function parseObservationFilters(params: RawParams): ObservationFilters &
     // An observation id, or for `replaced` rows `<microseconds>_<event seq>`.
     after: pick(z.string().regex(/^(\d{1,18}|\d{1,17}_\d{1,18})$/), get(params, "after")),
   };
-  const invalid = (["digest", "from", "outcome", "queue", "scope", "since", "to", "type"] as const).filter(
+  const invalid = (["after", "digest", "from", "outcome", "queue", "scope", "since", "to", "type"] as const).filter(
     (k) => get(params, k) !== undefined && f[k] === undefined,
   );
   return { ...f, invalid };
