@@ -90,6 +90,23 @@ test("search: an invalid window is named with the windows allowed, and a path of
   expect(await seriousAxe(signedIn)).toEqual([]);
 });
 
+test("at 390 px a long unbroken value the console echoes in a message wraps: the page is no wider than the screen", async ({
+  signedIn,
+}) => {
+  await signedIn.setViewportSize({ width: 390, height: 844 });
+  const widths: Record<string, number> = {};
+  for (const path of [`/queues/${"q".repeat(128)}`, `/search?window=${"w".repeat(300)}`]) {
+    await signedIn.goto(path);
+    await expect(signedIn.getByRole("heading", { level: 1 })).toBeVisible();
+    widths[path.slice(0, 10)] = await signedIn.evaluate(() => document.documentElement.scrollWidth);
+  }
+  // Both measured before asserting, so a failure shows both widths.
+  expect(
+    Object.values(widths).every((w) => w <= 390),
+    JSON.stringify(widths),
+  ).toBe(true);
+});
+
 test("a queue page's path names the queue exactly as enqueued: spaces are kept, a control character is no name", async ({
   signedIn,
   queue,
