@@ -1,5 +1,6 @@
 import Link from "next/link";
 import type { QueuePath } from "@/lib/console/open-queue";
+import { cx, echoClass } from "./ui";
 
 /**
  * What `/queues/<name>` says when it names no queue (HTTP 404): the name is not a queue name, or
@@ -10,7 +11,7 @@ export function QueueNotFound({ named }: { named: QueuePath }) {
   return (
     <>
       <h1 className="text-2xl font-semibold text-slate-900">Queue not found</h1>
-      <p className="mt-2 text-slate-700">
+      <p className={cx("mt-2 text-slate-700", echoClass)}>
         {named.kind === "name"
           ? `No job was ever enqueued to queue “${named.queue}”, and it is not paused. A queue exists by its jobs: the first job enqueued to a name makes it.`
           : "This address is not a queue name: a queue name has 1 to 128 characters and no control characters (percent-encoded in the address)."}

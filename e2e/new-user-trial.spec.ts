@@ -89,3 +89,57 @@ test("search: an invalid window is named with the windows allowed, and a path of
   await expect(form).toContainText("The path has 9 segments; at most 8 are allowed (e.g. customer.address.city)");
   expect(await seriousAxe(signedIn)).toEqual([]);
 });
+
+test("at 390 px a long unbroken value the console echoes in a message wraps: the page is no wider than the screen", async ({
+  signedIn,
+}) => {
+  await signedIn.setViewportSize({ width: 390, height: 844 });
+  const widths: Record<string, number> = {};
+  for (const path of [`/queues/${"q".repeat(128)}`, `/search?window=${"w".repeat(300)}`]) {
+    await signedIn.goto(path);
+    await expect(signedIn.getByRole("heading", { level: 1 })).toBeVisible();
+    widths[path.slice(0, 10)] = await signedIn.evaluate(() => document.documentElement.scrollWidth);
+  }
+  // Both measured before asserting, so a failure shows both widths.
+  expect(
+    Object.values(widths).every((w) => w <= 390),
+    JSON.stringify(widths),
+  ).toBe(true);
+});
+
+test("a queue page's path names the queue exactly as enqueued: spaces are kept, a control character is no name", async ({
+  signedIn,
+  queue,
+}) => {
+  const t = tag();
+  const trailing = `e2e-trail-${t} `;
+  const percent = `e2e-50%off-${t}`;
+  await queue.enqueue("e2e.trail", {}, { queue: trailing });
+  await queue.enqueue("e2e.percent", {}, { queue: percent });
+  await signedIn.goto("/queues");
+  const table = signedIn.getByRole("table", { name: "Queues" });
+  const link = table.getByRole("link", { name: `e2e-trail-${t}`, exact: true });
+  await expect(link).toHaveAttribute("href", `/queues/e2e-trail-${t}%20`);
+  await link.click();
+  await expect(signedIn.getByRole("heading", { name: `Queue e2e-trail-${t}`, exact: true })).toBeVisible();
+  expect((await signedIn.goto(`/queues/e2e-trail-${t}%20`))?.status()).toBe(200);
+  await expect(signedIn.getByRole("heading", { name: `Queue e2e-trail-${t}`, exact: true })).toBeVisible();
+  expect((await signedIn.goto(`/queues/${encodeURIComponent(percent)}`))?.status()).toBe(200);
+  await expect(signedIn.getByRole("heading", { name: `Queue ${percent}`, exact: true })).toBeVisible();
+
+  const orders = `e2e-orders-${t}`;
+  await queue.enqueue("e2e.orders", {}, { queue: orders });
+  expect((await signedIn.goto(`/queues/${orders}`))?.status()).toBe(200);
+  for (const path of [`/queues/${orders}%20`, `/queues/%20${orders}`, `/queues/${orders}%0A`]) {
+    const res = await signedIn.goto(path);
+    expect(res?.status(), path).toBe(404);
+    await expect(signedIn.getByRole("heading", { name: "Queue not found" })).toBeVisible();
+  }
+});
+
+test("conflicts: an unreadable page cursor is named like every other unreadable filter", async ({ signedIn }) => {
+  await signedIn.goto("/conflicts?outcome=conflict&after=abc");
+  await expect(
+    signedIn.getByRole("status").filter({ hasText: "This filter is not valid and was not applied" }),
+  ).toContainText("“after”");
+});

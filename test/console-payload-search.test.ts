@@ -128,4 +128,15 @@ describe("search jobs by a payload field", () => {
     expect(fragmentsOf(["a", "b"], "12")).toEqual(['{"a":{"b":"12"}}', '{"a":{"b":12}}']);
     expect(fragmentsOf(["f"], "true")).toEqual(['{"f":"true"}', '{"f":true}']);
   });
+
+  test("a path with an empty segment (two dots in a row, a dot at the start or end) says so, whatever its length", () => {
+    const empty = "The path has an empty segment (two dots in a row, or a dot at the start or end)";
+    for (const path of ["a.b.c.d.e.f.g.h.", "a..b", ".a", "a.", "a.b.c.d.e.f.g.h.i."]) {
+      expect(parseSearch({ path, value: "1" }), path).toEqual({ ok: false, errors: { path: empty } });
+    }
+    expect(parseSearch({ path: "", value: "1" })).toEqual({
+      ok: false,
+      errors: { path: "A field name or dot path, like orderId or customer.email (letters, digits, _ - $)" },
+    });
+  });
 });

@@ -48,6 +48,14 @@ describe("known queues", () => {
     expect(queuePath("/queues/%E0%A4%A")).toEqual({ kind: "invalid" });
     expect(queuePath("/queues/a%01b")).toEqual({ kind: "invalid" });
     expect(queuePath("/queues/qk%20path?x=1")).toEqual({ kind: "name", queue: "qk path" });
+    // Exactly as enqueued: nothing trimmed; 128 characters counted as the core counts them (code points).
+    expect(queuePath("/queues/orders%20")).toEqual({ kind: "name", queue: "orders " });
+    expect(queuePath("/queues/%20orders")).toEqual({ kind: "name", queue: " orders" });
+    expect(queuePath("/queues/orders%0A")).toEqual({ kind: "invalid" });
+    expect(queuePath(`/queues/${encodeURIComponent("🐴".repeat(128))}`)).toEqual({
+      kind: "name",
+      queue: "🐴".repeat(128),
+    });
     expect(queuePath("/queues")).toBeNull();
     expect(queuePath("/queues/a/b")).toBeNull();
     expect(await queuePathMissing(t.pool, `/queues/${"q".repeat(500)}`)).toBe(true);

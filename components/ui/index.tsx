@@ -3,6 +3,14 @@ import Link from "next/link";
 import type { CSSProperties, ReactNode } from "react";
 import { shortId } from "@/lib/console/format";
 
+/**
+ * For text that may hold a user-supplied value (a queue name, a filter value echoed in an error):
+ * a long unbroken value wraps anywhere instead of widening the page (and, unlike `break-words`, it
+ * also narrows the element's min-content width, so a grid or flex item holding it shrinks too).
+ * Notice, Field's messages, PageHeader and EmptyState use it.
+ */
+export const echoClass = "wrap-anywhere";
+
 export function cx(...parts: (string | false | null | undefined)[]): string {
   return parts.filter(Boolean).join(" ");
 }
@@ -18,7 +26,7 @@ export function PageHeader({
 }) {
   return (
     <div className="mb-5 flex flex-wrap items-end justify-between gap-3">
-      <div className="min-w-0">
+      <div className={cx("min-w-0", echoClass)}>
         <h1 className="text-2xl font-semibold tracking-tight text-slate-900">{title}</h1>
         {description ? <p className="mt-1 max-w-3xl text-sm text-slate-600">{description}</p> : null}
       </div>
@@ -143,7 +151,7 @@ export function Td({ children, className, wrap }: { children: ReactNode; classNa
 
 export function EmptyState({ title, children }: { title: string; children?: ReactNode }) {
   return (
-    <div className="rounded-lg border border-dashed border-slate-300 bg-white p-8 text-center">
+    <div className={cx("rounded-lg border border-dashed border-slate-300 bg-white p-8 text-center", echoClass)}>
       <p className="font-medium text-slate-900">{title}</p>
       {children ? <div className="mt-2 text-sm text-slate-600">{children}</div> : null}
     </div>
@@ -168,7 +176,7 @@ export function Notice({
     ok: "border-emerald-300 bg-emerald-50 text-emerald-950",
   }[tone];
   return (
-    <div role={role} className={cx("rounded-md border px-3 py-2 text-sm", styles)}>
+    <div role={role} className={cx("rounded-md border px-3 py-2 text-sm", echoClass, styles)}>
       {children}
     </div>
   );
@@ -216,12 +224,12 @@ export function Field({
       </label>
       {children}
       {hint && !error ? (
-        <p id={`${name}-hint`} className="mt-1 text-xs text-slate-600">
+        <p id={`${name}-hint`} className={cx("mt-1 text-xs text-slate-600", echoClass)}>
           {hint}
         </p>
       ) : null}
       {error ? (
-        <p id={`${name}-error`} className="mt-1 text-sm text-red-800">
+        <p id={`${name}-error`} className={cx("mt-1 text-sm text-red-800", echoClass)}>
           {error}
         </p>
       ) : null}

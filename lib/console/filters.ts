@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { AUDIT_ACTIONS, ONE_DAY_MS } from "@/lib/enqueue/client";
+import { queueName } from "@/lib/enqueue/input-rules";
 import { BINDING_MODES, JOB_STATES, LISTED_OUTCOMES, SERIES_WINDOWS, type SeriesWindow } from "./wire-types";
 
 type RawParams = Record<string, string | string[] | undefined> | URLSearchParams;
@@ -147,7 +148,7 @@ export function parseObservationFilters(params: RawParams): ObservationFilters &
     // An observation id, or for `replaced` rows `<microseconds>_<event seq>`.
     after: pick(z.string().regex(/^(\d{1,18}|\d{1,17}_\d{1,18})$/), get(params, "after")),
   };
-  const invalid = (["digest", "from", "outcome", "queue", "scope", "since", "to", "type"] as const).filter(
+  const invalid = (["after", "digest", "from", "outcome", "queue", "scope", "since", "to", "type"] as const).filter(
     (k) => get(params, k) !== undefined && f[k] === undefined,
   );
   return { ...f, invalid };
@@ -184,9 +185,13 @@ interface SeriesParams {
   queue: string | null;
 }
 
-/** A queue name from a URL (path segment or parameter), or null when it is not one. */
+/**
+ * A queue name exactly as it was enqueued (a `/queues/<name>` path segment, `/api/queues?queue=`,
+ * both built from the name itself), or null when the core would refuse it as a queue name. Nothing
+ * is trimmed: "orders " and "orders" are two queues, and "orders\n" is none.
+ */
 export function parseQueueName(value: string | undefined): string | null {
-  return pick(name, value?.trim() || undefined) ?? null;
+  return value !== undefined && queueName.safeParse(value).success ? value : null;
 }
 
 export function parseSeriesParams(params: RawParams): SeriesParams {

@@ -63,12 +63,14 @@ export function parseSearch(params: Record<string, string | string[] | undefined
   if (!rawPath && !value && !type) return windowValid ? null : { ok: false, errors: { window: windowError } };
   const errors: Record<string, string> = {};
   const path = pathSchema.safeParse(rawPath);
-  const segments = rawPath.split(".").length;
+  const segments = rawPath.split(".");
   if (!path.success)
     errors.path =
-      segments > MAX_SEGMENTS
-        ? `The path has ${segments} segments; at most ${MAX_SEGMENTS} are allowed (e.g. customer.address.city)`
-        : "A field name or dot path, like orderId or customer.email (letters, digits, _ - $)";
+      rawPath !== "" && segments.includes("")
+        ? "The path has an empty segment (two dots in a row, or a dot at the start or end)"
+        : segments.length > MAX_SEGMENTS
+          ? `The path has ${segments.length} segments; at most ${MAX_SEGMENTS} are allowed (e.g. customer.address.city)`
+          : "A field name or dot path, like orderId or customer.email (letters, digits, _ - $)";
   if (value.trim() === "" || value.length > 500) errors.value = "The value to look for, 1..500 characters";
   if (type.length > 128) errors.type = "At most 128 characters";
   if (!windowValid) errors.window = windowError;

