@@ -15,21 +15,26 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-test.skipIf(!!process.env.DATABASE_URL)(
-  "a port another program holds: the error names the port, PostgreSQL's own reason and what to set",
-  async () => {
-    const port = await new Promise<number>((resolve) =>
-      blocker.listen(0, "127.0.0.1", () => resolve((blocker.address() as net.AddressInfo).port)),
-    );
-    const err = await startPrivateServer({ dir, port, ephemeral: true }).then(
+test("a port another program holds: the error names the port, PostgreSQL's own reason and what to set", async () => {
+  const port = await new Promise<number>((resolve) =>
+    blocker.listen(0, "127.0.0.1", () => resolve((blocker.address() as net.AddressInfo).port)),
+  );
+  // The embedded server whatever this suite runs against (with DATABASE_URL set, startPrivateServer
+  // would hand back that server instead of starting one).
+  const suiteUrl = process.env.DATABASE_URL;
+  delete process.env.DATABASE_URL;
+  const err = await startPrivateServer({ dir, port, ephemeral: true })
+    .then(
       () => null,
       (e: Error) => e,
-    );
-    expect(err).toBeInstanceOf(Error);
-    const message = (err as Error).message;
-    expect(message).not.toMatch(/undefined/);
-    expect(message).toContain(`port ${port}`);
-    expect(message).toMatch(/already in use/i);
-    expect(message).toContain("WORKHORSE_PG_PORT");
-  },
-);
+    )
+    .finally(() => {
+      if (suiteUrl !== undefined) process.env.DATABASE_URL = suiteUrl;
+    });
+  expect(err).toBeInstanceOf(Error);
+  const message = (err as Error).message;
+  expect(message).not.toMatch(/undefined/);
+  expect(message).toContain(`port ${port}`);
+  expect(message).toMatch(/already in use/i);
+  expect(message).toContain("WORKHORSE_PG_PORT");
+});
