@@ -1,4 +1,5 @@
 import "server-only";
+import { cache } from "react";
 import { queueProbed } from "@/lib/enqueue/store/console-status";
 import { parseQueueName } from "./filters";
 import { jobPathMissing } from "./open-job";
@@ -26,12 +27,13 @@ export function queuePath(path: string): QueuePath | null {
  * (queueProbed: pending, failed, canceled, purged jobs by index; the pause table; the newest running
  * and finished jobs); then the jobs-by-queue-and-state counts the queue page reads anyway
  * (stateCounts: shared, at most 15 s old), which find the queues whose jobs all finished before the
- * newest 1,000.
+ * newest 1,000. Once per request (React's cache): a full load asks in the console layout and again
+ * in the queue page.
  */
-export async function queueKnown(db: Db, queue: string): Promise<boolean> {
+export const queueKnown: (db: Db, queue: string) => Promise<boolean> = cache(async (db: Db, queue: string) => {
   if (await queueProbed(db, queue)) return true;
   return (await stateCounts(db)).rows.some((r) => r.queue === queue);
-}
+});
 
 /** The known queue (queueKnown) a `/queues/<name>` path names, else null. */
 export async function knownQueueAt(db: Db, path: string): Promise<string | null> {

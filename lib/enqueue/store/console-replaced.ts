@@ -14,7 +14,7 @@
  * probes only the jobs it shows; four times that when a filter on the jobs will drop some), later
  * batches double while filters leave the page short.
  */
-import { layoutOf, type Queryable, queryPrepared } from "./layout";
+import { type Queryable, queryPrepared, sqlOf } from "./layout";
 
 export interface ReplacedRow {
   jobId: string;
@@ -36,6 +36,26 @@ export interface ReplacedRow {
 const BATCH = 500;
 export const REPLACED_MAX_SCANNED = 1000;
 
+/** A replaced decision's job: what the list shows of it (JOB_COLUMNS). */
+interface JobColumns {
+  queue: string;
+  type: string;
+  scope: string;
+  key_digest: string;
+  key_preview: string | null;
+  key_length: number | null;
+}
+
+const JOB_COLUMNS = `j.queue, j.type, j.key_scope as scope, encode(substr(j.key_hash, 1, 6), 'hex') as key_digest,
+  j.key_preview, j.key_length`;
+
+/** The job filters (queue, type and scope prefixes as `like` patterns, the key digest), parameters $n..$n+3. */
+const jobFilters = (n: number) =>
+  `j.key_hash is not null
+   and ($${n}::text is null or j.queue like $${n}) and ($${n + 1}::text is null or j.type like $${n + 1})
+   and ($${n + 2}::text is null or j.key_scope like $${n + 2})
+   and ($${n + 3}::text is null or encode(substr(j.key_hash, 1, 6), 'hex') = $${n + 3})`;
+
 export async function replacedListRows(
   db: Queryable,
   f: {
@@ -51,8 +71,7 @@ export async function replacedListRows(
   limit: number,
   maxScanned = REPLACED_MAX_SCANNED,
 ): Promise<{ rows: ReplacedRow[]; now: Date; scanned: number; scannedTo: { us: string; seq: string } | null }> {
-  const layout = await layoutOf(db, (config) => db.query(config.text, config.values as unknown[] | undefined));
-  return layout === "single"
+  return (await sqlOf(db).layout()) === "single"
     ? replacedPageJoined(db, f, limit, maxScanned)
     : replacedPageBatched(db, f, limit, maxScanned);
 }
@@ -85,24 +104,12 @@ export async function replacedPageBatched(
     scanned += events.length;
     if (events.length > 0) {
       const ids = [...new Set(events.map((e) => e.job_id))];
-      const { rows: jobs } = await queryPrepared<{
-        id: string;
-        queue: string;
-        type: string;
-        scope: string;
-        key_digest: string;
-        key_preview: string | null;
-        key_length: number | null;
-      }>(
+      const { rows: jobs } = await queryPrepared<JobColumns & { id: string }>(
         db,
         "workhorse_console_replaced_jobs",
-        `select j.id, j.queue, j.type, j.key_scope as scope, encode(substr(j.key_hash, 1, 6), 'hex') as key_digest,
-                j.key_preview, j.key_length
+        `select j.id, ${JOB_COLUMNS}
            from workhorse.job j
-          where j.id = any($1::uuid[]) and j.key_hash is not null
-            and ($2::text is null or j.queue like $2) and ($3::text is null or j.type like $3)
-            and ($4::text is null or j.key_scope like $4)
-            and ($5::text is null or encode(substr(j.key_hash, 1, 6), 'hex') = $5)`,
+          where j.id = any($1::uuid[]) and ${jobFilters(2)}`,
         [ids, like(f.queue), like(f.type), like(f.scope), f.digest ?? null],
       );
       const byId = new Map(jobs.map((j) => [j.id, j]));
@@ -221,32 +228,16 @@ export async function replacedPageJoined(
 ): Promise<ReplacedPage> {
   const values: unknown[] = [like(f.queue), like(f.type), like(f.scope), f.digest ?? null, limit + 1, maxScanned];
   const { where, shape } = eventConditions(f, f.after ?? null, values);
-  const { rows } = await queryPrepared<
-    EventRow & {
-      queue: string;
-      type: string;
-      scope: string;
-      key_digest: string;
-      key_preview: string | null;
-      key_length: number | null;
-    }
-  >(
+  const { rows } = await queryPrepared<EventRow & JobColumns>(
     db,
     `workhorse_console_replaced_page${shape}`,
     `select e.job_id, e.seq::text as seq, e.at, (extract(epoch from e.at) * 1000000)::bigint::text as at_us,
-            e.data->>'priorRequestDigest' as prior, e.data->>'requestDigest' as digest, now() as now,
-            j.queue, j.type, j.key_scope as scope, encode(substr(j.key_hash, 1, 6), 'hex') as key_digest,
-            j.key_preview, j.key_length
+            e.data->>'priorRequestDigest' as prior, e.data->>'requestDigest' as digest, now() as now, j.*
        from (select e.job_id, e.seq, e.at, e.data from workhorse.job_event e
               where e.kind = 'debounced'${where}
               order by e.at desc, e.seq desc
               limit $6::integer) e
-      cross join lateral (
-             select j.queue, j.type, j.key_scope, j.key_hash, j.key_preview, j.key_length from workhorse.job j
-              where j.id = e.job_id and j.key_hash is not null
-                and ($1::text is null or j.queue like $1) and ($2::text is null or j.type like $2)
-                and ($3::text is null or j.key_scope like $3)
-                and ($4::text is null or encode(substr(j.key_hash, 1, 6), 'hex') = $4)) j
+      cross join lateral (select ${JOB_COLUMNS} from workhorse.job j where j.id = e.job_id and ${jobFilters(1)}) j
       order by e.at desc, e.seq desc
       limit $5::integer`,
     values,

@@ -9,7 +9,7 @@
  * hour, the rollups), and from the jobs only the newest LIVE_SAMPLE finished since the newest
  * rolled hour (at most the last two hours): every read is bounded whatever the throughput.
  */
-import { layoutOf, type Queryable, queryPrepared, type Sql } from "./layout";
+import { type Queryable, queryPrepared, type Sql, sqlOf } from "./layout";
 
 /** Upper bounds of the duration buckets, in ms (bucket i: below bound i; the last: at least the last bound). */
 export const RUN_TIME_BOUNDS_MS = [
@@ -342,8 +342,7 @@ type Live<R> = { rows: R[]; scanned: number; oldest: Date | null };
  * On Citus (which keeps the rollups on the coordinator and the jobs on the workers): null.
  */
 export async function runTimesRead(db: Queryable, limit: number) {
-  const layout = await layoutOf(db, (config) => db.query(config.text, config.values as unknown[] | undefined));
-  if (layout === "distributed") return null;
+  if ((await sqlOf(db).layout()) === "distributed") return null;
   const { rows } = await queryPrepared<{
     now: Date;
     newest: Date | null;
