@@ -268,7 +268,7 @@ opt("three keyed modes", {
 });
 opt("no keyed mode: every field", { ...full, runAt: "2999-01-01T00:00:00.000Z" });
 
-// --- begin: payload text every client reads alike --------------------------------------------
+// --- begin: payload text every client reads alike, and key previews by one shared table ---------
 // Text that only looks like a marker is text: the six characters \ufffd are not U+FFFD.
 add("payload: the six characters \\ufffd in a string are text", {
   type: "t",
@@ -287,7 +287,12 @@ add("payload: integers past 2^53 that doubles hold exactly", {
 // JSON text may spell a number no double holds: JSON.parse reads it as ±Infinity.
 add("payload: 1e400 is Infinity", { type: "t", payloadText: "[1e400]" });
 add("payload: -1e400 is -Infinity", { type: "t", payloadText: '{"n":{"m":-1e400}}' });
-// --- end: payload text every client reads alike ----------------------------------------------
+// Key previews hide Cc and Cf by the table in sdk/conformance/key-preview-hidden.json, whatever
+// Unicode version the client's runtime has (U+0890 is Cf from Unicode 14, U+13439 from 15).
+keyCase("key preview: U+0890 is a format character", "\u0890pound-mark-key");
+keyCase("key preview: U+13439 is a format character", "ab\u{13439}c\u{1343f}-hieroglyph-format-key");
+keyCase("key preview: U+E0020 (a tag) is a format character", "\u{e0020}\u{e007f}tag-characters-key");
+// --- end: payload text every client reads alike, and key previews by one shared table -----------
 
 // ---------------------------------------------------------------------------------------------
 

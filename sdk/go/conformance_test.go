@@ -426,3 +426,48 @@ func checkCase(t *testing.T, f conformanceFile, secret []byte, c conformanceCase
 	}
 	return false
 }
+
+// Key previews hide control and format characters by one table every client shares
+// (sdk/conformance/key-preview-hidden.json), not by the Unicode version of Go's unicode package.
+func TestConformanceKeyPreviewTable(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(repoRoot, "sdk", "conformance", "key-preview-hidden.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table struct {
+		UnicodeVersion string      `json:"unicodeVersion"`
+		Ranges         [][2]string `json:"ranges"`
+	}
+	if err := json.Unmarshal(data, &table); err != nil {
+		t.Fatal(err)
+	}
+	var want, got [][2]rune
+	for _, r := range table.Ranges {
+		var lo, hi rune
+		fmt.Sscanf(r[0], "%x", &lo)
+		fmt.Sscanf(r[1], "%x", &hi)
+		want = append(want, [2]rune{lo, hi})
+	}
+	for _, r := range keyPreviewHidden.R16 {
+		got = append(got, [2]rune{rune(r.Lo), rune(r.Hi)})
+	}
+	for _, r := range keyPreviewHidden.R32 {
+		got = append(got, [2]rune{rune(r.Lo), rune(r.Hi)})
+	}
+	if keyPreviewUnicodeVersion != table.UnicodeVersion || !reflect.DeepEqual(got, want) {
+		t.Fatalf("key_preview_table.go (Unicode %s) is not sdk/conformance/key-preview-hidden.json (Unicode %s): run npx tsx scripts/key-preview-table.ts",
+			keyPreviewUnicodeVersion, table.UnicodeVersion)
+	}
+	previewOf := func(r rune) string { return KeyPreviewOf(string(r) + "bcdefghi") } // 9 code points: 3 shown
+	for _, r := range want {
+		if previewOf(r[0]) != "\uFFFDbc…" || previewOf(r[1]) != "\uFFFDbc…" {
+			t.Errorf("U+%04X..U+%04X: previews %q and %q, want U+FFFD", r[0], r[1], previewOf(r[0]), previewOf(r[1]))
+		}
+		if r[0] > 0 && strings.ContainsRune(previewOf(r[0]-1), '\uFFFD') {
+			t.Errorf("U+%04X is hidden, outside the table", r[0]-1)
+		}
+		if strings.ContainsRune(previewOf(r[1]+1), '\uFFFD') {
+			t.Errorf("U+%04X is hidden, outside the table", r[1]+1)
+		}
+	}
+}
