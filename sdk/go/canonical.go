@@ -229,7 +229,7 @@ func (w *canonicalWriter) write(v any, depth int, path string) (string, string) 
 			return "must contain only finite numbers (found " + lit + ")", path
 		}
 		s := jsNumber(f)
-		if !strings.ContainsAny(lit, ".eE") && math.Abs(f) > maxSafeInteger && lit != s && !exactDouble(lit, f) {
+		if !strings.ContainsAny(lit, ".eE") && math.Abs(f) >= maxSafeInteger && lit != s && !exactDouble(lit, f) {
 			// A JSON number is a double: this integer would be stored as a nearby one.
 			return "must be a number a double holds exactly (an integer past 2^53 must be a double itself); send it as a string", path
 		}

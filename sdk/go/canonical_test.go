@@ -62,6 +62,7 @@ func TestCanonicalPayloadGoValues(t *testing.T) {
 		{json.RawMessage(`18446744073709551616`), "18446744073709552000"},
 		{json.RawMessage(`18446744073709552000`), "18446744073709552000"}, // the same double, as JavaScript writes it
 		{json.RawMessage(`[1e-400]`), "[0]"},
+		{int64(1) << 53, "9007199254740992"},
 	}
 	for _, c := range accepted {
 		got, err := encodePayload(c.in, 1<<20, "payload")
@@ -86,6 +87,9 @@ func TestCanonicalPayloadGoValues(t *testing.T) {
 		{map[string]any{"r": json.RawMessage(`"\ufffd"`)}, "has a string that PostgreSQL jsonb cannot store (not valid UTF-8) (at $.r)"},
 		{int64(1)<<60 + 1, "must be a number a double holds exactly (an integer past 2^53 must be a double itself); send it as a string (at $)"},
 		{json.RawMessage(`{"n":-1e400}`), "must contain only finite numbers (found -Infinity) (at $.n)"},
+		// 2^53 + 1 reads as the double 2^53: a different number.
+		{json.RawMessage(`[9007199254740993]`), "must be a number a double holds exactly (an integer past 2^53 must be a double itself); send it as a string (at $[0])"},
+		{int64(1)<<53 + 1, "must be a number a double holds exactly (an integer past 2^53 must be a double itself); send it as a string (at $)"},
 	}
 	for _, c := range refused {
 		_, err := encodePayload(c.in, 1<<20, "payload")
