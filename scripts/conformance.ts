@@ -268,6 +268,32 @@ opt("three keyed modes", {
 });
 opt("no keyed mode: every field", { ...full, runAt: "2999-01-01T00:00:00.000Z" });
 
+// --- begin: payload text every client reads alike, and key previews by one shared table ---------
+// Text that only looks like a marker is text: the six characters \ufffd are not U+FFFD.
+add("payload: the six characters \\ufffd in a string are text", {
+  type: "t",
+  payloadText: p({ path: "C:\\ufffd\\file", twice: "\\\\ufffd" }),
+});
+add("payload: U+FFFD itself", { type: "t", payloadText: p({ r: "\ufffd" }) });
+add("payload: U+FFFD written as the escape \\ufffd", { type: "t", payloadText: '{"r":"\\ufffd"}' });
+add("payload: lone surrogate before a letter", { type: "t", payloadText: '{"s":"\\ud800x"}' }, ["loneSurrogate"]);
+add("payload: surrogates in the wrong order", { type: "t", payloadText: '["ok","\\ude00\\ud83d"]' }, ["loneSurrogate"]);
+// Integers past 2^53 that a double holds exactly are those doubles (2^62, 2^63, 2^64, -2^63).
+add("payload: integers past 2^53 that doubles hold exactly", {
+  type: "t",
+  payloadText: "[4611686018427387904, 9223372036854775808, 18446744073709551616, -9223372036854775808]",
+  options: idem("k1"),
+});
+// JSON text may spell a number no double holds: JSON.parse reads it as ±Infinity.
+add("payload: 1e400 is Infinity", { type: "t", payloadText: "[1e400]" });
+add("payload: -1e400 is -Infinity", { type: "t", payloadText: '{"n":{"m":-1e400}}' });
+// Key previews hide Cc and Cf by the table in sdk/conformance/key-preview-hidden.json, whatever
+// Unicode version the client's runtime has (U+0890 is Cf from Unicode 14, U+13439 from 15).
+keyCase("key preview: U+0890 is a format character", "\u0890pound-mark-key");
+keyCase("key preview: U+13439 is a format character", "ab\u{13439}c\u{1343f}-hieroglyph-format-key");
+keyCase("key preview: U+E0020 (a tag) is a format character", "\u{e0020}\u{e007f}tag-characters-key");
+// --- end: payload text every client reads alike, and key previews by one shared table -----------
+
 // ---------------------------------------------------------------------------------------------
 
 const secret = Buffer.from(SECRET_HEX, "hex");

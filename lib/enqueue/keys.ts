@@ -1,4 +1,5 @@
 import { createHash, createHmac, createSecretKey, type KeyObject } from "node:crypto";
+import { KEY_PREVIEW_HIDDEN } from "./key-preview-table.generated";
 
 const SEPARATOR = Buffer.of(0x1f);
 
@@ -22,20 +23,25 @@ export function keyLengthOf(key: string): number {
   return n;
 }
 
+// The characters a preview hides, from the table every client shares (KEY_PREVIEW_HIDDEN), not
+// from this runtime's \p{Cf}, which follows the Unicode version of Node's ICU.
+const HIDDEN = new RegExp(
+  `[${KEY_PREVIEW_HIDDEN.map(([first, last]) => `\\u{${first.toString(16)}}-\\u{${last.toString(16)}}`).join("")}]`,
+  "gu",
+);
+
 /**
  * Bounded, redacted preview: the first min(8, floor(n / 3)) code points, then "…".
  * Keys under 3 code points preview as "…". The tail is never shown. Control and format characters
- * in the shown part are replaced by U+FFFD.
+ * in the shown part (General_Category Cc and Cf by the table in sdk/conformance/key-preview-hidden.json,
+ * whatever Unicode version this runtime has) are replaced by U+FFFD.
  */
 export function keyPreviewOf(key: string): string {
   const points = Array.from(key);
   const shown = Math.min(8, Math.floor(points.length / 3));
   // Control and format characters (NUL, escapes, bidi overrides) show as U+FFFD: a preview is for
   // display, and PostgreSQL text cannot hold NUL.
-  return `${points
-    .slice(0, shown)
-    .join("")
-    .replace(/[\p{Cc}\p{Cf}]/gu, "\uFFFD")}…`;
+  return `${points.slice(0, shown).join("").replace(HIDDEN, "\uFFFD")}…`;
 }
 
 export interface KeyIdentity {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/big"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,6 +20,12 @@ const maxPayloadDepth = 100
 // PostgreSQL's jsonb text output escapes the same characters the same way.
 func jsString(b *strings.Builder, s string) {
 	b.WriteByte('"')
+	jsStringBody(b, s)
+	b.WriteByte('"')
+}
+
+// jsStringBody is jsString without the quotes.
+func jsStringBody(b *strings.Builder, s string) {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch c {
@@ -44,7 +51,6 @@ func jsString(b *strings.Builder, s string) {
 			}
 		}
 	}
-	b.WriteByte('"')
 }
 
 // jsNumber formats f as JavaScript's Number#toString (ECMAScript's shortest round-trip form):
@@ -114,6 +120,16 @@ type canonicalPayload struct {
 
 var maxSafeInteger = math.Pow(2, 53)
 
+// exactDouble: the integer literal lit is exactly the double f (2^62 is; 2^53 + 1 is not).
+func exactDouble(lit string, f float64) bool {
+	n, ok := new(big.Int).SetString(lit, 10)
+	if !ok {
+		return false
+	}
+	d, acc := big.NewFloat(f).Int(nil)
+	return acc == big.Exact && d.Cmp(n) == 0
+}
+
 // encodePayload turns any Go value into its canonical JSON text, through encoding/json (so struct
 // tags, json.Marshaler and json.RawMessage apply), refusing what JSON or PostgreSQL's jsonb cannot
 // hold unchanged. The error is an *EnqueueValidationError naming `option`.
@@ -130,15 +146,10 @@ func encodePayload(payload any, maxBytes int, option string) (canonicalPayload, 
 	if err := enc.Encode(payload); err != nil {
 		return fail("must be JSON-serialisable: "+strings.TrimPrefix(err.Error(), "json: "), "")
 	}
-	// encoding/json replaces invalid UTF-8 with the escape \ufffd (a real U+FFFD it writes as is):
-	// what runs would differ from what was sent.
-	if bytes.Contains(raw.Bytes(), []byte(`\ufffd`)) {
-		return fail("has a string that PostgreSQL jsonb cannot store (not valid UTF-8)", "")
-	}
-	dec := json.NewDecoder(&raw)
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	// Read back exactly (payload_text.go): a lone surrogate escape, a string that was not UTF-8 and
+	// the six characters \ufffd each stay what they are.
+	v, err := readPayloadText(raw.Bytes(), callerWroteText(payload))
+	if err != nil {
 		return fail("must be JSON-serialisable: "+err.Error(), "")
 	}
 	w := &canonicalWriter{}
@@ -207,24 +218,30 @@ func (w *canonicalWriter) write(v any, depth int, path string) (string, string) 
 			w.lower += 5
 		}
 	case json.Number:
-		f, err := strconv.ParseFloat(string(x), 64)
-		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-			return "must contain only finite numbers (found " + string(x) + ")", path
-		}
 		lit := string(x)
-		if !strings.ContainsAny(lit, ".eE") && math.Abs(f) > maxSafeInteger {
-			// A JSON number is a double: this integer would be stored as a nearby one.
-			if strconv.FormatFloat(f, 'f', -1, 64) != strings.TrimPrefix(lit, "+") {
-				return "must be a number a double holds exactly (integers up to 2^53); send it as a string", path
-			}
+		f, err := strconv.ParseFloat(lit, 64)
+		switch {
+		case math.IsInf(f, 1):
+			return "must contain only finite numbers (found Infinity)", path // as JSON.parse reads 1e400
+		case math.IsInf(f, -1):
+			return "must contain only finite numbers (found -Infinity)", path
+		case err != nil:
+			return "must contain only finite numbers (found " + lit + ")", path
 		}
 		s := jsNumber(f)
+		if !strings.ContainsAny(lit, ".eE") && math.Abs(f) >= maxSafeInteger && lit != s && !exactDouble(lit, f) {
+			// A JSON number is a double: this integer would be stored as a nearby one.
+			return "must be a number a double holds exactly (an integer past 2^53 must be a double itself); send it as a string", path
+		}
 		w.b.WriteString(s)
 		w.stored += len(pgNumber(s))
 		w.lower += 1 + len(pgNumber(s)) - len(s)
 	case string:
-		if strings.IndexByte(x, 0) >= 0 {
+		switch stringProblem(x) {
+		case nulOrSurrogate:
 			return "has a string that PostgreSQL jsonb cannot store (NUL character or lone surrogate)", path
+		case notUTF8:
+			return "has a string that PostgreSQL jsonb cannot store (not valid UTF-8)", path
 		}
 		start := w.b.Len()
 		jsString(&w.b, x)
@@ -267,8 +284,11 @@ func (w *canonicalWriter) write(v any, depth int, path string) (string, string) 
 		w.lower += containerUnits(len(x), true)
 		for i, k := range keys {
 			p := path + pathStep(k)
-			if strings.IndexByte(k, 0) >= 0 {
+			switch stringProblem(k) {
+			case nulOrSurrogate:
 				return "has a key that PostgreSQL cannot store (NUL or lone surrogate)", p
+			case notUTF8:
+				return "has a key that PostgreSQL cannot store (not valid UTF-8)", p
 			}
 			if i > 0 {
 				w.b.WriteByte(',')
@@ -319,7 +339,11 @@ func pathStep(k string) string {
 	}
 	var b strings.Builder
 	b.WriteByte('[')
-	jsString(&b, k)
+	if utf8.ValidString(k) {
+		jsString(&b, k)
+	} else {
+		jsPathKey(&b, k)
+	}
 	b.WriteByte(']')
 	return b.String()
 }

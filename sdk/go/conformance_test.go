@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 )
@@ -29,7 +31,7 @@ type conformanceCase struct {
 	Name  string   `json:"name"`
 	Needs []string `json:"needs"`
 	Input struct {
-		Type            any                        `json:"type"`
+		Type            json.RawMessage            `json:"type"`
 		PayloadText     string                     `json:"payloadText"`
 		Options         map[string]json.RawMessage `json:"options"`
 		MaxPayloadBytes *int                       `json:"maxPayloadBytes"`
@@ -205,18 +207,75 @@ func paramText(v any) any {
 // Cases marked optionShape whose options Go's types can still express (a string field's value).
 var goExpresses = map[string]bool{"debounce: unknown schedule": true, "retryPolicy: unknown type": true}
 
-// goCannotState says why Go's typed API cannot state a case's input ("" when it can).
-func goCannotState(c conformanceCase) string {
-	if len(c.Needs) > 0 && !goExpresses[c.Name] {
-		return fmt.Sprintf("needs %v", c.Needs)
+// surrogateEscape is a \uD800-\uDFFF escape in the file's JSON text: JSON.stringify writes a valid
+// surrogate pair as the character itself, so each one is a lone surrogate.
+var surrogateEscape = regexp.MustCompile(`\\u[dD][89a-fA-F][0-9a-fA-F]{2}`)
+
+// goCannotState says why Go's typed API cannot state a case's type and options ("" when it can).
+// With the payload as JSON text, a lone surrogate in the payload can be stated; elsewhere it cannot.
+func goCannotState(c conformanceCase, payloadAsText bool) string {
+	for _, need := range c.Needs {
+		if need == "loneSurrogate" && payloadAsText && !surrogateEscape.MatchString(c.rawTypeAndOptions()) {
+			continue
+		}
+		if !goExpresses[c.Name] {
+			return fmt.Sprintf("needs %v", c.Needs)
+		}
 	}
-	if _, ok := c.Input.Type.(string); !ok {
+	if _, ok := c.typeString(); !ok {
 		return "a type that is not a string"
 	}
 	if _, _, cannot := caseOptions(c.Input.Options); cannot != "" {
 		return cannot
 	}
 	return ""
+}
+
+// typeString is the case's type when it is a string.
+func (c conformanceCase) typeString() (string, bool) {
+	var s string
+	return s, json.Unmarshal(c.Input.Type, &s) == nil
+}
+
+// rawTypeAndOptions is the case's type and options as the file writes them (JSON text).
+func (c conformanceCase) rawTypeAndOptions() string {
+	var b strings.Builder
+	b.Write(c.Input.Type)
+	for _, raw := range c.Input.Options {
+		b.Write(raw)
+	}
+	return b.String()
+}
+
+// A payload form: how a case's payloadText becomes the payload Go is given, or why it cannot.
+type payloadForm struct {
+	name   string
+	asText bool
+	of     func(text string) (any, string)
+}
+
+var payloadForms = []payloadForm{
+	// Go values, as encoding/json reads the text into an any (float64 numbers, map[string]any).
+	{name: "values", of: func(text string) (any, string) {
+		var v any
+		if err := json.Unmarshal([]byte(text), &v); err != nil {
+			return nil, "encoding/json cannot read it into Go values: " + err.Error()
+		}
+		return v, ""
+	}},
+	// The JSON text itself, as a json.RawMessage: numbers, escapes and surrogates as written.
+	{name: "json.RawMessage", asText: true, of: func(text string) (any, string) { return json.RawMessage(text), "" }},
+}
+
+// goRuleFor is where Go's own documented rules give another answer than the file: as JSON text, an
+// integer past 2^53 that is neither exactly a double nor a double as JavaScript writes it is refused
+// (JSON.parse would store a different number; docs/clients-go.md). Nil: the file's answer.
+func goRuleFor(form payloadForm, c conformanceCase) []ValidationIssue {
+	if form.asText && c.Name == "payload: big integers are doubles" {
+		return []ValidationIssue{{Option: "payload", Path: "$[0]",
+			Rule: "must be a number a double holds exactly (an integer past 2^53 must be a double itself); send it as a string (at $[0])"}}
+	}
+	return nil
 }
 
 func TestConformance(t *testing.T) {
@@ -228,123 +287,187 @@ func TestConformance(t *testing.T) {
 	if len(f.Params) != len(oneParamTypes) {
 		t.Fatalf("enqueue_one has %d parameters in the file, %d here", len(f.Params), len(oneParamTypes))
 	}
-	ran, zeroCases := 0, 0
-	// Cases whose input Go cannot state are not run (they are not skipped tests: Go's types rule the
-	// input out): loneSurrogate (a Go string cannot hold an unpaired UTF-16 surrogate; encoding/json
-	// turns it into U+FFFD), optionShape (Go's typed options cannot take another shape), a type that
-	// is not a string.
-	var inexpressible []string
-	for _, c := range f.Cases {
-		c := c
-		if reason := goCannotState(c); reason != "" {
-			inexpressible = append(inexpressible, c.Name+" ("+reason+")")
-			continue
-		}
-		typ := c.Input.Type.(string)
-		opts, zero, _ := caseOptions(c.Input.Options)
-		t.Run(c.Name, func(t *testing.T) {
-			var payload any
-			if err := json.Unmarshal([]byte(c.Input.PayloadText), &payload); err != nil {
-				t.Fatalf("payloadText: %v", err)
-			}
-			max := defaultPayloadBytes
-			if c.Input.MaxPayloadBytes != nil {
-				max = *c.Input.MaxPayloadBytes
-			}
-			ran++
-			n, err := normalize(typ, payload, opts, max, "", "", time.Now())
-			if c.Expect.Error != nil {
-				want := []ValidationIssue{}
-				for _, i := range c.Expect.Error.Issues {
-					if !zero[i.Option] {
-						want = append(want, i)
+	// Every case runs twice: the payload as Go values and as a json.RawMessage. Cases whose input
+	// Go cannot state are not run (they are not skipped tests: Go's types rule the input out):
+	// loneSurrogate outside the payload (a Go string cannot hold an unpaired UTF-16 surrogate;
+	// encoding/json turns it into U+FFFD), optionShape (Go's typed options cannot take another
+	// shape), a type that is not a string, and as Go values a number no float64 holds (1e400).
+	for _, form := range payloadForms {
+		form := form
+		t.Run(form.name, func(t *testing.T) {
+			ran, zeroCases := 0, 0
+			var inexpressible []string
+			for _, c := range f.Cases {
+				c := c
+				reason := goCannotState(c, form.asText)
+				var payload any
+				if reason == "" {
+					payload, reason = form.of(c.Input.PayloadText)
+				}
+				if reason != "" {
+					inexpressible = append(inexpressible, c.Name+" ("+reason+")")
+					continue
+				}
+				ran++
+				t.Run(c.Name, func(t *testing.T) {
+					if checkCase(t, f, secret, c, payload, goRuleFor(form, c)) {
+						zeroCases++
 					}
-				}
-				if len(want) < len(c.Expect.Error.Issues) {
-					zeroCases++ // a zero value is "not given" in Go: its issue is not expected
-				}
-				if len(want) == 0 {
-					if err != nil {
-						t.Fatalf("Go reads the zero values %v as not given, so the request is valid; got %v", zero, err)
-					}
-					return
-				}
-				v, ok := err.(*EnqueueValidationError)
-				if !ok {
-					t.Fatalf("want issues %+v, got %v", want, err)
-				}
-				if !reflect.DeepEqual(v.Issues, want) {
-					t.Fatalf("issues:\n got %+v\nwant %+v", v.Issues, want)
-				}
-				return
+				})
 			}
-			if err != nil {
-				t.Fatalf("want ok, got %v", err)
+			t.Logf("conformance (%s): %d cases checked, %d with Go zero values read as not given; not stated in Go: %v", form.name, ran, zeroCases, inexpressible)
+			if ran+len(inexpressible) != len(f.Cases) {
+				t.Fatalf("%d cases checked and %d not stated, of %d", ran, len(inexpressible), len(f.Cases))
 			}
-			e := c.Expect.OK
-			check := func(what string, got, want any) {
-				t.Helper()
-				if !reflect.DeepEqual(got, want) {
-					t.Errorf("%s: got %#v, want %#v", what, got, want)
-				}
-			}
-			check("payloadCanonical", n.PayloadJSON, e.PayloadCanonical)
-			check("payloadBytes", n.payloadBytes, e.PayloadBytes)
-			check("type", n.Type, e.Type)
-			check("queue", n.Queue, e.Queue)
-			check("maxAttempts", n.MaxAttempts, e.MaxAttempts)
-			check("tags", n.Tags, e.Tags)
-			var compact bytes.Buffer
-			_ = json.Compact(&compact, e.RetryPolicy)
-			check("retryPolicy", n.RetryPolicy.json(), compact.String())
-			check("executionTimeoutMs", n.ExecutionTimeoutMs, e.ExecutionTimeoutMs)
-			check("concurrencyKey", n.ConcurrencyKey, e.ConcurrencyKey)
-			isoOrNil := func(p *time.Time) *string {
-				if p == nil {
-					return nil
-				}
-				s := isoMillis(*p)
-				return &s
-			}
-			check("runAt", isoOrNil(n.RunAt), e.RunAt)
-			check("deadline", isoOrNil(n.Deadline), e.Deadline)
-			check("source", nonEmpty(n.Source), e.Source)
-			if (n.Keyed == nil) != (e.Keyed == nil) {
-				t.Fatalf("keyed: got %v, want %v", n.Keyed, e.Keyed)
-			}
-			if k := n.Keyed; k != nil {
-				k.Key = identify(secret, false, k.Scope, k.key)
-				w := e.Keyed
-				check("mode", k.Mode, w.Mode)
-				check("scope", k.Key.Scope, w.Scope)
-				check("keyHash", hex.EncodeToString(k.Key.KeyHash), w.KeyHash)
-				check("legacyKeyHash", hex.EncodeToString(LegacyKeyHash(k.Scope, k.key)), w.LegacyKeyHash)
-				check("keyDigest", k.Key.KeyDigest, w.KeyDigest)
-				check("keyPreview", k.Key.KeyPreview, w.KeyPreview)
-				check("keyLength", k.Key.KeyLength, w.KeyLength)
-				check("ttlMs", k.TTLMs, w.TTLMs)
-				check("schedule", k.Schedule, w.Schedule)
-				check("maxWaitMs", k.MaxWaitMs, w.MaxWaitMs)
-				check("fieldDigests", hex.EncodeToString(k.FieldDigests), w.FieldDigests)
-			}
-			// The enqueue_one parameters of a retry (every parameter), as the file lists them. The
-			// payload is compared in its canonical text (the TypeScript core sends JavaScript's key
-			// order, Go sends jsonb's; PostgreSQL stores both the same).
-			_, values := oneStatement(n, f.JobID, false, true)
-			for i, p := range f.Params {
-				got, want := paramText(values[i]), e.Params[p.Name]
-				if p.Name == "p_payload" {
-					want = e.PayloadCanonical
-				}
-				check(p.Name, got, want)
+			if ran < 100 {
+				t.Fatalf("only %d cases ran", ran)
 			}
 		})
 	}
-	t.Logf("conformance: %d cases checked, %d with Go zero values read as not given; not stated in Go: %v", ran, zeroCases, inexpressible)
-	if ran+len(inexpressible) != len(f.Cases) {
-		t.Fatalf("%d cases checked and %d not stated, of %d", ran, len(inexpressible), len(f.Cases))
+}
+
+// checkCase normalizes one case and compares everything with the file (or with `goRule` when Go's
+// own rules answer otherwise). It returns whether a Go zero value ("not given") dropped an issue.
+func checkCase(t *testing.T, f conformanceFile, secret []byte, c conformanceCase, payload any, goRule []ValidationIssue) (zeroCase bool) {
+	t.Helper()
+	opts, zero, _ := caseOptions(c.Input.Options)
+	max := defaultPayloadBytes
+	if c.Input.MaxPayloadBytes != nil {
+		max = *c.Input.MaxPayloadBytes
 	}
-	if ran < 100 {
-		t.Fatalf("only %d cases ran", ran)
+	typ, _ := c.typeString()
+	n, err := normalize(typ, payload, opts, max, "", "", time.Now())
+	if c.Expect.Error != nil || goRule != nil {
+		want := []ValidationIssue{}
+		if goRule != nil {
+			want = goRule
+		} else {
+			for _, i := range c.Expect.Error.Issues {
+				if !zero[i.Option] {
+					want = append(want, i)
+				}
+			}
+			zeroCase = len(want) < len(c.Expect.Error.Issues) // a zero value is "not given" in Go
+		}
+		if len(want) == 0 {
+			if err != nil {
+				t.Fatalf("Go reads the zero values %v as not given, so the request is valid; got %v", zero, err)
+			}
+			return zeroCase
+		}
+		v, ok := err.(*EnqueueValidationError)
+		if !ok {
+			t.Fatalf("want issues %+v, got %v", want, err)
+		}
+		if !reflect.DeepEqual(v.Issues, want) {
+			t.Fatalf("issues:\n got %+v\nwant %+v", v.Issues, want)
+		}
+		return zeroCase
+	}
+	if err != nil {
+		t.Fatalf("want ok, got %v", err)
+	}
+	e := c.Expect.OK
+	check := func(what string, got, want any) {
+		t.Helper()
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: got %#v, want %#v", what, got, want)
+		}
+	}
+	check("payloadCanonical", n.PayloadJSON, e.PayloadCanonical)
+	check("payloadBytes", n.payloadBytes, e.PayloadBytes)
+	check("type", n.Type, e.Type)
+	check("queue", n.Queue, e.Queue)
+	check("maxAttempts", n.MaxAttempts, e.MaxAttempts)
+	check("tags", n.Tags, e.Tags)
+	var compact bytes.Buffer
+	_ = json.Compact(&compact, e.RetryPolicy)
+	check("retryPolicy", n.RetryPolicy.json(), compact.String())
+	check("executionTimeoutMs", n.ExecutionTimeoutMs, e.ExecutionTimeoutMs)
+	check("concurrencyKey", n.ConcurrencyKey, e.ConcurrencyKey)
+	isoOrNil := func(p *time.Time) *string {
+		if p == nil {
+			return nil
+		}
+		s := isoMillis(*p)
+		return &s
+	}
+	check("runAt", isoOrNil(n.RunAt), e.RunAt)
+	check("deadline", isoOrNil(n.Deadline), e.Deadline)
+	check("source", nonEmpty(n.Source), e.Source)
+	if (n.Keyed == nil) != (e.Keyed == nil) {
+		t.Fatalf("keyed: got %v, want %v", n.Keyed, e.Keyed)
+	}
+	if k := n.Keyed; k != nil {
+		k.Key = identify(secret, false, k.Scope, k.key)
+		w := e.Keyed
+		check("mode", k.Mode, w.Mode)
+		check("scope", k.Key.Scope, w.Scope)
+		check("keyHash", hex.EncodeToString(k.Key.KeyHash), w.KeyHash)
+		check("legacyKeyHash", hex.EncodeToString(LegacyKeyHash(k.Scope, k.key)), w.LegacyKeyHash)
+		check("keyDigest", k.Key.KeyDigest, w.KeyDigest)
+		check("keyPreview", k.Key.KeyPreview, w.KeyPreview)
+		check("keyLength", k.Key.KeyLength, w.KeyLength)
+		check("ttlMs", k.TTLMs, w.TTLMs)
+		check("schedule", k.Schedule, w.Schedule)
+		check("maxWaitMs", k.MaxWaitMs, w.MaxWaitMs)
+		check("fieldDigests", hex.EncodeToString(k.FieldDigests), w.FieldDigests)
+	}
+	// The enqueue_one parameters of a retry (every parameter), as the file lists them. The
+	// payload is compared in its canonical text (the TypeScript core sends JavaScript's key
+	// order, Go sends jsonb's; PostgreSQL stores both the same).
+	_, values := oneStatement(n, f.JobID, false, true)
+	for i, p := range f.Params {
+		got, want := paramText(values[i]), e.Params[p.Name]
+		if p.Name == "p_payload" {
+			want = e.PayloadCanonical
+		}
+		check(p.Name, got, want)
+	}
+	return false
+}
+
+// Key previews hide control and format characters by one table every client shares
+// (sdk/conformance/key-preview-hidden.json), not by the Unicode version of Go's unicode package.
+func TestConformanceKeyPreviewTable(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(repoRoot, "sdk", "conformance", "key-preview-hidden.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table struct {
+		UnicodeVersion string      `json:"unicodeVersion"`
+		Ranges         [][2]string `json:"ranges"`
+	}
+	if err := json.Unmarshal(data, &table); err != nil {
+		t.Fatal(err)
+	}
+	var want, got [][2]rune
+	for _, r := range table.Ranges {
+		var lo, hi rune
+		fmt.Sscanf(r[0], "%x", &lo)
+		fmt.Sscanf(r[1], "%x", &hi)
+		want = append(want, [2]rune{lo, hi})
+	}
+	for _, r := range keyPreviewHidden.R16 {
+		got = append(got, [2]rune{rune(r.Lo), rune(r.Hi)})
+	}
+	for _, r := range keyPreviewHidden.R32 {
+		got = append(got, [2]rune{rune(r.Lo), rune(r.Hi)})
+	}
+	if keyPreviewUnicodeVersion != table.UnicodeVersion || !reflect.DeepEqual(got, want) {
+		t.Fatalf("key_preview_table.go (Unicode %s) is not sdk/conformance/key-preview-hidden.json (Unicode %s): run npx tsx scripts/key-preview-table.ts",
+			keyPreviewUnicodeVersion, table.UnicodeVersion)
+	}
+	previewOf := func(r rune) string { return KeyPreviewOf(string(r) + "bcdefghi") } // 9 code points: 3 shown
+	for _, r := range want {
+		if previewOf(r[0]) != "\uFFFDbc…" || previewOf(r[1]) != "\uFFFDbc…" {
+			t.Errorf("U+%04X..U+%04X: previews %q and %q, want U+FFFD", r[0], r[1], previewOf(r[0]), previewOf(r[1]))
+		}
+		if r[0] > 0 && strings.ContainsRune(previewOf(r[0]-1), '\uFFFD') {
+			t.Errorf("U+%04X is hidden, outside the table", r[0]-1)
+		}
+		if strings.ContainsRune(previewOf(r[1]+1), '\uFFFD') {
+			t.Errorf("U+%04X is hidden, outside the table", r[1]+1)
+		}
 	}
 }

@@ -45,7 +45,8 @@ func KeyLengthOf(key string) int { return utf8Chars(key) }
 
 // KeyPreviewOf is the bounded, redacted preview: the first min(8, floor(n/3)) code points, then
 // "…"; keys under 3 code points preview as "…". Control and format characters in the shown part
-// become U+FFFD. The tail of a key is never shown.
+// (General_Category Cc and Cf by the table every client shares, sdk/conformance/key-preview-hidden.json,
+// whatever Unicode version Go's unicode package has) become U+FFFD. The tail of a key is never shown.
 func KeyPreviewOf(key string) string {
 	runes := []rune(key)
 	shown := len(runes) / 3
@@ -54,7 +55,7 @@ func KeyPreviewOf(key string) string {
 	}
 	var b strings.Builder
 	for _, r := range runes[:shown] {
-		if unicode.Is(unicode.Cc, r) || unicode.Is(unicode.Cf, r) {
+		if unicode.Is(keyPreviewHidden, r) {
 			r = '\uFFFD'
 		}
 		b.WriteRune(r)

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from workhorse._input import RequestConfig, iso, normalize_request, one_values
-from workhorse._keys import legacy_key_hash
+from workhorse._key_preview_table import HIDDEN_RANGES, UNICODE_VERSION
+from workhorse._keys import key_preview, legacy_key_hash
 from workhorse.errors import EnqueueValidationError
 
 FILE = json.loads((Path(__file__).parents[2] / "conformance" / "enqueue.json").read_text(encoding="utf-8"))
@@ -96,3 +97,26 @@ def test_case(case: dict[str, Any]) -> None:
     assert got.pop("p_payload") == ok["payloadCanonical"]
     want.pop("p_payload")
     assert got == want
+
+
+# Key previews hide control and format characters by one table every client shares
+# (sdk/conformance/key-preview-hidden.json), not by unicodedata's Unicode version.
+TABLE = json.loads((Path(__file__).parents[2] / "conformance" / "key-preview-hidden.json").read_text(encoding="utf-8"))
+TABLE_RANGES = [(int(a, 16), int(b, 16)) for a, b in TABLE["ranges"]]
+
+
+def test_key_preview_table_is_the_conformance_table() -> None:
+    assert UNICODE_VERSION == TABLE["unicodeVersion"]
+    assert list(HIDDEN_RANGES) == TABLE_RANGES
+
+
+def test_key_preview_hides_the_table_and_shows_what_is_beside_it() -> None:
+    def preview_of(cp: int) -> str:
+        return key_preview(chr(cp) + "bcdefghi")  # 9 code points: 3 shown
+
+    for first, last in TABLE_RANGES:
+        assert preview_of(first) == "\ufffdbc…"
+        assert preview_of(last) == "\ufffdbc…"
+        if first > 0:
+            assert "\ufffd" not in preview_of(first - 1)
+        assert "\ufffd" not in preview_of(last + 1)

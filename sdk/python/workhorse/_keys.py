@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
 import hashlib
 import hmac
-import unicodedata
+
+from ._key_preview_table import HIDDEN_RANGES
 
 SEPARATOR = b"\x1f"
 SECRET_BYTES = 32
@@ -30,10 +32,23 @@ def key_length(key: str) -> int:
     return len(key)
 
 
+_FIRSTS = [first for first, _ in HIDDEN_RANGES]
+
+
+def _hidden(c: str) -> bool:
+    """In the shared table (sdk/conformance/key-preview-hidden.json), whatever unicodedata's version."""
+    i = bisect_right(_FIRSTS, ord(c)) - 1
+    return i >= 0 and ord(c) <= HIDDEN_RANGES[i][1]
+
+
 def key_preview(key: str) -> str:
-    """The first min(8, n // 3) code points (control and format characters as U+FFFD), then '…'."""
+    """The first min(8, n // 3) code points, then '…'.
+
+    Control and format characters (General_Category Cc and Cf by the table every client shares,
+    sdk/conformance/key-preview-hidden.json, not by unicodedata) are shown as U+FFFD.
+    """
     shown = key[: min(8, len(key) // 3)]
-    return "".join("\ufffd" if unicodedata.category(c) in ("Cc", "Cf") else c for c in shown) + "…"
+    return "".join("\ufffd" if _hidden(c) else c for c in shown) + "…"
 
 
 def parse_secret(value: str | bytes) -> bytes | None:
