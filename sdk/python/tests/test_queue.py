@@ -197,3 +197,44 @@ def test_conflict_is_a_psycopg_free_error(queue: Queue) -> None:
     with pytest.raises(EnqueueIdempotencyConflictError) as caught:
         queue.enqueue("t", 2, opts)
     assert isinstance(caught.value.__cause__, psycopg.Error)
+
+
+def test_replay_and_conflict_reach_the_observation_log(pool) -> None:  # type: ignore[no-untyped-def]
+    q = Queue(pool, source="py-observer")
+    k = key()
+    opts = EnqueueOptions(queue="observed", idempotency=Idempotency(key=k, scope="obs"))
+    first = q.enqueue_with_result("t", {"amount": 1}, opts)
+    q.enqueue("t", {"amount": 1}, opts)
+    with pytest.raises(EnqueueIdempotencyConflictError) as caught:
+        q.enqueue("t", {"amount": 2}, EnqueueOptions(queue="observed", idempotency=Idempotency(key=k, scope="obs"), max_attempts=3))
+    c = caught.value
+    with pool.connection() as conn:
+        rows = conn.execute(
+            """select outcome, queue, type, scope, key_preview, key_digest, key_length, job_id::text, conflicting_fields,
+                      payload_paths, stored_request_digest, rejected_request_digest, source
+                 from workhorse.enqueue_observation where job_id = %s::uuid order by id""",
+            (first.job_id,),
+        ).fetchall()
+    assert [r[0] for r in rows] == ["replayed", "conflict"]
+    assert rows[1] == (
+        "conflict", "observed", "t", "obs", first.key_preview, first.key_digest, first.key_length, first.job_id,
+        ["maxAttempts", "payload"], ["$.amount"], c.stored_request_digest, c.rejected_request_digest, "py-observer",
+    )  # fmt: skip
+    assert k not in str(rows)
+
+
+def test_a_conflict_inside_a_batch_is_observed_for_its_request(pool) -> None:  # type: ignore[no-untyped-def]
+    q = Queue(pool)
+    k = key()
+    first = q.enqueue("t", 1, EnqueueOptions(queue="observed", idempotency=Idempotency(key=k)))
+    with pytest.raises(EnqueueIdempotencyConflictError):
+        q.enqueue_many([
+            EnqueueRequest("other", 0, EnqueueOptions(queue="elsewhere")),
+            EnqueueRequest("t", 2, EnqueueOptions(queue="observed", idempotency=Idempotency(key=k))),
+        ])  # fmt: skip
+    with pool.connection() as conn:
+        rows = conn.execute(
+            "select outcome, queue, type, conflicting_fields from workhorse.enqueue_observation where job_id = %s::uuid",
+            (first,),
+        ).fetchall()
+    assert rows == [("conflict", "observed", "t", ["payload"])]

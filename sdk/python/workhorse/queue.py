@@ -330,7 +330,10 @@ class Queue:
                     rows = conn.execute(_BATCH_SQL, _batch_values(requests, ids, retry)).fetchall()
                 return rows
         except psycopg.Error as err:
-            raise _translate(err, requests) from err
+            translated = _translate(err, requests)
+            if isinstance(translated, EnqueueIdempotencyConflictError):
+                self._observe([_conflict_observation(translated, requests[translated.ordinal - 1])])
+            raise translated from err
 
     def _report(self, requests: list[Normalized], ids: list[str], rows: list[tuple[Any, ...]], retried: bool) -> list[EnqueueResult]:
         results: list[EnqueueResult | None] = [None] * len(requests)
@@ -485,6 +488,14 @@ def _batch_values(requests: list[Normalized], ids: list[str], retry: bool) -> li
         [k.max_wait_ms if k and k.mode == "debounce" else None for k in ks] if debounce else None,
         retry,
     ]
+
+
+def _conflict_observation(c: EnqueueIdempotencyConflictError, req: Normalized) -> tuple[Any, ...]:
+    """The observation row of a conflict (the columns of _OBSERVATION_SQL), as the TypeScript core records it."""
+    return (
+        "conflict", None, req.queue, req.type, c.scope, c.key_preview, c.key_digest, c.key_length, c.existing_job_id,
+        c.conflicting_fields, c.payload_paths, c.stored_request_digest, c.rejected_request_digest, req.source,
+    )  # fmt: skip
 
 
 def _translate(err: psycopg.Error, requests: list[Normalized]) -> Exception:
