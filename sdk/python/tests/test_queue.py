@@ -238,3 +238,53 @@ def test_a_conflict_inside_a_batch_is_observed_for_its_request(pool) -> None:  #
             (first,),
         ).fetchall()
     assert rows == [("conflict", "observed", "t", ["payload"])]
+
+
+def test_none_is_refused_as_typescript_refuses_null_and_absence_is_the_default(queue: Queue) -> None:
+    before = count_jobs(queue, "nulls")
+    cases = [
+        (EnqueueOptions(queue=None), "options.queue", "must be a string of 1..128 characters"),  # type: ignore[arg-type]
+        (EnqueueOptions(queue="nulls", max_attempts=None), "options.maxAttempts", "must be an integer 1..1000"),  # type: ignore[arg-type]
+        (EnqueueOptions(queue="nulls", idempotency=Idempotency(key=key(), ttl_ms=None)), "options.idempotency.ttlMs",  # type: ignore[arg-type]
+         "must be an integer number of milliseconds, 1..31536000000"),
+        (EnqueueOptions(queue="nulls", idempotency=Idempotency(key=key(), scope=None)), "options.idempotency.scope",  # type: ignore[arg-type]
+         "must be a string of 1..256 UTF-8 bytes"),
+        (EnqueueOptions(queue="nulls", throttle=Throttle(key=key(), window_ms=5, scope=None)), "options.throttle.scope",  # type: ignore[arg-type]
+         "must be a string of 1..256 UTF-8 bytes"),
+        (EnqueueOptions(queue="nulls", idempotency=None), "options.idempotency", "must be a plain object"),  # type: ignore[arg-type]
+        ({"queue": None}, "options.queue", "must be a string of 1..128 characters"),
+        ({"queue": "nulls", "maxAttempts": None}, "options.maxAttempts", "must be an integer 1..1000"),
+        ({"queue": "nulls", "idempotency": {"key": key(), "ttlMs": None}}, "options.idempotency.ttlMs",
+         "must be an integer number of milliseconds, 1..31536000000"),
+        ({"queue": "nulls", "idempotency": {"key": key(), "scope": None}}, "options.idempotency.scope",
+         "must be a string of 1..256 UTF-8 bytes"),
+    ]  # fmt: skip
+    for opts, option, rule in cases:
+        with pytest.raises(EnqueueValidationError) as caught:
+            queue.enqueue("t", {}, opts)
+        assert [(i.option, i.rule) for i in caught.value.issues] == [(option, rule)], opts
+    assert count_jobs(queue, "nulls") == before
+    # Left out, each takes its default (options=None is no options at all, as TypeScript's null options).
+    k = key()
+    job = queue.get_job(queue.enqueue("t", {}, EnqueueOptions(queue="nulls", idempotency=Idempotency(key=k))))
+    assert job is not None and (job.queue, job.max_attempts) == ("nulls", 25)
+    binding = queue.find_binding(k)
+    assert binding is not None and (binding.scope, binding.ttl_ms) == ("default", 86_400_000)
+    assert queue.get_job(queue.enqueue("t", {}, None)) is not None
+
+
+def test_an_integer_too_long_for_text_is_a_typed_error(queue: Queue) -> None:
+    before = count_jobs(queue, "huge")
+    for payload, path in [({"n": 10**5000}, "$.n"), ([1, -(10**5000)], "$[1]"), (10**5000, "$")]:
+        with pytest.raises(EnqueueValidationError) as caught:
+            queue.enqueue("t", payload, EnqueueOptions(queue="huge"))
+        assert caught.value.option == "payload" and caught.value.issues[0].path == path, caught.value
+    # An option of 10**5000 is out of its bounds, and the rule that quotes windowMs still writes a message.
+    with pytest.raises(EnqueueValidationError) as caught:
+        queue.enqueue("t", {}, {"queue": "huge", "debounce": {"key": key(), "windowMs": 10**5000, "maxWaitMs": 5}})
+    assert [i.option for i in caught.value.issues] == ["options.debounce.windowMs", "options.debounce.maxWaitMs"]
+    assert count_jobs(queue, "huge") == before
+    # The longest integer Python writes as text is stored exactly.
+    digits = int("9" * 4300)
+    job = queue.get_job(queue.enqueue("t", [digits], EnqueueOptions(queue="huge")))
+    assert job is not None and job.payload == [digits]
