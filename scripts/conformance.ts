@@ -20,7 +20,8 @@ const JOB_ID = "01890000-0000-7000-8000-000000000001";
 /** What a case may need that not every language can express; a client skips the cases it cannot. */
 type Need =
   | "loneSurrogate" // a string holding an unpaired UTF-16 surrogate
-  | "optionShape"; // options given as something other than the documented names and types
+  | "optionShape" // options given as something other than the documented names and types
+  | "explicitNull"; // an option given as null (Python None); Go's typed options have no null
 
 interface CaseInput {
   type: unknown;
@@ -293,6 +294,38 @@ keyCase("key preview: U+0890 is a format character", "\u0890pound-mark-key");
 keyCase("key preview: U+13439 is a format character", "ab\u{13439}c\u{1343f}-hieroglyph-format-key");
 keyCase("key preview: U+E0020 (a tag) is a format character", "\u{e0020}\u{e007f}tag-characters-key");
 // --- end: payload text every client reads alike, and key previews by one shared table -----------
+// --- null is not "not given" (begin) ---------------------------------------------------------
+// One rule for every client: an option left out takes its default; an option given as null
+// (Python None, in a mapping or a dataclass field) is refused by that option's rule, naming it.
+// Go's typed options cannot hold null (a zero value is left out), so Go does not run these.
+const nullCase = (name: string, options: Record<string, unknown>) => opt(name, options, ["explicitNull"]);
+nullCase("null: queue", { queue: null });
+nullCase("null: runAt", { runAt: null });
+nullCase("null: maxAttempts", { maxAttempts: null });
+nullCase("null: retryPolicy", { retryPolicy: null });
+nullCase("null: retryPolicy delayMs", { retryPolicy: { type: "fixed", delayMs: null } });
+nullCase("null: deadline", { deadline: null });
+nullCase("null: executionTimeoutMs", { executionTimeoutMs: null });
+nullCase("null: concurrencyKey", { concurrencyKey: null });
+nullCase("null: tags", { tags: null });
+nullCase("null: a tag", { tags: ["a", null] });
+nullCase("null: source", { source: null });
+nullCase("null: idempotency", { idempotency: null });
+nullCase("null: debounce", { debounce: null });
+nullCase("null: throttle", { throttle: null });
+nullCase("null: idempotency key", { idempotency: { key: null } });
+nullCase("null: idempotency scope", { idempotency: { key: "k", scope: null } });
+nullCase("null: idempotency ttlMs", { idempotency: { key: "k", ttlMs: null } });
+nullCase("null: debounce scope, schedule and maxWaitMs", {
+  debounce: { key: "k", windowMs: 5000, scope: null, schedule: null, maxWaitMs: null },
+});
+nullCase("null: throttle windowMs and scope", { throttle: { key: "k", windowMs: null, scope: null } });
+nullCase("null: several options are all named", {
+  queue: null,
+  maxAttempts: null,
+  idempotency: { key: "k", ttlMs: null },
+});
+// --- null is not "not given" (end) -----------------------------------------------------------
 
 // ---------------------------------------------------------------------------------------------
 

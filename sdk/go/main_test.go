@@ -28,6 +28,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if cfg := os.Getenv(workerProcEnv); cfg != "" {
+		os.Exit(workerProcess(cfg)) // this binary run again as a worker process (worker_abandon_test.go)
+	}
 	os.Exit(runTests(m))
 }
 

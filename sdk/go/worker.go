@@ -48,6 +48,9 @@ type ClaimedJob struct {
 // Handler runs one attempt. Its context is cancelled when the attempt must stop (execution timeout,
 // deadline, operator cancel, lost lease, shutdown); job.StopReason() says why. The result is stored
 // as JSON; an error (or a panic) fails the attempt, which is retried by the job's retry policy.
+// A handler that has not returned AbortGrace after its context was cancelled is abandoned: the
+// worker records the outcome without it and frees its slot, and Go cannot stop a goroutine, so the
+// handler's goroutine is left running (whatever it returns later is dropped).
 type Handler func(ctx context.Context, job *ClaimedJob) (any, error)
 
 // Why an attempt's context was cancelled (job.StopReason()).
@@ -159,6 +162,12 @@ type WorkerOptions struct {
 	// ShutdownGrace: how long a stopping worker lets running handlers finish before it cancels their
 	// contexts and gives their jobs back (default 10 s).
 	ShutdownGrace time.Duration
+	// AbortGrace: how long a handler may take to return after its context was cancelled (execution
+	// timeout, deadline, operator cancel, lost lease, shutdown) before it is abandoned: its lease is
+	// no longer renewed, the outcome is recorded (failed with the timeout or deadline, canceled,
+	// released on shutdown; nothing after a lost lease) and its slot is freed, while its goroutine
+	// is left behind (default 5 s, 1ms..1h, as the TypeScript and Python workers' abortGraceMs).
+	AbortGrace time.Duration
 	// DefaultRetryPolicy for jobs without one (default: 1 s, doubling, capped at 1 h).
 	DefaultRetryPolicy *RetryPolicy
 	// WorkerID names this worker in lease tokens (default host/pid/random).
@@ -170,6 +179,8 @@ type WorkerOptions struct {
 // WorkerStats counts what a worker recorded.
 type WorkerStats struct {
 	Claimed, Succeeded, Retried, Failed, Canceled, Released, Stale int
+	// Abandoned: attempts whose handler had not returned AbortGrace after its context was cancelled.
+	Abandoned int
 }
 
 // Worker claims due jobs with leases and runs their handlers.
@@ -183,6 +194,7 @@ type Worker struct {
 	heartbeatIvl  time.Duration
 	poll          time.Duration
 	grace         time.Duration
+	abortGrace    time.Duration
 	defaultPolicy string
 	workerID      string
 	onError       func(error)
@@ -203,7 +215,7 @@ func NewWorker(pool *pgxpool.Pool, o WorkerOptions) (*Worker, error) {
 		return nil, newValidationError(ValidationIssue{Option: "handlers", Rule: "must name at least one job type"})
 	}
 	w := &Worker{pool: pool, handlers: o.Handlers, queues: o.Queues, concurrency: o.Concurrency, lease: o.Lease,
-		heartbeatIvl: o.HeartbeatInterval, poll: o.PollInterval, grace: o.ShutdownGrace, workerID: o.WorkerID,
+		heartbeatIvl: o.HeartbeatInterval, poll: o.PollInterval, grace: o.ShutdownGrace, abortGrace: o.AbortGrace, workerID: o.WorkerID,
 		onError: o.OnError, running: map[string]*ClaimedJob{}, wake: make(chan struct{}, 1)}
 	for t := range o.Handlers {
 		w.types = append(w.types, t)
@@ -226,6 +238,9 @@ func NewWorker(pool *pgxpool.Pool, o WorkerOptions) (*Worker, error) {
 	if w.grace == 0 {
 		w.grace = 10 * time.Second
 	}
+	if w.abortGrace == 0 {
+		w.abortGrace = 5 * time.Second
+	}
 	switch {
 	case w.concurrency < 1 || w.concurrency > 1000:
 		return nil, newValidationError(ValidationIssue{Option: "concurrency", Rule: "must be 1..1000"})
@@ -233,6 +248,8 @@ func NewWorker(pool *pgxpool.Pool, o WorkerOptions) (*Worker, error) {
 		return nil, newValidationError(ValidationIssue{Option: "lease", Rule: "must be 200ms..24h"})
 	case w.heartbeatIvl <= 0 || w.heartbeatIvl >= w.lease:
 		return nil, newValidationError(ValidationIssue{Option: "heartbeatInterval", Rule: "must be above 0 and below lease"})
+	case w.abortGrace < time.Millisecond || w.abortGrace > time.Hour:
+		return nil, newValidationError(ValidationIssue{Option: "abortGrace", Rule: "must be 1ms..1h"})
 	}
 	var is issues
 	for _, q := range w.queues {
@@ -289,7 +306,8 @@ func (w *Worker) report(err error) {
 // Run claims and runs jobs until ctx is cancelled, then stops gracefully: it claims nothing more,
 // lets running handlers finish for ShutdownGrace, then cancels their contexts (ErrWorkerStopping)
 // and gives their jobs back (ready again, the attempt not counted). It returns when every attempt
-// is settled.
+// is settled: at most ShutdownGrace + AbortGrace (and the release writes) after ctx is cancelled,
+// since a handler that ignores its context is abandoned after AbortGrace (its goroutine left running).
 func (w *Worker) Run(ctx context.Context) error {
 	var handlers sync.WaitGroup
 	bg, stopBackground := context.WithCancel(context.Background())
@@ -553,11 +571,7 @@ func (w *Worker) runAttempt(j *ClaimedJob) {
 	w.mu.Lock()
 	w.running[j.ID] = j
 	w.mu.Unlock()
-	defer func() {
-		w.mu.Lock()
-		delete(w.running, j.ID)
-		w.mu.Unlock()
-	}()
+	defer w.forget(j)
 	if ms := j.ExecutionTimeoutMs; ms != nil {
 		t := time.AfterFunc(time.Duration(*ms)*time.Millisecond, func() { j.interrupt(ErrExecutionTimeout) })
 		defer t.Stop()
@@ -566,14 +580,39 @@ func (w *Worker) runAttempt(j *ClaimedJob) {
 		t := time.AfterFunc(time.Until(*d), func() { j.interrupt(ErrDeadlineExceeded) })
 		defer t.Stop()
 	}
-	result, err := func() (result any, err error) {
+	type returned struct {
+		result any
+		err    error
+	}
+	// Buffered: an abandoned handler's late return goes nowhere and its goroutine ends.
+	done := make(chan returned, 1)
+	go func() {
+		var r returned
 		defer func() {
 			if p := recover(); p != nil {
-				err = panicError{p}
+				r.err = panicError{p}
 			}
+			done <- r
 		}()
-		return w.handlers[j.Type](ctx, j)
+		r.result, r.err = w.handlers[j.Type](ctx, j)
 	}()
+	var r returned
+	select {
+	case r = <-done:
+	case <-ctx.Done(): // interrupted: the handler has AbortGrace to return
+		t := time.NewTimer(w.abortGrace)
+		select {
+		case r = <-done:
+		case <-t.C:
+			// Abandoned: no more heartbeats for it; the outcome is recorded below by its stop reason.
+			w.forget(j)
+			w.count(func(s *WorkerStats) { s.Abandoned++ })
+			r.err = fmt.Errorf("workhorse: the handler did not return within AbortGrace (%v) after its context was cancelled (%w); it was abandoned", w.abortGrace, j.StopReason())
+			w.report(r.err)
+		}
+		t.Stop()
+	}
+	result, err := r.result, r.err
 	write, cancelWrite := context.WithTimeout(context.Background(), w.lease)
 	defer cancelWrite()
 	stop := j.StopReason()
@@ -635,6 +674,16 @@ func (w *Worker) runAttempt(j *ClaimedJob) {
 		}
 		w.fail(write, j, err, cause)
 	}
+}
+
+// forget stops heartbeating an attempt. Only this attempt: once its outcome is written, a retry of
+// the same job may already run here under the same id.
+func (w *Worker) forget(j *ClaimedJob) {
+	w.mu.Lock()
+	if w.running[j.ID] == j {
+		delete(w.running, j.ID)
+	}
+	w.mu.Unlock()
 }
 
 func (w *Worker) fail(ctx context.Context, j *ClaimedJob, err error, cause string) {

@@ -213,6 +213,9 @@ func TestWorkerOptionsAreChecked(t *testing.T) {
 	if _, err := NewWorker(pool, WorkerOptions{Handlers: h, Lease: time.Second, HeartbeatInterval: 2 * time.Second}); !errors.As(err, &v) || v.Option != "heartbeatInterval" {
 		t.Fatalf("%v", err)
 	}
+	if _, err := NewWorker(pool, WorkerOptions{Handlers: h, AbortGrace: -time.Second}); !errors.As(err, &v) || v.Option != "abortGrace" {
+		t.Fatalf("%v", err)
+	}
 }
 
 func TestWorkerOperatorCancelAndLostLease(t *testing.T) {

@@ -42,7 +42,7 @@ def main() -> int:
                 f"fields [{', '.join(err.conflicting_fields)}], payload paths [{', '.join(err.payload_paths or [])}], "
                 f"key {err.key_preview} (digest {err.key_digest})"
             )
-        assert options.idempotency is not None
+        assert isinstance(options.idempotency, Idempotency)
         binding = queue.find_binding(options.idempotency.key, scope=options.idempotency.scope)
         assert binding is not None
         print(

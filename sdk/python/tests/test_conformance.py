@@ -16,8 +16,9 @@ from workhorse.errors import EnqueueValidationError
 
 FILE = json.loads((Path(__file__).parents[2] / "conformance" / "enqueue.json").read_text(encoding="utf-8"))
 CASES = FILE["cases"]
-# Python can hold every case's input: lone surrogates in str, and options as a mapping of the TypeScript names.
-SUPPORTED_NEEDS = {"loneSurrogate", "optionShape"}
+# Python can hold every case's input: lone surrogates in str, options as a mapping of the TypeScript names, and
+# None for null.
+SUPPORTED_NEEDS = {"loneSurrogate", "optionShape", "explicitNull"}
 
 
 def parse_payload(text: str) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timezone
 import os
 import signal
@@ -12,6 +13,7 @@ import uuid
 import pytest
 
 from workhorse import (
+    UNSET,
     Debounce,
     EnqueueIdempotencyConflictError,
     EnqueueOptions,
@@ -95,7 +97,8 @@ def test_throttle_coalesces_across_languages(queue: Queue, database_url: str) ->
     key = f"user-{uuid.uuid4()}"
     first = ts(database_url, key, "mail", PAYLOAD_TS, mode="throttle")["result"]
     opts = py_options(key, "mail")
-    opts = EnqueueOptions(**{**opts.__dict__, "idempotency": None, "throttle": Throttle(key=key, scope="mail", window_ms=60_000)})
+    # UNSET leaves idempotency out (None would be refused, as TypeScript refuses null).
+    opts = replace(opts, idempotency=UNSET, throttle=Throttle(key=key, scope="mail", window_ms=60_000))
     again = queue.enqueue_with_result("invoice.capture", PAYLOAD_PY, opts)
     assert (again.outcome, again.job_id) == ("coalesced", first["jobId"])
 

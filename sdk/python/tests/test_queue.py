@@ -197,3 +197,94 @@ def test_conflict_is_a_psycopg_free_error(queue: Queue) -> None:
     with pytest.raises(EnqueueIdempotencyConflictError) as caught:
         queue.enqueue("t", 2, opts)
     assert isinstance(caught.value.__cause__, psycopg.Error)
+
+
+def test_replay_and_conflict_reach_the_observation_log(pool) -> None:  # type: ignore[no-untyped-def]
+    q = Queue(pool, source="py-observer")
+    k = key()
+    opts = EnqueueOptions(queue="observed", idempotency=Idempotency(key=k, scope="obs"))
+    first = q.enqueue_with_result("t", {"amount": 1}, opts)
+    q.enqueue("t", {"amount": 1}, opts)
+    with pytest.raises(EnqueueIdempotencyConflictError) as caught:
+        q.enqueue("t", {"amount": 2}, EnqueueOptions(queue="observed", idempotency=Idempotency(key=k, scope="obs"), max_attempts=3))
+    c = caught.value
+    with pool.connection() as conn:
+        rows = conn.execute(
+            """select outcome, queue, type, scope, key_preview, key_digest, key_length, job_id::text, conflicting_fields,
+                      payload_paths, stored_request_digest, rejected_request_digest, source
+                 from workhorse.enqueue_observation where job_id = %s::uuid order by id""",
+            (first.job_id,),
+        ).fetchall()
+    assert [r[0] for r in rows] == ["replayed", "conflict"]
+    assert rows[1] == (
+        "conflict", "observed", "t", "obs", first.key_preview, first.key_digest, first.key_length, first.job_id,
+        ["maxAttempts", "payload"], ["$.amount"], c.stored_request_digest, c.rejected_request_digest, "py-observer",
+    )  # fmt: skip
+    assert k not in str(rows)
+
+
+def test_a_conflict_inside_a_batch_is_observed_for_its_request(pool) -> None:  # type: ignore[no-untyped-def]
+    q = Queue(pool)
+    k = key()
+    first = q.enqueue("t", 1, EnqueueOptions(queue="observed", idempotency=Idempotency(key=k)))
+    with pytest.raises(EnqueueIdempotencyConflictError):
+        q.enqueue_many([
+            EnqueueRequest("other", 0, EnqueueOptions(queue="elsewhere")),
+            EnqueueRequest("t", 2, EnqueueOptions(queue="observed", idempotency=Idempotency(key=k))),
+        ])  # fmt: skip
+    with pool.connection() as conn:
+        rows = conn.execute(
+            "select outcome, queue, type, conflicting_fields from workhorse.enqueue_observation where job_id = %s::uuid",
+            (first,),
+        ).fetchall()
+    assert rows == [("conflict", "observed", "t", ["payload"])]
+
+
+def test_none_is_refused_as_typescript_refuses_null_and_absence_is_the_default(queue: Queue) -> None:
+    before = count_jobs(queue, "nulls")
+    cases = [
+        (EnqueueOptions(queue=None), "options.queue", "must be a string of 1..128 characters"),  # type: ignore[arg-type]
+        (EnqueueOptions(queue="nulls", max_attempts=None), "options.maxAttempts", "must be an integer 1..1000"),  # type: ignore[arg-type]
+        (EnqueueOptions(queue="nulls", idempotency=Idempotency(key=key(), ttl_ms=None)), "options.idempotency.ttlMs",  # type: ignore[arg-type]
+         "must be an integer number of milliseconds, 1..31536000000"),
+        (EnqueueOptions(queue="nulls", idempotency=Idempotency(key=key(), scope=None)), "options.idempotency.scope",  # type: ignore[arg-type]
+         "must be a string of 1..256 UTF-8 bytes"),
+        (EnqueueOptions(queue="nulls", throttle=Throttle(key=key(), window_ms=5, scope=None)), "options.throttle.scope",  # type: ignore[arg-type]
+         "must be a string of 1..256 UTF-8 bytes"),
+        (EnqueueOptions(queue="nulls", idempotency=None), "options.idempotency", "must be a plain object"),  # type: ignore[arg-type]
+        ({"queue": None}, "options.queue", "must be a string of 1..128 characters"),
+        ({"queue": "nulls", "maxAttempts": None}, "options.maxAttempts", "must be an integer 1..1000"),
+        ({"queue": "nulls", "idempotency": {"key": key(), "ttlMs": None}}, "options.idempotency.ttlMs",
+         "must be an integer number of milliseconds, 1..31536000000"),
+        ({"queue": "nulls", "idempotency": {"key": key(), "scope": None}}, "options.idempotency.scope",
+         "must be a string of 1..256 UTF-8 bytes"),
+    ]  # fmt: skip
+    for opts, option, rule in cases:
+        with pytest.raises(EnqueueValidationError) as caught:
+            queue.enqueue("t", {}, opts)
+        assert [(i.option, i.rule) for i in caught.value.issues] == [(option, rule)], opts
+    assert count_jobs(queue, "nulls") == before
+    # Left out, each takes its default (options=None is no options at all, as TypeScript's null options).
+    k = key()
+    job = queue.get_job(queue.enqueue("t", {}, EnqueueOptions(queue="nulls", idempotency=Idempotency(key=k))))
+    assert job is not None and (job.queue, job.max_attempts) == ("nulls", 25)
+    binding = queue.find_binding(k)
+    assert binding is not None and (binding.scope, binding.ttl_ms) == ("default", 86_400_000)
+    assert queue.get_job(queue.enqueue("t", {}, None)) is not None
+
+
+def test_an_integer_too_long_for_text_is_a_typed_error(queue: Queue) -> None:
+    before = count_jobs(queue, "huge")
+    for payload, path in [({"n": 10**5000}, "$.n"), ([1, -(10**5000)], "$[1]"), (10**5000, "$")]:
+        with pytest.raises(EnqueueValidationError) as caught:
+            queue.enqueue("t", payload, EnqueueOptions(queue="huge"))
+        assert caught.value.option == "payload" and caught.value.issues[0].path == path, caught.value
+    # An option of 10**5000 is out of its bounds, and the rule that quotes windowMs still writes a message.
+    with pytest.raises(EnqueueValidationError) as caught:
+        queue.enqueue("t", {}, {"queue": "huge", "debounce": {"key": key(), "windowMs": 10**5000, "maxWaitMs": 5}})
+    assert [i.option for i in caught.value.issues] == ["options.debounce.windowMs", "options.debounce.maxWaitMs"]
+    assert count_jobs(queue, "huge") == before
+    # The longest integer Python writes as text is stored exactly.
+    digits = int("9" * 4300)
+    job = queue.get_job(queue.enqueue("t", [digits], EnqueueOptions(queue="huge")))
+    assert job is not None and job.payload == [digits]

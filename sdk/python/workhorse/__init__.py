@@ -17,6 +17,7 @@ from .errors import (
 )
 from .queue import Queue
 from .types import (
+    UNSET,
     BindingInfo,
     Debounce,
     EnqueueOptions,
@@ -27,6 +28,7 @@ from .types import (
     KeyDescription,
     RetryPolicy,
     Throttle,
+    Unset,
 )
 from .worker import Worker
 from .worker_types import ClaimedJob, FailureCause, WorkerEvent, WorkerStats
@@ -54,6 +56,8 @@ __all__ = [
     "Queue",
     "RetryPolicy",
     "Throttle",
+    "UNSET",
+    "Unset",
     "ValidationIssue",
     "Worker",
     "WorkerConfigError",

@@ -17,8 +17,9 @@ import unicodedata
 from typing import Any
 
 from ._keys import key_digest, key_hash, key_length, key_preview, legacy_key_hash
-from ._payload import encode_payload
+from ._payload import encode_payload, int_too_long
 from .errors import EnqueueValidationError, ValidationIssue
+from .types import UNSET
 
 KEY_BYTES = 512
 SCOPE_BYTES = 256
@@ -72,14 +73,19 @@ def _camel(name: str) -> str:
 
 
 def _as_mapping(value: Any) -> Any:
-    """A dataclass as the mapping of its set fields (camelCase names), recursively; anything else as is."""
+    """A dataclass as the mapping of its given fields (camelCase names), recursively; anything else as
+    is. A field is left out when it holds UNSET, or None where None is its declared default (the
+    fields of a RetryPolicy that its type does not use); an option given as None stays, to be refused."""
     if is_dataclass(value) and not isinstance(value, type):
         out: dict[str, Any] = {}
         for f in fields(value):
             v = getattr(value, f.name)
-            if v is not None:
-                out[_camel(f.name)] = _as_mapping(v)
+            if v is UNSET or (v is None and f.default is None):
+                continue
+            out[_camel(f.name)] = _as_mapping(v)
         return out
+    if isinstance(value, Mapping):
+        return {k: _as_mapping(v) for k, v in value.items() if v is not UNSET}
     return value
 
 
@@ -264,7 +270,7 @@ def _read_options(options: Any, opt_base: str) -> Mapping[str, Any]:
         raise EnqueueValidationError([ValidationIssue(opt_base, "must be a plain object of options")])
     for nested in (*KEY_MODES, "retryPolicy"):
         v = options.get(nested, _MISSING)
-        if v is not _MISSING and v is not None and not isinstance(v, Mapping):
+        if v is not _MISSING and not isinstance(v, Mapping):
             raise EnqueueValidationError([ValidationIssue(f"{opt_base}.{nested}", "must be a plain object")])
     return options
 
@@ -276,7 +282,8 @@ def normalize_request(type_: Any, payload: Any, options: Any, config: RequestCon
     t = _name(type_, type_at, out)
     ob = f"{base}.options" if base else "options"
     o = _read_options(options, ob)
-    present = lambda k: k in o and o[k] is not None  # noqa: E731
+    # Given means present, even as None: None is refused by the option's rule, as TypeScript refuses null.
+    present = lambda k: k in o  # noqa: E731
 
     queue = _name(o["queue"], f"{ob}.queue", out) if present("queue") else None
     run_at = _date(o["runAt"], f"{ob}.runAt", out) if present("runAt") else None
@@ -336,18 +343,18 @@ def normalize_request(type_: Any, payload: Any, options: Any, config: RequestCon
         m = o[mode]
         at = f"{ob}.{mode}"
         got: dict[str, Any] = {"key": _key(m.get("key"), f"{at}.key", out)}
-        got["scope"] = _scope(m["scope"], f"{at}.scope", out) if m.get("scope") is not None else DEFAULT_SCOPE
+        got["scope"] = _scope(m["scope"], f"{at}.scope", out) if "scope" in m else DEFAULT_SCOPE
         if mode == "idempotency":
-            got["ttlMs"] = _window(m["ttlMs"], f"{at}.ttlMs", out) if m.get("ttlMs") is not None else DEFAULT_TTL_MS
+            got["ttlMs"] = _window(m["ttlMs"], f"{at}.ttlMs", out) if "ttlMs" in m else DEFAULT_TTL_MS
             _strict(m, ("key", "scope", "ttlMs"), at, out)
         else:
             got["ttlMs"] = _window(m.get("windowMs"), f"{at}.windowMs", out)
             if mode == "debounce":
-                sched = m.get("schedule")
-                if sched is not None and sched not in ("reset", "preserve"):
+                sched = m.get("schedule", "reset")
+                if sched not in ("reset", "preserve"):
                     out.add(f"{at}.schedule", 'must be "reset" or "preserve"')
-                got["schedule"] = sched or "reset"
-                got["maxWaitMs"] = _window(m["maxWaitMs"], f"{at}.maxWaitMs", out) if m.get("maxWaitMs") is not None else None
+                got["schedule"] = sched
+                got["maxWaitMs"] = _window(m["maxWaitMs"], f"{at}.maxWaitMs", out) if "maxWaitMs" in m else None
                 _strict(m, ("key", "scope", "windowMs", "schedule", "maxWaitMs"), at, out)
             else:
                 _strict(m, ("key", "scope", "windowMs"), at, out)
@@ -376,7 +383,10 @@ def normalize_request(type_: Any, payload: Any, options: Any, config: RequestCon
         raw_d = o["debounce"]
         w, mw = raw_d.get("windowMs"), raw_d.get("maxWaitMs")
         if _is_number(mw) and _is_number(w) and mw < w:
-            out.add(f"{ob}.debounce.maxWaitMs", f"must be at least windowMs ({w if not isinstance(w, float) or not w.is_integer() else int(w)})")
+            shown = "an integer too long to write" if isinstance(w, int) and int_too_long(w) else w
+            if isinstance(w, float) and w.is_integer():
+                shown = int(w)
+            out.add(f"{ob}.debounce.maxWaitMs", f"must be at least windowMs ({shown})")
     payload_text, payload_bytes = "", 0
     try:
         payload_text, payload_bytes = encode_payload(payload, config.max_payload_bytes, f"{base}.payload" if base else "payload")

@@ -12,6 +12,7 @@ from decimal import Decimal
 import json
 import math
 import re
+import sys
 from typing import Any
 
 from .errors import EnqueueValidationError, ValidationIssue
@@ -29,6 +30,19 @@ def _digits_exponent(x: float) -> tuple[str, int]:
     stripped = s.rstrip("0")
     exp = int(exp) + (len(s) - len(stripped))
     return stripped, exp + len(stripped)
+
+
+def int_too_long(n: int) -> bool:
+    """Whether Python refuses to write this int as decimal text: more digits than
+    ``sys.get_int_max_str_digits()`` (4300 by default; 0 turns the limit off)."""
+    limit = sys.get_int_max_str_digits()
+    if not limit or n.bit_length() < (limit - 1) * 3.32:  # fewer than limit digits for sure
+        return False
+    try:
+        str(n)
+    except ValueError:
+        return True
+    return False
 
 
 def es_number(x: int | float) -> str:
@@ -197,6 +211,9 @@ def encode_payload(payload: Any, max_bytes: int, option: str = "payload") -> tup
         elif isinstance(value, bool):
             units += 4 if value else 5
         elif isinstance(value, int):
+            if int_too_long(value):
+                fail(f"must contain only integers of at most {sys.get_int_max_str_digits()} digits "
+                     "(Python's limit for writing an int as text, sys.get_int_max_str_digits())", path_to())  # fmt: skip
             units += 1
         elif isinstance(value, float):
             if not math.isfinite(value):

@@ -41,7 +41,7 @@ from .errors import (
     WorkhorseDatabaseError,
     WorkhorseError,
 )
-from .types import BindingInfo, EnqueueOptions, EnqueueRequest, EnqueueResult, Job, KeyDescription
+from .types import UNSET, BindingInfo, EnqueueOptions, EnqueueRequest, EnqueueResult, Job, KeyDescription, Unset
 
 T = TypeVar("T")
 
@@ -330,7 +330,10 @@ class Queue:
                     rows = conn.execute(_BATCH_SQL, _batch_values(requests, ids, retry)).fetchall()
                 return rows
         except psycopg.Error as err:
-            raise _translate(err, requests) from err
+            translated = _translate(err, requests)
+            if isinstance(translated, EnqueueIdempotencyConflictError):
+                self._observe([_conflict_observation(translated, requests[translated.ordinal - 1])])
+            raise translated from err
 
     def _report(self, requests: list[Normalized], ids: list[str], rows: list[tuple[Any, ...]], retried: bool) -> list[EnqueueResult]:
         results: list[EnqueueResult | None] = [None] * len(requests)
@@ -371,15 +374,16 @@ class Queue:
 
     # --- lookups
 
-    def _scoped(self, key: str, scope: str | None) -> tuple[str, str]:
+    def _scoped(self, key: str, scope: str | Unset | None) -> tuple[str, str]:
         out = _Issues()
         k = _key(key, "key", out)
-        s = _scope(scope, "scope", out) if scope is not None else DEFAULT_SCOPE
+        # A lookup's scope argument: None or UNSET (an option dataclass's scope left out) is the default scope.
+        s = _scope(scope, "scope", out) if scope is not None and scope is not UNSET else DEFAULT_SCOPE
         if out.list or k is None or s is None:
             raise EnqueueValidationError(out.list)
         return k, s
 
-    def describe_key(self, key: str, scope: str | None = None) -> KeyDescription:
+    def describe_key(self, key: str, scope: str | Unset | None = None) -> KeyDescription:
         """What operators see of a scoped key (preview, digest, length); the raw key is not sent anywhere."""
         k, s = self._scoped(key, scope)
         secret = self._load()
@@ -391,7 +395,7 @@ class Queue:
             legacy_key_digest=key_digest(legacy_key_hash(s, k)),
         )
 
-    def find_binding(self, key: str, scope: str | None = None) -> BindingInfo | None:
+    def find_binding(self, key: str, scope: str | Unset | None = None) -> BindingInfo | None:
         """The binding of a scoped key (live or expired, the live one first), or None."""
         k, s = self._scoped(key, scope)
         secret = self._load()
@@ -449,9 +453,9 @@ def _names_a_key(options: Any) -> bool:
     if options is None:
         return False
     if isinstance(options, EnqueueOptions):
-        return any(getattr(options, m) is not None for m in ("idempotency", "debounce", "throttle"))
+        return any(getattr(options, m) not in (None, UNSET) for m in ("idempotency", "debounce", "throttle"))
     if isinstance(options, Mapping):
-        return any(options.get(m) is not None for m in ("idempotency", "debounce", "throttle"))
+        return any(options.get(m) not in (None, UNSET) for m in ("idempotency", "debounce", "throttle"))
     return False
 
 
@@ -485,6 +489,14 @@ def _batch_values(requests: list[Normalized], ids: list[str], retry: bool) -> li
         [k.max_wait_ms if k and k.mode == "debounce" else None for k in ks] if debounce else None,
         retry,
     ]
+
+
+def _conflict_observation(c: EnqueueIdempotencyConflictError, req: Normalized) -> tuple[Any, ...]:
+    """The observation row of a conflict (the columns of _OBSERVATION_SQL), as the TypeScript core records it."""
+    return (
+        "conflict", None, req.queue, req.type, c.scope, c.key_preview, c.key_digest, c.key_length, c.existing_job_id,
+        c.conflicting_fields, c.payload_paths, c.stored_request_digest, c.rejected_request_digest, req.source,
+    )  # fmt: skip
 
 
 def _translate(err: psycopg.Error, requests: list[Normalized]) -> Exception:

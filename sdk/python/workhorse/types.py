@@ -4,19 +4,46 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 Outcome = Literal["accepted", "replayed", "replaced", "non_replaceable", "coalesced"]
 NonReplaceableReason = Literal["incompatible_key_mode", "not_pending", "window_elapsed_pending"]
 
 
+class Unset:
+    """The type of ``UNSET``, the default of every optional option field: the option is not given
+    and takes its default. ``None`` is not "not given": like TypeScript's ``null`` (and a ``None`` in
+    a mapping of options), it is refused with an ``EnqueueValidationError`` naming the option."""
+
+    _instance: Unset | None = None
+
+    def __new__(cls) -> Unset:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __reduce__(self) -> str:
+        return "UNSET"
+
+
+#: An option left out (the default of the option dataclasses' optional fields).
+UNSET: Final = Unset()
+
+
 @dataclass(frozen=True)
 class Idempotency:
-    """One job per scoped key while the binding lives (``ttl_ms``, default 24 h)."""
+    """One job per scoped key while the binding lives (``ttl_ms``, default 24 h; ``scope``, default
+    ``"default"``). Leave a field out for its default; ``None`` is refused."""
 
     key: str
-    scope: str | None = None
-    ttl_ms: int | None = None
+    scope: str | Unset = UNSET
+    ttl_ms: int | Unset = UNSET
 
 
 @dataclass(frozen=True)
@@ -25,9 +52,9 @@ class Debounce:
 
     key: str
     window_ms: int
-    scope: str | None = None
-    schedule: Literal["reset", "preserve"] | None = None
-    max_wait_ms: int | None = None
+    scope: str | Unset = UNSET
+    schedule: Literal["reset", "preserve"] | Unset = UNSET
+    max_wait_ms: int | Unset = UNSET
 
 
 @dataclass(frozen=True)
@@ -36,7 +63,7 @@ class Throttle:
 
     key: str
     window_ms: int
-    scope: str | None = None
+    scope: str | Unset = UNSET
 
 
 @dataclass(frozen=True)
@@ -62,20 +89,22 @@ class RetryPolicy:
 
 @dataclass(frozen=True)
 class EnqueueOptions:
-    """Everything optional; at most one of ``idempotency``, ``debounce``, ``throttle``."""
+    """Everything optional; at most one of ``idempotency``, ``debounce``, ``throttle``. A field left
+    out (``UNSET``) takes its default; an explicit ``None`` is refused with an
+    ``EnqueueValidationError`` naming the option, as TypeScript refuses ``null``."""
 
-    queue: str | None = None
-    run_at: datetime | None = None
-    max_attempts: int | None = None
-    retry_policy: RetryPolicy | None = None
-    deadline: datetime | None = None
-    execution_timeout_ms: int | None = None
-    concurrency_key: str | None = None
-    tags: list[str] | None = None
-    idempotency: Idempotency | None = None
-    debounce: Debounce | None = None
-    throttle: Throttle | None = None
-    source: str | None = None
+    queue: str | Unset = UNSET
+    run_at: datetime | Unset = UNSET
+    max_attempts: int | Unset = UNSET
+    retry_policy: RetryPolicy | Unset = UNSET
+    deadline: datetime | Unset = UNSET
+    execution_timeout_ms: int | Unset = UNSET
+    concurrency_key: str | Unset = UNSET
+    tags: list[str] | Unset = UNSET
+    idempotency: Idempotency | Unset = UNSET
+    debounce: Debounce | Unset = UNSET
+    throttle: Throttle | Unset = UNSET
+    source: str | Unset = UNSET
 
 
 @dataclass(frozen=True)
