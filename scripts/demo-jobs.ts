@@ -10,7 +10,7 @@
  * - The trickle makes every `doomedEvery`-th job (default 40: 2.5 %) one that fails for good, in
  *   turn by attempts exhausted (a webhook endpoint answering 410 Gone), execution timed out (an SMTP
  *   relay that hangs) and deadline passed; at most `maxDoomed` (default 20) per run, so dead letters
- *   stop growing after the first few minutes of a run.
+ *   stop growing after the first 10 minutes of a run (2 jobs every 1.5 s).
  */
 import { randomBytes } from "node:crypto";
 import { uniformFloat64 } from "pure-rand/distribution/uniformFloat64";

@@ -5,7 +5,7 @@
  * Uses DATABASE_URL, or the embedded PostgreSQL that `npm start` uses (started if it is not running).
  *
  *   npm run worker                          the demo's queues (scripts/demo-jobs.ts), concurrency 4
- *   npm run worker -- --concurrency=8 --queues=orders,billing --no-traffic
+ *   npm run worker -- --concurrency=8 --queues=orders,billing --no-traffic --seed=42
  *
  * It works the demo's queues only (it says which at start), never `default` or another queue of
  * yours: a test job enqueued from the console stays until you run or purge it. `--queues` names

@@ -1,12 +1,10 @@
 // `npm run worker`: it works the demo's queues and no others (a test job from the console stays
 // put), and its failures are few and bounded: the demo's handlers and trickle, run on a real worker
 // with a seeded random source, fail 1 job in 40 for good, and never more than the trickle's cap.
-import { spawn } from "node:child_process";
-import path from "node:path";
 import { beforeAll, expect, test } from "vitest";
 import { Worker } from "../lib/enqueue";
 import { DEMO_QUEUES, demoHandlers, type Sleep, seededRandom, Trickle } from "../scripts/demo-jobs";
-import { setupQueueTests, waitFor } from "./helpers";
+import { runScript, setupQueueTests, waitFor } from "./helpers";
 
 const t = setupQueueTests({ max: 24 });
 beforeAll(() => t.ready());
@@ -16,20 +14,10 @@ test("`npm run worker` works the demo's queues, says which at start, and leaves 
   const testJob = await q.enqueue("console.test", { hello: "world" }, { idempotency: { key: "tester-key" } });
   const other = await q.enqueue("console.test", {}, { queue: "my-own-queue" });
   const demoJob = await q.enqueue("report.generate", { report: "sales" }, { queue: "reports" });
-  const proc = spawn(path.join("node_modules", ".bin", "tsx"), ["scripts/worker.ts", "--no-traffic", "--seed=7"], {
-    cwd: path.join(import.meta.dirname, ".."),
-    env: { ...process.env, DATABASE_URL: t.url },
-    detached: true,
-    stdio: ["ignore", "pipe", "pipe"],
+  const { proc, output, exited } = runScript(["scripts/worker.ts", "--no-traffic", "--seed=7"], {
+    ...process.env,
+    DATABASE_URL: t.url,
   });
-  let out = "";
-  proc.stdout?.on("data", (d: Buffer) => {
-    out += d.toString();
-  });
-  proc.stderr?.on("data", (d: Buffer) => {
-    out += d.toString();
-  });
-  const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
   try {
     await waitFor(
       "the demo job to succeed",
@@ -37,7 +25,7 @@ test("`npm run worker` works the demo's queues, says which at start, and leaves 
       60_000,
       100,
     );
-    expect(out).toMatch(
+    expect(output()).toMatch(
       new RegExp(`works the demo's queues ${DEMO_QUEUES.join(", ")} \\(no others\\), concurrency 4, seed 7`),
     );
     // A second discovery round would have come 5 s after the start: wait past it.
@@ -47,7 +35,7 @@ test("`npm run worker` works the demo's queues, says which at start, and leaves 
       [[testJob, other]],
     );
     expect(states.map((s) => s.state)).toEqual(["ready", "ready"]);
-    expect(out).not.toMatch(/console\.test/);
+    expect(output()).not.toMatch(/console\.test/);
   } finally {
     try {
       process.kill(-(proc.pid as number), "SIGINT");
