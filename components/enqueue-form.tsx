@@ -246,8 +246,8 @@ function QueueWorkers({ initial, queue, type }: { initial: WorkersDto; queue: st
     <div aria-live="polite" data-testid="queue-workers">
       <Notice tone={taking.length ? "warn" : "info"}>
         {queueWorkersNote(taking.length, queue, type)}{" "}
-        <Link className={linkClass} href="/workers">
-          Workers
+        <Link className={`${linkClass} underline`} href="/workers">
+          Workers page
         </Link>
       </Notice>
     </div>
