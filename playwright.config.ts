@@ -57,6 +57,7 @@ export default defineConfig({
         { name: "run-times", testMatch: /run-times\.spec\.ts/ },
         { name: "defects", testMatch: /console-defects\.spec\.ts/ },
         { name: "new-user-trial", testMatch: /new-user-trial\.spec\.ts/ },
+        { name: "enqueue-form", testMatch: /enqueue-form\.spec\.ts/ },
         {
           name: "no-raw-keys",
           testMatch: /no-raw-keys\.spec\.ts/,

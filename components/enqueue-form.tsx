@@ -1,11 +1,17 @@
 "use client";
+import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { type FormEvent, startTransition, useActionState, useState } from "react";
 import type { EnqueueFormState, FieldErrors } from "@/lib/console/action-state";
 import { ENQUEUE_FIELDS as F, MAX_PAYLOAD_TEXT_BYTES, payloadTooLarge } from "@/lib/console/enqueue-fields";
+import { liveUrl } from "@/lib/console/live-urls";
 import { explainOutcome, KEY_LABELS, type KeyModeName, REASON_LABELS } from "@/lib/console/outcomes";
+import { queueWorkersNote, workersTaking } from "@/lib/console/queue-workers";
+import type { WorkersDto } from "@/lib/console/wire-types";
 import { DEFAULT_QUEUE, DEFAULT_SCOPE, LIMITS } from "@/lib/enqueue/client";
+import { LIVE_INTERVAL_MS, useRefreshPolicy } from "./refresh-policy";
 import { Badge, buttonClass, Card, DefinitionList, DigestLink, Field, inputClass, linkClass, Mono, Notice } from "./ui";
+import { getJson } from "./use-live";
 
 /**
  * The enqueue-test form. Submitting keeps the values in the browser (nothing is echoed back by the
@@ -19,11 +25,19 @@ const MODE_HINTS: Record<Mode, string> = {
   throttle: "The first request in a window makes the job; equal repeats until the window closes get that job.",
 };
 
-/** `action`: the enqueue-test-job server action, passed down by the page (components never import from app/). */
+/** The fields that belong to a key mode: each mode keeps its own values (a debounce window is never a TTL). */
+type ModeField = "ttlMs" | "windowMs" | "schedule" | "maxWaitMs" | "runAt";
+
+/**
+ * `action`: the enqueue-test-job server action, passed down by the page (components never import
+ * from app/). `workers`: the workers' check-ins at render time (the Workers page's data), polled.
+ */
 export function EnqueueForm({
   action: enqueueTestJobAction,
+  workers,
 }: {
   action: (prev: EnqueueFormState, data: FormData) => Promise<EnqueueFormState>;
+  workers: WorkersDto;
 }) {
   const [state, action, pending] = useActionState<EnqueueFormState, FormData>(enqueueTestJobAction, {
     status: "idle",
@@ -31,6 +45,14 @@ export function EnqueueForm({
   // Set in the browser when the payload is too large to send at all (what the operator typed stays).
   const [tooLarge, setTooLarge] = useState<string | null>(null);
   const [mode, setMode] = useState<Mode>("idempotency");
+  // What was typed into each mode's own fields; a mode's inputs are remounted from it when shown.
+  const [modeValues, setModeValues] = useState<Record<Mode, Partial<Record<ModeField, string>>>>({
+    idempotency: {},
+    debounce: {},
+    throttle: {},
+  });
+  const [queueName, setQueueName] = useState("");
+  const [jobType, setJobType] = useState("console.test");
   const errors: FieldErrors = {
     ...(state.status === "error" && !tooLarge ? state.fieldErrors : {}),
     ...(tooLarge ? { payload: tooLarge } : {}),
@@ -48,8 +70,9 @@ export function EnqueueForm({
     data.set("tzOffset", String(new Date().getTimezoneOffset()));
     startTransition(() => action(data));
   };
-  const input = (name: string, props: React.InputHTMLAttributes<HTMLInputElement> = {}) => (
+  const input = (name: string, props: React.InputHTMLAttributes<HTMLInputElement> = {}, key?: string) => (
     <input
+      key={key}
       id={name}
       name={name}
       className={inputClass}
@@ -60,17 +83,34 @@ export function EnqueueForm({
       {...props}
     />
   );
+  /** A field of the current mode only: keyed by mode, starting from what was typed in it in this mode. */
+  const keep = (name: ModeField) => ({
+    defaultValue: modeValues[mode][name] ?? "",
+    onChange: (e: React.ChangeEvent<HTMLInputElement | HTMLSelectElement>) => {
+      const value = e.target.value;
+      setModeValues((all) => ({ ...all, [mode]: { ...all[mode], [name]: value } }));
+    },
+  });
+  const modeInput = (name: ModeField, props: React.InputHTMLAttributes<HTMLInputElement> = {}) =>
+    input(name, { ...props, ...keep(name) }, `${mode}-${name}`);
   return (
     <div className="grid gap-4 lg:grid-cols-5">
       <form action={action} onSubmit={onSubmit} className="space-y-4 lg:col-span-3" aria-label="Enqueue a test job">
         <Card>
           <div className="grid gap-4 sm:grid-cols-2">
             <Field label={F.type.label} name="type" error={errors.type} hint={F.type.hint}>
-              {input("type", { required: true, defaultValue: "console.test" })}
+              {input("type", {
+                required: true,
+                defaultValue: "console.test",
+                onChange: (e) => setJobType(e.target.value),
+              })}
             </Field>
             <Field label={F.queue.label} name="queue" error={errors.queue} hint={F.queue.hint}>
-              {input("queue", { placeholder: DEFAULT_QUEUE })}
+              {input("queue", { placeholder: DEFAULT_QUEUE, onChange: (e) => setQueueName(e.target.value) })}
             </Field>
+            <div className="sm:col-span-2">
+              <QueueWorkers initial={workers} queue={queueName.trim() || DEFAULT_QUEUE} type={jobType.trim()} />
+            </div>
             <div className="sm:col-span-2">
               <Field label={`${F.payload.label} (JSON)`} name="payload" error={errors.payload}>
                 <textarea
@@ -114,7 +154,7 @@ export function EnqueueForm({
             </Field>
             {mode === "idempotency" ? (
               <Field label={`${F.ttlMs.label} (ms)`} name="ttlMs" error={errors.ttlMs} hint={F.ttlMs.hint}>
-                {input("ttlMs", { inputMode: "numeric", placeholder: String(LIMITS.defaultTtlMs) })}
+                {modeInput("ttlMs", { inputMode: "numeric", placeholder: String(LIMITS.defaultTtlMs) })}
               </Field>
             ) : (
               <Field
@@ -127,13 +167,20 @@ export function EnqueueForm({
                     : `${F.windowMs.hint} Repeats inside it get the same job.`
                 }
               >
-                {input("windowMs", { inputMode: "numeric", placeholder: "60000", required: true })}
+                {modeInput("windowMs", { inputMode: "numeric", placeholder: "60000", required: true })}
               </Field>
             )}
             {mode === "debounce" ? (
               <>
                 <Field label={F.schedule.label} name="schedule" error={errors.schedule} hint={F.schedule.hint}>
-                  <select id="schedule" name="schedule" defaultValue="reset" className={inputClass}>
+                  <select
+                    key={`${mode}-schedule`}
+                    id="schedule"
+                    name="schedule"
+                    className={inputClass}
+                    {...keep("schedule")}
+                    defaultValue={modeValues[mode].schedule ?? "reset"}
+                  >
                     <option value="reset">reset</option>
                     <option value="preserve">preserve</option>
                   </select>
@@ -144,13 +191,13 @@ export function EnqueueForm({
                   error={errors.maxWaitMs}
                   hint={F.maxWaitMs.hint}
                 >
-                  {input("maxWaitMs", { inputMode: "numeric", placeholder: "300000" })}
+                  {modeInput("maxWaitMs", { inputMode: "numeric", placeholder: "300000" })}
                 </Field>
               </>
             ) : null}
             {mode === "debounce" ? null : (
               <Field label={F.runAt.label} name="runAt" error={errors.runAt} hint={F.runAt.hint}>
-                {input("runAt", { type: "datetime-local", step: 1 })}
+                {modeInput("runAt", { type: "datetime-local", step: 1 })}
               </Field>
             )}
             <Field label={F.tags.label} name="tags" error={errors.tags} hint={F.tags.hint}>
@@ -175,6 +222,34 @@ export function EnqueueForm({
       <div className="lg:col-span-2">
         <Result state={state} refusedInBrowser={tooLarge !== null} />
       </div>
+    </div>
+  );
+}
+
+/**
+ * Whether a running worker takes `type` jobs from `queue` (from the workers' check-ins, polled like
+ * the Workers page): then a test job runs at once, and cannot be purged or its key freed first.
+ * Polls while the operator types too (a sentence, not a table, changes); stops when paused by hand.
+ */
+function QueueWorkers({ initial, queue, type }: { initial: WorkersDto; queue: string; type: string }) {
+  const { paused } = useRefreshPolicy();
+  const url = liveUrl.workers();
+  const { data } = useQuery<WorkersDto>({
+    queryKey: [url],
+    queryFn: () => getJson<WorkersDto>(url),
+    initialData: initial,
+    initialDataUpdatedAt: Date.now(),
+    refetchInterval: paused ? false : LIVE_INTERVAL_MS,
+  });
+  const taking = workersTaking((data ?? initial).workers, queue, type);
+  return (
+    <div aria-live="polite" data-testid="queue-workers">
+      <Notice tone={taking.length ? "warn" : "info"}>
+        {queueWorkersNote(taking.length, queue, type)}{" "}
+        <Link className={`${linkClass} underline`} href="/workers">
+          Workers page
+        </Link>
+      </Notice>
     </div>
   );
 }

@@ -3,6 +3,9 @@
  * Uses DATABASE_URL, or the embedded PostgreSQL that `npm start` uses (started if it is not running).
  * Safe to run repeatedly: every run uses fresh keys.
  *
+ * Prints the database it writes to (the full URL; a password other than the embedded server's is
+ * shown as ***), what happened, and a few keys (scope and key) and job ids to look up in the console.
+ *
  * 1. A checkout form double-submitted (two concurrent POSTs with one key): accepted + replayed.
  * 2. A payment provider redelivering webhooks (1-4 deliveries per event id): replayed.
  * 3. A mobile client retrying after a lost response (same Idempotency-Key): replayed.
@@ -16,7 +19,7 @@
  * 8. Throttle: a "your order shipped" notice at most once a minute per order; repeats are coalesced.
  */
 import { randomBytes, randomUUID } from "node:crypto";
-import { createPool, stopEmbeddedPostgres } from "../lib/db";
+import { appDatabaseUrl, createPool, shownUrl, stopEmbeddedPostgres } from "../lib/db";
 import { EnqueueIdempotencyConflictError, migrate, Queue } from "../lib/enqueue";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -26,8 +29,14 @@ const tally: Record<string, number> = {};
 const count = (what: string) => {
   tally[what] = (tally[what] ?? 0) + 1;
 };
+/** What to look up in the console afterwards: a key (scope and key) and its job, or a job alone. */
+const lookups: { what: string; scope?: string; key?: string; jobId: string }[] = [];
 
 async function main() {
+  const { url, startedHere } = await appDatabaseUrl();
+  process.stdout.write(
+    `Writing demo traffic to ${shownUrl(url)}${startedHere ? " (embedded PostgreSQL, started by this run and stopped at its end)" : ""}\n`,
+  );
   const pool = await createPool({ max: 10 });
   await migrate(pool);
   const queue = new Queue({ pool, maintenance: false, source: "demo" });
@@ -55,6 +64,12 @@ async function main() {
       Array.from({ length: submits }, () => queue.enqueueWithResult("order.place", payload, options)),
     );
     for (const r of results) count(`order form: ${r.outcome}`);
+    if (i === 1)
+      lookups.push({
+        what: "order form, submitted twice (replayed)",
+        ...options.idempotency,
+        jobId: results[0]?.jobId ?? "",
+      });
   }
 
   // 2. Webhook redelivery.
@@ -63,13 +78,15 @@ async function main() {
     const payload = { eventId, type: "payment_intent.succeeded", amount: money(), customerId: pick(customers) };
     const deliveries = 1 + (i % 4);
     for (let d = 0; d < deliveries; d++) {
+      const idempotency = { key: eventId, scope: "stripe-webhooks", ttlMs: 3 * 86_400_000 };
       const r = await queue.enqueueWithResult("webhook.payment_succeeded", payload, {
         queue: "webhooks",
         tags: ["stripe"],
-        idempotency: { key: eventId, scope: "stripe-webhooks", ttlMs: 3 * 86_400_000 },
+        idempotency,
         source: "stripe-webhook-receiver",
       });
       count(`webhook delivery: ${r.outcome}`);
+      if (i === 3 && d === 0) lookups.push({ what: "webhook delivered 4 times", ...idempotency, jobId: r.jobId });
       if (d < deliveries - 1) await sleep(20);
     }
   }
@@ -95,8 +112,13 @@ async function main() {
     const invoice = `INV-${run}-${String(40 + i).padStart(4, "0")}`;
     const key = { key: `capture:${invoice}`, scope: "invoice-capture" };
     const base = { invoiceId: invoice, amount: money(), currency: "EUR" };
-    await queue.enqueueWithResult("invoice.capture", base, { queue: "billing", tags: ["invoice"], idempotency: key });
+    const capture = await queue.enqueueWithResult("invoice.capture", base, {
+      queue: "billing",
+      tags: ["invoice"],
+      idempotency: key,
+    });
     count("invoice capture: accepted");
+    if (i === 0) lookups.push({ what: "invoice key reused for other work (conflict)", ...key, jobId: capture.jobId });
     const variants = [
       { payload: { ...base, amount: base.amount + 10 }, options: { queue: "billing", tags: ["invoice"] } },
       { payload: base, options: { queue: "billing-priority", tags: ["invoice"] } },
@@ -181,6 +203,12 @@ async function main() {
     { actor: "demo (npm run demo)", reason: "customer cancelled before fulfilment" },
   );
   count(`purge: ${purged.purged} job, ${purged.releasedBindings} binding released`);
+  lookups.push({
+    what: "order purged by an operator (its key released)",
+    scope: "order-form",
+    key: `checkout:cart_${run}_cancelled`,
+    jobId: cancelled.jobId,
+  });
 
   // 7. Debounce: the search index of a document refreshed on every edit.
   for (let d = 0; d < 8; d++) {
@@ -198,6 +226,13 @@ async function main() {
         },
       );
       count(`search reindex: ${r.outcome}`);
+      if (d === 3 && e === edits - 1)
+        lookups.push({
+          what: `document edited ${edits} times (debounced)`,
+          scope: "search-index",
+          key: `reindex:${doc}`,
+          jobId: r.jobId,
+        });
     }
   }
   const late = `doc_${run}_late`;
@@ -237,12 +272,24 @@ async function main() {
         },
       );
       count(`shipped notice: ${r.outcome}`);
+      if (o === 3 && p === 0)
+        lookups.push({
+          what: "carrier pinged 4 times (throttled)",
+          scope: "shipping-notice",
+          key: `shipped:${orderId}`,
+          jobId: r.jobId,
+        });
     }
   }
 
   await queue.close();
   await pool.end();
   for (const [k, v] of Object.entries(tally).sort()) process.stdout.write(`  ${String(v).padStart(3)}  ${k}\n`);
+  process.stdout.write("Look these up in the console (Find by key: scope and key; Jobs: the job id):\n");
+  for (const l of lookups) {
+    const key = l.key === undefined ? "" : `scope ${JSON.stringify(l.scope)}, key ${JSON.stringify(l.key)}, `;
+    process.stdout.write(`  ${l.what}: ${key}job ${l.jobId}\n`);
+  }
   process.stdout.write(
     "Demo traffic written. Console pages show it at their next refresh (every 5 s; charts and counts within 15 s).\n",
   );

@@ -20,7 +20,7 @@ import { isIP } from "node:net";
 import path from "node:path";
 import pg from "pg";
 import { consoleConfig, hashPassword, isLoopbackHost } from "../lib/console/config";
-import { DEFAULT_DATABASE, ensureDatabase, ensureServer, stopEmbeddedPostgres } from "../lib/db";
+import { DEFAULT_DATABASE, ensureDatabase, ensureServer, shownUrl, stopEmbeddedPostgres } from "../lib/db";
 import { migrate } from "../lib/enqueue";
 import { waitForHttp } from "./wait-for-http.mjs";
 
@@ -126,7 +126,9 @@ async function main(): Promise<void> {
     await ensureDatabase(info, DEFAULT_DATABASE);
     databaseUrl = info.urlFor(DEFAULT_DATABASE);
     startedPg = info.startedHere;
-    log(`PostgreSQL ${startedPg ? "started" : "reused"} at ${new URL(databaseUrl).host}`);
+    log(`PostgreSQL ${startedPg ? "started" : "reused"} at ${shownUrl(databaseUrl)}`);
+  } else {
+    log(`PostgreSQL at ${shownUrl(databaseUrl)} (DATABASE_URL)`);
   }
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 1 });
   try {

@@ -4,17 +4,20 @@
  * succeeded, failed (attempts exhausted, deadline passed, execution timed out), purged (by the demo).
  * Uses DATABASE_URL, or the embedded PostgreSQL that `npm start` uses (started if it is not running).
  *
- *   npm run worker                          every queue that has pending jobs, concurrency 4
- *   npm run worker -- --concurrency=8 --queues=orders,billing --no-traffic
+ *   npm run worker                          the demo's queues (scripts/demo-jobs.ts), concurrency 4
+ *   npm run worker -- --concurrency=8 --queues=orders,billing --no-traffic --seed=42
  *
- * Besides running what `npm run demo` enqueued, it enqueues a trickle of its own `webhook.deliver`
- * and `email.send` jobs (some with small maxAttempts, execution timeouts or deadlines) so that
- * failures of every kind show up; `--no-traffic` turns that off. Ctrl-C stops gracefully (10 s grace);
- * a second Ctrl-C more than a second later exits at once.
+ * It works the demo's queues only (it says which at start), never `default` or another queue of
+ * yours: a test job enqueued from the console stays until you run or purge it. `--queues` names
+ * others. Besides running what `npm run demo` enqueued, it enqueues a trickle of its own
+ * `webhook.deliver` and `email.send` jobs; a few percent of them fail for good, at most 20 per run
+ * (scripts/demo-jobs.ts says how). `--no-traffic` turns the trickle off. Ctrl-C stops gracefully
+ * (10 s grace); a second Ctrl-C more than a second later exits at once.
  */
-import { randomBytes } from "node:crypto";
+import { randomInt } from "node:crypto";
 import { createPool, stopEmbeddedPostgres } from "../lib/db";
-import { type HandlerContext, type JobHandler, migrate, Queue, Worker, type WorkerEvent } from "../lib/enqueue";
+import { migrate, Queue, Worker, type WorkerEvent } from "../lib/enqueue";
+import { DEMO_QUEUES, demoHandlers, seededRandom, Trickle } from "./demo-jobs";
 
 function arg(name: string): string | undefined {
   const hit = process.argv.find((a) => a === `--${name}` || a.startsWith(`--${name}=`));
@@ -23,87 +26,15 @@ function arg(name: string): string | undefined {
 }
 
 const CONCURRENCY = Number(arg("concurrency") ?? 4);
-const FIXED_QUEUES = arg("queues")?.split(",").filter(Boolean);
+const QUEUES = arg("queues")?.split(",").filter(Boolean) ?? [...DEMO_QUEUES];
 const TRAFFIC = arg("no-traffic") === undefined;
-const DEMO_QUEUES = ["default", "orders", "billing", "billing-priority", "payments", "webhooks", "email", "media"];
-
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve, reject) => {
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener(
-      "abort",
-      () => {
-        clearTimeout(t);
-        reject(signal.reason);
-      },
-      { once: true },
-    );
-  });
-const chance = (p: number) => Math.random() < p;
-const between = (lo: number, hi: number) => Math.round(lo + Math.random() * (hi - lo));
-
-class TransientError extends Error {
-  override name = "TransientError";
+/** The seed of this run's random failures and durations (printed, so a run can be repeated). */
+const SEED = Number(arg("seed") ?? randomInt(2 ** 31));
+if (!Number.isSafeInteger(SEED)) {
+  console.error(`--seed must be an integer, got ${JSON.stringify(arg("seed"))}`);
+  process.exit(2);
 }
-
-// Handlers: realistic shapes, deliberately unreliable. Payloads are whatever the producers sent.
-type Payload = Record<string, unknown>;
-
-const invoiceCapture: JobHandler<Payload> = async (p, ctx) => {
-  // Stage 1, checkpointed: the charge at the payment provider (keyed by job id there too).
-  const charge = await ctx.checkpoint("charge", async () => {
-    await sleep(between(100, 600), ctx.signal);
-    if (chance(0.25)) throw new TransientError("payment provider timed out (HTTP 504)");
-    return { chargeId: `ch_${randomBytes(6).toString("hex")}`, amount: p.amount ?? null };
-  });
-  // Stage 2: the ledger entry; fails now and then after the charge, and the retry skips stage 1.
-  await sleep(between(50, 300), ctx.signal);
-  if (chance(0.2)) throw new TransientError("ledger service unavailable");
-  return { ...charge, captured: true, invoiceId: p.invoiceId ?? null };
-};
-
-const orderPlace: JobHandler<Payload> = async (p, ctx) => {
-  const reservation = await ctx.checkpoint("reserve-stock", async () => {
-    await sleep(between(200, 1500), ctx.signal);
-    return { reservationId: `res_${randomBytes(4).toString("hex")}` };
-  });
-  if (chance(0.15)) throw new TransientError("warehouse API returned 503");
-  await sleep(between(500, 3000), ctx.signal); // slow: these stay visibly active
-  return { orderId: `ord_${String(p.cartId ?? ctx.jobId).slice(-8)}`, ...reservation };
-};
-
-const webhookDeliver: JobHandler<Payload> = async (p, ctx) => {
-  await sleep(between(50, 400), ctx.signal);
-  const url = String(p.url ?? "https://example.invalid/hooks");
-  if (url.includes("flaky") && chance(0.6)) throw new TransientError(`POST ${url}: connection reset`);
-  if (url.includes("dead")) throw new Error(`POST ${url}: 410 Gone`);
-  return { status: 200, url };
-};
-
-const emailSend: JobHandler<Payload> = async (p, ctx) => {
-  // Sometimes the SMTP relay hangs: executionTimeoutMs fires the signal and the attempt times out.
-  await sleep(p.slow ? 30_000 : between(100, 800), ctx.signal);
-  if (chance(0.1)) throw new TransientError("SMTP 421: try again later");
-  return { messageId: `<${randomBytes(8).toString("hex")}@mail.example>`, to: p.to ?? null };
-};
-
-/** Everything else (webhook.payment_succeeded, email.digest, transfer.execute, image.thumbnail, ...). */
-const catchAll: JobHandler<Payload> = async (p, ctx: HandlerContext) => {
-  const type = ctx.job.type;
-  if (type.startsWith("webhook.")) return webhookDeliver(p, ctx);
-  if (type.startsWith("email.")) return emailSend(p, ctx);
-  await sleep(between(100, type === "image.thumbnail" ? 2500 : 800), ctx.signal);
-  if (chance(0.1)) throw new TransientError(`${type}: downstream busy`);
-  return { ok: true, type };
-};
-
-const handlers = {
-  "invoice.capture": invoiceCapture,
-  "order.place": orderPlace,
-  "webhook.deliver": webhookDeliver,
-  "email.send": emailSend,
-  "*": catchAll,
-};
+const handlers = demoHandlers({ random: seededRandom(SEED) });
 
 function log(e: WorkerEvent): void {
   const time = new Date().toISOString().slice(11, 23);
@@ -197,70 +128,29 @@ async function main() {
   if (running.stopping) return;
   const queue = new Queue({ pool, source: "demo-worker" });
   running.queue = queue;
-  const served = new Set<string>();
-
-  const serve = async (queues: string[]) => {
-    const fresh = queues.filter((q) => !served.has(q));
-    if (fresh.length === 0 || running.stopping) return;
-    for (const q of fresh) served.add(q);
-    const worker = new Worker({
-      pool,
-      queues: fresh,
-      handlers,
-      concurrency: CONCURRENCY,
-      onEvent: log,
-      onError: (err) => console.warn(`worker: ${err.message}`),
-    });
-    const started = worker.start();
-    running.workers.push({ worker, started });
-    await started;
-    console.log(`worker ${worker.workerId}: queues ${fresh.join(", ")}, concurrency ${CONCURRENCY}`);
-  };
-
-  const discover = async () => {
-    const { rows } = await pool.query<{ queue: string }>(
-      "select distinct queue from workhorse.job where state in ('scheduled', 'ready', 'active')",
-    );
-    return rows.map((r) => r.queue);
-  };
-  await serve(FIXED_QUEUES ?? [...new Set([...DEMO_QUEUES, ...(await discover())])]);
+  const worker = new Worker({
+    pool,
+    queues: QUEUES,
+    handlers,
+    concurrency: CONCURRENCY,
+    onEvent: log,
+    onError: (err) => console.warn(`worker: ${err.message}`),
+  });
+  const started = worker.start();
+  running.workers.push({ worker, started });
+  await started;
   if (running.stopping) return;
-  if (!FIXED_QUEUES) {
-    running.timers.push(
-      setInterval(() => {
-        discover()
-          .then(serve)
-          .catch((err) => console.warn(`queue discovery: ${(err as Error).message}`));
-      }, 5000),
-    );
-  }
+  console.log(
+    `worker ${worker.workerId}: works ${arg("queues") ? "the queues" : "the demo's queues"} ${QUEUES.join(", ")} ` +
+      `(no others), concurrency ${CONCURRENCY}, seed ${SEED}`,
+  );
 
-  let n = 0;
   if (TRAFFIC) {
+    const trickle = new Trickle();
+    console.log("trickle: 2 jobs every 1.5 s on webhooks and email; 1 in 40 fails for good, at most 20 per run");
     running.timers.push(
       setInterval(() => {
-        n++;
-        const hooks = ["https://partner.example/hooks", "https://flaky.example/hooks", "https://dead.example/hooks"];
-        const url = hooks[n % hooks.length] as string;
-        const jobs = [
-          queue.enqueue("webhook.deliver", { url, event: "order.shipped", n }, { queue: "webhooks", maxAttempts: 3 }),
-          queue.enqueue(
-            "email.send",
-            { to: `user${n}@example.com`, template: "receipt", slow: n % 5 === 0 },
-            { queue: "email", maxAttempts: 2, executionTimeoutMs: 2000, retryPolicy: { type: "fixed", delayMs: 3000 } },
-          ),
-        ];
-        if (n % 4 === 0) {
-          // Scheduled 2 s out with a 1.5 s window after that: the handler's 30 s hang runs past the deadline.
-          const runAt = new Date(Date.now() + 2000);
-          jobs.push(
-            queue.enqueue(
-              "email.send",
-              { to: `late${n}@example.com`, template: "flash-sale", slow: true },
-              { queue: "email", runAt, deadline: new Date(runAt.getTime() + 1500) },
-            ),
-          );
-        }
+        const jobs = trickle.next().map((j) => queue.enqueue(j.type, j.payload, j.options));
         Promise.all(jobs).catch((err) => console.warn(`traffic: ${(err as Error).message}`));
       }, 1500),
     );

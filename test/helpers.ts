@@ -1,3 +1,4 @@
+import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -152,4 +153,32 @@ export function privateServer(prefix: string) {
     if (server.dir) await rm(server.dir, { recursive: true, force: true });
   });
   return server;
+}
+
+/**
+ * Runs `tsx <args>` from the repository root as a real process in its own process group (so that
+ * `process.kill(-pid, …)` reaches whatever it starts), with exactly `env`. `output()`: its stdout
+ * and stderr so far; `exited`: its exit code (or signal).
+ */
+export function runScript(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): { proc: ChildProcess; output: () => string; exited: Promise<number | string | null> } {
+  const root = path.join(import.meta.dirname, "..");
+  const proc = spawn(path.join(root, "node_modules", ".bin", "tsx"), args, {
+    cwd: root,
+    env,
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  const add = (d: Buffer) => {
+    out += d.toString();
+  };
+  proc.stdout?.on("data", add);
+  proc.stderr?.on("data", add);
+  const exited = new Promise<number | string | null>((resolve) =>
+    proc.once("exit", (code, signal) => resolve(code ?? signal)),
+  );
+  return { proc, output: () => out, exited };
 }

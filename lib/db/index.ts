@@ -273,17 +273,32 @@ export async function ensureDatabase(info: ServerInfo, database: string): Promis
 }
 
 /**
+ * The application's database: `DATABASE_URL` as given, or the `workhorse` database on the embedded
+ * server (started, and the database created, when needed). `startedHere`: this process started the
+ * embedded server (and stops it at exit).
+ */
+export async function appDatabaseUrl(): Promise<{ url: string; startedHere: boolean }> {
+  const info = await ensureServer();
+  if (!info.embedded) return { url: info.adminUrl, startedHere: false };
+  await ensureDatabase(info, DEFAULT_DATABASE);
+  return { url: info.urlFor(DEFAULT_DATABASE), startedHere: info.startedHere };
+}
+
+/**
+ * A connection URL for a log line: whole, except a password other than the embedded server's
+ * well-known one (shown as `***`).
+ */
+export function shownUrl(url: string): string {
+  const u = new URL(url);
+  if (u.password && decodeURIComponent(u.password) !== EMBEDDED_PASSWORD) u.password = "***";
+  return u.toString();
+}
+
+/**
  * The application's pool: `DATABASE_URL`, or the `workhorse` database on the embedded server.
  * The caller owns the pool and ends it.
  */
 export async function createPool(options: { max?: number } = {}): Promise<pg.Pool> {
-  const info = await ensureServer();
-  let url: string;
-  if (info.embedded) {
-    await ensureDatabase(info, DEFAULT_DATABASE);
-    url = info.urlFor(DEFAULT_DATABASE);
-  } else {
-    url = info.adminUrl;
-  }
+  const { url } = await appDatabaseUrl();
   return new pg.Pool({ connectionString: url, max: options.max ?? 10 });
 }

@@ -1,7 +1,9 @@
 import type { Metadata } from "next";
 import { EnqueueForm } from "@/components/enqueue-form";
 import { Notice, PageHeader } from "@/components/ui";
+import { consolePool } from "@/lib/console/db";
 import { requireViewer } from "@/lib/console/viewer";
+import { listWorkers } from "@/lib/console/workers";
 import { enqueueTestJobAction } from "./actions";
 
 export const metadata: Metadata = { title: "Enqueue test job" };
@@ -17,7 +19,7 @@ export default async function EnqueuePage() {
       {viewer.readOnly ? (
         <Notice tone="info">The console is read-only: enqueueing is disabled.</Notice>
       ) : (
-        <EnqueueForm action={enqueueTestJobAction} />
+        <EnqueueForm action={enqueueTestJobAction} workers={await listWorkers(await consolePool())} />
       )}
     </>
   );
