@@ -18,7 +18,10 @@ const PROMTOOL = "/usr/bin/promtool";
 const alerts = [...readFileSync(RULES, "utf8").matchAll(/^\s+- alert: (\w+)$/gm)].map((m) => m[1] as string);
 
 test("promtool check rules accepts the rule file", async () => {
-  expect(existsSync(PROMTOOL), "Debian's prometheus package (apt-get install prometheus)").toBe(true);
+  expect(
+    existsSync(PROMTOOL),
+    "Debian's prometheus package (the vitest global setup installs it as root: scripts/system-tools.mjs)",
+  ).toBe(true);
   const { stdout } = await run(PROMTOOL, ["check", "rules", RULES]);
   expect(stdout).toContain(`SUCCESS: ${alerts.length} rules found`);
 });

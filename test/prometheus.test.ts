@@ -29,7 +29,10 @@ let promUrl = "";
 let scrapes = 0;
 
 beforeAll(async () => {
-  expect(existsSync(PROMETHEUS), "Debian's prometheus package (apt-get install prometheus)").toBe(true);
+  expect(
+    existsSync(PROMETHEUS),
+    "Debian's prometheus package (the vitest global setup installs it as root: scripts/system-tools.mjs)",
+  ).toBe(true);
   await t.ready();
   process.env.DATABASE_URL = t.url;
   process.env.WORKHORSE_METRICS_TOKEN = TOKEN;
