@@ -7,8 +7,7 @@ import { PrometheusExporter } from "@opentelemetry/exporter-prometheus";
 import { MeterProvider } from "@opentelemetry/sdk-metrics";
 import type { StateGauges } from "@/lib/enqueue";
 
-/** The shortest token accepted: shorter ones are refused as if unset (a guessable token is no guard). */
-export const MIN_TOKEN_LENGTH = 16;
+import { MIN_TOKEN_LENGTH } from "./config";
 
 interface ConsoleMetrics {
   meterProvider: MeterProvider;
