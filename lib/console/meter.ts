@@ -12,7 +12,7 @@ import { MIN_TOKEN_LENGTH } from "./config";
 interface ConsoleMetrics {
   meterProvider: MeterProvider;
   exporter: PrometheusExporter;
-  /** Made and registered on the first authorised scrape. */
+  /** Made on the first authorised scrape; serialized by metrics.ts from its snapshot, not through the SDK. */
   gauges: StateGauges | null;
 }
 

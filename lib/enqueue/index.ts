@@ -28,7 +28,13 @@ export {
   type RetryStats,
   WAKE_CHANNEL,
 } from "./queue";
-export { STATE_GAUGES, type StateGaugeOptions, StateGauges, type StateSnapshot } from "./state-gauges";
+export {
+  STATE_GAUGE_VIEWS,
+  STATE_GAUGES,
+  type StateGaugeOptions,
+  StateGauges,
+  type StateSnapshot,
+} from "./state-gauges";
 /** How a read model tells the Citus layout from one node (one row: `distributed boolean`). */
 export { LAYOUT_SQL } from "./store/layout";
 /** For read models (the console): binding and observation rows mapped as the core maps them. */
