@@ -212,6 +212,49 @@ test("dead letters: a redriven failed job is no longer one, as on the dead-lette
   await waitFor(`${dead} == 1`, async () => (await query(dead)) === 1, 20_000, 200);
 });
 
+test("decisions of every producer, from the database: accepted, replayed, conflict, replaced, coalesced, non_replaceable", async () => {
+  // Another process's traffic as far as the console goes: a Queue without the console's telemetry.
+  const producer = t.queue();
+  const q = "prom-db";
+  await producer.enqueue("t", { n: 1 }, { queue: q, idempotency: { key: "db-k1" } });
+  await producer.enqueue("t", { n: 1 }, { queue: q, idempotency: { key: "db-k1" } });
+  await producer.enqueue("t", { n: 1 }, { queue: q, idempotency: { key: "db-k1" } });
+  const conflict = await producer
+    .enqueue("t", { n: 2 }, { queue: q, idempotency: { key: "db-k1" } })
+    .catch((e: unknown) => e);
+  expect(conflict).toBeInstanceOf(EnqueueIdempotencyConflictError);
+  await producer.enqueue("t", { n: 3 }, { queue: q });
+  const outcomes = [
+    await producer.enqueueWithResult("t", { v: 1 }, { queue: q, debounce: { key: "db-d1", windowMs: 60_000 } }),
+    await producer.enqueueWithResult("t", { v: 2 }, { queue: q, debounce: { key: "db-d1", windowMs: 60_000 } }),
+    await producer.enqueueWithResult("t", { v: 1 }, { queue: q, throttle: { key: "db-t1", windowMs: 60_000 } }),
+    await producer.enqueueWithResult("t", { v: 1 }, { queue: q, throttle: { key: "db-t1", windowMs: 60_000 } }),
+    await producer.enqueueWithResult("t", { v: 1 }, { queue: q, debounce: { key: "db-k1", windowMs: 60_000 } }),
+  ].map((r) => r.outcome);
+  expect(outcomes).toEqual(["accepted", "replaced", "accepted", "coalesced", "non_replaceable"]);
+  await producer.close(); // flushes the observation log
+  const expected: Array<[string, number]> = [
+    ["accepted", 4],
+    ["replayed", 2],
+    ["conflict", 1],
+    ["replaced", 1],
+    ["coalesced", 1],
+    ["non_replaceable", 1],
+  ];
+  for (const [outcome, want] of expected) {
+    const series = `workhorse_queue_decisions_total{messaging_destination_name="${q}",workhorse_enqueue_outcome="${outcome}"}`;
+    await waitFor(`${series} == ${want}`, async () => (await query(series)) === want, 45_000, 250);
+  }
+  // The in-process counter of the console saw none of it: the two are separate series.
+  expect(await seriesOf(`workhorse_enqueue_decisions_total{messaging_destination_name="${q}"}`)).toEqual([]);
+  // What WorkhorseConflictRateHigh divides: conflicts over every decision of the queue.
+  expect(
+    await query(
+      `sum by (messaging_destination_name) (workhorse_queue_decisions_total{messaging_destination_name="${q}",workhorse_enqueue_outcome="conflict"}) / sum by (messaging_destination_name) (workhorse_queue_decisions_total{messaging_destination_name="${q}"})`,
+    ),
+  ).toBeCloseTo(1 / 10, 10);
+}, 120_000);
+
 test("5,000 queues: one exact series each, no overflow series, a queue made later appears, and all leave once empty", async () => {
   // Enqueued without the console's telemetry: only the state gauges see these queues.
   const producer = t.queue();

@@ -1,12 +1,13 @@
 /**
- * The state gauges of `GET /metrics` in the Prometheus text format (version 0.0.4), written straight
- * from one `StateSnapshot` (docs/observability.md): every queue of the snapshot and nothing else, so
+ * The state gauges of `GET /metrics` in the Prometheus text format (version 0.0.4), and the decisions
+ * counted from the database (`workhorse_queue_decisions_total`), written straight from one
+ * `StateSnapshot` (docs/observability.md): every queue of the snapshot and nothing else, so
  * a queue that is gone leaves the page at the next read, and there is no series limit. (Through the
  * OpenTelemetry SDK a collection repeats every attribute set it has ever seen, caps an instrument
  * at 2,000 of them, and costs seconds for 5,000 queues.) Names, labels, help and units are those the
  * SDK's serializer gives the same gauges (`StateGauges.register`).
  */
-import { STATE_GAUGES, type StateSnapshot } from "@/lib/enqueue";
+import { DECISION_COUNTS, STATE_GAUGES, type StateSnapshot } from "@/lib/enqueue";
 
 type Key = keyof typeof STATE_GAUGES;
 
@@ -51,5 +52,19 @@ export function stateGaugesText(s: StateSnapshot): string {
   out.push(`${b}{workhorse_binding_state="live",${SCOPE}} ${s.bindings.live}`);
   out.push(`${b}{workhorse_binding_state="expired",${SCOPE}} ${s.bindings.expired}`);
   out.push(`${head("oldestExpired")}{${SCOPE}} ${s.bindings.oldestExpiredAgeSeconds}`);
+  if (s.decisions.length > 0) {
+    const d = familyHead(
+      out,
+      `${DECISION_COUNTS.name}_total`,
+      DECISION_COUNTS.description,
+      DECISION_COUNTS.unit,
+      "counter",
+    );
+    for (const x of s.decisions) {
+      out.push(
+        `${d}{messaging_system="workhorse",messaging_destination_name="${labelValue(x.queue)}",workhorse_enqueue_outcome="${x.outcome}",${SCOPE}} ${x.total}`,
+      );
+    }
+  }
   return `${out.join("\n")}\n`;
 }

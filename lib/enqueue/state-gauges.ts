@@ -5,6 +5,7 @@
  * registered as observable gauges on any meter provider.
  */
 import { type BatchObservableResult, type MeterProvider, metrics, type ObservableGauge } from "@opentelemetry/api";
+import { DECISION_COUNTS, type DecisionOutcome, DecisionTally } from "./decision-counts";
 import { EnqueueValidationError } from "./errors";
 import type { Queryable } from "./store/layout";
 import { type StateRow, selectStateRows } from "./store/state-gauges";
@@ -35,6 +36,11 @@ export interface StateSnapshot {
     workers: number;
     paused: boolean;
   }>;
+  /**
+   * Enqueue decisions of every producer per queue and outcome, totals since this `StateGauges`'s
+   * first read (decision-counts.ts), as of `DECISION_SETTLE_MS` (10 s) before the read.
+   */
+  decisions: Array<{ queue: string; outcome: DecisionOutcome; total: number }>;
   /**
    * Key bindings. `expired` is exact below `EXACT_BINDINGS_CAP` (10,000), else an estimate of at
    * least that; `live` is an estimate (the table's row estimate minus the expired ones) unless the
@@ -95,7 +101,7 @@ export const STATE_GAUGE_VIEWS: ReadonlyArray<{
   meterName: string;
   instrumentName: string;
   aggregationCardinalityLimit: number;
-}> = Object.values(STATE_GAUGES).map((g) => ({
+}> = [...Object.values(STATE_GAUGES), DECISION_COUNTS].map((g) => ({
   meterName: INSTRUMENTATION_NAME,
   instrumentName: g.name,
   aggregationCardinalityLimit: Number.POSITIVE_INFINITY,
@@ -113,7 +119,7 @@ export function emptyQueue(queue: string): StateSnapshot["queues"][number] {
   };
 }
 
-function snapshotOf(rows: StateRow[], readAt: Date): StateSnapshot {
+function snapshotOf(rows: StateRow[], decisions: StateSnapshot["decisions"], readAt: Date): StateSnapshot {
   const byQueue = new Map<string, StateSnapshot["queues"][number]>();
   const queue = (name: string) => {
     let q = byQueue.get(name);
@@ -138,7 +144,7 @@ function snapshotOf(rows: StateRow[], readAt: Date): StateSnapshot {
     }
   }
   const queues = [...byQueue.values()].sort((a, b) => (a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : 0));
-  return { readAt, queues, bindings };
+  return { readAt, queues, decisions, bindings };
 }
 
 /**
@@ -155,6 +161,8 @@ export class StateGauges {
   private inflight: Promise<StateSnapshot> | null = null;
   /** Reads of PostgreSQL so far. */
   reads = 0;
+  /** Decisions of every producer, from the database (decision-counts.ts). */
+  private readonly decisions = new DecisionTally();
   /** Queues the gauges reported last time (register()). */
   private reported = new Set<string>();
   /** Queues gone from `snapshot`, observed at 0 while it serves (register()). */
@@ -192,9 +200,9 @@ export class StateGauges {
   refresh(): Promise<StateSnapshot> {
     if (!this.inflight) {
       this.reads++;
-      this.inflight = selectStateRows(this.db)
-        .then((rows) => {
-          const snapshot = snapshotOf(rows, new Date());
+      this.inflight = Promise.all([selectStateRows(this.db), this.decisions.advance(this.db)])
+        .then(([rows]) => {
+          const snapshot = snapshotOf(rows, this.decisions.list(), new Date());
           this.last = { at: performance.now(), snapshot };
           return snapshot;
         })
@@ -242,7 +250,11 @@ export class StateGauges {
       ObservableGauge,
       ObservableGauge,
     ];
-    const all = [depth, lag, dead, workers, paused, bindings, oldest];
+    const decided = meter.createObservableCounter(DECISION_COUNTS.name, {
+      description: DECISION_COUNTS.description,
+      unit: DECISION_COUNTS.unit,
+    });
+    const all = [depth, lag, dead, workers, paused, bindings, oldest, decided];
     const callback = async (observer: BatchObservableResult) => {
       const s = await this.read();
       for (const q of [...s.queues, ...this.goneFrom(s).map(emptyQueue)]) {
@@ -254,6 +266,13 @@ export class StateGauges {
         observer.observe(dead, q.deadLetters, at);
         observer.observe(workers, q.workers, at);
         observer.observe(paused, q.paused ? 1 : 0, at);
+      }
+      for (const d of s.decisions) {
+        observer.observe(decided, d.total, {
+          "messaging.system": "workhorse",
+          "messaging.destination.name": d.queue,
+          "workhorse.enqueue.outcome": d.outcome,
+        });
       }
       observer.observe(bindings, s.bindings.live, { "workhorse.binding.state": "live" });
       observer.observe(bindings, s.bindings.expired, { "workhorse.binding.state": "expired" });
