@@ -60,3 +60,20 @@ test("the tally adds span after span; decisions within the settle time wait for 
   await late.advance(t.pool);
   expect(totals("dc-late", late.list())).toEqual({});
 });
+
+test("the first read reaches back since the process started (here: a minute), so traffic before it is counted", async () => {
+  await traffic("dc-before");
+  const back = new DecisionTally(0, () => 60_000);
+  await back.advance(t.pool);
+  const none = new DecisionTally(0, () => 0);
+  await none.advance(t.pool);
+  const totals = (tally: DecisionTally) =>
+    Object.fromEntries(
+      tally
+        .list()
+        .filter((d) => d.queue === "dc-before")
+        .map((d) => [d.outcome, d.total]),
+    );
+  expect(totals(back)).toEqual(EXPECTED);
+  expect(totals(none)).toEqual({});
+});

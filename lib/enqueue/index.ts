@@ -16,7 +16,12 @@
 /** Vocabulary, bounds, result types and typed errors: also importable alone, from browser code (client.ts). */
 export * from "./client";
 export type { CoalesceStats } from "./coalesce";
-export { DECISION_COUNTS, DECISION_SETTLE_MS, type DecisionOutcome } from "./decision-counts";
+export {
+  DECISION_COUNTS,
+  DECISION_FIRST_SPAN_MAX_MS,
+  DECISION_SETTLE_MS,
+  type DecisionOutcome,
+} from "./decision-counts";
 export { keyDigestOf, keyLengthOf, keyPreviewOf } from "./keys";
 export { type MigrateOptions, type MigrateResult, migrate } from "./migrate";
 export type { Observation, ObservationRecorderOptions, ObservationStats } from "./observations";

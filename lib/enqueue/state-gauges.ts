@@ -37,8 +37,9 @@ export interface StateSnapshot {
     paused: boolean;
   }>;
   /**
-   * Enqueue decisions of every producer per queue and outcome, totals since this `StateGauges`'s
-   * first read (decision-counts.ts), as of `DECISION_SETTLE_MS` (10 s) before the read.
+   * Enqueue decisions of every producer per queue and outcome, totals since this process started
+   * (at most an hour before the first read; decision-counts.ts), as of `DECISION_SETTLE_MS` (10 s)
+   * before the read.
    */
   decisions: Array<{ queue: string; outcome: DecisionOutcome; total: number }>;
   /**
