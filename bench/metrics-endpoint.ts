@@ -1,6 +1,7 @@
 /**
- * What `/metrics` costs at scale: the state gauges' one statement and the whole scrape (collect and
- * Prometheus serialisation, as lib/console/metrics.ts does it) over a database seeded with
+ * What `/metrics` costs at scale: the state gauges' statements (and the decisions counted since the
+ * previous read) and the whole scrape (the process's metrics collected and serialised by the SDK,
+ * the state written from its snapshot, as lib/console/metrics.ts does it) over a database seeded with
  * bench/read-surface.ts's rows (1,000,000 jobs and bindings by default).
  *
  *   npx tsx bench/metrics-endpoint.ts [--rows=1000000] [--runs=50]
@@ -11,6 +12,7 @@
 import { PrometheusExporter, PrometheusSerializer } from "@opentelemetry/exporter-prometheus";
 import { MeterProvider } from "@opentelemetry/sdk-metrics";
 import pg from "pg";
+import { stateGaugesText } from "../lib/console/state-text";
 import { migrate, StateGauges } from "../lib/enqueue";
 import { startBenchServer } from "./lib/env";
 import { seed } from "./read-surface";
@@ -37,10 +39,10 @@ try {
   ] as const) {
     const exporter = new PrometheusExporter({ preventServerStart: true });
     const meterProvider = new MeterProvider({ readers: [exporter] });
-    new StateGauges(pool, { maxAgeMs }).register(meterProvider);
+    const gauges = new StateGauges(pool, { maxAgeMs });
     const scrape = async () => {
-      const { resourceMetrics } = await exporter.collect();
-      return new PrometheusSerializer().serialize(resourceMetrics);
+      const [{ resourceMetrics }, state] = await Promise.all([exporter.collect(), gauges.read()]);
+      return new PrometheusSerializer().serialize(resourceMetrics) + stateGaugesText(state);
     };
     for (let i = 0; i < 3; i++) await scrape();
     const ms: number[] = [];

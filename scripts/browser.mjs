@@ -10,26 +10,12 @@
  * server is started. Playwright's own browser download is not used: it needs hosts this project's
  * machines cannot reach.
  */
-import { spawnSync } from "node:child_process";
-import { accessSync, constants, mkdirSync, openSync } from "node:fs";
 import path from "node:path";
+import { aptInstall, currentUid, executable, installPlan } from "./system-tools.mjs";
 
 export const DEBIAN_CHROMIUM = "/usr/bin/chromium";
 
 export class BrowserMissingError extends Error {}
-
-function executable(file) {
-  try {
-    accessSync(file, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function onPath(command) {
-  return spawnSync("sh", ["-c", `command -v ${command}`], { stdio: "ignore" }).status === 0;
-}
 
 /**
  * Returns the path of a Chromium to run, installing Debian's when it may (see above).
@@ -44,25 +30,23 @@ export function ensureChromium({ env = process.env, logDir, log }) {
       `CHROMIUM_PATH is ${env.CHROMIUM_PATH}, which is not an executable file: point it at a Chromium binary, or unset it to use Debian's ${DEBIAN_CHROMIUM}.`,
     );
   }
-  if (executable(DEBIAN_CHROMIUM)) return DEBIAN_CHROMIUM;
-  const may = env.WORKHORSE_BROWSER_INSTALL !== "0" && typeof process.getuid === "function" && process.getuid() === 0;
-  if (!may || !onPath("apt-get")) {
+  const plan = installPlan({
+    binaries: [DEBIAN_CHROMIUM],
+    optOut: "WORKHORSE_BROWSER_INSTALL",
+    env,
+    uid: currentUid(),
+  });
+  if (plan === "present") return DEBIAN_CHROMIUM;
+  if (plan !== "install") {
     throw new BrowserMissingError(
       `The browser tests need Chromium and there is none at ${DEBIAN_CHROMIUM}${
-        may ? " (and no apt-get to install it)" : ""
+        plan === "no-apt" ? " (and no apt-get to install it)" : ""
       }: install it (\`sudo apt-get install chromium\` on Debian) or set CHROMIUM_PATH to a Chromium binary.`,
     );
   }
-  mkdirSync(logDir, { recursive: true });
   const logFile = path.join(logDir, "apt-chromium.log");
   log(`no browser at ${DEBIAN_CHROMIUM}: installing Debian's chromium (apt-get install chromium; log ${logFile})`);
-  const fd = openSync(logFile, "w");
-  const apt = (args) =>
-    spawnSync("apt-get", args, {
-      stdio: ["ignore", fd, fd],
-      env: { ...env, DEBIAN_FRONTEND: "noninteractive" },
-    }).status === 0;
-  if (!(apt(["update", "-q"]) && apt(["install", "-y", "-q", "chromium"])) || !executable(DEBIAN_CHROMIUM)) {
+  if (!aptInstall({ pkg: "chromium", env, logFile }) || !executable(DEBIAN_CHROMIUM)) {
     throw new BrowserMissingError(
       `Installing Debian's chromium failed (see ${logFile}): install it yourself, or set CHROMIUM_PATH to a Chromium binary.`,
     );

@@ -8,7 +8,8 @@
  * 4. Serves on HOST:PORT (default 127.0.0.1:3000) and prints the URL and how to sign in.
  * Ctrl-C (SIGINT) or SIGTERM stops the web server and, if this process started it, PostgreSQL.
  *
- * Refuses to listen on a non-loopback HOST unless WORKHORSE_CONSOLE_PASSWORD(_HASH) is set.
+ * Refuses to listen on a non-loopback HOST unless WORKHORSE_CONSOLE_PASSWORD(_HASH) is set, and to start
+ * with a WORKHORSE_SESSION_SECRET under 32 or a WORKHORSE_METRICS_TOKEN under 16 characters.
  * `tsx scripts/start.ts --hash-password` reads a password on stdin and prints a value for
  * WORKHORSE_CONSOLE_PASSWORD_HASH.
  */
@@ -19,7 +20,7 @@ import { createRequire } from "node:module";
 import { isIP } from "node:net";
 import path from "node:path";
 import pg from "pg";
-import { consoleConfig, hashPassword, isLoopbackHost } from "../lib/console/config";
+import { consoleConfig, hashPassword, isLoopbackHost, metricsTokenProblem } from "../lib/console/config";
 import { DEFAULT_DATABASE, ensureDatabase, ensureServer, shownUrl, stopEmbeddedPostgres } from "../lib/db";
 import { migrate } from "../lib/enqueue";
 import { waitForHttp } from "./wait-for-http.mjs";
@@ -94,6 +95,12 @@ async function main(): Promise<void> {
     process.stderr.write(
       `[workhorse] WORKHORSE_SESSION_SECRET is ${secret.length} characters; it must be at least 32 (e.g. \`openssl rand -hex 32\`), or unset for a random one per start.\n`,
     );
+    process.exitCode = 2;
+    return;
+  }
+  const tokenProblem = metricsTokenProblem();
+  if (tokenProblem) {
+    process.stderr.write(`[workhorse] ${tokenProblem}\n`);
     process.exitCode = 2;
     return;
   }

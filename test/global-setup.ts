@@ -1,9 +1,12 @@
 // One PostgreSQL per test run (embedded, or DATABASE_URL) and one migrated template database that
-// every test file clones, so files are isolated from each other and start in milliseconds.
+// every test file clones, so files are isolated from each other and start in milliseconds. Before
+// that, the system tools some tests need (Debian's prometheus: scripts/system-tools.mjs).
+import path from "node:path";
 import pg from "pg";
 import type { TestProject } from "vitest/node";
 import { startPrivateServer, stopEmbeddedPostgres } from "../lib/db";
 import { migrate } from "../lib/enqueue";
+import { ensurePrometheus } from "../scripts/system-tools.mjs";
 import { distributedTests, prepareCitusDatabase } from "./citus";
 
 export const TEMPLATE = `workhorse_test_template_${process.pid}`;
@@ -16,6 +19,10 @@ declare module "vitest" {
 }
 
 export default async function setup(project: TestProject) {
+  // Once per run, before any test file: the tests that need it then fail with this sentence.
+  const log = (line: string) => process.stderr.write(`[vitest] ${line}\n`);
+  const { problem } = ensurePrometheus({ logDir: path.resolve(import.meta.dirname, "..", "test-results"), log });
+  if (problem) log(problem);
   const info = await startPrivateServer();
   const admin = new pg.Client({ connectionString: info.adminUrl });
   await admin.connect();

@@ -1,8 +1,9 @@
 // The state gauges' values on a real database: exact where docs/observability.md says exact (depth
 // by due-ness, lag, dead letters, paused, workers by heartbeat, bindings below the cap), estimates
 // where it says estimated (bindings past the cap, from the table's statistics after ANALYZE).
+import { MeterProvider, MetricReader } from "@opentelemetry/sdk-metrics";
 import { beforeAll, describe, expect, test } from "vitest";
-import { StateGauges } from "../lib/enqueue";
+import { STATE_GAUGE_VIEWS, StateGauges } from "../lib/enqueue";
 import { EXACT_BINDINGS_CAP } from "../lib/enqueue/store/state-gauges";
 import { distributedTests } from "./citus";
 import { setupQueueTests, waitFor, workerStarter } from "./helpers";
@@ -146,4 +147,44 @@ describe("bindings: exact below the cap, estimated past it", () => {
     const analyzed = await read();
     expect(Math.abs(analyzed.bindings.live - live) / live).toBeLessThan(0.05);
   });
+});
+
+describe("register(): on an application's own meter provider (cumulative reader)", () => {
+  test("past 2,000 queues with STATE_GAUGE_VIEWS every queue is its own series, and a queue that empties reads 0", async () => {
+    const reader = new (class extends MetricReader {
+      protected override async onForceFlush(): Promise<void> {}
+      protected override async onShutdown(): Promise<void> {}
+    })();
+    const provider = new MeterProvider({ readers: [reader], views: [...STATE_GAUGE_VIEWS] });
+    const gauges = new StateGauges(t.pool, { maxAgeMs: 0 });
+    const unregister = gauges.register(provider);
+    const names = Array.from({ length: 2100 }, (_, i) => `reg-${String(i).padStart(4, "0")}`);
+    const producer = t.queue();
+    for (let i = 0; i < names.length; i += 1000) {
+      await producer.enqueueMany(
+        names.slice(i, i + 1000).map((q) => ({ type: "t", payload: {}, options: { queue: q } })),
+      );
+    }
+    const ready = async () => {
+      const { resourceMetrics } = await reader.collect();
+      const depth = resourceMetrics.scopeMetrics
+        .flatMap((s) => s.metrics)
+        .find((m) => m.descriptor.name === "workhorse.queue.depth");
+      const out = new Map<string, number>();
+      for (const p of depth?.dataPoints ?? []) {
+        expect(p.attributes["otel.metric.overflow"]).toBeUndefined();
+        if (p.attributes["workhorse.job.state"] === "ready") {
+          out.set(String(p.attributes["messaging.destination.name"]), Number(p.value));
+        }
+      }
+      return out;
+    };
+    const before = await ready();
+    for (const q of names) expect(before.get(q), q).toBe(1);
+    await t.sql("delete from workhorse.job where queue = 'reg-0000'");
+    expect((await ready()).get("reg-0000")).toBe(0);
+    expect((await ready()).get("reg-0000")).toBe(0); // the SDK keeps a cumulative series at its last value
+    unregister();
+    await provider.shutdown();
+  }, 120_000);
 });

@@ -7,6 +7,8 @@
  * - `WORKHORSE_CONSOLE_READONLY=1`: every mutation is hidden and refused.
  * - `WORKHORSE_SESSION_SECRET`: 32+ characters sealing the session cookie. `scripts/start.ts` makes a
  *   random one per start when unset (sessions then end when the console restarts).
+ * - `WORKHORSE_METRICS_TOKEN`: 16+ characters turning `GET /metrics` on (meter.ts, metrics.ts);
+ *   `scripts/start.ts` refuses a shorter one (`metricsTokenProblem`).
  */
 import { createHash, randomBytes, scryptSync, timingSafeEqual } from "node:crypto";
 
@@ -66,4 +68,18 @@ export function isLoopbackHost(hostHeader: string | null | undefined): boolean {
   else if (host.split(":").length === 2) host = host.split(":")[0] as string;
   if (LOOPBACK_HOSTS.has(host)) return true;
   return /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+}
+
+/** The shortest metrics token accepted: shorter ones are refused as if unset (a guessable token is no guard). */
+export const MIN_TOKEN_LENGTH = 16;
+
+/**
+ * The sentence `scripts/start.ts` stops with when `WORKHORSE_METRICS_TOKEN` is set but shorter than
+ * `MIN_TOKEN_LENGTH` (the console would serve with `/metrics` off, 404); null when it is unset,
+ * empty (metrics off, as documented) or long enough.
+ */
+export function metricsTokenProblem(env: Record<string, string | undefined> = process.env): string | null {
+  const token = env.WORKHORSE_METRICS_TOKEN;
+  if (!token || token.length >= MIN_TOKEN_LENGTH) return null;
+  return `WORKHORSE_METRICS_TOKEN is ${token.length} characters; it must be at least ${MIN_TOKEN_LENGTH} to turn /metrics on (e.g. \`openssl rand -hex 24\`), or unset to leave /metrics off.`;
 }

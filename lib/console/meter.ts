@@ -7,13 +7,12 @@ import { PrometheusExporter } from "@opentelemetry/exporter-prometheus";
 import { MeterProvider } from "@opentelemetry/sdk-metrics";
 import type { StateGauges } from "@/lib/enqueue";
 
-/** The shortest token accepted: shorter ones are refused as if unset (a guessable token is no guard). */
-export const MIN_TOKEN_LENGTH = 16;
+import { MIN_TOKEN_LENGTH } from "./config";
 
 interface ConsoleMetrics {
   meterProvider: MeterProvider;
   exporter: PrometheusExporter;
-  /** Made and registered on the first authorised scrape. */
+  /** Made on the first authorised scrape; serialized by metrics.ts from its snapshot, not through the SDK. */
   gauges: StateGauges | null;
 }
 

@@ -5,13 +5,15 @@ import "server-only";
  * (401 otherwise, before anything is read or computed). No console session is needed. It serves
  * the state gauges (one cached read of PostgreSQL per 15 s, however many scrapers) and the core
  * metrics of this console process (its own enqueues and operator actions), in the Prometheus text
- * format, through the OpenTelemetry SDK's Prometheus exporter used as a pull reader.
+ * format: the process's own metrics through the SDK's Prometheus exporter used as a pull reader, the
+ * state gauges written from their snapshot (state-text.ts).
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import { PrometheusSerializer } from "@opentelemetry/exporter-prometheus";
 import { StateGauges } from "@/lib/enqueue";
 import { consolePool } from "./db";
 import { consoleMetrics, metricsToken } from "./meter";
+import { stateGaugesText } from "./state-text";
 
 /** Whether `authorization` is `Bearer <token>`: compared in constant time (over SHA-256 digests, so lengths leak nothing). */
 export function bearerMatches(authorization: string | null, token: string): boolean {
@@ -47,14 +49,19 @@ export async function metricsResponse(request: Request): Promise<Response> {
     });
   }
   const m = consoleMetrics();
-  if (!m.gauges) {
-    m.gauges = new StateGauges(await consolePool(), { maxAgeMs: stateMaxAgeMs() });
-    m.gauges.register(m.meterProvider);
-  }
+  if (!m.gauges) m.gauges = new StateGauges(await consolePool(), { maxAgeMs: stateMaxAgeMs() });
+  const gauges = m.gauges;
   try {
-    const { resourceMetrics, errors } = await m.exporter.collect();
+    // The state is written from its snapshot (state-text.ts); a failed read leaves it out (logged).
+    const [{ resourceMetrics, errors }, state] = await Promise.all([
+      m.exporter.collect(),
+      gauges.read().catch((err: unknown) => {
+        console.error(`[console] metrics: ${(err as Error)?.message ?? String(err)}`);
+        return null;
+      }),
+    ]);
     for (const err of errors) console.error(`[console] metrics: ${(err as Error)?.message ?? String(err)}`);
-    const body = new PrometheusSerializer().serialize(resourceMetrics);
+    const body = new PrometheusSerializer().serialize(resourceMetrics) + (state ? stateGaugesText(state) : "");
     return new Response(body, { status: 200, headers: { "content-type": TEXT, "cache-control": "no-store" } });
   } catch (err) {
     console.error(`[console] metrics failed: ${(err as Error)?.message ?? String(err)}`);

@@ -16,6 +16,12 @@
 /** Vocabulary, bounds, result types and typed errors: also importable alone, from browser code (client.ts). */
 export * from "./client";
 export type { CoalesceStats } from "./coalesce";
+export {
+  DECISION_COUNTS,
+  DECISION_FIRST_SPAN_MAX_MS,
+  DECISION_SETTLE_MS,
+  type DecisionOutcome,
+} from "./decision-counts";
 export { keyDigestOf, keyLengthOf, keyPreviewOf } from "./keys";
 export { type MigrateOptions, type MigrateResult, migrate } from "./migrate";
 export type { Observation, ObservationRecorderOptions, ObservationStats } from "./observations";
@@ -28,7 +34,13 @@ export {
   type RetryStats,
   WAKE_CHANNEL,
 } from "./queue";
-export { STATE_GAUGES, type StateGaugeOptions, StateGauges, type StateSnapshot } from "./state-gauges";
+export {
+  STATE_GAUGE_VIEWS,
+  STATE_GAUGES,
+  type StateGaugeOptions,
+  StateGauges,
+  type StateSnapshot,
+} from "./state-gauges";
 /** How a read model tells the Citus layout from one node (one row: `distributed boolean`). */
 export { LAYOUT_SQL } from "./store/layout";
 /** For read models (the console): binding and observation rows mapped as the core maps them. */

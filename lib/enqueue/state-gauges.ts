@@ -5,6 +5,7 @@
  * registered as observable gauges on any meter provider.
  */
 import { type BatchObservableResult, type MeterProvider, metrics, type ObservableGauge } from "@opentelemetry/api";
+import { DECISION_COUNTS, type DecisionOutcome, DecisionTally } from "./decision-counts";
 import { EnqueueValidationError } from "./errors";
 import type { Queryable } from "./store/layout";
 import { type StateRow, selectStateRows } from "./store/state-gauges";
@@ -29,11 +30,18 @@ export interface StateSnapshot {
     depth: { scheduled: number; ready: number; active: number };
     /** Seconds since the oldest due pending job became due (0 when none is due). */
     lagSeconds: number;
+    /** Failed jobs not redriven yet (the dead-letter list's default): they leave once redriven or pruned. */
     deadLetters: number;
     /** Running workers that list this queue, by their heartbeat rows (fresh: not gone as the console shows it). */
     workers: number;
     paused: boolean;
   }>;
+  /**
+   * Enqueue decisions of every producer per queue and outcome, totals since this process started
+   * (at most an hour before the first read; decision-counts.ts), as of `DECISION_SETTLE_MS` (10 s)
+   * before the read.
+   */
+  decisions: Array<{ queue: string; outcome: DecisionOutcome; total: number }>;
   /**
    * Key bindings. `expired` is exact below `EXACT_BINDINGS_CAP` (10,000), else an estimate of at
    * least that; `live` is an estimate (the table's row estimate minus the expired ones) unless the
@@ -47,30 +55,77 @@ export interface StateSnapshot {
   };
 }
 
-/** The gauge names and units (Prometheus: dots become underscores, units a suffix). */
+/** The gauge names, units and descriptions (Prometheus: dots become underscores, units a suffix). */
 export const STATE_GAUGES = {
-  depth: { name: "workhorse.queue.depth", unit: "{job}" },
-  lag: { name: "workhorse.queue.lag", unit: "s" },
-  deadLetters: { name: "workhorse.queue.dead_letters", unit: "{job}" },
-  workers: { name: "workhorse.queue.workers", unit: "{worker}" },
-  paused: { name: "workhorse.queue.paused", unit: "1" },
-  bindings: { name: "workhorse.bindings", unit: "{binding}" },
-  oldestExpired: { name: "workhorse.bindings.oldest_expired_age", unit: "s" },
+  depth: {
+    name: "workhorse.queue.depth",
+    unit: "{job}",
+    description: "Jobs per queue: ready (pending and due), scheduled (pending, not yet due), active (running).",
+  },
+  lag: {
+    name: "workhorse.queue.lag",
+    unit: "s",
+    description: "Seconds since the oldest due pending job of the queue became due (0 when none is due).",
+  },
+  deadLetters: {
+    name: "workhorse.queue.dead_letters",
+    unit: "{job}",
+    description: "Failed jobs (dead letters) per queue not redriven yet, as the dead-letter list shows them.",
+  },
+  workers: {
+    name: "workhorse.queue.workers",
+    unit: "{worker}",
+    description: "Running workers whose fresh heartbeat row lists the queue.",
+  },
+  paused: { name: "workhorse.queue.paused", unit: "1", description: "1 while the queue is paused, else 0." },
+  bindings: {
+    name: "workhorse.bindings",
+    unit: "{binding}",
+    description:
+      "Key bindings: live and expired awaiting cleanup, each exact below 10,000 and estimated from table statistics above it.",
+  },
+  oldestExpired: {
+    name: "workhorse.bindings.oldest_expired_age",
+    unit: "s",
+    description: "Seconds since the oldest expired binding awaiting cleanup expired (0 when none).",
+  },
 } as const;
 
-function snapshotOf(rows: StateRow[], readAt: Date): StateSnapshot {
+/**
+ * Views that lift the OpenTelemetry SDK's cardinality limit (2,000 attribute sets per instrument by
+ * default, past which points merge into one `otel.metric.overflow` series) for the state gauges, so
+ * they stay one exact series per queue whatever the number of queues. Plain objects in the shape of
+ * `@opentelemetry/sdk-metrics`' `ViewOptions`: `new MeterProvider({ readers, views: STATE_GAUGE_VIEWS })`.
+ * (The SDK keeps one small entry per attribute set it has ever seen for an asynchronous instrument.)
+ */
+export const STATE_GAUGE_VIEWS: ReadonlyArray<{
+  meterName: string;
+  instrumentName: string;
+  aggregationCardinalityLimit: number;
+}> = [...Object.values(STATE_GAUGES), DECISION_COUNTS].map((g) => ({
+  meterName: INSTRUMENTATION_NAME,
+  instrumentName: g.name,
+  aggregationCardinalityLimit: Number.POSITIVE_INFINITY,
+}));
+
+/** A queue's numbers when it holds nothing. */
+export function emptyQueue(queue: string): StateSnapshot["queues"][number] {
+  return {
+    queue,
+    depth: { scheduled: 0, ready: 0, active: 0 },
+    lagSeconds: 0,
+    deadLetters: 0,
+    workers: 0,
+    paused: false,
+  };
+}
+
+function snapshotOf(rows: StateRow[], decisions: StateSnapshot["decisions"], readAt: Date): StateSnapshot {
   const byQueue = new Map<string, StateSnapshot["queues"][number]>();
   const queue = (name: string) => {
     let q = byQueue.get(name);
     if (!q) {
-      q = {
-        queue: name,
-        depth: { scheduled: 0, ready: 0, active: 0 },
-        lagSeconds: 0,
-        deadLetters: 0,
-        workers: 0,
-        paused: false,
-      };
+      q = emptyQueue(name);
       byQueue.set(name, q);
     }
     return q;
@@ -90,7 +145,7 @@ function snapshotOf(rows: StateRow[], readAt: Date): StateSnapshot {
     }
   }
   const queues = [...byQueue.values()].sort((a, b) => (a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : 0));
-  return { readAt, queues, bindings };
+  return { readAt, queues, decisions, bindings };
 }
 
 /**
@@ -107,6 +162,12 @@ export class StateGauges {
   private inflight: Promise<StateSnapshot> | null = null;
   /** Reads of PostgreSQL so far. */
   reads = 0;
+  /** Decisions of every producer, from the database (decision-counts.ts). */
+  private readonly decisions = new DecisionTally();
+  /** Queues the gauges reported last time (register()). */
+  private reported = new Set<string>();
+  /** Queues gone from `snapshot`, observed at 0 while it serves (register()). */
+  private gone: { snapshot: StateSnapshot | null; queues: string[] } = { snapshot: null, queues: [] };
 
   constructor(
     private readonly db: Queryable,
@@ -140,9 +201,9 @@ export class StateGauges {
   refresh(): Promise<StateSnapshot> {
     if (!this.inflight) {
       this.reads++;
-      this.inflight = selectStateRows(this.db)
-        .then((rows) => {
-          const snapshot = snapshotOf(rows, new Date());
+      this.inflight = Promise.all([selectStateRows(this.db), this.decisions.advance(this.db)])
+        .then(([rows]) => {
+          const snapshot = snapshotOf(rows, this.decisions.list(), new Date());
           this.last = { at: performance.now(), snapshot };
           return snapshot;
         })
@@ -153,35 +214,51 @@ export class StateGauges {
     return this.inflight;
   }
 
+  /** The queues reported before `s` and not in it (the same list for every collection `s` serves). */
+  private goneFrom(s: StateSnapshot): string[] {
+    if (this.gone.snapshot !== s) {
+      const now = new Set(s.queues.map((q) => q.queue));
+      this.gone = { snapshot: s, queues: [...this.reported].filter((q) => !now.has(q)) };
+      this.reported = now;
+    }
+    return this.gone.queues;
+  }
+
   /**
    * Registers the gauges on `meterProvider` (default the global one); returns a function that
-   * removes them. Queues appear once they hold a pending, active or failed job, are paused, or a
-   * running worker lists them.
+   * removes them. Queues appear once they hold a pending, active or failed job (not redriven), are
+   * paused, or a running worker lists them. A queue that no longer does is reported once more with
+   * every gauge at 0 (for as long as the read that found it gone serves) and then no longer: a
+   * reader with delta temporality for gauges (the console's) then drops its series; a cumulative one
+   * keeps them at 0 (the SDK repeats the last value of an attribute set it does not see again).
+   * Pass `STATE_GAUGE_VIEWS` to the provider so more than 2,000 queues stay exact.
    */
   register(meterProvider: MeterProvider = metrics.getMeterProvider()): () => void {
     const meter = meterProvider.getMeter(INSTRUMENTATION_NAME);
-    const g = (key: keyof typeof STATE_GAUGES, description: string): ObservableGauge =>
-      meter.createObservableGauge(STATE_GAUGES[key].name, { description, unit: STATE_GAUGES[key].unit });
-    const depth = g(
-      "depth",
-      "Jobs per queue: ready (pending and due), scheduled (pending, not yet due), active (running).",
-    );
-    const lag = g("lag", "Seconds since the oldest due pending job of the queue became due (0 when none is due).");
-    const dead = g("deadLetters", "Failed jobs (dead letters) per queue, until redriven or pruned.");
-    const workers = g("workers", "Running workers whose fresh heartbeat row lists the queue.");
-    const paused = g("paused", "1 while the queue is paused, else 0.");
-    const bindings = g(
-      "bindings",
-      "Key bindings: live and expired awaiting cleanup, each exact below 10,000 and estimated from table statistics above it.",
-    );
-    const oldest = g(
-      "oldestExpired",
-      "Seconds since the oldest expired binding awaiting cleanup expired (0 when none).",
-    );
-    const all = [depth, lag, dead, workers, paused, bindings, oldest];
+    const g = (key: keyof typeof STATE_GAUGES): ObservableGauge =>
+      meter.createObservableGauge(STATE_GAUGES[key].name, {
+        description: STATE_GAUGES[key].description,
+        unit: STATE_GAUGES[key].unit,
+      });
+    const [depth, lag, dead, workers, paused, bindings, oldest] = (
+      ["depth", "lag", "deadLetters", "workers", "paused", "bindings", "oldestExpired"] as const
+    ).map(g) as [
+      ObservableGauge,
+      ObservableGauge,
+      ObservableGauge,
+      ObservableGauge,
+      ObservableGauge,
+      ObservableGauge,
+      ObservableGauge,
+    ];
+    const decided = meter.createObservableCounter(DECISION_COUNTS.name, {
+      description: DECISION_COUNTS.description,
+      unit: DECISION_COUNTS.unit,
+    });
+    const all = [depth, lag, dead, workers, paused, bindings, oldest, decided];
     const callback = async (observer: BatchObservableResult) => {
       const s = await this.read();
-      for (const q of s.queues) {
+      for (const q of [...s.queues, ...this.goneFrom(s).map(emptyQueue)]) {
         const at = { "messaging.system": "workhorse", "messaging.destination.name": q.queue };
         for (const state of ["scheduled", "ready", "active"] as const) {
           observer.observe(depth, q.depth[state], { ...at, "workhorse.job.state": state });
@@ -190,6 +267,13 @@ export class StateGauges {
         observer.observe(dead, q.deadLetters, at);
         observer.observe(workers, q.workers, at);
         observer.observe(paused, q.paused ? 1 : 0, at);
+      }
+      for (const d of s.decisions) {
+        observer.observe(decided, d.total, {
+          "messaging.system": "workhorse",
+          "messaging.destination.name": d.queue,
+          "workhorse.enqueue.outcome": d.outcome,
+        });
       }
       observer.observe(bindings, s.bindings.live, { "workhorse.binding.state": "live" });
       observer.observe(bindings, s.bindings.expired, { "workhorse.binding.state": "expired" });

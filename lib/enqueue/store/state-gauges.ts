@@ -46,7 +46,7 @@ select 'oldest_expired_binding_age', null, null, coalesce(extract(epoch from now
 // One node, two statements read at once. pending: one index-only pass over job_pending_idx (queue, run_at, id) gives each
 // queue's due (`ready`) and not-yet-due (`scheduled`) jobs and its oldest run_at (lag, when due); the
 // state column is not in the index, so depth is split by due-ness, which is what a worker claims by.
-// active: job_lease_idx; dead_letters: an index-only scan of job_failed_queue_idx (migration 019). Bindings: live and expired ones each
+// active: job_lease_idx; dead_letters (failed jobs not redriven, as the dead-letter list shows them): an index-only scan of job_dead_letter_queue_idx (migration 024). Bindings: live and expired ones each
 // counted over key_binding_expires_idx up to the cap ($1), so a small table is counted exactly.
 // Past the cap, expired: the share of the planner's histogram of expires_at lying before now()
 // times the table's row estimate (pg_class.reltuples, as of the last VACUUM or ANALYZE); live: that
@@ -88,7 +88,7 @@ select 'depth' as metric, queue::text as queue, 'active' as label, count(*)::flo
   from workhorse.job where state = 'active' group by queue
 union all
 select 'dead_letters', queue::text, null, count(*)::float8
-  from workhorse.job where state = 'failed' group by queue
+  from workhorse.job where state = 'failed' and redriven_to is null group by queue
 union all
 ${WORKERS_SQL.replace("$1", "$2")}
 union all
@@ -116,7 +116,7 @@ union all
 select 'depth', queue::text, 'active', count(*)::float8 from workhorse.job where state = 'active' group by queue
 union all
 select 'dead_letters', queue::text, null, count(*)::float8
-  from workhorse.job where state = 'failed' group by queue
+  from workhorse.job where state = 'failed' and redriven_to is null group by queue
 union all
 select 'lag', queue::text, null, extract(epoch from now() - min(run_at))::float8
   from workhorse.job where state in ('scheduled', 'ready') and run_at <= now() group by queue

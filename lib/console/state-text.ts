@@ -1,0 +1,70 @@
+/**
+ * The state gauges of `GET /metrics` in the Prometheus text format (version 0.0.4), and the decisions
+ * counted from the database (`workhorse_queue_decisions_total`), written straight from one
+ * `StateSnapshot` (docs/observability.md): every queue of the snapshot and nothing else, so
+ * a queue that is gone leaves the page at the next read, and there is no series limit. (Through the
+ * OpenTelemetry SDK a collection repeats every attribute set it has ever seen, caps an instrument
+ * at 2,000 of them, and costs seconds for 5,000 queues.) Names, labels, help and units are those the
+ * SDK's serializer gives the same gauges (`StateGauges.register`).
+ */
+import { DECISION_COUNTS, STATE_GAUGES, type StateSnapshot } from "@/lib/enqueue";
+
+type Key = keyof typeof STATE_GAUGES;
+
+/** A label value as the text format wants it: backslash, double quote and newline escaped. */
+export function labelValue(v: string): string {
+  return v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
+}
+
+/** `# HELP`, `# UNIT` and `# TYPE` of a metric family; returns its Prometheus name. */
+export function familyHead(out: string[], name: string, description: string, unit: string, type: string): string {
+  const n = name.replaceAll(".", "_");
+  out.push(`# HELP ${n} ${description.replace(/\\/g, "\\\\").replace(/\n/g, "\\n")}`);
+  out.push(`# UNIT ${n} ${unit}`, `# TYPE ${n} ${type}`);
+  return n;
+}
+
+const SCOPE = 'otel_scope_name="workhorse"';
+
+/** Prometheus text for the state gauges of `s` (one line per queue and gauge; bindings once). */
+export function stateGaugesText(s: StateSnapshot): string {
+  const out: string[] = [];
+  const head = (key: Key) =>
+    familyHead(out, STATE_GAUGES[key].name, STATE_GAUGES[key].description, STATE_GAUGES[key].unit, "gauge");
+  const at = s.queues.map((q) => `messaging_system="workhorse",messaging_destination_name="${labelValue(q.queue)}"`);
+  const n = head("depth");
+  for (const state of ["scheduled", "ready", "active"] as const) {
+    s.queues.forEach((q, i) => {
+      out.push(`${n}{${at[i]},workhorse_job_state="${state}",${SCOPE}} ${q.depth[state]}`);
+    });
+  }
+  const perQueue = (key: Key, value: (q: StateSnapshot["queues"][number]) => number) => {
+    const name = head(key);
+    s.queues.forEach((q, i) => {
+      out.push(`${name}{${at[i]},${SCOPE}} ${value(q)}`);
+    });
+  };
+  perQueue("lag", (q) => q.lagSeconds);
+  perQueue("deadLetters", (q) => q.deadLetters);
+  perQueue("workers", (q) => q.workers);
+  perQueue("paused", (q) => (q.paused ? 1 : 0));
+  const b = head("bindings");
+  out.push(`${b}{workhorse_binding_state="live",${SCOPE}} ${s.bindings.live}`);
+  out.push(`${b}{workhorse_binding_state="expired",${SCOPE}} ${s.bindings.expired}`);
+  out.push(`${head("oldestExpired")}{${SCOPE}} ${s.bindings.oldestExpiredAgeSeconds}`);
+  if (s.decisions.length > 0) {
+    const d = familyHead(
+      out,
+      `${DECISION_COUNTS.name}_total`,
+      DECISION_COUNTS.description,
+      DECISION_COUNTS.unit,
+      "counter",
+    );
+    for (const x of s.decisions) {
+      out.push(
+        `${d}{messaging_system="workhorse",messaging_destination_name="${labelValue(x.queue)}",workhorse_enqueue_outcome="${x.outcome}",${SCOPE}} ${x.total}`,
+      );
+    }
+  }
+  return `${out.join("\n")}\n`;
+}
