@@ -13,12 +13,12 @@ import type pg from "pg";
 import { migrate, Queue } from "../lib/enqueue";
 import { bindingScopes, deadLetterGroupRows } from "../lib/enqueue/store/console-reads";
 import { replacedListRows } from "../lib/enqueue/store/console-replaced";
-import { rollupRunTimesBatch } from "../lib/enqueue/store/console-runtimes";
 import { payloadSearchRows } from "../lib/enqueue/store/console-search";
 import { uuidv7Floor } from "../lib/enqueue/store/console-series";
 import { workerHeartbeatRows } from "../lib/enqueue/store/console-status";
 import { jobIdsEndingWith } from "../lib/enqueue/store/jobs";
 import { sqlOf } from "../lib/enqueue/store/layout";
+import { rollupRunTimesBatch } from "../lib/enqueue/store/runtime-rollups";
 import { benchPool } from "./contenders";
 import { percentile, rng, runUntil, type Summary, summarize } from "./lib/measure";
 
