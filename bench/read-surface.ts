@@ -481,7 +481,7 @@ export async function readQueries(
       q("workers", "workers page (heartbeat rows)", () => workerHeartbeatRows(db, 500, 3)),
       q("search.miss", "payload search, no match (the whole bound read), last 24 h", () =>
         payloadSearchRows(db, {
-          fragments: [JSON.stringify({ invoiceId: "INV-NONE" })],
+          match: { jsonpath: '$."invoiceId" ? (@ == $v0)', vars: { v0: "INV-NONE" } },
           fromId: uuidv7Floor(Date.now() - 86_400_000),
           limit: 50,
           scanCap: 10_000,
