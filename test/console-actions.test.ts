@@ -143,7 +143,15 @@ describe("enqueueTestJob", () => {
       "dana",
       form({ type: "x", payload: "{}", key: idemKey, mode: "debounce", windowMs: "1000" }),
     );
-    expect(c).toMatchObject({ status: "done", outcome: "non_replaceable", reason: "incompatible_key_mode" });
+    // The result names the mode the key is held in (idempotency), not only the one asked (debounce).
+    expect(c).toMatchObject({
+      status: "done",
+      outcome: "non_replaceable",
+      reason: "incompatible_key_mode",
+      mode: "debounce",
+      heldMode: "idempotency",
+    });
+    expect(a).toMatchObject({ heldMode: null });
 
     const throttle = {
       type: "order.shipped",
