@@ -398,7 +398,7 @@ export async function readQueries(
           search(invoiceOf(at(newestIds, p).id), "invoice.capture"),
         ),
         q("search.miss", "payload search, no match (the whole bound read), last 24 h", () => search("INV-NONE")),
-        q("run_times", "run-times page (maintenance's window, the newest 1,000 jobs, dead-letter trend)", () =>
+        q("run_times", "run-times page (maintenance's window, the jobs since its run, dead-letter trend)", () =>
           models.runTimes(db),
         ),
         q("run_times.summed", "run-times page before maintenance has run in the hour (sums the rollups)", () =>
