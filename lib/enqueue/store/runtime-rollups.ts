@@ -8,6 +8,8 @@ import { bucketOf, RUN_TIME_BOUNDS_MS, RUN_TIME_HOURS_PER_RUN, RUN_TIME_RETENTIO
 import type { Sql } from "./layout";
 
 const BUCKET_OF = bucketOf("$1::float8[]");
+/** The clock of a statement: parameter `$n`, else the database's `now()` (inline: Citus plans a CTE over local tables apart). */
+const AT = (n: number) => `coalesce($${n}::timestamptz, now())`;
 
 /**
  * Maintenance: rolls up the finished hours after the newest one rolled (at most
@@ -37,15 +39,14 @@ export async function rollupRunTimesBatch(sql: Sql, at: Date | null = null): Pro
   // reaches further back than RUN_TIME_HOURS_PER_RUN), else only days not summed yet.
   await sql.query({
     name: "workhorse_rollup_run_time_days",
-    text: `with clock as (select coalesce($3::timestamptz, now()) as now)
-           insert into workhorse.run_time_day (day, queue, type, bucket, succeeded, failed)
+    text: `insert into workhorse.run_time_day (day, queue, type, bucket, succeeded, failed)
            select date_trunc('day', hour, 'UTC'), queue, type, bucket, sum(succeeded), sum(failed)
-             from workhorse.run_time_bucket, clock
+             from workhorse.run_time_bucket
             where hour >= case when $1::boolean
-                               then date_trunc('day', date_trunc('hour', clock.now) - $2::integer * interval '1 hour', 'UTC')
+                               then date_trunc('day', date_trunc('hour', ${AT(3)}) - $2::integer * interval '1 hour', 'UTC')
                                else greatest(coalesce((select max(day) + interval '1 day' from workhorse.run_time_day), '-infinity'),
-                                             date_trunc('day', date_trunc('hour', clock.now) - $2::integer * interval '1 hour', 'UTC')) end
-              and hour < date_trunc('day', clock.now, 'UTC')
+                                             date_trunc('day', date_trunc('hour', ${AT(3)}) - $2::integer * interval '1 hour', 'UTC')) end
+              and hour < date_trunc('day', ${AT(3)}, 'UTC')
             group by 1, 2, 3, 4
            on conflict (day, queue, type, bucket) do update set succeeded = excluded.succeeded, failed = excluded.failed`,
     values: [(rowCount ?? 0) > 0, RUN_TIME_HOURS_PER_RUN, at],
@@ -67,13 +68,12 @@ export async function rollupRunTimesBatch(sql: Sql, at: Date | null = null): Pro
   await refreshRunTimeWindow(sql, at);
   await sql.query({
     name: "workhorse_prune_run_time_rollups",
-    text: `with clock as (select coalesce($2::timestamptz, now()) as now),
-                h as (delete from workhorse.run_time_bucket
-                       where hour < date_trunc('hour', (select now from clock)) - $1::integer * interval '1 hour'),
+    text: `with h as (delete from workhorse.run_time_bucket
+                       where hour < date_trunc('hour', ${AT(2)}) - $1::integer * interval '1 hour'),
                 f as (delete from workhorse.failure_bucket
-                       where hour < date_trunc('hour', (select now from clock)) - $1::integer * interval '1 hour')
+                       where hour < date_trunc('hour', ${AT(2)}) - $1::integer * interval '1 hour')
            delete from workhorse.run_time_day
-            where day < date_trunc('day', (select now from clock), 'UTC') - $1::integer * interval '1 hour'`,
+            where day < date_trunc('day', ${AT(2)}, 'UTC') - $1::integer * interval '1 hour'`,
     values: [RUN_TIME_RETENTION_HOURS, at],
   });
   return (rowCount ?? 0) + (failures.rowCount ?? 0);
@@ -90,31 +90,38 @@ export async function rollupRunTimesBatch(sql: Sql, at: Date | null = null): Pro
  * database's `now()`). Reads the jobs of at most the last two hours (`job_finished_idx`).
  */
 export async function refreshRunTimeWindow(sql: Sql, at: Date | null = null): Promise<void> {
+  // Two statements: the jobs (distributed on Citus) are counted apart from the window's local tables,
+  // which Citus does not take in one statement with them. The first fixes the clock for both.
+  const counted = await sql.query<{ taken_at: Date; recent: string }>({
+    name: "workhorse_run_time_recent",
+    text: `with r as (select date_trunc('hour', ${AT(1)}) as hour, ${AT(1)} as at)
+           select (select at from r) as taken_at,
+                  coalesce(jsonb_agg(jsonb_build_array(queue, type, bucket, error_name, ss, sf, hs, hf)
+                                     order by queue, type, bucket, error_name), '[]')::text as recent
+             from (select j.queue::text as queue, j.type::text as type,
+                          case when j.started_at is not null then ${bucketOf("$2::float8[]")}::int end as bucket,
+                          case when j.state = 'failed' then coalesce(j.last_error ->> 'name', 'Error') end as error_name,
+                          (count(*) filter (where j.state = 'succeeded' and j.finished_at >= r.hour))::int as ss,
+                          (count(*) filter (where j.state = 'failed' and j.finished_at >= r.hour))::int as sf,
+                          (count(*) filter (where j.state = 'succeeded' and j.finished_at >= r.at - interval '1 hour'))::int as hs,
+                          (count(*) filter (where j.state = 'failed' and j.finished_at >= r.at - interval '1 hour'))::int as hf
+                     from workhorse.job j, r
+                    where j.finished_at >= least(r.hour, r.at - interval '1 hour') and j.finished_at < r.at
+                      and (j.state = 'failed' or (j.state = 'succeeded' and j.started_at is not null))
+                    group by 1, 2, 3, 4) x`,
+    values: [at, [...RUN_TIME_BOUNDS_MS]],
+  });
+  const { taken_at: takenAt, recent } = counted.rows[0] as { taken_at: Date; recent: string };
   await sql.query({
     name: "workhorse_run_time_window",
-    text: `with r as (select date_trunc('hour', coalesce($1::timestamptz, now())) as hour,
-                         coalesce($1::timestamptz, now()) as at),
+    text: `with r as (select date_trunc('hour', $1::timestamptz) as hour, $1::timestamptz as at),
            w as (
              select e.ends_at, r.hour as rolled_to, r.at as taken_at, date_trunc('day', e.ends_at, 'UTC') as ends_day,
                     date_trunc('day', r.hour, 'UTC') as rolled_day
                from r, lateral (values (r.hour), (r.hour + interval '1 hour')) e(ends_at)),
-           recent as (
-             select coalesce(jsonb_agg(jsonb_build_array(queue, type, bucket, error_name, ss, sf, hs, hf)
-                                       order by queue, type, bucket, error_name), '[]') as recent
-               from (select j.queue::text as queue, j.type::text as type,
-                            case when j.started_at is not null then ${bucketOf("$2::float8[]")}::int end as bucket,
-                            case when j.state = 'failed' then coalesce(j.last_error ->> 'name', 'Error') end as error_name,
-                            (count(*) filter (where j.state = 'succeeded' and j.finished_at >= r.hour))::int as ss,
-                            (count(*) filter (where j.state = 'failed' and j.finished_at >= r.hour))::int as sf,
-                            (count(*) filter (where j.state = 'succeeded' and j.finished_at >= r.at - interval '1 hour'))::int as hs,
-                            (count(*) filter (where j.state = 'failed' and j.finished_at >= r.at - interval '1 hour'))::int as hf
-                       from workhorse.job j, r
-                      where j.finished_at >= least(r.hour, r.at - interval '1 hour') and j.finished_at < r.at
-                        and (j.state = 'failed' or (j.state = 'succeeded' and j.started_at is not null))
-                      group by 1, 2, 3, 4) x),
            d as (delete from workhorse.run_time_window where ends_at < (select hour from r))
            insert into workhorse.run_time_window (ends_at, rolled_to, taken_at, recent, runs, failures)
-           select w.ends_at, w.rolled_to, w.taken_at, (select recent from recent),
+           select w.ends_at, w.rolled_to, w.taken_at, $2::jsonb,
                   coalesce((select jsonb_agg(jsonb_build_array(queue, type, bucket, ds, df, ws, wf) order by queue, type, bucket)
                               from (select queue, type, bucket, sum(ds)::int as ds, sum(df)::int as df,
                                            sum(ws)::int as ws, sum(wf)::int as wf
@@ -140,6 +147,6 @@ export async function refreshRunTimeWindow(sql: Sql, at: Date | null = null): Pr
            on conflict (ends_at) do update
              set rolled_to = excluded.rolled_to, taken_at = excluded.taken_at, recent = excluded.recent,
                  runs = excluded.runs, failures = excluded.failures`,
-    values: [at, [...RUN_TIME_BOUNDS_MS]],
+    values: [takenAt, recent],
   });
 }
