@@ -20,8 +20,8 @@ export function wideTables(page: Page): Promise<string[]> {
 }
 
 /**
- * Whether a link reads as one: its text (down to the innermost element holding it) is in another
- * colour than the text of the cell or definition it sits in, and it is underlined.
+ * Whether a link reads as one: its text (down to the innermost element holding it) is in the link's
+ * own colour, which differs from the text of the cell or definition it sits in, and it is underlined.
  */
 export function linkLook(link: Locator): Promise<{ linkColour: boolean; underlined: boolean }> {
   return link.evaluate((a) => {
@@ -31,7 +31,9 @@ export function linkLook(link: Locator): Promise<{ linkColour: boolean; underlin
     }
     const box = a.parentElement?.closest("td, dd, p, li, div") ?? document.body;
     return {
-      linkColour: getComputedStyle(inner).color !== getComputedStyle(box).color,
+      linkColour:
+        getComputedStyle(inner).color === getComputedStyle(a).color &&
+        getComputedStyle(a).color !== getComputedStyle(box).color,
       underlined: getComputedStyle(a).textDecorationLine.includes("underline"),
     };
   });

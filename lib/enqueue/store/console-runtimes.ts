@@ -36,8 +36,8 @@ export interface BucketRow {
 export const bucketOf = (bounds: string) =>
   `width_bucket(date_part('epoch', j.finished_at - j.started_at) * 1000, ${bounds})`;
 
-/** The clock of a read: the time given as parameter `$n`, else the database's `now()`. */
-const clock = (n: number) => `coalesce($${n}::timestamptz, now())`;
+/** The clock of a statement: the time given as parameter `$n`, else the database's `now()`. */
+export const clock = (n: number) => `coalesce($${n}::timestamptz, now())`;
 
 /**
  * The read of the newest finished jobs (liveBuckets), over SQL expressions for its bounds: the

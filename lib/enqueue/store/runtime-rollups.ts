@@ -4,12 +4,16 @@
  * clock as a parameter (`at`; null: the database's `now()`), so a test can run maintenance at any
  * instant, an hour boundary or midnight UTC included.
  */
-import { bucketOf, RUN_TIME_BOUNDS_MS, RUN_TIME_HOURS_PER_RUN, RUN_TIME_RETENTION_HOURS } from "./console-runtimes";
+import {
+  bucketOf,
+  clock,
+  RUN_TIME_BOUNDS_MS,
+  RUN_TIME_HOURS_PER_RUN,
+  RUN_TIME_RETENTION_HOURS,
+} from "./console-runtimes";
 import type { Sql } from "./layout";
 
 const BUCKET_OF = bucketOf("$1::float8[]");
-/** The clock of a statement: parameter `$n`, else the database's `now()` (inline: Citus plans a CTE over local tables apart). */
-const AT = (n: number) => `coalesce($${n}::timestamptz, now())`;
 
 /**
  * Maintenance: rolls up the finished hours after the newest one rolled (at most
@@ -23,8 +27,8 @@ export async function rollupRunTimesBatch(sql: Sql, at: Date | null = null): Pro
     name: "workhorse_rollup_run_times",
     text: `with span as (
              select greatest(coalesce((select max(hour) + interval '1 hour' from workhorse.run_time_bucket), '-infinity'),
-                             date_trunc('hour', coalesce($3::timestamptz, now())) - $2::integer * interval '1 hour') as lo,
-                    date_trunc('hour', coalesce($3::timestamptz, now())) as hi)
+                             date_trunc('hour', ${clock(3)}) - $2::integer * interval '1 hour') as lo,
+                    date_trunc('hour', ${clock(3)}) as hi)
            insert into workhorse.run_time_bucket (hour, queue, type, bucket, succeeded, failed)
            select date_trunc('hour', j.finished_at), j.queue, j.type, ${BUCKET_OF},
                   count(*) filter (where j.state = 'succeeded'), count(*) filter (where j.state = 'failed')
@@ -43,10 +47,10 @@ export async function rollupRunTimesBatch(sql: Sql, at: Date | null = null): Pro
            select date_trunc('day', hour, 'UTC'), queue, type, bucket, sum(succeeded), sum(failed)
              from workhorse.run_time_bucket
             where hour >= case when $1::boolean
-                               then date_trunc('day', date_trunc('hour', ${AT(3)}) - $2::integer * interval '1 hour', 'UTC')
+                               then date_trunc('day', date_trunc('hour', ${clock(3)}) - $2::integer * interval '1 hour', 'UTC')
                                else greatest(coalesce((select max(day) + interval '1 day' from workhorse.run_time_day), '-infinity'),
-                                             date_trunc('day', date_trunc('hour', ${AT(3)}) - $2::integer * interval '1 hour', 'UTC')) end
-              and hour < date_trunc('day', ${AT(3)}, 'UTC')
+                                             date_trunc('day', date_trunc('hour', ${clock(3)}) - $2::integer * interval '1 hour', 'UTC')) end
+              and hour < date_trunc('day', ${clock(3)}, 'UTC')
             group by 1, 2, 3, 4
            on conflict (day, queue, type, bucket) do update set succeeded = excluded.succeeded, failed = excluded.failed`,
     values: [(rowCount ?? 0) > 0, RUN_TIME_HOURS_PER_RUN, at],
@@ -55,8 +59,8 @@ export async function rollupRunTimesBatch(sql: Sql, at: Date | null = null): Pro
     name: "workhorse_rollup_failures",
     text: `with span as (
              select greatest(coalesce((select max(hour) + interval '1 hour' from workhorse.failure_bucket), '-infinity'),
-                             date_trunc('hour', coalesce($2::timestamptz, now())) - $1::integer * interval '1 hour') as lo,
-                    date_trunc('hour', coalesce($2::timestamptz, now())) as hi)
+                             date_trunc('hour', ${clock(2)}) - $1::integer * interval '1 hour') as lo,
+                    date_trunc('hour', ${clock(2)}) as hi)
            insert into workhorse.failure_bucket (hour, queue, type, error_name, failed)
            select date_trunc('hour', j.finished_at), j.queue, j.type, coalesce(j.last_error ->> 'name', 'Error'), count(*)
              from workhorse.job j, span
@@ -69,11 +73,11 @@ export async function rollupRunTimesBatch(sql: Sql, at: Date | null = null): Pro
   await sql.query({
     name: "workhorse_prune_run_time_rollups",
     text: `with h as (delete from workhorse.run_time_bucket
-                       where hour < date_trunc('hour', ${AT(2)}) - $1::integer * interval '1 hour'),
+                       where hour < date_trunc('hour', ${clock(2)}) - $1::integer * interval '1 hour'),
                 f as (delete from workhorse.failure_bucket
-                       where hour < date_trunc('hour', ${AT(2)}) - $1::integer * interval '1 hour')
+                       where hour < date_trunc('hour', ${clock(2)}) - $1::integer * interval '1 hour')
            delete from workhorse.run_time_day
-            where day < date_trunc('day', ${AT(2)}, 'UTC') - $1::integer * interval '1 hour'`,
+            where day < date_trunc('day', ${clock(2)}, 'UTC') - $1::integer * interval '1 hour'`,
     values: [RUN_TIME_RETENTION_HOURS, at],
   });
   return (rowCount ?? 0) + (failures.rowCount ?? 0);
@@ -94,7 +98,7 @@ export async function refreshRunTimeWindow(sql: Sql, at: Date | null = null): Pr
   // which Citus does not take in one statement with them. The first fixes the clock for both.
   const counted = await sql.query<{ taken_at: Date; recent: string }>({
     name: "workhorse_run_time_recent",
-    text: `with r as (select date_trunc('hour', ${AT(1)}) as hour, ${AT(1)} as at)
+    text: `with r as (select date_trunc('hour', ${clock(1)}) as hour, ${clock(1)} as at)
            select (select at from r) as taken_at,
                   coalesce(jsonb_agg(jsonb_build_array(queue, type, bucket, error_name, ss, sf, hs, hf)
                                      order by queue, type, bucket, error_name), '[]')::text as recent
