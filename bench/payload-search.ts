@@ -13,7 +13,8 @@ import { percentile } from "./lib/measure";
 
 /** The console's SEARCH_SCAN_CAP (lib/console/payload-search.ts), or SCAN_CAP to try another. */
 const SCAN_CAP = Number(process.env.SCAN_CAP ?? 10_000);
-const fragmentsOfForBench = (orderId: string): string[] => [JSON.stringify({ orderId })];
+/** The console's payload test for `orderId = <id>` (matchOf in lib/console/payload-search.ts). */
+const matchForBench = (orderId: string) => ({ jsonpath: '$."orderId" ? (@ == $v0)', vars: { v0: orderId } });
 
 const n = Number(process.argv[2] ?? 1_000_000);
 const info = await startPrivateServer({ ephemeral: true });
@@ -50,7 +51,7 @@ try {
     [
       "hit, last 24 h",
       (i) => ({
-        fragments: fragmentsOfForBench(`ORD-${n - (i % 10_000)}`),
+        match: matchForBench(`ORD-${n - (i % 10_000)}`),
         fromId: fromDay,
         limit: 50,
         scanCap: SCAN_CAP,
@@ -59,7 +60,7 @@ try {
     [
       "hit with type, last 24 h",
       (i) => ({
-        fragments: fragmentsOfForBench(`ORD-${n - 4 * (i % 2_000)}`),
+        match: matchForBench(`ORD-${n - 4 * (i % 2_000)}`),
         type: "order.place",
         fromId: fromDay,
         limit: 50,
@@ -68,7 +69,7 @@ try {
     ],
     [
       "miss (worst case: the whole cap read)",
-      () => ({ fragments: fragmentsOfForBench("ORD-NONE"), fromId: fromDay, limit: 50, scanCap: SCAN_CAP }),
+      () => ({ match: matchForBench("ORD-NONE"), fromId: fromDay, limit: 50, scanCap: SCAN_CAP }),
     ],
   ];
   for (const [label, make] of cases) {

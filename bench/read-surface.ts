@@ -13,12 +13,12 @@ import type pg from "pg";
 import { migrate, Queue } from "../lib/enqueue";
 import { bindingScopes, deadLetterGroupRows } from "../lib/enqueue/store/console-reads";
 import { replacedListRows } from "../lib/enqueue/store/console-replaced";
-import { rollupRunTimesBatch } from "../lib/enqueue/store/console-runtimes";
 import { payloadSearchRows } from "../lib/enqueue/store/console-search";
 import { uuidv7Floor } from "../lib/enqueue/store/console-series";
 import { workerHeartbeatRows } from "../lib/enqueue/store/console-status";
 import { jobIdsEndingWith } from "../lib/enqueue/store/jobs";
 import { sqlOf } from "../lib/enqueue/store/layout";
+import { rollupRunTimesBatch } from "../lib/enqueue/store/runtime-rollups";
 import { benchPool } from "./contenders";
 import { percentile, rng, runUntil, type Summary, summarize } from "./lib/measure";
 
@@ -398,7 +398,7 @@ export async function readQueries(
           search(invoiceOf(at(newestIds, p).id), "invoice.capture"),
         ),
         q("search.miss", "payload search, no match (the whole bound read), last 24 h", () => search("INV-NONE")),
-        q("run_times", "run-times page (maintenance's window, the newest 1,000 jobs, dead-letter trend)", () =>
+        q("run_times", "run-times page (maintenance's window, the jobs since its run, dead-letter trend)", () =>
           models.runTimes(db),
         ),
         q("run_times.summed", "run-times page before maintenance has run in the hour (sums the rollups)", () =>
@@ -481,7 +481,7 @@ export async function readQueries(
       q("workers", "workers page (heartbeat rows)", () => workerHeartbeatRows(db, 500, 3)),
       q("search.miss", "payload search, no match (the whole bound read), last 24 h", () =>
         payloadSearchRows(db, {
-          fragments: [JSON.stringify({ invoiceId: "INV-NONE" })],
+          match: { jsonpath: '$."invoiceId" ? (@ == $v0)', vars: { v0: "INV-NONE" } },
           fromId: uuidv7Floor(Date.now() - 86_400_000),
           limit: 50,
           scanCap: 10_000,

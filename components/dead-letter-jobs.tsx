@@ -1,11 +1,10 @@
 "use client";
-import Link from "next/link";
 import { useState } from "react";
 import type { OperatorActionState, RedriveState } from "@/lib/console/action-state";
 import { formatTime } from "@/lib/console/format";
 import { RedriveDialog } from "./action-dialog";
 import { DeleteDeadLettersDialog } from "./delete-dead-letters";
-import { Badge, EmptyState, linkClass, Mono, Table, Td } from "./ui";
+import { Badge, EmptyState, MonoLink, Table, Td } from "./ui";
 
 export interface DeadLetterRow {
   id: string;
@@ -84,9 +83,7 @@ export function DeadLetterJobs(props: {
               </Td>
             ) : null}
             <Td>
-              <Link className={linkClass} href={`/jobs/${j.id}`}>
-                <Mono>{j.id}</Mono>
-              </Link>
+              <MonoLink href={`/jobs/${j.id}`}>{j.id}</MonoLink>
             </Td>
             <Td>{formatTime(j.finishedAt)}</Td>
             <Td>{j.attempt}</Td>
@@ -95,9 +92,7 @@ export function DeadLetterJobs(props: {
               {j.redrivenTo ? (
                 <span className="inline-flex items-center gap-1">
                   <Badge tone="ok">redriven</Badge>
-                  <Link className={linkClass} href={`/jobs/${j.redrivenTo}`}>
-                    <Mono>…{j.redrivenTo.slice(-8)}</Mono>
-                  </Link>
+                  <MonoLink href={`/jobs/${j.redrivenTo}`}>…{j.redrivenTo.slice(-8)}</MonoLink>
                 </span>
               ) : (
                 "—"

@@ -312,7 +312,9 @@ function Result({ state: submitted, refusedInBrowser }: { state: EnqueueFormStat
               ],
               ...(state.keyed
                 ? ([
-                    ["Mode", state.mode ?? "idempotency"],
+                    state.heldMode
+                      ? ["Mode", `${state.heldMode} (the key's; this request asked for ${state.mode ?? "idempotency"})`]
+                      : ["Mode", state.mode ?? "idempotency"],
                     ["Scope", <Mono key="s">{state.keyed.scope}</Mono>],
                     ["Key preview", <Mono key="p">{state.keyed.keyPreview}</Mono>],
                     ["Key digest", <DigestLink key="d" digest={state.keyed.keyDigest} />],

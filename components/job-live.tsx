@@ -1,5 +1,4 @@
 "use client";
-import Link from "next/link";
 import { formatDuration, formatTime } from "@/lib/console/format";
 import { liveUrl } from "@/lib/console/live-urls";
 import type { JobDetailDto } from "@/lib/console/wire-types";
@@ -10,7 +9,7 @@ import { LiveJobState } from "./job-actions";
 import { LiveStatus } from "./live-status";
 import { PurgeAllowed } from "./purge-dialog";
 import { RelativeTime } from "./relative-time";
-import { Badge, Card, DefinitionList, DigestLink, linkClass, Mono, Notice } from "./ui";
+import { Badge, Card, DefinitionList, DigestLink, Mono, MonoLink, Notice } from "./ui";
 import { useLive } from "./use-live";
 
 /** The key the job was enqueued with, as its `enqueued` event recorded it (never the raw key). */
@@ -120,9 +119,9 @@ export function JobLive({
                 ? ([
                     [
                       "Redriven from",
-                      <Link key="rf" className={linkClass} href={`/jobs/${job.redrivenFrom}`}>
-                        <Mono>{job.redrivenFrom}</Mono>
-                      </Link>,
+                      <MonoLink key="rf" href={`/jobs/${job.redrivenFrom}`}>
+                        {job.redrivenFrom}
+                      </MonoLink>,
                     ],
                   ] as [string, React.ReactNode][])
                 : []),
@@ -132,9 +131,9 @@ export function JobLive({
                       "Redriven as",
                       <span key="ra" className="flex flex-col">
                         {job.redriveJobIds.map((r) => (
-                          <Link key={r} className={linkClass} href={`/jobs/${r}`}>
-                            <Mono>{r}</Mono>
-                          </Link>
+                          <MonoLink key={r} href={`/jobs/${r}`}>
+                            {r}
+                          </MonoLink>
                         ))}
                       </span>,
                     ],

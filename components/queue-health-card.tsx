@@ -24,7 +24,10 @@ export function QueueHealthCard({ initial, queue }: { initial: Data; queue: stri
           items={[
             ["Latency", <QueueFlags key="f" q={q} now={data.now} />],
             ["Next scheduled", <RelativeTime key="n" iso={q.nextRunAt} now={data.now} />],
-            ["Waiting", `${formatCount(q.pending)} (ready + scheduled)`],
+            [
+              "Waiting",
+              `${formatCount(q.pending)} (${formatCount(q.waiting.ready)} ready, ${formatCount(q.waiting.scheduled)} scheduled)`,
+            ],
             [
               "Retrying",
               q.retrying ? (

@@ -79,12 +79,12 @@ export function QueuesLive({ initial, purge }: { initial: Data; purge: Record<st
               <Td className="tabular-nums">
                 <div>
                   <Link className={linkClass} href={jobsHref(q.queue, "&state=ready")}>
-                    {formatCount(q.counts.ready ?? 0)} ready
+                    {formatCount(q.waiting.ready)} ready
                   </Link>
                 </div>
                 <div className="text-xs text-slate-700">
                   <Link className={linkClass} href={jobsHref(q.queue, "&state=scheduled")}>
-                    {formatCount(q.counts.scheduled ?? 0)} scheduled
+                    {formatCount(q.waiting.scheduled)} scheduled
                   </Link>
                   {q.retrying ? (
                     <>

@@ -186,3 +186,20 @@ test("rows arriving while you read wait behind an 'N new, show' button", async (
   await expect(rows).toHaveCount(3);
   await expect(signedIn.getByRole("button", { name: /new, show/ })).toHaveCount(0);
 });
+
+test("the queues page counts a scheduled job whose time has come as ready, as /metrics does", async ({
+  signedIn,
+  queue,
+}) => {
+  const name = `e2e-due-${run}`;
+  // No worker takes this queue: once its run time passes, the first job is due but never started.
+  await queue.enqueue("e2e.later", {}, { queue: name, runAt: new Date(Date.now() + 1500) });
+  await queue.enqueue("e2e.later", {}, { queue: name, runAt: new Date(Date.now() + 3_600_000) });
+  await expect(async () => {
+    await signedIn.goto("/queues");
+    const row = signedIn.getByRole("row").filter({ has: signedIn.getByRole("link", { name, exact: true }) });
+    await expect(row).toContainText("oldest due", { timeout: 1000 });
+    await expect(row).toContainText("1 ready", { timeout: 1000 });
+    await expect(row).toContainText("1 scheduled", { timeout: 1000 });
+  }).toPass({ timeout: 20_000 });
+});

@@ -112,6 +112,13 @@ test("a non_replaceable debounce is explained: what happened and what to do", as
   await form.submit();
   expect(await form.outcome()).toBe("non_replaceable");
   await expect(form.result.getByText("incompatible_key_mode")).toBeVisible();
+  // The key's mode is named, not only the mode this request asked for.
+  await expect(
+    form.result
+      .getByRole("term")
+      .filter({ hasText: /^Mode$/ })
+      .locator("+ dd"),
+  ).toHaveText("idempotency (the key's; this request asked for debounce)");
   await expect(form.explanation()).toContainText("Not replaced: key held in another mode.");
   await expect(form.explanation()).toContainText("What to do:");
 

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { type JobHandler, Worker } from "../lib/enqueue";
 import { expect, test } from "./fixtures";
+import { linkLook } from "./pages/checks";
 import { OperatorDialog } from "./pages/operator-dialog";
 
 test.describe.configure({ mode: "serial" });
@@ -114,7 +115,7 @@ test("bulk redrive of a dead-letter group, dry run first", async ({ signedIn, qu
     "inventory service is back",
   );
   expect(dryRun).toBe("Dry run, nothing changed: 3 would be redriven.");
-  expect(done).toBe("3 jobs redriven: 3 redriven.");
+  expect(done).toBe("3 jobs redriven.");
   const sources = await Promise.all(ids.map((id) => queue.getJob(id)));
   for (const s of sources) {
     expect(s?.state).toBe("failed");
@@ -133,13 +134,20 @@ test("bulk redrive of a dead-letter group, dry run first", async ({ signedIn, qu
   await expect(signedIn.getByText("redriven", { exact: true })).toHaveCount(3);
   const first = sources[0]?.redriveJobIds[0] as string;
   await expect(signedIn.getByRole("link", { name: `…${first.slice(-8)}` })).toHaveAttribute("href", `/jobs/${first}`);
+  // The job ids are links and look like links (link colour, underlined), not like plain text.
+  for (const name of [ids[0] as string, `…${first.slice(-8)}`]) {
+    expect(await linkLook(signedIn.getByRole("link", { name, exact: true }))).toEqual({
+      linkColour: true,
+      underlined: true,
+    });
+  }
   await signedIn.getByLabel(`Select job ${ids[0]}`).check();
   const dialog = signedIn.getByRole("dialog");
   await signedIn.getByRole("button", { name: "Redrive 1 selected…" }).click();
   await dialog.getByLabel("Reason").fill("once more");
   await dialog.getByRole("button", { name: "Dry run" }).click();
   await expect(dialog.getByRole("status")).toHaveText(
-    "Dry run, nothing changed: 1 were redriven before and are left alone (redrive again to run them once more).",
+    "Dry run, nothing changed: 1 was redriven before and is left alone (redrive again to run it once more).",
   );
   await expect(dialog.getByRole("button", { name: "Confirm redrive of 0 jobs" })).toBeDisabled();
   await dialog.getByRole("button", { name: "Close" }).click();
@@ -148,14 +156,21 @@ test("bulk redrive of a dead-letter group, dry run first", async ({ signedIn, qu
   // The source's page says where it went and offers only the explicit "Redrive again".
   await signedIn.goto(`/jobs/${ids[0]}`);
   await expect(signedIn.getByRole("link", { name: first })).toBeVisible();
+  expect(await linkLook(signedIn.getByRole("link", { name: first }))).toEqual({ linkColour: true, underlined: true });
   await expect(signedIn.getByRole("button", { name: "Redrive…" })).toHaveCount(0);
   const twice = await new OperatorDialog(signedIn).redrive(
     signedIn.getByRole("button", { name: "Redrive again…" }),
     "the first copy was lost",
   );
   expect(twice.dryRun).toBe("Dry run, nothing changed: 1 would be redriven.");
-  expect(twice.done).toBe("1 job redriven: 1 redriven.");
+  expect(twice.done).toBe("1 job redriven.");
   expect((await queue.getJob(ids[0] as string))?.redriveJobIds).toHaveLength(2);
+
+  // The copy's page: "Redriven from" links back to the source, and looks like a link.
+  await signedIn.goto(`/jobs/${first}`);
+  const from = signedIn.getByRole("link", { name: ids[0] as string, exact: true });
+  await expect(from).toHaveAttribute("href", `/jobs/${ids[0]}`);
+  expect(await linkLook(from)).toEqual({ linkColour: true, underlined: true });
 
   await signedIn.goto("/audit?action=redrive");
   await expect(signedIn.getByRole("row").filter({ hasText: "jobs:3" })).toContainText("inventory service is back");

@@ -64,6 +64,9 @@ describe("enqueueTestJob", () => {
     if (first.status !== "done" || second.status !== "conflict") return;
     expect(second.conflict.conflictingFields).toEqual(["payload"]);
     expect(second.conflict.payloadPaths).toEqual(["$.amount"]);
+    // One field differs: "payload differs" (the verb agrees with the list).
+    expect(second.conflict.message).toContain("with a different request: payload differs. Use a new key");
+
     expect(second.conflict.existingJobId).toBe(first.jobId);
     expect(JSON.stringify(second)).not.toContain(key);
 
@@ -76,6 +79,12 @@ describe("enqueueTestJob", () => {
     });
     const audit = await listAudit(t.pool, { actor: "bob" });
     expect(audit.rows[0]?.result).toMatchObject({ status: "conflict", conflictingFields: ["payload"] });
+    // Two fields: "payload and type differ".
+    await enqueueTestJob(q, "bob", form({ type: "order.place", payload: order(10), key, scope: "t2" }));
+    const third = await enqueueTestJob(q, "bob", form({ type: "order.refund", payload: order(12), key, scope: "t2" }));
+    expect(third.status === "conflict" && third.conflict.message).toContain(
+      "with a different request: payload and type differ. Use a new key",
+    );
   });
 
   test("invalid JSON and out-of-range numbers are field errors; nothing is written", async () => {
@@ -143,7 +152,15 @@ describe("enqueueTestJob", () => {
       "dana",
       form({ type: "x", payload: "{}", key: idemKey, mode: "debounce", windowMs: "1000" }),
     );
-    expect(c).toMatchObject({ status: "done", outcome: "non_replaceable", reason: "incompatible_key_mode" });
+    // The result names the mode the key is held in (idempotency), not only the one asked (debounce).
+    expect(c).toMatchObject({
+      status: "done",
+      outcome: "non_replaceable",
+      reason: "incompatible_key_mode",
+      mode: "debounce",
+      heldMode: "idempotency",
+    });
+    expect(a).toMatchObject({ heldMode: null });
 
     const throttle = {
       type: "order.shipped",

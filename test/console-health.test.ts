@@ -275,6 +275,19 @@ describe("jobs: state tabs, retrying, prefixes; queue health", () => {
     await q2.resumeQueue("qh", { actor: "erin", reason: "done" });
     await q2.close();
   });
+
+  test("queue health: a due scheduled job is waiting as ready, as /metrics counts it, not as scheduled", async () => {
+    const { queueHealth } = await import("@/lib/console/queues");
+    const q = t.queue();
+    const due = await q.enqueue("qd.job", {}, { queue: "qd", runAt: new Date(Date.now() + 600_000) });
+    await q.enqueue("qd.job", {}, { queue: "qd", runAt: new Date(Date.now() + 600_000) });
+    await q.enqueue("qd.job", {}, { queue: "qd" });
+    // Its run time passed 50 s ago; no worker has claimed it yet, so its state column still says scheduled.
+    await t.sql("update workhorse.job set run_at = now() - interval '50 seconds' where id = $1", [due]);
+    const h = (await queueHealth(t.pool, "qd")).queues[0];
+    expect(h?.waiting).toEqual({ ready: { value: 2, capped: false }, scheduled: { value: 1, capped: false } });
+    expect(h?.pending).toEqual({ value: 3, capped: false });
+  });
 });
 
 describe("sign-in return path", () => {

@@ -5,7 +5,7 @@ import { setupQueueTests } from "./helpers";
 
 vi.mock("server-only", () => ({}));
 
-const { cancelJobs, purgeSelected, runJobsNow, redriveJobs, setQueuePaused } = await import(
+const { cancelJobs, purgeSelected, runJobsNow, redriveJobs, redriveSummary, setQueuePaused } = await import(
   "@/lib/console/operator-action-forms"
 );
 const { countMatchingJobs, deadLetterGroups, pausedQueues, pendingQueueNames } = await import(
@@ -87,6 +87,20 @@ describe("bulk cancel and run now", () => {
 });
 
 describe("dead letters", () => {
+  test("a redrive's summary: one count per outcome, verbs agreeing with it, the redriven jobs said once", () => {
+    expect(redriveSummary({ redriven: 26 }, false)).toBe("26 jobs redriven.");
+    expect(redriveSummary({ redriven: 1 }, false)).toBe("1 job redriven.");
+    expect(redriveSummary({ already_redriven: 1 }, false)).toBe(
+      "0 jobs redriven; 1 was redriven before and is left alone (redrive again to run it once more).",
+    );
+    expect(redriveSummary({ redriven: 3, not_found: 1, not_failed: 2 }, false)).toBe(
+      "3 jobs redriven; 1 no longer exists, 2 are not failed.",
+    );
+    expect(redriveSummary({ eligible: 1, already_redriven: 3, not_found: 2, not_failed: 1 }, true)).toBe(
+      "Dry run, nothing changed: 1 would be redriven, 3 were redriven before and are left alone (redrive again to run them once more), 2 no longer exist, 1 is not failed.",
+    );
+  });
+
   test("groups are made from the newest failed jobs only; past the bound the counts say they are lower bounds", async () => {
     const q = t.queue();
     const older: string[] = [];
@@ -151,7 +165,7 @@ describe("dead letters", () => {
       "bob",
       form({ jobIds: one, requestId: randomUUID(), reason: "one first", mode: "redrive" }),
     );
-    expect(single).toMatchObject({ status: "done", summary: "1 job redriven: 1 redriven." });
+    expect(single).toMatchObject({ status: "done", summary: "1 job redriven." });
     const oneTo = single.status === "done" ? single.results[0]?.jobId : null;
     expect(
       (await deadLetterGroups(t.pool)).groups.filter((g) => g.queue === "dl-q").map((g) => [g.errorName, g.count]),
@@ -167,7 +181,7 @@ describe("dead letters", () => {
       status: "done",
       dryRun: true,
       summary:
-        "Dry run, nothing changed: 2 would be redriven, 1 were redriven before and are left alone (redrive again to run them once more).",
+        "Dry run, nothing changed: 2 would be redriven, 1 was redriven before and is left alone (redrive again to run it once more).",
       counts: { eligible: 2, already_redriven: 1 },
     });
     expect(dry.status === "done" && dry.results.find((r) => r.sourceJobId === one)).toEqual({
@@ -177,14 +191,23 @@ describe("dead letters", () => {
     });
     expect(await t.count("job", "redriven_from is not null")).toBe(1);
     const done = await redriveJobs(q, "bob", form({ ...group, requestId, reason: "fixed", mode: "redrive" }));
-    expect(done).toMatchObject({ status: "done", dryRun: false, counts: { redriven: 2, already_redriven: 1 } });
+    expect(done).toMatchObject({
+      status: "done",
+      dryRun: false,
+      counts: { redriven: 2, already_redriven: 1 },
+      summary: "2 jobs redriven; 1 was redriven before and is left alone (redrive again to run it once more).",
+    });
     expect(await t.count("job", "redriven_from is not null and state = 'ready'")).toBe(3);
     expect((await deadLetterGroups(t.pool)).groups.filter((g) => g.queue === "dl-q").map((g) => g.errorName)).toEqual([
       "RangeError",
     ]);
     // A double submit of the same dialog replays.
     const again = await redriveJobs(q, "bob", form({ ...group, requestId, reason: "fixed", mode: "redrive" }));
-    expect(again).toMatchObject({ counts: { replayed: 2, already_redriven: 1 } });
+    expect(again).toMatchObject({
+      counts: { replayed: 2, already_redriven: 1 },
+      summary:
+        "2 jobs redriven (2 already by this request); 1 was redriven before and is left alone (redrive again to run it once more).",
+    });
     expect(await t.count("job", "redriven_from is not null")).toBe(3);
     // Asked for explicitly (the job page's "Redrive again"), a redriven job is redriven once more.
     const twice = await redriveJobs(

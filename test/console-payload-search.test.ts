@@ -5,7 +5,7 @@ import { setupQueueTests } from "./helpers";
 
 vi.mock("server-only", () => ({}));
 
-const { parseSearch, searchPayload, fragmentsOf, SEARCH_SCAN_CAP } = await import("@/lib/console/payload-search");
+const { parseSearch, searchPayload, matchOf, SEARCH_SCAN_CAP } = await import("@/lib/console/payload-search");
 const { payloadSearchRows } = await import("@/lib/enqueue/store/console-search");
 const { uuidv7Floor } = await import("@/lib/console/read-queries");
 
@@ -40,27 +40,54 @@ describe("search jobs by a payload field", () => {
     expect(found.scanCap).toBe(SEARCH_SCAN_CAP);
   });
 
+  test("looks inside arrays on the way and at the end: items.sku finds an order line, tags finds a tag", async () => {
+    const q = t.queue();
+    const order = await q.enqueue(
+      "order.place",
+      {
+        items: [
+          { sku: "SKU-BLUE-S", qty: 1 },
+          { sku: "SKU-RED-M", qty: 2 },
+        ],
+        tags: ["gift", "rush"],
+      },
+      { queue: "ps-arr" },
+    );
+    const nested = await q.enqueue("order.ship", { parcels: [{ lines: [{ sku: "SKU-RED-M" }] }] }, { queue: "ps-arr" });
+    await q.enqueue("order.place", { items: [{ sku: "SKU-RED-L" }], tags: "rushed" }, { queue: "ps-arr" });
+    const run = async (params: Record<string, string>) => {
+      const p = parseSearch(params);
+      if (!p?.ok) throw new Error(`not parsed: ${JSON.stringify(p)}`);
+      return (await searchPayload(t.pool, p.query)).jobs.map((j) => j.id);
+    };
+    expect(await run({ path: "items.sku", value: "SKU-RED-M" })).toEqual([order]);
+    expect(await run({ path: "parcels.lines.sku", value: "SKU-RED-M" })).toEqual([nested]);
+    expect(await run({ path: "items.qty", value: "2" })).toEqual([order]);
+    expect(await run({ path: "tags", value: "rush" })).toEqual([order]);
+    expect(await run({ path: "items.sku", value: "SKU-RED" })).toEqual([]);
+  });
+
   test("bounded: only jobs created inside the window and only the newest scanCap of them are looked at", async () => {
     const q = t.queue();
     const old = await q.enqueue("order.place", { orderId: "ORD-OLD" }, { queue: "ps2" });
     const newer: string[] = [];
     for (let i = 0; i < 5; i++) newer.push(await q.enqueue("order.place", { orderId: "ORD-NEW", i }, { queue: "ps2" }));
-    const fragments = fragmentsOf(["orderId"], "ORD-NEW");
+    const match = matchOf(["orderId"], "ORD-NEW");
     // A window that starts after the old job's id: it is never read.
     const fromId = uuidv7Floor(Date.now() + 60_000);
-    expect(await payloadSearchRows(t.pool, { fragments, fromId, limit: 50, scanCap: 100 })).toMatchObject({
+    expect(await payloadSearchRows(t.pool, { match, fromId, limit: 50, scanCap: 100 })).toMatchObject({
       jobs: [],
       scanned: 0,
     });
-    const capped = await payloadSearchRows(t.pool, { fragments, fromId: uuidv7Floor(0), limit: 50, scanCap: 3 });
+    const capped = await payloadSearchRows(t.pool, { match, fromId: uuidv7Floor(0), limit: 50, scanCap: 3 });
     expect(capped.scanned).toBe(3);
     expect(capped.jobs.map((j) => j.id)).toEqual(newer.slice(-3).reverse());
-    const limited = await payloadSearchRows(t.pool, { fragments, fromId: uuidv7Floor(0), limit: 2, scanCap: 1000 });
+    const limited = await payloadSearchRows(t.pool, { match, fromId: uuidv7Floor(0), limit: 2, scanCap: 1000 });
     expect(limited.jobs.map((j) => j.id)).toEqual(newer.slice(-2).reverse());
     expect(
       (
         await payloadSearchRows(t.pool, {
-          fragments: fragmentsOf(["orderId"], "ORD-OLD"),
+          match: matchOf(["orderId"], "ORD-OLD"),
           fromId: uuidv7Floor(0),
           limit: 5,
           scanCap: 1000,
@@ -73,12 +100,12 @@ describe("search jobs by a payload field", () => {
     const q = t.queue();
     const more: string[] = [];
     for (let i = 0; i < 5; i++) more.push(await q.enqueue("order.place", { orderId: "ORD-MORE", i }, { queue: "ps3" }));
-    const fragments = fragmentsOf(["orderId"], "ORD-MORE");
-    const first = await payloadSearchRows(t.pool, { fragments, fromId: uuidv7Floor(0), limit: 50, scanCap: 3 });
+    const match = matchOf(["orderId"], "ORD-MORE");
+    const first = await payloadSearchRows(t.pool, { match, fromId: uuidv7Floor(0), limit: 50, scanCap: 3 });
     expect(first.jobs.map((j) => j.id)).toEqual(more.slice(2).reverse());
     expect(first.oldestScanned).toBe(more[2]);
     const next = await payloadSearchRows(t.pool, {
-      fragments,
+      match,
       fromId: uuidv7Floor(0),
       beforeId: first.oldestScanned as string,
       limit: 50,
@@ -125,8 +152,18 @@ describe("search jobs by a payload field", () => {
       errors: { path: "The path has 9 segments; at most 8 are allowed (e.g. customer.address.city)" },
     });
     expect(parseSearch({ path: "a.b.c.d.e.f.g.h", value: "x" })).toMatchObject({ ok: true });
-    expect(fragmentsOf(["a", "b"], "12")).toEqual(['{"a":{"b":"12"}}', '{"a":{"b":12}}']);
-    expect(fragmentsOf(["f"], "true")).toEqual(['{"f":"true"}', '{"f":true}']);
+    expect(matchOf(["a", "b"], "12")).toEqual({
+      jsonpath: '$."a"."b" ? (@ == $v0 || @ == $v1)',
+      vars: { v0: "12", v1: 12 },
+    });
+    expect(matchOf(["f"], "true")).toEqual({
+      jsonpath: '$."f" ? (@ == $v0 || @ == $v1)',
+      vars: { v0: "true", v1: true },
+    });
+    expect(matchOf(["$x", "a-b"], 'say "hi" \\ $v1')).toEqual({
+      jsonpath: '$."$x"."a-b" ? (@ == $v0)',
+      vars: { v0: 'say "hi" \\ $v1' },
+    });
   });
 
   test("a path with an empty segment (two dots in a row, a dot at the start or end) says so, whatever its length", () => {

@@ -241,6 +241,19 @@ export function Mono({ children }: { children: ReactNode }) {
   return <code className="font-mono text-xs break-all text-slate-900">{children}</code>;
 }
 
+/**
+ * An id (or other code-like text) that is a link: mono like `Mono`, but in the link colour and
+ * underlined, so it reads as a link (a `Mono` inside a link keeps its own dark text colour and looks
+ * like plain text).
+ */
+export function MonoLink({ href, children }: { href: string; children: ReactNode }) {
+  return (
+    <Link className={`${linkClass} font-mono text-xs break-all underline`} href={href}>
+      {children}
+    </Link>
+  );
+}
+
 export function DefinitionList({ items }: { items: [string, ReactNode][] }) {
   return (
     <dl className="grid grid-cols-[minmax(6rem,max-content)_1fr] gap-x-4 gap-y-2 text-sm">

@@ -1,5 +1,5 @@
 import AxeBuilder from "@axe-core/playwright";
-import type { Page } from "@playwright/test";
+import type { Locator, Page } from "@playwright/test";
 
 /** The ids of axe's serious and critical violations on the page as it is now (empty when clean). */
 export async function seriousAxe(page: Page): Promise<string[]> {
@@ -17,4 +17,24 @@ export function wideTables(page: Page): Promise<string[]> {
         : [];
     }),
   );
+}
+
+/**
+ * Whether a link reads as one: its text (down to the innermost element holding it) is in the link's
+ * own colour, which differs from the text of the cell or definition it sits in, and it is underlined.
+ */
+export function linkLook(link: Locator): Promise<{ linkColour: boolean; underlined: boolean }> {
+  return link.evaluate((a) => {
+    let inner: Element = a;
+    while (inner.children.length === 1 && inner.textContent === inner.children[0]?.textContent) {
+      inner = inner.children[0] as Element;
+    }
+    const box = a.parentElement?.closest("td, dd, p, li, div") ?? document.body;
+    return {
+      linkColour:
+        getComputedStyle(inner).color === getComputedStyle(a).color &&
+        getComputedStyle(a).color !== getComputedStyle(box).color,
+      underlined: getComputedStyle(a).textDecorationLine.includes("underline"),
+    };
+  });
 }

@@ -21,8 +21,13 @@ export type EnqueueFormState =
       outcome: string;
       /** For `non_replaceable` only: why the debounce request could not replace the job. */
       reason: string | null;
-      /** The key's mode (null without a key). */
+      /** The mode this request asked for (null without a key). */
       mode: "idempotency" | "debounce" | "throttle" | null;
+      /**
+       * The mode the key is held in when it is not the one asked (`non_replaceable` with
+       * `incompatible_key_mode`: a debounce request on a key an idempotency or throttle job holds), else null.
+       */
+      heldMode: "idempotency" | "debounce" | "throttle" | null;
       jobId: string;
       keyed: { scope: string; keyPreview: string; keyDigest: string; keyLength: number } | null;
       /** Increases on every submission, so the panel visibly updates on a repeat. */

@@ -220,11 +220,17 @@ export async function enqueueTestJob(queue: Queue, actor: string, form: FormData
       return { result, keyed };
     });
     await queue.flushObservations();
+    // The key holder's mode, for the result to name (the request's own mode is not the key's).
+    const heldMode =
+      f.key && result.outcome === "non_replaceable" && result.reason === "incompatible_key_mode"
+        ? ((await queue.findBinding({ key: f.key, scope }))?.mode ?? null)
+        : null;
     return {
       status: "done",
       outcome: result.outcome,
       reason: result.outcome === "non_replaceable" ? result.reason : null,
       mode: f.key ? mode : null,
+      heldMode,
       jobId: result.jobId,
       keyed,
       seq,

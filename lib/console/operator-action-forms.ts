@@ -217,14 +217,34 @@ export const purgeSelected = bulkJobAction(
     `Purged ${plural(purged, "job")}; released ${plural(releasedBindings, "binding")}.${rest ? ` Not changed (only ready and scheduled jobs can be purged): ${rest}.` : ""}`,
 );
 
-const REDRIVE_WORDS: Record<string, string> = {
-  redriven: "redriven",
-  replayed: "already redriven by this request",
-  already_redriven: "were redriven before and are left alone (redrive again to run them once more)",
-  eligible: "would be redriven",
-  not_found: "no longer exist",
-  not_failed: "are not failed",
+/** What happened to `n` jobs of one redrive status, the verb agreeing with `n`. */
+const REDRIVE_WORDS: Record<string, (n: number) => string> = {
+  redriven: (n) => `${n} redriven`,
+  replayed: (n) => `${n} already redriven by this request`,
+  already_redriven: (n) =>
+    n === 1
+      ? "1 was redriven before and is left alone (redrive again to run it once more)"
+      : `${n} were redriven before and are left alone (redrive again to run them once more)`,
+  eligible: (n) => `${n} would be redriven`,
+  not_found: (n) => (n === 1 ? "1 no longer exists" : `${n} no longer exist`),
+  not_failed: (n) => (n === 1 ? "1 is not failed" : `${n} are not failed`),
 };
+
+/**
+ * A redrive's summary from its counts per status: "3 jobs redriven.", "2 jobs redriven; 1 was
+ * redriven before and is left alone (…)." or, for a dry run, "Dry run, nothing changed: 2 would be
+ * redriven, 1 is not failed." The redriven jobs (new or replayed) are counted once, in the lead.
+ */
+export function redriveSummary(counts: Record<string, number>, dryRun: boolean): string {
+  const words = (statuses: [string, number][]) =>
+    statuses.map(([s, n]) => REDRIVE_WORDS[s]?.(n) ?? `${n} ${s.replaceAll("_", " ")}`).join(", ");
+  const all = Object.entries(counts).filter(([, n]) => n > 0);
+  if (dryRun) return `Dry run, nothing changed: ${words(all) || "no job"}.`;
+  const redriven = (counts.redriven ?? 0) + (counts.replayed ?? 0);
+  const lead = `${plural(redriven, "job")} redriven${counts.replayed ? ` (${counts.replayed} already by this request)` : ""}`;
+  const rest = words(all.filter(([s]) => s !== "redriven" && s !== "replayed"));
+  return `${lead}${rest ? `; ${rest}` : ""}.`;
+}
 
 /** Most jobs one group redrive takes (newest first); the dialog says so when a group is larger. */
 export const MAX_GROUP_REDRIVE = 10_000;
@@ -306,15 +326,10 @@ export async function redriveJobs(
     const r = { results };
     const counts: Record<string, number> = {};
     for (const x of r.results) counts[x.status] = (counts[x.status] ?? 0) + 1;
-    const words = Object.entries(counts)
-      .map(([s, n]) => `${n} ${REDRIVE_WORDS[s] ?? s}`)
-      .join(", ");
     return {
       status: "done",
       dryRun,
-      summary: dryRun
-        ? `Dry run, nothing changed: ${words}.`
-        : `${plural((counts.redriven ?? 0) + (counts.replayed ?? 0), "job")} redriven: ${words}.`,
+      summary: redriveSummary(counts, dryRun),
       counts,
       results: r.results.map((x) => ({ sourceJobId: x.sourceJobId, status: x.status, jobId: x.jobId ?? null })),
       seq: ++seqCounter,

@@ -1,6 +1,6 @@
 import "server-only";
 import { z } from "zod";
-import { type PayloadSearch, payloadSearchRows } from "@/lib/enqueue/store/console-search";
+import { type PayloadMatch, type PayloadSearch, payloadSearchRows } from "@/lib/enqueue/store/console-search";
 import { UUID_RE } from "./filters";
 import { type Db, iso, uuidv7Floor } from "./read-queries";
 
@@ -28,7 +28,10 @@ const segment = z
 /** Most segments of a search path. */
 const MAX_SEGMENTS = 8;
 
-/** A dot path of 1..8 plain segments: `orderId`, `customer.email`, `lines.0` is not one (arrays: no). */
+/**
+ * A dot path of 1..8 plain segments: `orderId`, `customer.email`. A segment names an object key; an
+ * array on the way is searched in every element (`items.sku` finds `{"items": [{"sku": …}]}`).
+ */
 export const pathSchema = z
   .string()
   .trim()
@@ -83,13 +86,19 @@ export function parseSearch(params: Record<string, string | string[] | undefined
   };
 }
 
-/** `{"a":{"b":value}}` for path a.b: as a string, and as a number or boolean when it reads as one. */
-export function fragmentsOf(path: string[], value: string): string[] {
-  const wrap = (v: unknown) => JSON.stringify(path.reduceRight<unknown>((inner, key) => ({ [key]: inner }), v));
-  const out = [wrap(value)];
-  if (/^-?\d+(\.\d+)?$/.test(value) && Number.isFinite(Number(value))) out.push(wrap(Number(value)));
-  if (value === "true" || value === "false") out.push(wrap(value === "true"));
-  return out;
+/**
+ * The payload test for `value` at `path`: a lax-mode SQL/JSON path (`$."a"."b" ? (@ == $v0 || …)`,
+ * which looks into every element of an array met on the way and at the end) and its variables: the
+ * value as a string, and as a number or boolean when it reads as one. Segments are quoted (they hold
+ * only letters, digits, `_`, `$` and `-`, see pathSchema), the values are variables, never path text.
+ */
+export function matchOf(path: string[], value: string): PayloadMatch {
+  const candidates: unknown[] = [value];
+  if (/^-?\d+(\.\d+)?$/.test(value) && Number.isFinite(Number(value))) candidates.push(Number(value));
+  if (value === "true" || value === "false") candidates.push(value === "true");
+  const vars = Object.fromEntries(candidates.map((v, i) => [`v${i}`, v]));
+  const test = candidates.map((_, i) => `@ == $v${i}`).join(" || ");
+  return { jsonpath: `$${path.map((k) => `."${k}"`).join("")} ? (${test})`, vars };
 }
 
 export interface SearchResult {
@@ -110,7 +119,7 @@ export interface SearchResult {
 /** The newest jobs of the window whose payload holds `value` at `path` (bounded: see SEARCH_SCAN_CAP). */
 export async function searchPayload(db: Db, q: SearchQuery, nowMs = Date.now()): Promise<SearchResult> {
   const s: PayloadSearch = {
-    fragments: fragmentsOf(q.path, q.value),
+    match: matchOf(q.path, q.value),
     type: q.type,
     fromId: uuidv7Floor(nowMs - SEARCH_WINDOWS[q.window]),
     ...(q.before ? { beforeId: q.before } : {}),

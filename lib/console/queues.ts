@@ -45,6 +45,13 @@ export async function queueHealth(db: Db, only?: string): Promise<{ now: string;
         retrying,
         total,
         pending: probes.pending,
+        waiting: {
+          ready: probes.due,
+          scheduled: {
+            value: Math.max(0, probes.pending.value - probes.due.value),
+            capped: probes.pending.capped,
+          },
+        },
         oldestDueAt: probes.oldestDueAt ? iso(probes.oldestDueAt) : null,
         nextRunAt: probes.nextRunAt ? iso(probes.nextRunAt) : null,
         overdue: probes.overdue,

@@ -5,12 +5,15 @@ import {
   LIVE_SAMPLE,
   liveBuckets,
   liveFailures,
+  liveSpans,
   RUN_TIME_BOUNDS_MS,
+  type RunTimeWindow,
   rolledBuckets,
   rolledDays,
   rolledFailures,
   rollupState,
   runTimesRead,
+  type Spans,
   type WindowFailure,
   type WindowRun,
 } from "@/lib/enqueue/store/console-runtimes";
@@ -38,7 +41,10 @@ export interface RunTimeRow {
   last7Days: SpanStats;
 }
 
-/** Set when a read of the jobs themselves stopped at its bound: it holds the newest `jobs`, back to `since`. */
+/**
+ * Set when a read of the jobs themselves stopped at its bound (the counts of the last hour and of the
+ * hours not rolled up are then partial): it read `jobs`, the newest back to `since`.
+ */
 export type LiveSample = { jobs: number; since: string } | null;
 
 export interface RunTimesDto {
@@ -47,7 +53,7 @@ export interface RunTimesDto {
   rolledUpTo: string | null;
   /** The 7-day figures start at this UTC midnight (six whole days from the daily rollup, then today). */
   weekFrom: string;
-  /** The finished jobs read from the jobs (the last hour, the hours not rolled up yet), when capped. */
+  /** The finished jobs read from the jobs (since maintenance's window, or the last hour and the hours not rolled up yet), when capped. */
   liveSample: LiveSample;
   rows: RunTimeRow[];
   /** The failed jobs read from the jobs for the trend, when capped. */
@@ -92,8 +98,13 @@ function statsOf(rows: BucketRow[]): Map<string, SpanStats> {
   }
   const out = new Map<string, SpanStats>();
   for (const [key, e] of by) {
+    // The window's last hour less the jobs that left it since (runTimes) is never below zero; a job
+    // redriven or deleted since maintenance counted it could make it so until maintenance runs again.
+    for (const [bucket, n] of e.counts) e.counts.set(bucket, Math.max(0, n));
+    e.failed = Math.max(0, e.failed);
     let runs = 0;
     for (const n of e.counts.values()) runs += n;
+    if (runs === 0) continue;
     const p50 = percentileOf(e.counts, 50);
     const p95 = percentileOf(e.counts, 95);
     out.set(key, { runs, failed: e.failed, p50Ms: p50.ms, p95Ms: p95.ms, p95Open: p95.open });
@@ -137,6 +148,8 @@ function trendOf(rows: FailureRow[], limit: number): RunTimesDto["deadLetterTren
   }
   const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
   return [...by.values()]
+    .map((g) => ({ ...g, lastHour: Math.max(0, g.lastHour), lastDay: Math.max(0, g.lastDay) }))
+    .filter((g) => g.lastHour + g.lastDay + g.dayBefore > 0)
     .sort(
       (a, b) =>
         b.lastDay - a.lastDay ||
@@ -153,58 +166,47 @@ const sampleOf = (r: { scanned: number; oldest: Date | null }, limit: number): L
 
 /**
  * Duration p50/p95 per queue and type over the last hour, the last day and the last 7 days, and
- * each dead-letter group's failures in the last hour, day and the day before. Every read is
- * bounded: whole hours and days from the window maintenance summed for this hour (one row,
- * `workhorse.run_time_window`; `{ window: false }` or no window: from the hourly, daily and failure
- * rollups themselves), and from the jobs only the newest LIVE_SAMPLE finished (and failed) since the
- * newest rolled hour or within the last hour (`liveSample` / `trendSample` say when that bound was
- * reached). On one node one statement (runTimesRead); on Citus, or without a window, the window
- * first and then the reads of the jobs (and of the rollups) at once.
+ * each dead-letter group's failures in the last hour, day and the day before, as of `options.now`
+ * (default: the database's clock; every statement takes it as a parameter). Every read is bounded:
+ * - With the window maintenance wrote for this hour (`workhorse.run_time_window`, one row; it runs
+ *   every 5 minutes by default): the rolled hours and days, and the jobs finished since the rolled
+ *   hours up to its run, all counted by maintenance; from the jobs only those finished since its run
+ *   and those that have left the last hour since then (liveSpans, at most `liveLimit` of each). The
+ *   counts are exact however many jobs finish in an hour; `liveSample` says when that bound was
+ *   reached (maintenance has not run for a long while at a high rate).
+ * - Without one (`{ window: false }`, or maintenance has not run in this hour or the one before):
+ *   the hourly, daily and failure rollups, and the newest `liveLimit` finished (and failed) since the
+ *   newest rolled hour or within the last hour (`liveSample` / `trendSample` say when capped).
+ * On one node one statement (runTimesRead); on Citus, or without a window, the window first and
+ * then the reads of the jobs (and of the rollups).
  */
 export async function runTimes(
   db: Db,
   liveLimit = LIVE_SAMPLE,
-  options: { window?: boolean } = {},
+  options: { window?: boolean; now?: Date } = {},
 ): Promise<RunTimesDto> {
-  // One node: one statement (the window and the reads of the jobs). Citus, or no window: the
-  // window first, then the reads of the jobs (and of the rollups without a window) at once.
-  const read = options.window === false ? null : await runTimesRead(db, liveLimit);
-  const state = read ?? (await rollupState(db));
+  const at = options.now ?? null;
+  const read = options.window === false ? null : await runTimesRead(db, liveLimit, at);
+  const state = read ?? (await rollupState(db, at));
   const now = state.now;
   const hourStart = Math.floor(now.getTime() / HOUR) * HOUR;
-  // Maintenance's window for a page read in this hour replaces the three rollup reads; without it
-  // (maintenance has not run for over an hour) the page sums them itself. The window's rolled hours
-  // end at this hour's start, or at the previous hour's when maintenance has not run in this one.
   const window = options.window === false ? null : state.window;
   const newest = window ? new Date(window.rolledTo.getTime() - HOUR) : state.newest;
-  const sinceRollup = newest ? new Date(newest.getTime() + HOUR) : new Date(now.getTime() - 7 * DAY);
-  // At most the current and the previous hour are read from the jobs; older hours only from the
-  // rollups (when maintenance fell behind, the page says up to which hour the history goes). On an
-  // hour boundary, so no hour is counted from both.
-  const liveFrom = new Date(Math.max(sinceRollup.getTime(), hourStart - HOUR));
-  const readFrom = new Date(Math.min(liveFrom.getTime(), now.getTime() - HOUR));
-  const dayFrom = new Date(now.getTime() - DAY);
   const today = new Date(now);
   today.setUTCHours(0, 0, 0, 0);
   const weekFrom = new Date(today.getTime() - 6 * DAY);
-  const joined = read?.window;
-  const [live, failuresLive, rolled] = joined
-    ? [joined.live, joined.liveFailures, fromWindow(joined)]
-    : await Promise.all([
-        liveBuckets(db, readFrom, liveFrom, liveLimit),
-        liveFailures(db, readFrom, liveFrom, liveLimit),
-        window ? fromWindow(window) : fromRollups(db, now, liveFrom, dayFrom, today, weekFrom),
-      ]);
-  const sinceRolled = live.rows.filter((r) => r.since_rollup);
-  const lastHour = statsOf(live.rows.filter((r) => r.last_hour));
-  const lastDay = statsOf([...rolled.day, ...sinceRolled]);
-  const last7 = statsOf([...rolled.week, ...sinceRolled]);
+  const page = window
+    ? withWindow(window, read?.window?.spans ?? (await liveSpans(db, window.takenAt, liveLimit, at)), liveLimit)
+    : await withoutWindow(db, { now, at, hourStart, newest, weekFrom, liveLimit });
+  const lastHour = statsOf(page.lastHour);
+  const lastDay = statsOf([...page.rolled.day, ...page.sinceRolled]);
+  const last7 = statsOf([...page.rolled.week, ...page.sinceRolled]);
   const keys = [...new Set([...lastHour.keys(), ...lastDay.keys(), ...last7.keys()])].sort();
   return {
     now: iso(now),
     rolledUpTo: newest ? iso(newest) : null,
     weekFrom: iso(weekFrom),
-    liveSample: sampleOf(live, liveLimit),
+    liveSample: page.liveSample,
     rows: keys.map((k) => {
       const [queue = "", type = ""] = k.split("\u001f");
       return {
@@ -215,8 +217,98 @@ export async function runTimes(
         last7Days: last7.get(k) ?? EMPTY,
       };
     }),
-    trendSample: sampleOf(failuresLive, liveLimit),
-    deadLetterTrend: trendOf([...rolled.failures, ...failuresLive.rows], 200),
+    trendSample: page.trendSample,
+    deadLetterTrend: trendOf([...page.rolled.failures, ...page.failures], 200),
+  };
+}
+
+/** The page's parts before they are summed: histogram rows per span and failure rows. */
+interface Parts {
+  rolled: Rolled;
+  /** Finished since the rolled hours: added to the day and the week. */
+  sinceRolled: BucketRow[];
+  lastHour: BucketRow[];
+  /** Not rolled up (last_hour, last_day); the rollup's are in `rolled.failures`. */
+  failures: FailureRow[];
+  liveSample: LiveSample;
+  trendSample: LiveSample;
+}
+
+/**
+ * With maintenance's window: what it counted up to its run (`recent`), plus the jobs since then,
+ * less (from the last hour) those that finished an hour before those: the last hour from the
+ * clock's, exactly.
+ */
+function withWindow(window: RunTimeWindow, spans: Spans, limit: number): Parts {
+  const sinceRolled: BucketRow[] = [];
+  const lastHour: BucketRow[] = [];
+  const failures: FailureRow[] = [];
+  const add = (queue: string, type: string, bucket: number | null, errorName: string | null, n: Counts) => {
+    if (bucket !== null) {
+      sinceRolled.push({ queue, type, bucket, succeeded: n.since[0], failed: n.since[1] });
+      lastHour.push({ queue, type, bucket, succeeded: n.hour[0], failed: n.hour[1] });
+    }
+    if (errorName !== null) {
+      failures.push({ queue, type, error_name: errorName, last_hour: n.hour[1], last_day: n.since[1], day_before: 0 });
+    }
+  };
+  for (const [queue, type, bucket, errorName, ss, sf, hs, hf] of window.recent) {
+    add(queue, type, bucket, errorName, { since: [ss, sf], hour: [hs, hf] });
+  }
+  for (const r of spans.rows) {
+    const n: [number, number] = [r.succeeded, r.failed];
+    if (r.newer) add(r.queue, r.type, r.bucket, r.error_name, { since: n, hour: n });
+    else add(r.queue, r.type, r.bucket, r.error_name, { since: [0, 0], hour: [-n[0], -n[1]] });
+  }
+  const cut = spans.newer.scanned >= limit || spans.older.scanned >= limit;
+  const oldest = spans.newer.oldest ?? spans.older.oldest;
+  const sample = cut && oldest ? { jobs: spans.newer.scanned + spans.older.scanned, since: iso(oldest) } : null;
+  return { rolled: fromWindow(window), sinceRolled, lastHour, failures, liveSample: sample, trendSample: sample };
+}
+
+interface Counts {
+  since: [succeeded: number, failed: number];
+  hour: [succeeded: number, failed: number];
+}
+
+/** Without a window: the rollups summed here, and the newest `liveLimit` jobs since the newest rolled hour. */
+async function withoutWindow(
+  db: Db,
+  c: {
+    now: Date;
+    at: Date | null;
+    hourStart: number;
+    newest: Date | null;
+    weekFrom: Date;
+    liveLimit: number;
+  },
+): Promise<Parts> {
+  const sinceRollup = c.newest ? new Date(c.newest.getTime() + HOUR) : new Date(c.now.getTime() - 7 * DAY);
+  // At most the current and the previous hour are read from the jobs; older hours only from the
+  // rollups (when maintenance fell behind, the page says up to which hour the history goes). On an
+  // hour boundary, so no hour is counted from both.
+  const liveFrom = new Date(Math.max(sinceRollup.getTime(), c.hourStart - HOUR));
+  const readFrom = new Date(Math.min(liveFrom.getTime(), c.now.getTime() - HOUR));
+  // The day is this hour and the 23 before it, as in maintenance's window (its `ends_at - 23 hours`),
+  // so both give the same figures at every instant, an hour's first millisecond included.
+  const dayFrom = new Date(c.hourStart - 23 * HOUR);
+  const [live, failuresLive, rolled] = await Promise.all([
+    liveBuckets(db, readFrom, liveFrom, c.liveLimit, c.at),
+    liveFailures(db, readFrom, liveFrom, c.liveLimit, c.at),
+    fromRollups(db, {
+      liveFrom,
+      dayFrom,
+      rolledDay: new Date(Math.max(dayOf(sinceRollup).getTime(), c.weekFrom.getTime())),
+      weekFrom: c.weekFrom,
+    }),
+  ]);
+  return {
+    rolled,
+    sinceRolled: live.rows.filter((r) => r.since_rollup),
+    lastHour: live.rows.filter((r) => r.last_hour),
+    failures: failuresLive.rows,
+    liveSample: sampleOf(live, c.liveLimit),
+    trendSample: sampleOf(failuresLive, c.liveLimit),
   };
 }
 
@@ -242,20 +334,22 @@ function fromWindow(w: { runs: WindowRun[]; failures: WindowFailure[] }): Rolled
   };
 }
 
-/** The rolled-up part summed from the rollups: the hours of the last day, the week's whole days, 48 hours of failures. */
+const dayOf = (d: Date) => new Date(Math.floor(d.getTime() / DAY) * DAY);
+
+/**
+ * The rolled-up part summed from the rollups, as maintenance sums its window: the hours of the last
+ * day before `liveFrom`; the week's whole days before the day the rolled hours end in (`rolledDay`;
+ * the days before it are in the daily rollup), then its hours; 48 hours of failures.
+ */
 async function fromRollups(
   db: Db,
-  now: Date,
-  liveFrom: Date,
-  dayFrom: Date,
-  today: Date,
-  weekFrom: Date,
+  c: { liveFrom: Date; dayFrom: Date; rolledDay: Date; weekFrom: Date },
 ): Promise<Rolled> {
   const [hours, days, failures] = await Promise.all([
-    rolledBuckets(db, dayFrom, liveFrom, today),
-    rolledDays(db, weekFrom, today),
-    rolledFailures(db, new Date(now.getTime() - 2 * DAY), liveFrom, dayFrom),
+    rolledBuckets(db, c.dayFrom, c.rolledDay, c.liveFrom),
+    rolledDays(db, c.weekFrom, c.rolledDay),
+    rolledFailures(db, new Date(c.dayFrom.getTime() - DAY), c.liveFrom, c.dayFrom),
   ]);
-  const todayHours = hours.map((r) => ({ ...r, succeeded: r.succeeded_today, failed: r.failed_today }));
-  return { day: hours, week: [...days, ...todayHours], failures };
+  const weekHours = hours.map((r) => ({ ...r, succeeded: r.succeeded_week, failed: r.failed_week }));
+  return { day: hours, week: [...days, ...weekHours], failures };
 }

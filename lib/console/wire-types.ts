@@ -234,6 +234,12 @@ export interface QueueHealthDto {
   total: number;
   /** Ready plus scheduled, counted now. */
   pending: CappedCount;
+  /**
+   * The pending jobs counted now, split as `/metrics` splits its depth: `ready` is due (run time now
+   * or past, whatever the state column says: a due scheduled job is claimed like a ready one),
+   * `scheduled` not due yet.
+   */
+  waiting: { ready: CappedCount; scheduled: CappedCount };
   /** Run time of the oldest job that is due and not started: its age is the queue's latency. */
   oldestDueAt: string | null;
   /** The soonest run time still in the future. */

@@ -92,6 +92,12 @@ export class EnqueueValidationError extends WorkhorseError {
   }
 }
 
+/** "payload differs", "payload and type differ", "maxAttempts, payload and type differ". */
+function differing(fields: string[]): string {
+  if (fields.length <= 1) return `${fields[0] ?? "the request"} differs`;
+  return `${fields.slice(0, -1).join(", ")} and ${fields.at(-1)} differ`;
+}
+
 export interface IdempotencyConflictDetails {
   scope: string;
   keyPreview: string;
@@ -140,7 +146,7 @@ export class EnqueueIdempotencyConflictError extends WorkhorseError implements I
       "ENQUEUE_IDEMPOTENCY_CONFLICT",
       `Idempotency key ${d.keyPreview} (digest ${d.keyDigest}, scope ${JSON.stringify(d.scope)}) is bound to ${
         d.existingJobId ? `job ${d.existingJobId}` : "an earlier request of the same batch"
-      } with a different request: ${d.conflictingFields.join(", ")} differ. Use a new key for new work, or repeat the original request.`,
+      } with a different request: ${differing(d.conflictingFields)}. Use a new key for new work, or repeat the original request.`,
       options,
     );
     this.scope = d.scope;

@@ -8,8 +8,8 @@ import { parseOptions } from "./input-rules";
 import { pruneFinishedJobs } from "./operator-actions";
 import { pruneBindingsSchema, pruneObservationsSchema, reapLeasesSchema } from "./operator-input";
 import type { OperationsDb } from "./queue-context";
-import { rollupRunTimesBatch } from "./store/console-runtimes";
 import * as store from "./store/maintenance";
+import { rollupRunTimesBatch } from "./store/runtime-rollups";
 
 export interface MaintenanceResult {
   expiredBindingsDeleted: number;

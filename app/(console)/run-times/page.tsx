@@ -35,7 +35,7 @@ export default async function RunTimesPage() {
     <>
       <PageHeader
         title="Run times"
-        description={`How long jobs run, per queue and type: p50 and p95 of the attempt that finished each job (succeeded or failed), over the last hour, the last 24 hours and 7 days, to the bound of a duration bucket. Whole hours come from an hourly rollup (whole days of the 7, from a daily one) that maintenance keeps for 30 days; from the jobs themselves the page reads at most the newest ${LIVE_SAMPLE.toLocaleString("en-US")} finished in the last hour or since the last rolled hour. Below, each dead-letter group's failures now against the day before.`}
+        description={`How long jobs run, per queue and type: p50 and p95 of the attempt that finished each job (succeeded or failed), over the last hour, the last 24 hours and 7 days, to the bound of a duration bucket. Whole hours come from an hourly rollup (whole days of the 7, from a daily one) that maintenance keeps for 30 days, and maintenance also counts the jobs finished since, on every run; from the jobs themselves the page reads only those finished since maintenance last ran (at most ${LIVE_SAMPLE.toLocaleString("en-US")}), so the counts are exact. Below, each dead-letter group's failures now against the day before.`}
       />
       <div className="space-y-6">
         <Card title="Durations by queue and type">
@@ -47,8 +47,9 @@ export default async function RunTimesPage() {
           </p>
           {data.liveSample ? (
             <p className="mb-3 text-sm text-slate-700" data-testid="live-sample">
-              From the newest {data.liveSample.jobs.toLocaleString("en-US")} finished jobs only (back to{" "}
-              {formatTime(data.liveSample.since)}): the last hour and the hours not rolled up yet count those.
+              Partial counts: more jobs finished since maintenance last ran than the page reads. It read the newest{" "}
+              {data.liveSample.jobs.toLocaleString("en-US")} (back to {formatTime(data.liveSample.since)}); the last
+              hour and the hours not rolled up yet count only those until maintenance runs again.
             </p>
           ) : null}
           {data.rows.length === 0 ? (
@@ -83,9 +84,9 @@ export default async function RunTimesPage() {
         <Card title="Dead-letter groups: error trend">
           {data.trendSample ? (
             <p className="mb-3 text-sm text-slate-700" data-testid="trend-sample">
-              From the newest {data.trendSample.jobs.toLocaleString("en-US")} failed jobs only (back to{" "}
-              {formatTime(data.trendSample.since)}) for the last hour and the hours not rolled up yet; whole hours come
-              from the hourly failure rollup.
+              Partial counts: the last hour and the hours not rolled up yet count only the newest{" "}
+              {data.trendSample.jobs.toLocaleString("en-US")} jobs read (back to {formatTime(data.trendSample.since)})
+              until maintenance runs again; whole hours come from the hourly failure rollup.
             </p>
           ) : null}
           {data.deadLetterTrend.length === 0 ? (

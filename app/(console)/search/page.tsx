@@ -48,7 +48,7 @@ export default async function SearchPage({ searchParams }: { searchParams: Searc
     <>
       <PageHeader
         title="Search jobs by payload"
-        description={`For support with an order number rather than a key: jobs whose payload holds a value at a field (orderId = ORD-123, or a dot path such as customer.email), optionally of one type. Bounded so it never scans the whole table: jobs created in the chosen window, newest first, at most ${SEARCH_SCAN_CAP.toLocaleString("en-US")} of them per search (the page says when it stopped there and goes on with the next older ones on request), at most ${SEARCH_LIMIT} matches.`}
+        description={`For support with an order number rather than a key: jobs whose payload holds a value at a field (orderId = ORD-123, or a dot path such as customer.email; an array on the way is searched in every element, so items.sku finds an order line), optionally of one type. Bounded so it never scans the whole table: jobs created in the chosen window, newest first, at most ${SEARCH_SCAN_CAP.toLocaleString("en-US")} of them per search (the page says when it stopped there and goes on with the next older ones on request), at most ${SEARCH_LIMIT} matches.`}
       />
       <form
         method="get"
@@ -139,7 +139,8 @@ export default async function SearchPage({ searchParams }: { searchParams: Searc
           ) : null}
           {result.jobs.length === 0 ? (
             <EmptyState title="No job matches.">
-              Check the field's spelling (it is case-sensitive) and the window; numbers match as numbers or text.
+              Check the field's spelling (it is case-sensitive) and the window; numbers match as numbers or text, and
+              arrays are searched in every element (items.sku, not items.0.sku).
             </EmptyState>
           ) : (
             <Table

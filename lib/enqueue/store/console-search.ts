@@ -3,14 +3,21 @@
  * path (`orderId = ORD-123`), optionally of one type, bounded twice so it never scans a big table
  * unbounded: in time (jobs created inside the window, a range of the time-ordered UUIDv7 primary
  * key) and in rows (only the newest `scanCap` jobs of that range are looked at). The payload test is
- * containment (`payload @> {"orderId": "ORD-123"}`), what a GIN `jsonb_path_ops` index would serve if
- * one is ever added; without one there is no index cost on enqueue.
+ * a lax-mode SQL/JSON path (`jsonb_path_exists(payload, '$."items"."sku" ? (@ == $v0)', vars)`),
+ * which, unlike containment, also finds a value inside arrays on the way; no index serves it and none
+ * is needed (at most `scanCap` payloads are tested), so there is no index cost on enqueue.
  */
 import type { Queryable } from "./layout";
 
+/** A payload test: an SQL/JSON path over the payload and its variables (`$v0`, …). */
+export interface PayloadMatch {
+  /** `$."orderId" ? (@ == $v0 || @ == $v1)`: the path's segments quoted, the values as variables. */
+  jsonpath: string;
+  vars: Record<string, unknown>;
+}
+
 export interface PayloadSearch {
-  /** The candidate payload fragments (`{"orderId":"ORD-123"}`, and `{"orderId":123}` for a numeric value). */
-  fragments: string[];
+  match: PayloadMatch;
   type?: string;
   /** UUIDv7 lower bound of the window (inclusive). */
   fromId: string;
@@ -40,7 +47,7 @@ export async function payloadSearchRows(db: Queryable, s: PayloadSearch) {
   }>(
     `with recent as (
        select j.id, j.queue, j.type, j.state, j.created_at,
-              ($3::text is null or j.type = $3::text) and j.payload @> any ($4::jsonb[]) as hit
+              ($3::text is null or j.type = $3::text) and jsonb_path_exists(j.payload, $4::jsonpath, $7::jsonb) as hit
          from workhorse.job j
         where j.id >= $1::uuid and j.id < $6::uuid
         order by j.id desc
@@ -52,7 +59,7 @@ export async function payloadSearchRows(db: Queryable, s: PayloadSearch) {
               where r.hit
               order by r.id desc
               limit $5::integer) m on true`,
-    [s.fromId, s.scanCap, s.type ?? null, s.fragments, s.limit, s.beforeId ?? NO_UPPER_BOUND],
+    [s.fromId, s.scanCap, s.type ?? null, s.match.jsonpath, s.limit, s.beforeId ?? NO_UPPER_BOUND, s.match.vars],
   );
   const scanned = Number(rows[0]?.scanned ?? 0);
   const now = rows[0]?.now ?? new Date();

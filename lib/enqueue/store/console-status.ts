@@ -68,7 +68,7 @@ export async function lastHourFinished(db: Queryable, only?: string) {
  * a probe of the partial pending index (queue, run_at) or the active-lease index.
  */
 export async function queueProbes(db: Queryable, queue: string, overdueAfterMs: number, cap: number) {
-  const [due, next, overdue, pending, lapsed] = await Promise.all([
+  const [due, next, overdue, pending, lapsed, dueNow] = await Promise.all([
     db.query<{ run_at: Date }>(
       `select run_at from workhorse.job
             where queue = $1 and state in ('scheduled', 'ready') and run_at <= now() order by run_at limit 1`,
@@ -91,12 +91,20 @@ export async function queueProbes(db: Queryable, queue: string, overdueAfterMs: 
       "select count(*)::text as n from workhorse.job where state = 'active' and lease_expires_at < now() and queue = $1",
       [queue],
     ),
+    // Due now whatever the state column says: a due `scheduled` job is claimed like a ready one.
+    cappedCount(
+      db,
+      "workhorse.job where queue = $1 and state in ('scheduled', 'ready') and run_at <= now()",
+      [queue],
+      cap,
+    ),
   ]);
   return {
     oldestDueAt: due.rows[0]?.run_at ?? null,
     nextRunAt: next.rows[0]?.run_at ?? null,
     overdue,
     pending,
+    due: dueNow,
     lapsedLeases: Number(lapsed.rows[0]?.n ?? 0),
   };
 }
