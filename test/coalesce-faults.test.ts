@@ -3,7 +3,7 @@
 // (scope, hash) order, so it can wait on a key that none of its calls alone would have waited for
 // while it holds another one: a deadlock (40P01) or a lock timeout (55P03) that a call sent alone
 // would never meet. PostgreSQL rolled such a statement back, so each of its calls is sent again
-// alone. Everything here waits on real lock states (pg_stat_activity), never on sleeps.
+// alone. Everything here waits on real lock states (pg_blocking_pids, citus_lock_waits), never on sleeps.
 import pg from "pg";
 import { beforeAll, describe, expect, test } from "vitest";
 import {

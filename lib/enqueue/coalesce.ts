@@ -79,20 +79,18 @@ export class Coalescer {
 
   /** Enqueues one normalised request, alone or with the calls waiting beside it. */
   submit(request: NormalizedRequest): Promise<EnqueueResult> {
-    // Counted in close()'s accounting from here: a call waiting for its statement is in flight. Its
-    // producer span and metrics are its own, whichever statement carries it.
-    return this.view.context.guard(async () => {
-      const [result] = await traced(this.view, [request], (trace) =>
-        new Promise<EnqueueResult>((resolve, reject) => {
-          this.stats.calls++;
-          const k = request.keyed?.key;
-          const key = k ? `${k.scope}\u0000${k.keyHash.toString("hex")}` : null;
-          this.waiting.push({ request, key, alone: trace !== null, trace, resolve, reject });
-          this.pump();
-        }).then((r) => [r]),
-      );
-      return result as EnqueueResult;
-    });
+    // The call is counted in close()'s accounting by its caller (queue-operations.ts), so close()
+    // waits for it while it waits for its statement. Its producer span and metrics are its own,
+    // whichever statement carries it.
+    return traced(this.view, [request], (trace) =>
+      new Promise<EnqueueResult>((resolve, reject) => {
+        this.stats.calls++;
+        const k = request.keyed?.key;
+        const key = k ? `${k.scope}\u0000${k.keyHash.toString("hex")}` : null;
+        this.waiting.push({ request, key, alone: trace !== null, trace, resolve, reject });
+        this.pump();
+      }).then((r) => [r]),
+    ).then(([result]) => result as EnqueueResult);
   }
 
   /** Sends statements while fewer than maxStatements are in flight and calls wait. */
@@ -143,7 +141,7 @@ export class Coalescer {
   private async send(group: Waiting[]): Promise<void> {
     if (group.length === 1) {
       const only = group[0] as Waiting;
-      await decide(this.view, [only.request], only.trace, false).then(
+      await decide(this.view, [only.request], only.trace).then(
         ([result]) => only.resolve(result as EnqueueResult),
         (err: unknown) => only.reject(err),
       );
@@ -152,7 +150,7 @@ export class Coalescer {
     const requests = group.map((w) => w.request);
     const ids = requests.map(() => uuidv7());
     try {
-      const rows = await sendRaw(this.view, this.view.rawExec, requests, ids, false, null);
+      const rows = await sendRaw(this.view, this.view.exec, requests, ids, false, null);
       const results = reportResults(this.view, requests, ids, rows);
       group.forEach((w, i) => {
         w.resolve(results[i] as EnqueueResult);
