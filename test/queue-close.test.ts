@@ -51,7 +51,7 @@ describe("calls made before close() complete", () => {
     },
   );
 
-  test("every method that reads the installation key first: enqueueMany, findBinding, findBindingInScopes, describeKey, redrive, withClient", async () => {
+  test("every method that reads the installation key first (enqueueMany, findBinding, findBindingInScopes, describeKey, redrive, withClient), getJob, flushObservations", async () => {
     const q = newQueue();
     const scope = fresh("methods");
     const client = await t.pool.connect();
@@ -72,6 +72,7 @@ describe("calls made before close() complete", () => {
         }),
         q.withClient(client).enqueue("t", { m: 3 }, { idempotency: { key: "m3", scope } }),
         q.getJob("00000000-0000-7000-8000-000000000000"),
+        q.flushObservations(),
       ];
       const closing = q.close();
       const settled = await Promise.allSettled(made);
@@ -222,6 +223,7 @@ describe("calls made after close() reject with QueueClosedError and write nothin
         () => q.listDeadLetters(),
         () => q.runMaintenance(),
         () => q.pruneExpiredBindings(),
+        () => q.flushObservations(),
       ];
       const settled = await Promise.allSettled(made.map((m) => m()));
       expect(statuses(settled)).toEqual(Array(made.length).fill("rejected: QueueClosedError"));

@@ -121,9 +121,9 @@ export class Queue extends QueueOperations {
     return this.context.recorder.stats();
   }
 
-  /** Writes buffered observations now. */
+  /** Writes buffered observations now. After `close()` (which flushed them) it rejects with `QueueClosedError`. */
   flushObservations(): Promise<void> {
-    return this.context.recorder.flush();
+    return this.call(() => this.context.recorder.flush());
   }
 
   /**
