@@ -4,6 +4,7 @@
 // while it holds another one: a deadlock (40P01) or a lock timeout (55P03) that a call sent alone
 // would never meet. PostgreSQL rolled such a statement back, so each of its calls is sent again
 // alone. Everything here waits on real lock states (pg_blocking_pids, citus_lock_waits), never on sleeps.
+import { createHmac } from "node:crypto";
 import pg from "pg";
 import { beforeAll, describe, expect, test } from "vitest";
 import {
@@ -42,13 +43,31 @@ function waitForBlockedBy(what: string, pid: string) {
 }
 
 /**
- * Keys X and Y in one scope with hash(Y) < hash(X) under this installation's secret: a statement
- * carrying both locks Y first, then waits on X.
+ * Where a shared statement takes the key's lock, in its order: on one node by (scope, key hash); on
+ * Citus by the shard of the key's bucket first (sql/functions/citus/enqueue_batch.sql). The key hash
+ * is computed here with the installation secret, as the Queue computes it.
  */
+async function lockPlace(scope: string, key: string): Promise<string> {
+  const [row] = await t.sql<{ key_secret: Buffer }>("select key_secret from workhorse.installation");
+  const hash = createHmac("sha256", row?.key_secret as Buffer)
+    .update(scope, "utf8")
+    .update(Buffer.of(0x1f))
+    .update(key, "utf8")
+    .digest();
+  if (!distributedTests()) return hash.toString("hex");
+  const [shard] = await t.sql<{ s: string }>(
+    "select lpad(get_shard_id_for_distribution_column('workhorse.job', workhorse.key_bucket($1, $2))::text, 20, '0') as s",
+    [scope, hash],
+  );
+  return `${shard?.s}:${hash.toString("hex")}`;
+}
+
+/** Keys X and Y in one scope that a statement carrying both locks Y first, then X. */
 async function orderedKeys(queue: Queue, scope: string): Promise<{ x: string; y: string }> {
+  await queue.describeKey({ key: "key-a", scope }); // the installation key exists
   const [a, b] = ["key-a", "key-b"];
-  const [da, db] = await Promise.all([a, b].map(async (key) => (await queue.describeKey({ key, scope })).keyDigest));
-  return (da as string) < (db as string) ? { y: a, x: b } : { y: b, x: a };
+  const [pa, pb] = await Promise.all([lockPlace(scope, a), lockPlace(scope, b)]);
+  return pa < pb ? { y: a, x: b } : { y: b, x: a };
 }
 
 interface Outcome {
@@ -180,13 +199,17 @@ describe("a shared statement refused because of its neighbours", () => {
 
   test("a lock timeout of the shared statement: the calls that would not have waited alone succeed, the one that would gets its timeout", async () => {
     // The producer's sessions give up a lock wait after 1.5 s (lock_timeout, 55P03): the shared
-    // statement on X, then the call on X alone.
-    await sharedStatementOnXAndY("lock-timeout", "-c lock_timeout=1500", { retry: false }, async (s) => {
+    // statement on X, then the call on X alone. On Citus the waits happen on the workers, where a
+    // coordinator session's lock_timeout does not reach; its statement_timeout (57014) does.
+    const timeout = distributedTests()
+      ? { option: "-c statement_timeout=1500", sqlState: "57014" }
+      : { option: "-c lock_timeout=1500", sqlState: "55P03" };
+    await sharedStatementOnXAndY("lock-timeout", timeout.option, { retry: false }, async (s) => {
       const settled = (await s.settling).map(settledAs);
       expect(settled).toEqual([
         { outcome: "replayed", jobId: s.zJob },
         { outcome: "accepted", jobId: expect.any(String) },
-        { error: "WorkhorseDatabaseError", sqlState: "55P03" },
+        { error: "WorkhorseDatabaseError", sqlState: timeout.sqlState },
         { outcome: "accepted", jobId: expect.any(String) },
       ]);
     });
