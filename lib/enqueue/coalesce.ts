@@ -6,7 +6,7 @@
  * at once, exactly as without coalescing.
  *
  * Each call gets what it would have got alone. A shared statement can fail because of the calls
- * sharing it (it locks all their keys, in (scope, hash) order, so it may hold one key while waiting
+ * sharing it (it locks all their keys, in a fixed key order, so it may hold one key while waiting
  * on another that none of them alone would have waited for: a deadlock, a lock or statement
  * timeout, a serialization failure; or a neighbour's request is refused), so no call takes a shared
  * statement's failure as its own answer unless the failure names it:
