@@ -261,6 +261,46 @@ describe("coalesced calls get what they would alone", () => {
     await expect(q.enqueue("order.place", {}, { queue: "coalesce" })).rejects.toThrow(/closed/i);
   });
 
+  test("a shared statement's payloads total at most 64 MiB, as a batch's: a call that would pass it waits for the next statement", async () => {
+    const shared = t.queue({ coalesce: { maxStatements: 1 }, maxPayloadBytes: 40 * 1024 * 1024 });
+    const scope = fresh("bytes");
+    const big = "x".repeat(33 * 1024 * 1024); // two of them pass LIMITS.maxBatchPayloadBytes (64 MiB)
+    const blocker = await t.pool.connect();
+    try {
+      // The first call takes the slot and waits for a key the blocker's transaction holds.
+      await blocker.query("begin");
+      const opts = { queue: "coalesce", idempotency: { key: "held", scope } };
+      await shared.withClient(blocker).enqueue("order.place", { held: true }, opts);
+      const pid = (await blocker.query<{ pid: number }>("select pg_backend_pid() as pid")).rows[0]?.pid;
+      const before = shared.coalesceStats();
+      const first = shared.enqueue("order.place", { held: true }, opts);
+      await waitFor("the first call to wait for the blocker", async () => {
+        const [row] = await t.sql<{ n: string }>(
+          "select count(*) as n from pg_stat_activity where $1::int = any(pg_blocking_pids(pid))",
+          [pid],
+        );
+        return Number(row?.n) > 0;
+      });
+      const rest = [
+        shared.enqueue("order.place", { big, n: 1 }, { queue: "coalesce", tags: [scope] }),
+        shared.enqueue("order.place", { big, n: 2 }, { queue: "coalesce", tags: [scope] }),
+        shared.enqueue("order.place", { n: 3 }, { queue: "coalesce", tags: [scope] }),
+      ];
+      await waitFor("the three calls to wait", async () => shared.coalesceStats().calls === before.calls + 4);
+      await blocker.query("commit");
+      await Promise.all([first, ...rest]);
+      const stats = shared.coalesceStats();
+      // The first alone; then the first big call with the small one; the second big call alone.
+      expect(stats.statements - before.statements).toBe(3);
+      expect(stats.sharedStatements - before.sharedStatements).toBe(1);
+      expect(stats.largestStatement).toBe(2);
+      expect(await t.count("job", `'${scope}' = any(tags)`)).toBe(3);
+    } finally {
+      await blocker.query("rollback").catch(() => {});
+      blocker.release();
+    }
+  });
+
   test("bad coalesce options are typed errors naming the option", () => {
     expect(() => new Queue({ pool: t.pool, coalesce: { maxStatements: 0 } })).toThrow(EnqueueValidationError);
     expect(() => new Queue({ pool: t.pool, coalesce: { maxCalls: 1 } })).toThrow(/coalesce\.maxCalls/);

@@ -5,23 +5,31 @@
  * statement to leave carries every waiting call (one `enqueue_batch`). No timer: a lone call is sent
  * at once, exactly as without coalescing.
  *
- * Each call gets what it would have got alone:
+ * Each call gets what it would have got alone. A shared statement can fail because of the calls
+ * sharing it (it locks all their keys, in a fixed key order, so it may hold one key while waiting
+ * on another that none of them alone would have waited for: a deadlock, a lock or statement
+ * timeout, a serialization failure; or a neighbour's request is refused), so no call takes a shared
+ * statement's failure as its own answer unless the failure names it:
  * - its own result (the batch answers per request);
  * - its own conflict: a conflict rolls the shared statement back; the call it names is answered with
  *   its `EnqueueIdempotencyConflictError` (ordinal 1, as a single call's), the others wait again and
  *   go with the next statement;
- * - its own validation error: input is checked before a call waits (nothing invalid is coalesced);
- *   an error PostgreSQL raises for the statement as a whole sends each of its calls again alone;
- * - the keyed-call retry: after a connection loss or a retryable SQLSTATE a keyed call repeats
- *   alone with the job id it proposed (so a statement that committed before its reply was lost is
- *   recognised), a keyless call gets the retryable error, as alone.
+ * - any other error PostgreSQL answered (40P01, 40001, 55P03, 57014, a check violation, ...): the
+ *   statement rolled back and wrote nothing, so each of its calls is sent again, alone, and gets its
+ *   own answer (input is checked before a call waits, so nothing invalid is coalesced);
+ * - no answer (the connection broke, or the session ended: the statement may have committed before
+ *   its reply was lost): a keyed call repeats alone with the job id it proposed (so such a commit
+ *   is recognised), a keyless call gets the retryable error, as alone.
  * Two requests for the same scope and key never share a statement: the second waits for the next
- * one and so sees the first one's decision. Calls on `withClient` / `transaction` never coalesce.
+ * one and so sees the first one's decision. The payloads of one statement total at most
+ * `LIMITS.maxBatchPayloadBytes`, as an `enqueueMany` batch's. Calls on `withClient` / `transaction`
+ * never coalesce.
  */
 import { v7 as uuidv7 } from "uuid";
 import { type CallView, decide, mayRetry, reportResults, retryAlone, sendRaw, traced, translate } from "./enqueue-call";
 import type { NormalizedRequest } from "./enqueue-input";
-import { isRetryableDbError, QueueClosedError, SqlState, sqlStateOf, WorkhorseDatabaseError } from "./errors";
+import { isConnectionLoss, refusedByServer, SqlState, sqlStateOf } from "./errors";
+import { LIMITS } from "./limits";
 import type { EnqueueResult } from "./types";
 
 /** `QueueOptions.coalesce`, checked and defaulted. */
@@ -71,20 +79,18 @@ export class Coalescer {
 
   /** Enqueues one normalised request, alone or with the calls waiting beside it. */
   submit(request: NormalizedRequest): Promise<EnqueueResult> {
-    // Counted in close()'s accounting from here: a call waiting for its statement is in flight. Its
-    // producer span and metrics are its own, whichever statement carries it.
-    return this.view.context.guard(async () => {
-      const [result] = await traced(this.view, [request], (trace) =>
-        new Promise<EnqueueResult>((resolve, reject) => {
-          this.stats.calls++;
-          const k = request.keyed?.key;
-          const key = k ? `${k.scope}\u0000${k.keyHash.toString("hex")}` : null;
-          this.waiting.push({ request, key, alone: trace !== null, trace, resolve, reject });
-          this.pump();
-        }).then((r) => [r]),
-      );
-      return result as EnqueueResult;
-    });
+    // The call is counted in close()'s accounting by its caller (queue-operations.ts), so close()
+    // waits for it while it waits for its statement. Its producer span and metrics are its own,
+    // whichever statement carries it.
+    return traced(this.view, [request], (trace) =>
+      new Promise<EnqueueResult>((resolve, reject) => {
+        this.stats.calls++;
+        const k = request.keyed?.key;
+        const key = k ? `${k.scope}\u0000${k.keyHash.toString("hex")}` : null;
+        this.waiting.push({ request, key, alone: trace !== null, trace, resolve, reject });
+        this.pump();
+      }).then((r) => [r]),
+    ).then(([result]) => result as EnqueueResult);
   }
 
   /** Sends statements while fewer than maxStatements are in flight and calls wait. */
@@ -102,17 +108,27 @@ export class Coalescer {
     }
   }
 
-  /** The next statement's calls, in arrival order: one per key, up to maxCalls, alone-marked calls by themselves. */
+  /**
+   * The next statement's calls, in arrival order: one per key, up to maxCalls and
+   * `LIMITS.maxBatchPayloadBytes` of payloads, alone-marked calls by themselves.
+   */
   private take(): Waiting[] {
     const first = this.waiting[0] as Waiting;
     if (first.alone) return this.waiting.splice(0, 1);
     const group: Waiting[] = [];
     const rest: Waiting[] = [];
     const keys = new Set<string>();
+    let bytes = 0;
     for (const w of this.waiting) {
-      const fits = group.length < this.config.maxCalls && !w.alone && (w.key === null || !keys.has(w.key));
+      const size = w.request.payloadJson.length;
+      const fits =
+        group.length < this.config.maxCalls &&
+        !w.alone &&
+        (w.key === null || !keys.has(w.key)) &&
+        (group.length === 0 || bytes + size <= LIMITS.maxBatchPayloadBytes);
       if (fits) {
         group.push(w);
+        bytes += size;
         if (w.key !== null) keys.add(w.key);
       } else {
         rest.push(w);
@@ -125,7 +141,7 @@ export class Coalescer {
   private async send(group: Waiting[]): Promise<void> {
     if (group.length === 1) {
       const only = group[0] as Waiting;
-      await decide(this.view, [only.request], only.trace, false).then(
+      await decide(this.view, [only.request], only.trace).then(
         ([result]) => only.resolve(result as EnqueueResult),
         (err: unknown) => only.reject(err),
       );
@@ -134,7 +150,7 @@ export class Coalescer {
     const requests = group.map((w) => w.request);
     const ids = requests.map(() => uuidv7());
     try {
-      const rows = await sendRaw(this.view, this.view.rawExec, requests, ids, false, null);
+      const rows = await sendRaw(this.view, this.view.exec, requests, ids, false, null);
       const results = reportResults(this.view, requests, ids, rows);
       group.forEach((w, i) => {
         w.resolve(results[i] as EnqueueResult);
@@ -146,10 +162,6 @@ export class Coalescer {
 
   /** A shared statement failed: nothing of it was written (or, after a lost reply, maybe all of it). */
   private failed(group: Waiting[], requests: NormalizedRequest[], ids: string[], err: unknown): void {
-    if (err instanceof QueueClosedError) {
-      for (const w of group) w.reject(err);
-      return;
-    }
     if (sqlStateOf(err) === SqlState.idempotencyConflict) {
       // The call the conflict names gets it as its own; the rest were rolled back and wait again, first in line.
       const ordinal = conflictOrdinal(err);
@@ -160,23 +172,24 @@ export class Coalescer {
         return;
       }
     }
-    const error = translate(this.view, err, requests);
-    const cause = error instanceof WorkhorseDatabaseError ? error.cause : error;
-    if (isRetryableDbError(cause)) {
-      // The statement may have committed (a lost reply): a keyed call repeats alone with its own
-      // proposed id and finds that commit if there was one; a keyless call cannot know, as alone.
-      group.forEach((w, i) => {
-        if (w.request.keyed && mayRetry(this.view)) {
-          retryAlone(this.view, w.request, ids[i] as string, error).then(w.resolve, w.reject);
-        } else {
-          w.reject(error);
-        }
-      });
+    if (!isConnectionLoss(err) && (sqlStateOf(err) === undefined || refusedByServer(err))) {
+      // PostgreSQL refused the statement as a whole (it rolled back), or it failed in this process
+      // before it was sent: maybe because of the calls sharing it, so none of them takes the error
+      // as its own. Each goes again, alone, and gets its own answer.
+      this.waiting.unshift(...group.map((w) => ({ ...w, alone: true })));
       return;
     }
-    // Anything else PostgreSQL refused for the statement as a whole: each call again, alone, so
-    // each gets its own answer.
-    this.waiting.unshift(...group.map((w) => ({ ...w, alone: true })));
+    // No answer: the connection broke or the session ended, and the statement may have committed
+    // before its reply was lost. A keyed call repeats alone with its own proposed id and finds that
+    // commit if there was one; a keyless call cannot know, as alone.
+    const error = translate(this.view, err, requests);
+    group.forEach((w, i) => {
+      if (w.request.keyed && mayRetry(this.view)) {
+        retryAlone(this.view, w.request, ids[i] as string, error).then(w.resolve, w.reject);
+      } else {
+        w.reject(error);
+      }
+    });
   }
 }
 

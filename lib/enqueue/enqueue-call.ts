@@ -24,10 +24,8 @@ import type { EnqueueResult, NonReplaceableReason } from "./types";
 /** The view of the queue a call runs on (`QueueOperations` over the pool or a caller's client). */
 export interface CallView {
   context: QueueContext;
-  /** The executor guarded by the queue's close() accounting. */
+  /** Runs the call's statements (the call itself is counted in close()'s accounting, queue-context.ts `admit`). */
   exec: Executor;
-  /** The same executor unguarded: a repeating call is guarded once, around all its tries. */
-  rawExec: Executor;
   /** Inside a caller's transaction: no repeats, and the wake-up NOTIFY is sent inside it. */
   inCallerTransaction: boolean;
 }
@@ -92,37 +90,23 @@ export async function traced(
   }
 }
 
-/**
- * The decision itself; `trace`: the producer span's traceparent, stored with accepted jobs (or
- * null). `guarded: false` when the caller already counts the call in close()'s accounting (a
- * coalesced call, coalesce.ts).
- */
+/** The decision itself; `trace`: the producer span's traceparent, stored with accepted jobs (or null). */
 export async function decide(
   view: CallView,
   requests: NormalizedRequest[],
   trace: string | null,
-  guarded = true,
 ): Promise<EnqueueResult[]> {
   const ids = requests.map(() => uuidv7());
   if (!mayRetry(view) || !requests.every((r) => r.keyed !== null)) {
-    const exec = guarded ? view.exec : view.rawExec;
-    return reportResults(view, requests, ids, await send(view, exec, requests, ids, false, trace));
+    return reportResults(view, requests, ids, await send(view, view.exec, requests, ids, false, trace));
   }
   // Keyed requests are safe to repeat. The job ids proposed on the first try are proposed again,
   // and a retry says so (the functions' p_retry): when an earlier try committed but its answer was
   // lost, PostgreSQL recognises that try's job by its id, writes nothing, and answers what that try
   // decided, its own job as a replay of our own id: that request was accepted, and is reported so.
-  const run = () =>
-    repeating(view.context, async (attempt) =>
-      reportResults(
-        view,
-        requests,
-        ids,
-        await send(view, view.rawExec, requests, ids, attempt > 1, trace),
-        attempt > 1,
-      ),
-    );
-  return guarded ? view.context.guard(run) : run();
+  return repeating(view.context, async (attempt) =>
+    reportResults(view, requests, ids, await send(view, view.exec, requests, ids, attempt > 1, trace), attempt > 1),
+  );
 }
 
 /**
@@ -138,7 +122,7 @@ export function retryAlone(
 ): Promise<EnqueueResult> {
   return repeating(view.context, async (attempt) => {
     if (attempt === 1) throw firstError;
-    const rows = await send(view, view.rawExec, [request], [id], true, null);
+    const rows = await send(view, view.exec, [request], [id], true, null);
     return reportResults(view, [request], [id], rows, true)[0] as EnqueueResult;
   });
 }

@@ -319,6 +319,19 @@ export function isRetryableDbError(err: unknown): boolean {
 }
 
 /**
+ * PostgreSQL refused the statement and the session goes on, so the statement (an autocommit
+ * statement is its own transaction) rolled back and wrote nothing: an error carrying a SQLSTATE,
+ * except the ones that end the session (class 08, 57P01-57P03, severity FATAL or PANIC), after
+ * which it may have committed before its reply was lost.
+ */
+export function refusedByServer(err: unknown): boolean {
+  const state = sqlStateOf(err);
+  if (state === undefined || /^(08|57P0)/.test(state)) return false;
+  const severity = (err as { severity?: unknown }).severity;
+  return severity !== "FATAL" && severity !== "PANIC";
+}
+
+/**
  * The SQLSTATE of an error PostgreSQL sent (a `pg` `DatabaseError`, which always carries the
  * server's `severity`); undefined for anything else. A Node system error's `code` is not a SQLSTATE even
  * when it has five letters (`EPIPE`, `EINTR`, `EBUSY`, `ESRCH`): those errors carry `errno` and

@@ -47,6 +47,15 @@ export interface RetryStats {
   recoveredAccepts: number;
 }
 
+/**
+ * `exec` with each statement admitted on its own (`QueueContext.admit`): refused with
+ * `QueueClosedError` once close() was called, so close() waits only for the statement in flight. For
+ * work that is no caller's call (the maintenance timer's run).
+ */
+export function admittedPerStatement(context: QueueContext, exec: Executor): Executor {
+  return { query: <R extends pg.QueryResultRow>(config: pg.QueryConfig) => context.admit(() => exec.query<R>(config)) };
+}
+
 /** A `Queue`'s settings, checked and defaulted (queue-settings.ts). */
 export interface QueueConfig {
   maxPayloadBytes: number;
@@ -71,7 +80,11 @@ export class QueueContext {
   private maintenanceTimer: NodeJS.Timeout | null = null;
   private inflight = 0;
   private drained: (() => void) | null = null;
+  private closing: Promise<void> | null = null;
+  /** close() was called: new calls are refused. Calls made before it still run. */
   closed = false;
+  /** Every call made before close() has settled: wake-ups stop. */
+  private ended = false;
   readonly retryCounts: RetryStats = { retriedCalls: 0, retries: 0, exhausted: 0, recoveredAccepts: 0 };
 
   constructor(
@@ -86,7 +99,8 @@ export class QueueContext {
 
   /** Coalesces wake-ups: at most one NOTIFY statement in flight, carrying every queue seen meanwhile. */
   wake(queues: Iterable<string>): void {
-    if (!this.config.notify || this.closed) return;
+    // A call made before close() that finishes while close() waits for it still wakes workers.
+    if (!this.config.notify || this.ended) return;
     for (const q of queues) this.pendingWake.add(q);
     if (!this.waking) this.waking = this.sendWake();
   }
@@ -124,8 +138,13 @@ export class QueueContext {
     tick();
   }
 
-  /** Runs one database call unless the queue is closed; close() waits for calls in flight. */
-  async guard<T>(fn: () => Promise<T>): Promise<T> {
+  /**
+   * Runs one call of the queue's public surface (an enqueue, a lookup, an operator action, a
+   * transaction), from its first step (reading the installation key, waiting for its coalesced
+   * statement or a pool connection) to its last: refused with `QueueClosedError` once close() was
+   * called, and counted until it settles, so close() waits for every call made before it.
+   */
+  async admit<T>(fn: () => Promise<T>): Promise<T> {
     if (this.closed) throw new QueueClosedError();
     this.inflight++;
     try {
@@ -136,8 +155,16 @@ export class QueueContext {
     }
   }
 
-  async close(): Promise<void> {
-    if (this.closed) return;
+  /**
+   * Refuses new calls, waits for every call made before (they complete), then for their wake-ups,
+   * and flushes the observation log. A second call waits for the same close.
+   */
+  close(): Promise<void> {
+    this.closing ??= this.shutDown();
+    return this.closing;
+  }
+
+  private async shutDown(): Promise<void> {
     this.closed = true;
     if (this.maintenanceTimer) clearTimeout(this.maintenanceTimer);
     this.maintenanceTimer = null;
@@ -146,6 +173,7 @@ export class QueueContext {
         this.drained = resolve;
       });
     }
+    this.ended = true;
     await this.waking;
     await this.recorder.close();
   }

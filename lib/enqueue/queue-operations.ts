@@ -48,18 +48,29 @@ export class QueueOperations {
   /** Smart batching of single calls (coalesce.ts): the pool's view only, when not turned off. */
   protected readonly coalescer: Coalescer | null;
 
-  /** @internal */
+  /**
+   * @internal
+   * `admitted`: the view runs inside a call the queue already admitted (`transaction`'s `tx`, the
+   * maintenance timer's run), so its own calls are not admitted again (see `call`).
+   */
   constructor(
     protected readonly context: QueueContext,
-    rawExec: Executor,
+    exec: Executor,
     inCallerTransaction: boolean,
+    private readonly admitted = false,
   ) {
-    const exec: Executor = {
-      query: <R extends pg.QueryResultRow>(config: pg.QueryConfig) => context.guard(() => rawExec.query<R>(config)),
-    };
-    this.view = { context, exec, rawExec, inCallerTransaction };
+    this.view = { context, exec, inCallerTransaction };
     const coalesce = context.config.coalesce;
     this.coalescer = coalesce && !inCallerTransaction ? new Coalescer(this.view, coalesce) : null;
+  }
+
+  /**
+   * Runs one public call, whole: refused with `QueueClosedError` once `close()` was called; a call
+   * made before `close()` completes (its key read, its wait for a statement or a connection, every
+   * statement it sends), and `close()` waits for it.
+   */
+  protected call<T>(fn: () => Promise<T>): Promise<T> {
+    return this.admitted ? fn() : this.context.admit(fn);
   }
 
   /** What operator actions and maintenance (operator-actions.ts, maintenance.ts) run on. */
@@ -78,6 +89,7 @@ export class QueueOperations {
     try {
       return await this.view.exec.query<R>(config);
     } catch (err) {
+      // Only the maintenance timer's statements are refused one by one (queue-context.ts).
       if (err instanceof QueueClosedError) throw err;
       throw new WorkhorseDatabaseError(`${what} failed: ${(err as Error)?.message ?? String(err)}`, err);
     }
@@ -108,11 +120,13 @@ export class QueueOperations {
    * written). `reason` exists only on that member of the union.
    */
   async enqueueWithResult(type: string, payload: unknown, options?: EnqueueOptions): Promise<EnqueueResult> {
-    if (!this.context.config.keys.loaded && namesAKey(options)) await this.loadKeys(true);
-    const request = normalizeRequest(type, payload, options, this.context.config);
-    if (this.coalescer) return this.coalescer.submit(request);
-    const [result] = await runEnqueue(this.view, [request]);
-    return result as EnqueueResult;
+    return this.call(async () => {
+      if (!this.context.config.keys.loaded && namesAKey(options)) await this.loadKeys(true);
+      const request = normalizeRequest(type, payload, options, this.context.config);
+      if (this.coalescer) return this.coalescer.submit(request);
+      const [result] = await runEnqueue(this.view, [request]);
+      return result as EnqueueResult;
+    });
   }
 
   /**
@@ -132,18 +146,20 @@ export class QueueOperations {
 
   /** Like `enqueueMany`, with an `EnqueueResult` per request, in input order. */
   async enqueueManyWithResults(requests: readonly EnqueueRequest[]): Promise<EnqueueResult[]> {
-    checkBatch(requests);
-    if (requests.length === 0) return [];
-    if (!this.context.config.keys.loaded && requests.some((r) => namesAKey(readSafely(() => r?.options)))) {
-      // The batch is repeated on connection loss only when every request is keyed; so is this read.
-      await this.loadKeys(requests.every((r) => namesAKey(readSafely(() => r?.options))));
-    }
-    return runEnqueue(this.view, normalizeBatch(requests, this.context.config));
+    return this.call(async () => {
+      checkBatch(requests);
+      if (requests.length === 0) return [];
+      if (!this.context.config.keys.loaded && requests.some((r) => namesAKey(readSafely(() => r?.options)))) {
+        // The batch is repeated on connection loss only when every request is keyed; so is this read.
+        await this.loadKeys(requests.every((r) => namesAKey(readSafely(() => r?.options))));
+      }
+      return runEnqueue(this.view, normalizeBatch(requests, this.context.config));
+    });
   }
 
   /** The job with this id, or null. SQL: `select * from workhorse.job where id = $1`. */
   async getJob(jobId: string): Promise<Job | null> {
-    return lookups.getJob(this.db, jobId);
+    return this.call(() => lookups.getJob(this.db, jobId));
   }
 
   /**
@@ -151,7 +167,7 @@ export class QueueOperations {
    * bound, released by a purge, or already cleaned up). The key is hashed here; only the hash is sent.
    */
   async findBinding(input: { key: string; scope?: string }): Promise<BindingInfo | null> {
-    return lookups.findBinding(this.db, input);
+    return this.call(() => lookups.findBinding(this.db, input));
   }
 
   /**
@@ -161,7 +177,7 @@ export class QueueOperations {
    * @throws EnqueueValidationError a key or scope out of bounds
    */
   async findBindingInScopes(input: { key: string; scopes: string[] }): Promise<BindingInfo[]> {
-    return lookups.findBindingInScopes(this.db, input);
+    return this.call(() => lookups.findBindingInScopes(this.db, input));
   }
 
   /**
@@ -176,7 +192,7 @@ export class QueueOperations {
     keyLength: number;
     legacyKeyDigest: string;
   }> {
-    return lookups.describeKey(this.db, input);
+    return this.call(() => lookups.describeKey(this.db, input));
   }
 
   /** Reads the installation secret (unless one was supplied) and the legacy window, once per Queue. */
@@ -199,12 +215,12 @@ export class QueueOperations {
    * @throws JobNotFoundError no job has this id
    */
   async purge(target: { jobId: string }, context: OperatorContext): Promise<PurgeResult> {
-    return actions.purge(this.db, target, context);
+    return this.call(() => actions.purge(this.db, target, context));
   }
 
   /** Purges every `ready` and `scheduled` job of one queue, as `purge` does for one job. */
   async purgeQueue(queue: string, context: OperatorContext): Promise<PurgeResult> {
-    return actions.purgeQueue(this.db, queue, context);
+    return this.call(() => actions.purgeQueue(this.db, queue, context));
   }
 
   /**
@@ -219,7 +235,7 @@ export class QueueOperations {
    * @throws JobNotFoundError a single id was given and no job has it
    */
   async cancel(selection: JobSelection, context: OperatorContext): Promise<CancelResult> {
-    return actions.cancel(this.db, selection, context);
+    return this.call(() => actions.cancel(this.db, selection, context));
   }
 
   /**
@@ -231,7 +247,7 @@ export class QueueOperations {
    * @throws EnqueueValidationError bad ids or context
    */
   async purgeJobs(selection: JobSelection, context: OperatorContext): Promise<PurgeJobsResult> {
-    return actions.purgeJobs(this.db, selection, context);
+    return this.call(() => actions.purgeJobs(this.db, selection, context));
   }
 
   /**
@@ -247,7 +263,7 @@ export class QueueOperations {
     selection: JobSelection,
     context: OperatorContext & { releaseKeys?: boolean },
   ): Promise<DeleteFailedJobsResult> {
-    return actions.deleteFailedJobs(this.db, selection, context);
+    return this.call(() => actions.deleteFailedJobs(this.db, selection, context));
   }
 
   /**
@@ -259,7 +275,7 @@ export class QueueOperations {
    * @throws JobNotFoundError a single id was given and no job has it
    */
   async runNow(selection: JobSelection, context: OperatorContext): Promise<RunNowResult> {
-    return actions.runNow(this.db, selection, context);
+    return this.call(() => actions.runNow(this.db, selection, context));
   }
 
   /**
@@ -282,7 +298,7 @@ export class QueueOperations {
    *   or reason (nothing written)
    */
   async redrive(request: RedriveRequest): Promise<RedriveResult> {
-    return actions.redrive(this.db, request);
+    return this.call(() => actions.redrive(this.db, request));
   }
 
   /**
@@ -293,7 +309,7 @@ export class QueueOperations {
    * @throws EnqueueValidationError bad filters or a cursor that is not a `nextCursor`
    */
   async listDeadLetters(query: DeadLetterQuery = {}): Promise<DeadLetterPage> {
-    return actions.listDeadLetters(this.db, query);
+    return this.call(() => actions.listDeadLetters(this.db, query));
   }
 
   /**
@@ -304,7 +320,7 @@ export class QueueOperations {
    * @throws EnqueueValidationError bad queue name or context
    */
   async pauseQueue(queue: string, context: OperatorContext): Promise<{ paused: boolean }> {
-    return actions.pauseQueue(this.db, queue, context);
+    return this.call(() => actions.pauseQueue(this.db, queue, context));
   }
 
   /**
@@ -313,12 +329,12 @@ export class QueueOperations {
    * @returns `{ resumed }`: true when it was paused
    */
   async resumeQueue(queue: string, context: OperatorContext): Promise<{ resumed: boolean }> {
-    return actions.resumeQueue(this.db, queue, context);
+    return this.call(() => actions.resumeQueue(this.db, queue, context));
   }
 
   /** Paused queues with who paused them, when and why (name order). */
   async listPausedQueues(): Promise<Array<{ queue: string; pausedAt: Date; pausedBy: string; reason: string }>> {
-    return actions.listPausedQueues(this.db);
+    return this.call(() => actions.listPausedQueues(this.db));
   }
 
   /**
@@ -331,7 +347,7 @@ export class QueueOperations {
   async pruneFinishedJobs(
     options: { olderThanMs?: number; limit?: number; maxBatches?: number } = {},
   ): Promise<PruneFinishedJobsResult> {
-    return actions.pruneFinishedJobs(this.db, options);
+    return this.call(() => actions.pruneFinishedJobs(this.db, options));
   }
 
   /**
@@ -346,7 +362,7 @@ export class QueueOperations {
     reason?: string | null;
     result: Record<string, unknown>;
   }): Promise<void> {
-    return actions.recordOperatorAction(this.db, entry);
+    return this.call(() => actions.recordOperatorAction(this.db, entry));
   }
 
   /**
@@ -357,7 +373,7 @@ export class QueueOperations {
    * Returns how many were deleted.
    */
   async pruneExpiredBindings(options: { limit?: number; maxBatches?: number } = {}): Promise<number> {
-    return maintenance.pruneExpiredBindings(this.db, options);
+    return this.call(() => maintenance.pruneExpiredBindings(this.db, options));
   }
 
   /**
@@ -365,7 +381,7 @@ export class QueueOperations {
    * batches of `limit` (1..100,000, default 5,000).
    */
   async pruneObservations(options: { olderThanMs?: number; limit?: number } = {}): Promise<number> {
-    return maintenance.pruneObservations(this.db, options);
+    return this.call(() => maintenance.pruneObservations(this.db, options));
   }
 
   /**
@@ -376,7 +392,7 @@ export class QueueOperations {
    * default 1,000), `SKIP LOCKED`. SQL: `workhorse.reap_expired_leases(null, $1)`. Returns the count.
    */
   async reapExpiredLeases(options: { limit?: number } = {}): Promise<number> {
-    return maintenance.reapExpiredLeases(this.db, options);
+    return this.call(() => maintenance.reapExpiredLeases(this.db, options));
   }
 
   /**
@@ -386,6 +402,6 @@ export class QueueOperations {
   async runMaintenance(
     options: { trigger?: "schedule" | "manual"; observationRetentionMs?: number; jobRetentionMs?: number } = {},
   ): Promise<MaintenanceResult> {
-    return maintenance.runMaintenance(this.db, options);
+    return this.call(() => maintenance.runMaintenance(this.db, options));
   }
 }

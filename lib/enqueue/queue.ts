@@ -5,17 +5,10 @@
 
 import type pg from "pg";
 import type { CoalesceStats } from "./coalesce";
-import {
-  EnqueueValidationError,
-  isConnectionLoss,
-  QueueClosedError,
-  sqlStateOf,
-  WorkhorseDatabaseError,
-  WorkhorseError,
-} from "./errors";
+import { EnqueueValidationError, isConnectionLoss, sqlStateOf, WorkhorseDatabaseError, WorkhorseError } from "./errors";
 import type { ObservationStats } from "./observations";
 import { answeredByServer, withPoolClient } from "./pool-client";
-import { clientExecutor, QueueContext, type RetryStats } from "./queue-context";
+import { admittedPerStatement, clientExecutor, QueueContext, type RetryStats } from "./queue-context";
 import { QueueOperations } from "./queue-operations";
 import { type QueueOptions, queueSettings } from "./queue-settings";
 
@@ -40,7 +33,10 @@ export class Queue extends QueueOperations {
   constructor(options: QueueOptions) {
     const context = new QueueContext(options?.pool, queueSettings(options), options.observations);
     super(context, context.poolExec, false);
-    context.startMaintenance(() => this.runMaintenance({ trigger: "schedule" }));
+    // The timer's run is no caller's call: close() does not wait for all of it, only for the
+    // statement it is in (each statement is admitted on its own, the rest are refused).
+    const timer = new QueueOperations(context, admittedPerStatement(context, context.poolExec), false, true);
+    context.startMaintenance(() => timer.runMaintenance({ trigger: "schedule" }));
   }
 
   /**
@@ -61,7 +57,9 @@ export class Queue extends QueueOperations {
    * Runs `fn` in one transaction on a client from the pool: everything `tx` writes (jobs, bindings,
    * events, audit rows through `tx.recordOperatorAction`) commits together when `fn` resolves, and
    * rolls back when it throws (the error is rethrown). SQL: `begin` / `commit` / `rollback` around
-   * `fn`'s statements. Keyed calls inside are not retried: the transaction is yours.
+   * `fn`'s statements. Keyed calls inside are not retried: the transaction is yours. A transaction
+   * started before `close()` runs to its end (`tx` keeps working) and `close()` waits for it, so
+   * do not await `close()` inside `fn`.
    *
    * ```ts
    * const jobId = await queue.transaction(async (tx) => {
@@ -75,14 +73,18 @@ export class Queue extends QueueOperations {
     if (typeof fn !== "function") {
       throw new EnqueueValidationError([{ option: "fn", rule: "must be a function (tx) => Promise" }]);
     }
-    if (this.context.closed) throw new QueueClosedError();
+    return this.call(() => this.inTransaction(fn));
+  }
+
+  private async inTransaction<T>(fn: (tx: QueueOperations) => Promise<T>): Promise<T> {
     try {
       return await withPoolClient(
         this.context.pool,
         async (client) => {
           await client.query("begin");
           try {
-            const result = await fn(new QueueOperations(this.context, clientExecutor(client), true));
+            // Admitted with the transaction: its calls run even once close() was called.
+            const result = await fn(new QueueOperations(this.context, clientExecutor(client), true, true));
             await client.query("commit");
             return result;
           } catch (err) {
@@ -119,12 +121,19 @@ export class Queue extends QueueOperations {
     return this.context.recorder.stats();
   }
 
-  /** Writes buffered observations now. */
+  /** Writes buffered observations now. After `close()` (which flushed them) it rejects with `QueueClosedError`. */
   flushObservations(): Promise<void> {
-    return this.context.recorder.flush();
+    return this.call(() => this.context.recorder.flush());
   }
 
-  /** Flushes observations and pending wake-ups, stops timers. Never ends the caller's pool. */
+  /**
+   * Closes the queue: calls made after it reject with `QueueClosedError`; every call made before it
+   * completes, whatever it is waiting on (the installation key's first read, its coalesced
+   * statement's turn, a pool connection, a transaction's callback), and `close()` resolves after
+   * them, their wake-ups and the observation log's last flush. Stops the maintenance timer (a run in
+   * progress stops after its current statement). Never ends the caller's pool. Calling it again
+   * returns the same close.
+   */
   async close(): Promise<void> {
     await this.context.close();
   }
