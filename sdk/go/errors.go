@@ -78,8 +78,19 @@ func (e *EnqueueIdempotencyConflictError) Error() string {
 	if e.ExistingJobID != "" {
 		owner = "job " + e.ExistingJobID
 	}
-	return fmt.Sprintf("workhorse: idempotency key %s (digest %s, scope %s) is bound to %s with a different request: %s differ",
-		e.KeyPreview, e.KeyDigest, strconv.Quote(e.Scope), owner, strings.Join(e.ConflictingFields, ", "))
+	return fmt.Sprintf("workhorse: idempotency key %s (digest %s, scope %s) is bound to %s with a different request: %s",
+		e.KeyPreview, e.KeyDigest, strconv.Quote(e.Scope), owner, differing(e.ConflictingFields))
+}
+
+// differing is "payload differs", "payload and type differ", "maxAttempts, payload and type differ".
+func differing(fields []string) string {
+	switch len(fields) {
+	case 0:
+		return "the request differs"
+	case 1:
+		return fields[0] + " differs"
+	}
+	return strings.Join(fields[:len(fields)-1], ", ") + " and " + fields[len(fields)-1] + " differ"
 }
 
 // Unwrap gives the driver's error (a *pgconn.PgError with SQLSTATE WH409).

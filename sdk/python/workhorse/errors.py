@@ -36,6 +36,13 @@ class EnqueueValidationError(WorkhorseError):
         super().__init__(f"{first.option}: {first.rule}{more}")
 
 
+def _differing(fields: list[str]) -> str:
+    """"payload differs", "payload and type differ", "maxAttempts, payload and type differ"."""
+    if len(fields) <= 1:
+        return f"{fields[0] if fields else 'the request'} differs"
+    return f"{', '.join(fields[:-1])} and {fields[-1]} differ"
+
+
 class EnqueueIdempotencyConflictError(WorkhorseError):
     """A live scoped key is bound to a job whose request differs. Nothing was written."""
 
@@ -72,7 +79,7 @@ class EnqueueIdempotencyConflictError(WorkhorseError):
         owner = f"job {existing_job_id}" if existing_job_id else "an earlier request of the same batch"
         super().__init__(
             f"Idempotency key {key_preview} (digest {key_digest}, scope {json.dumps(scope, ensure_ascii=False)}) "
-            f"is bound to {owner} with a different request: {', '.join(conflicting_fields)} differ. "
+            f"is bound to {owner} with a different request: {_differing(conflicting_fields)}. "
             "Use a new key for new work, or repeat the original request."
         )
 
