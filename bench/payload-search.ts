@@ -2,7 +2,7 @@
  * One-off measurement of the console's bounded payload search (lib/console/payload-search.ts) at
  * 1,000,000 jobs: a private embedded PostgreSQL (deleted after), jobs seeded set-based like
  * bench/read-surface.ts (UUIDv7 ids 500 ms apart, so a day holds 172,800 jobs; payload
- * {orderId, amount, currency}), then p50/p95 of `payloadSearchRows` over 200 runs per case.
+ * {orderId, amount, currency, items: [{sku, qty}, {sku, qty}]}), then p50/p95 of `payloadSearchRows` over 200 runs per case.
  * `npx tsx bench/payload-search.ts [jobs]`. Not part of `npm run bench`.
  */
 import pg from "pg";
@@ -32,7 +32,9 @@ try {
      select (lpad(to_hex(ms), 12, '0') || '7' || substr(h, 1, 3) || '8' || substr(h, 4, 15))::uuid,
             (array['default', 'billing', 'email', 'reports'])[1 + g % 4],
             (array['order.place', 'email.send', 'report.build', 'webhook.deliver'])[1 + g % 4],
-            jsonb_build_object('orderId', 'ORD-' || g, 'amount', g % 10000, 'currency', 'EUR'),
+            jsonb_build_object('orderId', 'ORD-' || g, 'amount', g % 10000, 'currency', 'EUR', 'items',
+                               jsonb_build_array(jsonb_build_object('sku', 'SKU-' || g % 5000, 'qty', 1),
+                                                 jsonb_build_object('sku', 'SKU-GIFT-WRAP', 'qty', 1))),
             case when g % 10 < 8 then 'succeeded' else 'ready' end, to_timestamp(ms / 1000.0), 0, 25,
             to_timestamp(ms / 1000.0), to_timestamp(ms / 1000.0)
        from generate_series(1, $1::int) g,
@@ -62,6 +64,16 @@ try {
       (i) => ({
         match: matchForBench(`ORD-${n - 4 * (i % 2_000)}`),
         type: "order.place",
+        fromId: fromDay,
+        limit: 50,
+        scanCap: SCAN_CAP,
+      }),
+    ],
+    // Into an array: items.sku = SKU-<k> matches an order line (one order in 5,000 has it).
+    [
+      "hit inside an array (items.sku), last 24 h",
+      (i) => ({
+        match: { jsonpath: '$."items"."sku" ? (@ == $v0)', vars: { v0: `SKU-${(n - (i % 10_000)) % 5000}` } },
         fromId: fromDay,
         limit: 50,
         scanCap: SCAN_CAP,
