@@ -255,8 +255,16 @@ function QueueWorkers({ initial, queue, type }: { initial: WorkersDto; queue: st
 }
 
 /** What the outcome means and what to do, in an operator's words. */
-function OutcomeExplanation({ outcome, reason }: { outcome: string; reason: string | null }) {
-  const e = explainOutcome(outcome, reason);
+function OutcomeExplanation({
+  outcome,
+  reason,
+  heldMode,
+}: {
+  outcome: string;
+  reason: string | null;
+  heldMode?: string | null;
+}) {
+  const e = explainOutcome(outcome, reason, heldMode);
   return (
     <div className="space-y-1 text-sm text-slate-700" data-testid="outcome-explanation">
       {reason ? <p className="font-medium text-slate-900">Not replaced: {REASON_LABELS[reason] ?? reason}.</p> : null}
@@ -301,7 +309,7 @@ function Result({ state: submitted, refusedInBrowser }: { state: EnqueueFormStat
               </>
             ) : null}{" "}
           </p>
-          <OutcomeExplanation outcome={state.outcome} reason={state.reason} />
+          <OutcomeExplanation outcome={state.outcome} reason={state.reason} heldMode={state.heldMode} />
           <DefinitionList
             items={[
               [

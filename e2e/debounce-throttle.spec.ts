@@ -120,6 +120,7 @@ test("a non_replaceable debounce is explained: what happened and what to do", as
       .locator("+ dd"),
   ).toHaveText("idempotency (the key's; this request asked for debounce)");
   await expect(form.explanation()).toContainText("Not replaced: key held in another mode.");
+  await expect(form.explanation()).toContainText("The key is held by an idempotency request, so a debounce request");
   await expect(form.explanation()).toContainText("What to do:");
 
   // The same decision on Conflicts & replays, with its reason in words.

@@ -53,9 +53,19 @@ const REASONS: Record<string, Explanation> = {
   },
 };
 
-/** The explanation for an outcome (with its reason, for non_replaceable). */
-export function explainOutcome(outcome: string, reason?: string | null): Explanation {
+/**
+ * The explanation for an outcome (with its reason, for non_replaceable). `heldMode`: the mode that
+ * holds the key, when the caller knows it (the enqueue form looks it up; the observation log keeps
+ * none), so an `incompatible_key_mode` refusal names it.
+ */
+export function explainOutcome(outcome: string, reason?: string | null, heldMode?: string | null): Explanation {
   if (outcome === "non_replaceable") {
+    if (reason === "incompatible_key_mode" && (heldMode === "idempotency" || heldMode === "throttle")) {
+      return {
+        action: REASONS.incompatible_key_mode?.action ?? null,
+        meaning: `The key is held by ${heldMode === "idempotency" ? "an idempotency" : "a throttle"} request, so a debounce request cannot change its job. Nothing was written.`,
+      };
+    }
     return (
       REASONS[reason ?? ""] ?? {
         meaning: "The debounce request could not replace the job. Nothing was written.",
