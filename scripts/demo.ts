@@ -198,6 +198,7 @@ async function main() {
       source: "checkout-web",
     },
   );
+  count(`order form (cancelled later): ${cancelled.outcome}`);
   const purged = await queue.purge(
     { jobId: cancelled.jobId },
     { actor: "demo (npm run demo)", reason: "customer cancelled before fulfilment" },
@@ -241,7 +242,8 @@ async function main() {
     debounce: { key: `reindex:${late}`, scope: "search-index", windowMs: 1000 },
     source: "cms-editor",
   };
-  await queue.enqueueWithResult("search.reindex", { documentId: late, revision: 1 }, lateOptions);
+  const lateFirst = await queue.enqueueWithResult("search.reindex", { documentId: late, revision: 1 }, lateOptions);
+  count(`search reindex: ${lateFirst.outcome}`);
   await sleep(1500);
   const lateEdit = await queue.enqueueWithResult("search.reindex", { documentId: late, revision: 2 }, lateOptions);
   count(

@@ -43,9 +43,15 @@ test("`npm run demo` prints the database URL with its port, and keys and job ids
     "search-index",
     "shipping-notice",
   ]);
+  // The summary counts every job the demo wrote: its lines that made a job add up to the jobs stored.
+  const made = [...out.matchAll(/^ +(\d+) {2}(.+)$/gm)]
+    .filter((m) => /: (accepted|scheduled)$/.test(m[2] as string))
+    .reduce((sum, m) => sum + Number(m[1]), 0);
   const pool = new pg.Pool({ connectionString: url, max: 2 });
   const queue = new Queue({ pool, maintenance: false });
   try {
+    const { rows: stored } = await pool.query<{ n: number }>("select count(*)::int as n from workhorse.job");
+    expect(made, out).toBe(stored[0]?.n);
     for (const k of keyed) {
       const binding = await queue.findBinding({ scope: k.scope, key: k.key });
       if (k.what.includes("purged")) {
