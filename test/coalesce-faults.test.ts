@@ -215,3 +215,59 @@ describe("a shared statement refused because of its neighbours", () => {
     });
   });
 });
+
+// The session goes on after any error PostgreSQL sends at severity ERROR, whatever its SQLSTATE: a
+// class 08 or 57P01 code raised by the server (here by a trigger, for one request) is still a
+// refusal of the shared statement, not a lost reply, so its neighbours go again alone. (Citus: the
+// trigger would have to be distributed; the decision is the client's and the same on both layouts.)
+describe.runIf(!distributedTests())("a shared statement refused with a connection-class SQLSTATE", () => {
+  test.each(["08006", "57P01"])(
+    "SQLSTATE %s at severity ERROR: every neighbour gets what it would alone",
+    async (sqlState) => {
+      await t.sql(`create or replace function public.refuse_boom() returns trigger language plpgsql as $$
+        begin
+          if new.payload ? 'boom' then raise exception 'boom' using errcode = new.payload ->> 'boom'; end if;
+          return new;
+        end $$`);
+      await t.sql(
+        "create or replace trigger refuse_boom before insert on workhorse.job for each row execute function public.refuse_boom()",
+      );
+      try {
+        const scope = fresh("conn-class");
+        const run = async (coalesce: QueueOptions["coalesce"]) => {
+          const q = new Queue({ pool: t.pool, maintenance: false, coalesce });
+          const tag = `${coalesce === false ? "alone" : "shared"}-${scope}`;
+          // The first call takes the only statement slot; the next five wait and share one statement.
+          const first = q.enqueueWithResult("t", { first: tag }, {});
+          const calls = [
+            q.enqueueWithResult("t", { g: 1 }, { idempotency: { key: `${tag}-g1`, scope } }),
+            q.enqueueWithResult("t", { boom: sqlState }, { idempotency: { key: `${tag}-b`, scope } }),
+            q.enqueueWithResult("t", { keyless: tag }, {}),
+            q.enqueueWithResult("t", { boom: sqlState, keyless: tag }, {}),
+            q.enqueueWithResult("t", { g: 2 }, { idempotency: { key: `${tag}-g2`, scope } }),
+          ];
+          const settled = (await Promise.allSettled([first, ...calls])).map(settledAs);
+          const stats = q.coalesceStats();
+          await q.close();
+          return { settled, stats };
+        };
+        const alone = await run(false);
+        const shared = await run({ maxStatements: 1 });
+        expect(shared.stats.sharedStatements).toBeGreaterThan(0);
+        const shape = (o: Outcome) => o.outcome ?? o;
+        expect(shared.settled.map(shape)).toEqual(alone.settled.map(shape));
+        expect(alone.settled.map(shape)).toEqual([
+          "accepted",
+          "accepted",
+          { error: "WorkhorseDatabaseError", sqlState },
+          "accepted",
+          { error: "WorkhorseDatabaseError", sqlState },
+          "accepted",
+        ]);
+        expect(await t.count("job", `payload ->> 'keyless' = 'shared-${scope}'`)).toBe(1);
+      } finally {
+        await t.sql("drop trigger if exists refuse_boom on workhorse.job");
+      }
+    },
+  );
+});

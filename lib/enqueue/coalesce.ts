@@ -172,7 +172,7 @@ export class Coalescer {
         return;
       }
     }
-    if (!isConnectionLoss(err) && (sqlStateOf(err) === undefined || refusedByServer(err))) {
+    if (refusedByServer(err) || (sqlStateOf(err) === undefined && !isConnectionLoss(err))) {
       // PostgreSQL refused the statement as a whole (it rolled back), or it failed in this process
       // before it was sent: maybe because of the calls sharing it, so none of them takes the error
       // as its own. Each goes again, alone, and gets its own answer.

@@ -320,15 +320,20 @@ export function isRetryableDbError(err: unknown): boolean {
 
 /**
  * PostgreSQL refused the statement and the session goes on, so the statement (an autocommit
- * statement is its own transaction) rolled back and wrote nothing: an error carrying a SQLSTATE,
- * except the ones that end the session (class 08, 57P01-57P03, severity FATAL or PANIC), after
- * which it may have committed before its reply was lost.
+ * statement is its own transaction) rolled back and wrote nothing: an error carrying a SQLSTATE
+ * at severity ERROR, whatever its code; at another severity, or one this process cannot read, any
+ * code but those that end the session (class 08, 57P01-57P03, severity FATAL or PANIC), after which
+ * it may have committed before its reply was lost.
  */
 export function refusedByServer(err: unknown): boolean {
   const state = sqlStateOf(err);
-  if (state === undefined || /^(08|57P0)/.test(state)) return false;
+  if (state === undefined) return false;
   const severity = (err as { severity?: unknown }).severity;
-  return severity !== "FATAL" && severity !== "PANIC";
+  // ERROR: the session goes on whatever the code (a trigger may raise 08006 or 57P01 itself). A
+  // server whose messages are translated (lc_messages) names severities in its language: then the
+  // codes that end a session decide.
+  if (severity === "ERROR") return true;
+  return !/^(08|57P0)/.test(state) && severity !== "FATAL" && severity !== "PANIC";
 }
 
 /**
