@@ -288,3 +288,14 @@ def test_an_integer_too_long_for_text_is_a_typed_error(queue: Queue) -> None:
     digits = int("9" * 4300)
     job = queue.get_job(queue.enqueue("t", [digits], EnqueueOptions(queue="huge")))
     assert job is not None and job.payload == [digits]
+
+
+def test_a_batch_request_without_a_payload_is_refused_as_typescript_refuses_it(queue: Queue) -> None:
+    # Left out is not None (JSON null): a mapping without "payload" names it and writes nothing.
+    with pytest.raises(EnqueueValidationError) as caught:
+        queue.enqueue_many([{"type": "t-payload-missing", "options": {"queue": "payload-missing"}}])
+    assert caught.value.option == "requests[0].payload"
+    assert "use None or {}" in caught.value.rule
+    assert count_jobs(queue, "payload-missing") == 0
+    # None is JSON null, and an explicit one is accepted.
+    assert queue.enqueue_many([{"type": "t", "payload": None, "options": {"queue": "payload-missing"}}])[0].outcome == "accepted"

@@ -276,6 +276,11 @@ class Queue:
                 extra = [k for k in r if k not in ("type", "payload", "options")]
                 if extra:
                     raise EnqueueValidationError([ValidationIssue(f"requests[{i}].{extra[0]}", "is not a known field")])
+                if "payload" not in r:
+                    # Left out is not None (JSON null), as TypeScript refuses an undefined payload.
+                    raise EnqueueValidationError(
+                        [ValidationIssue(f"requests[{i}].payload", "is required: a missing payload is not a JSON value (use None or {})", "$")]
+                    )
                 unpacked.append((r.get("type"), r.get("payload"), r.get("options")))
             else:
                 raise EnqueueValidationError([ValidationIssue(f"requests[{i}]", "must be { type, payload, options }")])
