@@ -40,7 +40,7 @@ const plural = (n: number, one: string, many = `${one}s`) => `${n.toLocaleString
  * operator confirms; results say how many changed and why the rest did not.
  */
 export function JobsBulk(props: {
-  filter: { queue?: string; type?: string; state?: string; tag?: string; error?: string };
+  filter: { queue?: string; type?: string; state?: string; tag?: string; error?: string; due?: string };
   /** Counts the jobs matching `filter` (up to the cap) when the operator asks for "all matching". */
   countMatching: (filter: {
     queue?: string;
@@ -48,6 +48,7 @@ export function JobsBulk(props: {
     state?: string;
     tag?: string;
     error?: string;
+    due?: string;
   }) => Promise<CappedCount | { error: string }>;
   cap: number;
   cancel: Act<OperatorActionState>;

@@ -27,7 +27,7 @@ export function QueueFlags({ q, now }: { q: QueueHealthDto; now: string }) {
       {q.overdue.value > 0 ? (
         <div role="note" className="text-xs">
           <Badge>overdue</Badge>{" "}
-          <Link className={`${linkClass} underline`} href={jobsHref(q.queue, "&state=ready")}>
+          <Link className={`${linkClass} underline`} href={jobsHref(q.queue, "&due=1")}>
             {formatCount(q.overdue)} due over a minute ago and not started
           </Link>
           : is a worker running for this queue?
@@ -78,7 +78,7 @@ export function QueuesLive({ initial, purge }: { initial: Data; purge: Record<st
               </Td>
               <Td className="tabular-nums">
                 <div>
-                  <Link className={linkClass} href={jobsHref(q.queue, "&state=ready")}>
+                  <Link className={linkClass} href={jobsHref(q.queue, "&due=1")}>
                     {formatCount(q.waiting.ready)} ready
                   </Link>
                 </div>

@@ -202,4 +202,11 @@ test("the queues page counts a scheduled job whose time has come as ready, as /m
     await expect(row).toContainText("1 ready", { timeout: 1000 });
     await expect(row).toContainText("1 scheduled", { timeout: 1000 });
   }).toPass({ timeout: 20_000 });
+  // "1 ready" opens the jobs that count as ready: the due one, though its state column says scheduled.
+  const row = signedIn.getByRole("row").filter({ has: signedIn.getByRole("link", { name, exact: true }) });
+  await row.getByRole("link", { name: "1 ready" }).click();
+  await expect(signedIn).toHaveURL(/[?&]due=1(&|$)/);
+  await expect(signedIn.getByLabel("Due now")).toBeChecked();
+  await expect(signedIn.locator("tbody tr")).toHaveCount(1);
+  await expect(signedIn.locator("tbody tr")).toContainText("scheduled");
 });

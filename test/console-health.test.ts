@@ -287,6 +287,17 @@ describe("jobs: state tabs, retrying, prefixes; queue health", () => {
     const h = (await queueHealth(t.pool, "qd")).queues[0];
     expect(h?.waiting).toEqual({ ready: { value: 2, capped: false }, scheduled: { value: 1, capped: false } });
     expect(h?.pending).toEqual({ value: 3, capped: false });
+    // The queues page links "2 ready" to the jobs list with due=1: the same two jobs, counted alike.
+    const { listJobs, stateTabCounts } = await import("@/lib/console/jobs");
+    const { parseJobFilters } = await import("@/lib/console/filters");
+    const f = parseJobFilters(new URLSearchParams("queue=qd&due=1"));
+    expect(f.due).toBe(true);
+    const listed = (await listJobs(t.pool, f)).rows;
+    expect(listed.map((r) => r.state).sort()).toEqual(["ready", "scheduled"]);
+    expect(listed.map((r) => r.id)).toContain(due);
+    const tabs = await stateTabCounts(t.pool, f);
+    expect(tabs.counts.all.value).toBe(2);
+    expect(tabs.counts.scheduled.value).toBe(1);
   });
 });
 

@@ -55,6 +55,8 @@ export interface JobFilters {
   tag?: string;
   /** Only jobs with an error recorded (a failed attempt, retried or not). */
   error?: boolean;
+  /** Only pending jobs whose run time has come (what the queues page counts as ready). */
+  due?: boolean;
   after?: string;
   before?: string;
 }
@@ -66,6 +68,7 @@ export function parseJobFilters(params: RawParams): JobFilters {
     state: pick(z.enum(STATE_TABS), get(params, "state")),
     tag: pick(name, get(params, "tag")),
     error: get(params, "error") === "1" ? true : undefined,
+    due: get(params, "due") === "1" ? true : undefined,
     after: pick(uuid, get(params, "after")),
     before: pick(uuid, get(params, "before")),
   };

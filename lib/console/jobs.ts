@@ -198,7 +198,7 @@ export async function stateTabCounts(pool: pg.Pool, f: JobFilters): Promise<Stat
   const exact = (value: number): TabCount => ({ value, estimated: false });
   const empty = () =>
     Object.fromEntries(["all", ...STATE_TABS].map((k) => [k, exact(0)])) as Record<StateTab | "all", TabCount>;
-  if (!f.type && !f.tag && !f.error) {
+  if (!f.type && !f.tag && !f.error && !f.due) {
     const sc = await stateCounts(pool);
     const counts = empty();
     for (const r of sc.rows) {

@@ -99,7 +99,7 @@ const bulkIds = z
 
 /**
  * The jobs an action applies to: the `jobIds` fields (a selection), or with `all=1` every job
- * matching the jobs list's filter fields (`queue`, `type`, `state`, `tag`, `error`, through the same
+ * matching the jobs list's filter fields (`queue`, `type`, `state`, `tag`, `error`, `due`, through the same
  * allowlist as the page), newest first, at most MAX_BULK_JOBS.
  */
 async function selectionOf(form: FormData, db: Db | null): Promise<string[]> {
@@ -110,8 +110,9 @@ async function selectionOf(form: FormData, db: Db | null): Promise<string[]> {
       state: text(form.get("state")),
       tag: text(form.get("tag")),
       error: text(form.get("error")),
+      due: text(form.get("due")),
     });
-    return matchingJobIds(db, { queue: f.queue, type: f.type, state: f.state, tag: f.tag, error: f.error });
+    return matchingJobIds(db, { queue: f.queue, type: f.type, state: f.state, tag: f.tag, error: f.error, due: f.due });
   }
   return idsOf(form);
 }

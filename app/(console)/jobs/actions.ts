@@ -66,6 +66,7 @@ export async function countMatchingAction(filter: {
   state?: string;
   tag?: string;
   error?: string;
+  due?: string;
 }): Promise<{ value: number; capped: boolean } | { error: string }> {
   const m = await requireMutator();
   if (!m.ok) return { error: m.message };
@@ -76,8 +77,16 @@ export async function countMatchingAction(filter: {
     state: filter?.state ?? "",
     tag: filter?.tag ?? "",
     error: filter?.error ?? "",
+    due: filter?.due ?? "",
   });
-  return countMatchingJobs(pool, { queue: f.queue, type: f.type, state: f.state, tag: f.tag, error: f.error });
+  return countMatchingJobs(pool, {
+    queue: f.queue,
+    type: f.type,
+    state: f.state,
+    tag: f.tag,
+    error: f.error,
+    due: f.due,
+  });
 }
 
 export async function purgeSelectedAction(_prev: OperatorActionState, data: FormData): Promise<OperatorActionState> {

@@ -49,9 +49,15 @@ export default async function JobsPage({ searchParams }: { searchParams: Search 
   }
   const f = parseJobFilters(sp);
   const [page, tabs] = await Promise.all([listJobs(pool, f), stateTabCounts(pool, f)]);
-  const base = { queue: f.queue, type: f.type, tag: f.tag, error: f.error ? "1" : undefined };
+  const base = {
+    queue: f.queue,
+    type: f.type,
+    tag: f.tag,
+    error: f.error ? "1" : undefined,
+    due: f.due ? "1" : undefined,
+  };
   const query = toQuery({ ...base, state: f.state, after: f.after, before: f.before });
-  const filtered = !!(f.queue || f.type || f.state || f.tag || f.error);
+  const filtered = !!(f.queue || f.type || f.state || f.tag || f.error || f.due);
   return (
     <>
       <PageHeader
@@ -95,18 +101,37 @@ export default async function JobsPage({ searchParams }: { searchParams: Search 
         <FilterText id="f-type" name="type" label="Type starts with" value={f.type} />
         <FilterText id="f-tag" name="tag" label="Tag starts with" value={f.tag} />
         {f.state ? <input type="hidden" name="state" value={f.state} /> : null}
-        <div className="flex items-center gap-2 self-center sm:pt-6">
-          <input
-            id="f-error"
-            name="error"
-            type="checkbox"
-            value="1"
-            defaultChecked={f.error}
-            className="h-4 w-4 accent-blue-700"
-          />
-          <label htmlFor="f-error" className="text-sm font-medium text-slate-900">
-            Has error
-          </label>
+        <div className="flex flex-col gap-1 self-center sm:pt-6">
+          <div className="flex items-center gap-2">
+            <input
+              id="f-error"
+              name="error"
+              type="checkbox"
+              value="1"
+              defaultChecked={f.error}
+              className="h-4 w-4 accent-blue-700"
+            />
+            <label htmlFor="f-error" className="text-sm font-medium text-slate-900">
+              Has error
+            </label>
+          </div>
+          <div className="flex items-center gap-2">
+            <input
+              id="f-due"
+              name="due"
+              type="checkbox"
+              value="1"
+              defaultChecked={f.due}
+              className="h-4 w-4 accent-blue-700"
+              aria-describedby="f-due-hint"
+            />
+            <label htmlFor="f-due" className="text-sm font-medium text-slate-900">
+              Due now
+            </label>
+            <span id="f-due-hint" className="sr-only">
+              pending jobs whose run time has come: ready, and scheduled ones past their run time
+            </span>
+          </div>
         </div>
       </FilterForm>
       <StateTabs counts={tabs.counts} current={f.state} hrefFor={(state) => `/jobs${toQuery({ ...base, state })}`} />
@@ -114,8 +139,8 @@ export default async function JobsPage({ searchParams }: { searchParams: Search 
         <JobsTable key={query} initial={page} query={query} filtered={filtered} />
       ) : (
         <JobsBulk
-          key={[f.queue, f.type, f.state, f.tag, f.error].join("\u001f")}
-          filter={{ queue: f.queue, type: f.type, state: f.state, tag: f.tag, error: f.error ? "1" : undefined }}
+          key={[f.queue, f.type, f.state, f.tag, f.error, f.due].join("\u001f")}
+          filter={{ ...base, state: f.state }}
           countMatching={countMatchingAction}
           cap={MAX_BULK_JOBS}
           cancel={cancelJobsAction}

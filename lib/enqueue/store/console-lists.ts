@@ -54,6 +54,8 @@ export interface JobFilter {
   type?: string;
   tag?: string;
   error?: boolean;
+  /** Only pending jobs whose run time has come (ready, or scheduled and due): what a worker claims next. */
+  due?: boolean;
   state?: JobTab;
 }
 
@@ -64,6 +66,7 @@ export function jobBaseWhere(f: JobFilter): Where {
   if (f.type) w.add((p) => `type like ${p}`, prefixPattern(f.type));
   if (f.tag) w.add((p) => `exists (select 1 from unnest(tags) t where t like ${p})`, prefixPattern(f.tag));
   if (f.error) w.raw("last_error is not null");
+  if (f.due) w.raw("state in ('ready', 'scheduled') and run_at <= now()");
   return w;
 }
 
