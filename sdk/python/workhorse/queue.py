@@ -487,7 +487,11 @@ class _Waker:
             if self._sending:
                 return
             self._sending = True
-        threading.Thread(target=self._send, name="workhorse-wake", daemon=True).start()
+        try:
+            threading.Thread(target=self._send, name="workhorse-wake", daemon=True).start()
+        except RuntimeError:  # no new thread (interpreter shutdown): the committed enqueue stands
+            with self._lock:
+                self._sending = False
 
     def _send(self) -> None:
         while True:
