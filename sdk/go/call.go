@@ -146,16 +146,17 @@ func (q *Queue) count(f func(*RetryStats)) {
 	q.statsMu.Unlock()
 }
 
-// send is one round trip: enqueue_one for one request, enqueue_batch for more.
+// send is one round trip: enqueue_one for one request, enqueue_batch for more. p_notify is always
+// false: the wake-up goes after the commit, in a statement of its own (waker).
 func (q *Queue) send(ctx context.Context, rs []*normalizedRequest, ids []string, retry bool) ([]enqueueRow, error) {
 	var sql string
 	var args []any
 	if len(rs) == 1 && q.isDistributed() {
-		sql, args = enqueueOneAtSQL, oneAtValues(rs[0], ids[0], true, retry)
+		sql, args = enqueueOneAtSQL, oneAtValues(rs[0], ids[0], false, retry)
 	} else if len(rs) == 1 {
-		sql, args = oneStatement(rs[0], ids[0], true, retry)
+		sql, args = oneStatement(rs[0], ids[0], false, retry)
 	} else {
-		sql, args = enqueueBatchSQL, batchValues(rs, ids, true, retry)
+		sql, args = enqueueBatchSQL, batchValues(rs, ids, false, retry)
 	}
 	rows, err := q.pool.Query(ctx, sql, args...)
 	if err != nil {
@@ -179,11 +180,12 @@ func (q *Queue) send(ctx context.Context, rs []*normalizedRequest, ids []string,
 	return out, nil
 }
 
-// report turns PostgreSQL's rows into results in input order and records replays, coalesces and
-// non-replaceable requests in the observation log.
+// report turns PostgreSQL's rows into results in input order, records replays, coalesces and
+// non-replaceable requests in the observation log, and wakes the workers of queues that got a job.
 func (q *Queue) report(rs []*normalizedRequest, ids []string, rows []enqueueRow, retried bool) []EnqueueResult {
 	out := make([]EnqueueResult, len(rows))
 	now := time.Now()
+	var woken []string
 	for _, row := range rows {
 		i := row.ordinal - 1
 		r := rs[i]
@@ -193,6 +195,9 @@ func (q *Queue) report(rs []*normalizedRequest, ids []string, rows []enqueueRow,
 			q.count(func(s *RetryStats) { s.RecoveredAccepts++ })
 		}
 		res := EnqueueResult{JobID: row.jobID, Outcome: outcome}
+		if outcome == Accepted && q.notify {
+			woken = append(woken, r.Queue)
+		}
 		if outcome == NonReplaceable && row.reason != nil {
 			res.Reason = *row.reason
 		}
@@ -212,6 +217,7 @@ func (q *Queue) report(rs []*normalizedRequest, ids []string, rows []enqueueRow,
 		}
 		out[i] = res
 	}
+	q.waker.wake(woken)
 	return out
 }
 

@@ -30,6 +30,8 @@ type Queue struct {
 	// distributed: the schema has the Citus layout (docs/scale-out.md); set by prepare.
 	distributed bool
 	recorder    *recorder
+	notify      bool
+	waker       *waker
 	closed      bool
 	stats       RetryStats
 	statsMu     sync.Mutex
@@ -85,11 +87,18 @@ func WithRetry(attempts int, maxDelay time.Duration) Option {
 	}
 }
 
+// WithNotify turns the wake-up off (false) or on (true, the default). On, every call that
+// accepted jobs is followed, after its commit, by one `select pg_notify('workhorse_jobs', q) from
+// unnest($2::text[]) q` for the queues that got them, sent in the background (coalesced: at most
+// one in flight per Queue) and best effort: its error is dropped, never the enqueue's. Workers that
+// LISTEN then claim at once; without it they find the job at their next poll.
+func WithNotify(on bool) Option { return func(q *Queue) { q.notify = on } }
+
 // NewQueue makes a Queue over pool. The installation secret comes from WithKeySecret, else
 // WORKHORSE_KEY_SECRET (64 hex characters), else workhorse.installation (read once, on the first
 // keyed call or key lookup). A bad option is returned by every call as *EnqueueValidationError.
 func NewQueue(pool *pgxpool.Pool, options ...Option) *Queue {
-	q := &Queue{pool: pool, maxPayload: defaultPayloadBytes, retryAttempts: 12, retryMaxDelay: 3 * time.Second}
+	q := &Queue{pool: pool, maxPayload: defaultPayloadBytes, retryAttempts: 12, retryMaxDelay: 3 * time.Second, notify: true}
 	if env := strings.TrimSpace(os.Getenv("WORKHORSE_KEY_SECRET")); env != "" {
 		b, err := hex.DecodeString(env)
 		if err != nil || len(b) != 32 {
@@ -109,10 +118,12 @@ func NewQueue(pool *pgxpool.Pool, options ...Option) *Queue {
 		q.configErr = newValidationError(ValidationIssue{Option: "source", Rule: "must be 1..128 characters without control characters"})
 	}
 	q.recorder = newRecorder(pool)
+	q.waker = newWaker(pool)
 	return q
 }
 
-// Close flushes the observation log and refuses further calls. It never closes the pool.
+// Close flushes the observation log and the pending wake-up, and refuses further calls. It never
+// closes the pool.
 func (q *Queue) Close() {
 	q.mu.Lock()
 	already := q.closed
@@ -120,6 +131,7 @@ func (q *Queue) Close() {
 	q.mu.Unlock()
 	if !already {
 		q.recorder.close()
+		q.waker.close()
 	}
 }
 

@@ -337,7 +337,7 @@ def test_a_notification_wakes_the_worker_long_before_its_next_poll(queue: Queue,
     claims: list[str] = []
     with running(pool, {"t.n": lambda p, c: ran.set()}, q, poll_interval_ms=3_600_000,
                  on_event=lambda e: claims.append(e.kind)):  # fmt: skip
-        queue.enqueue("t.n", {}, EnqueueOptions(queue=q))  # the enqueue core's pg_notify after commit
+        queue.enqueue("t.n", {}, EnqueueOptions(queue=q))  # the Queue's wake-up after the commit
         assert ran.wait(20)
     assert claims[0] == "claimed"
 

@@ -119,6 +119,9 @@ _OBSERVATION_SQL = """insert into workhorse.enqueue_observation
   (at, outcome, reason, queue, type, scope, key_preview, key_digest, key_length, job_id, conflicting_fields,
    payload_paths, stored_request_digest, rejected_request_digest, source)
   values (now(), %s, %s, %s, %s, %s, %s, %s, %s, %s::uuid, %s::text[], %s::text[], %s, %s, %s)"""
+#: The channel workers LISTEN on; the payload is the queue name.
+WAKE_CHANNEL = "workhorse_jobs"
+_WAKE_SQL = "select pg_notify(%s, q) from unnest(%s::text[]) q"
 _LEGACY_MARGIN_S = 5.0
 _RETRYABLE_SQLSTATES = {"40001", "40P01", "53300", "55P03", "57P01", "57P02", "57P03"}
 
@@ -146,6 +149,10 @@ class Queue:
     ``key_secret``: the installation secret (64 hex characters or 32 bytes); default
     ``WORKHORSE_KEY_SECRET``, else the one the TypeScript ``migrate()`` stored in the database.
     ``retry_attempts``: how often a keyed call is tried through connection loss (1 turns it off).
+    ``notify``: after a call that accepted jobs committed, wake the workers of their queues with one
+    ``select pg_notify('workhorse_jobs', q) from unnest(%s::text[]) q``, sent from a background
+    thread (coalesced: at most one in flight per ``Queue``), best effort: its error is dropped, never
+    the enqueue's. ``False`` sends none; workers then find jobs at their next poll. Default ``True``.
     """
 
     def __init__(
@@ -157,6 +164,7 @@ class Queue:
         source: str | None = None,
         retry_attempts: int = 12,
         retry_max_delay_ms: int = 3000,
+        notify: bool = True,
     ):
         if not isinstance(pool, ConnectionPool):
             raise EnqueueValidationError([ValidationIssue("pool", "must be a psycopg_pool.ConnectionPool")])
@@ -179,6 +187,7 @@ class Queue:
         self._retry_max_delay_ms = retry_max_delay_ms
         self._checked_layout = False
         self._distributed = False  # the Citus layout (docs/scale-out.md), read once with the layout
+        self._waker = _Waker(pool) if notify else None
         #: Calls repeated after connection loss, and accepts recovered from a lost answer.
         self.retry_stats = {"retried_calls": 0, "retries": 0, "recovered_accepts": 0, "exhausted": 0}
 
@@ -315,6 +324,8 @@ class Queue:
         return self._repeating(lambda attempt: self._report(requests, ids, self._send(requests, ids, attempt > 1), attempt > 1))
 
     def _send(self, requests: list[Normalized], ids: list[str], retry: bool) -> list[tuple[Any, ...]]:
+        """One enqueue statement, p_notify false: a NOTIFY inside it would take PostgreSQL's global
+        notify lock at commit and serialise every committing enqueue (_Waker wakes workers after)."""
         try:
             # One statement, committed by itself (autocommit): no BEGIN and COMMIT round trips around it.
             with self._pool.connection() as conn, _autocommit(conn):
@@ -323,10 +334,10 @@ class Queue:
                 if len(requests) == 1 and self._distributed:
                     r = requests[0]
                     bucket = int(ids[0][33:], 16)
-                    rows = conn.execute(_ONE_AT_SQL, [bucket, *one_values(r, ids[0], True, retry)]).fetchall()
+                    rows = conn.execute(_ONE_AT_SQL, [bucket, *one_values(r, ids[0], False, retry)]).fetchall()
                 elif len(requests) == 1:
                     r = requests[0]
-                    params: dict[str, Any] = {f"p{i}": v for i, v in enumerate(one_values(r, ids[0], True, retry))}
+                    params: dict[str, Any] = {f"p{i}": v for i, v in enumerate(one_values(r, ids[0], False, retry))}
                     legacy = r.keyed.legacy_key_hash if r.keyed else None
                     if legacy is not None:
                         params["legacy"] = legacy
@@ -343,11 +354,14 @@ class Queue:
     def _report(self, requests: list[Normalized], ids: list[str], rows: list[tuple[Any, ...]], retried: bool) -> list[EnqueueResult]:
         results: list[EnqueueResult | None] = [None] * len(requests)
         observations = []
+        woken = set()
         for ordinal, job_id, outcome, request_digest, reason in rows:
             req = requests[ordinal - 1]
             if retried and outcome != "accepted" and job_id == ids[ordinal - 1]:
                 outcome = "accepted"  # an earlier try of this very call committed it
                 self.retry_stats["recovered_accepts"] += 1
+            if outcome == "accepted":
+                woken.add(req.queue)
             k = req.keyed
             results[ordinal - 1] = EnqueueResult(
                 job_id=job_id,
@@ -364,6 +378,8 @@ class Queue:
                     k.key_length, job_id, None, None, None if rejected else request_digest,
                     request_digest if rejected else None, req.source,
                 ))  # fmt: skip
+        if woken and self._waker is not None:
+            self._waker.wake(woken)
         self._observe(observations)
         return [r for r in results if r is not None]
 
@@ -454,6 +470,43 @@ class Queue:
             raise WorkhorseDatabaseError(f"query failed: {err}", err, is_retryable(err)) from err
 
 
+class _Waker:
+    """Wake-ups after enqueues committed, as the TypeScript core sends them: at most one statement in
+    flight, carrying every queue named meanwhile; a daemon thread sends while queues are pending.
+    Best effort: a lost wake-up only delays a job until the workers' next poll."""
+
+    def __init__(self, pool: ConnectionPool):
+        self._pool = pool
+        self._lock = threading.Lock()
+        self._pending: set[str] = set()
+        self._sending = False
+
+    def wake(self, queues: set[str]) -> None:
+        with self._lock:
+            self._pending |= queues
+            if self._sending:
+                return
+            self._sending = True
+        try:
+            threading.Thread(target=self._send, name="workhorse-wake", daemon=True).start()
+        except RuntimeError:  # no new thread (interpreter shutdown): the committed enqueue stands
+            with self._lock:
+                self._sending = False
+
+    def _send(self) -> None:
+        while True:
+            with self._lock:
+                if not self._pending:
+                    self._sending = False
+                    return
+                queues, self._pending = sorted(self._pending), set()
+            try:
+                with self._pool.connection(timeout=5) as conn, _autocommit(conn):
+                    conn.execute(_WAKE_SQL, [WAKE_CHANNEL, queues])
+            except Exception:
+                pass  # the enqueue committed; a lost wake-up only delays a job (workers poll as well)
+
+
 def _names_a_key(options: Any) -> bool:
     if options is None:
         return False
@@ -489,7 +542,7 @@ def _batch_values(requests: list[Normalized], ids: list[str], retry: bool) -> li
         [k.ttl_ms if k else None for k in ks],
         [k.field_digests if k else None for k in ks],
         legacy if any(h is not None for h in legacy) else None,
-        True,
+        False,  # p_notify: the wake-up goes after the commit (_Waker)
         [k.schedule if k and k.mode == "debounce" else None for k in ks] if debounce else None,
         [k.max_wait_ms if k and k.mode == "debounce" else None for k in ks] if debounce else None,
         retry,

@@ -34,11 +34,10 @@ from .errors import (
     WorkerConfigError,
     WorkerStoppingError,
 )
-from .queue import is_retryable
+from .queue import WAKE_CHANNEL, is_retryable
 from .types import RetryPolicy
 from .worker_types import ClaimedJob, FailureCause, WorkerEvent, WorkerStats
 
-WAKE_CHANNEL = "workhorse_jobs"
 _DEFAULT_PAYLOAD_BYTES = 1024 * 1024
 _ONE_DAY_MS = 86_400_000
 _ONE_YEAR_MS = 365 * _ONE_DAY_MS
