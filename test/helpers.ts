@@ -158,12 +158,19 @@ export function privateServer(prefix: string) {
 /**
  * Runs `tsx <args>` from the repository root as a real process in its own process group (so that
  * `process.kill(-pid, …)` reaches whatever it starts), with exactly `env`. `output()`: its stdout
- * and stderr so far; `exited`: its exit code (or signal).
+ * and stderr so far, interleaved as they came; `stdout()` and `stderr()` each alone; `exited`: its
+ * exit code (or signal).
  */
 export function runScript(
   args: string[],
   env: NodeJS.ProcessEnv,
-): { proc: ChildProcess; output: () => string; exited: Promise<number | string | null> } {
+): {
+  proc: ChildProcess;
+  output: () => string;
+  stdout: () => string;
+  stderr: () => string;
+  exited: Promise<number | string | null>;
+} {
   const root = path.join(import.meta.dirname, "..");
   const proc = spawn(path.join(root, "node_modules", ".bin", "tsx"), args, {
     cwd: root,
@@ -172,13 +179,15 @@ export function runScript(
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
-  const add = (d: Buffer) => {
-    out += d.toString();
-  };
-  proc.stdout?.on("data", add);
-  proc.stderr?.on("data", add);
+  const streams = { stdout: "", stderr: "" };
+  for (const name of ["stdout", "stderr"] as const) {
+    proc[name]?.on("data", (d: Buffer) => {
+      out += d.toString();
+      streams[name] += d.toString();
+    });
+  }
   const exited = new Promise<number | string | null>((resolve) =>
     proc.once("exit", (code, signal) => resolve(code ?? signal)),
   );
-  return { proc, output: () => out, exited };
+  return { proc, output: () => out, stdout: () => streams.stdout, stderr: () => streams.stderr, exited };
 }

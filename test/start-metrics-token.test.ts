@@ -1,28 +1,18 @@
 // `npm start` with a WORKHORSE_METRICS_TOKEN too short to guard /metrics: it says so and does not
 // start (before PostgreSQL or Next.js), instead of serving a console whose /metrics is silently off.
-import { spawn } from "node:child_process";
-import path from "node:path";
 import { expect, test } from "vitest";
+import { runScript } from "./helpers";
 
-const root = path.join(import.meta.dirname, "..");
-
-function start(env: Record<string, string>): Promise<{ code: number | null; out: string; err: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "scripts/start.ts"], {
-      cwd: root,
-      // A port nobody listens on: were the check missing, the start would fail there, not here.
-      env: { ...process.env, DATABASE_URL: "postgres://nobody@127.0.0.1:1/none", PORT: "1", ...env },
-    });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (d: Buffer) => {
-      out += d.toString();
-    });
-    child.stderr.on("data", (d: Buffer) => {
-      err += d.toString();
-    });
-    child.on("exit", (code) => resolve({ code, out, err }));
+/** `npm start`'s script against a port nobody listens on: were the check missing, the start would fail there, not here. */
+async function start(env: Record<string, string>) {
+  const run = runScript(["scripts/start.ts"], {
+    ...process.env,
+    DATABASE_URL: "postgres://nobody@127.0.0.1:1/none",
+    PORT: "1",
+    ...env,
   });
+  const code = await run.exited;
+  return { code, out: run.stdout(), err: run.stderr() };
 }
 
 test("a metrics token under 16 characters stops the start with one sentence saying why and what to set", async () => {
