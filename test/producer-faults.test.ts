@@ -13,13 +13,25 @@ import { privateServer } from "./helpers";
 const server = privateServer("faults");
 let db = 0;
 
+/**
+ * A pool whose connections may die unheard. `pool.end()` resolves as soon as it has asked each
+ * connection to close, before the sockets are closed; a server stopped right after (as the tests
+ * below do) can still reach such a connection with "terminating connection due to administrator
+ * command", which a pool without an 'error' listener throws as an uncaught exception.
+ */
+function quietPool(url: string, max: number, config: pg.PoolConfig = {}): pg.Pool {
+  const pool = new pg.Pool({ connectionString: url, max, ...config });
+  pool.on("error", () => {});
+  return pool;
+}
+
 async function freshDatabase(): Promise<string> {
   const name = `faults_${++db}`;
   const admin = new pg.Client({ connectionString: server.info.adminUrl });
   await admin.connect();
   await admin.query(`create database ${name}`);
   await admin.end();
-  const pool = new pg.Pool({ connectionString: server.info.urlFor(name), max: 1 });
+  const pool = quietPool(server.info.urlFor(name), 1);
   await migrate(pool);
   await pool.end();
   return name;
@@ -86,7 +98,7 @@ async function terminateBackends(database: string): Promise<number> {
 
 /** Every key answered with exactly one job id, and that is the job holding the key: nothing lost, nothing duplicated. */
 async function expectOneJobPerKey(database: string, report: ChildReport, keys: number, producers: number) {
-  const pool = new pg.Pool({ connectionString: server.info.urlFor(database), max: 1 });
+  const pool = quietPool(server.info.urlFor(database), 1);
   try {
     const { rows } = await pool.query<{ k: number; id: string }>(
       "select (payload->>'k')::int as k, id from workhorse.job where queue = 'faults' order by 1",
@@ -173,8 +185,7 @@ test("a keyed producer survives PostgreSQL restarting (fast, then immediate shut
 
 test("while PostgreSQL is down, a keyless call fails at once with a retryable error; a keyed call waits for it", async () => {
   const database = await freshDatabase();
-  const pool = new pg.Pool({ connectionString: server.info.urlFor(database), max: 2, connectionTimeoutMillis: 2000 });
-  pool.on("error", () => {});
+  const pool = quietPool(server.info.urlFor(database), 2, { connectionTimeoutMillis: 2000 });
   const queue = new Queue({ pool, maintenance: false });
   try {
     await stopEmbeddedPostgres();
@@ -201,8 +212,7 @@ test("while PostgreSQL is down, a keyless call fails at once with a retryable er
 
 test("a keyed call with retry: false, or inside the caller's transaction, is not repeated", async () => {
   const database = await freshDatabase();
-  const pool = new pg.Pool({ connectionString: server.info.urlFor(database), max: 2 });
-  pool.on("error", () => {});
+  const pool = quietPool(server.info.urlFor(database), 2);
   const queue = new Queue({ pool, maintenance: false, retry: false });
   const retrying = new Queue({ pool, maintenance: false });
   const client = await pool.connect();
