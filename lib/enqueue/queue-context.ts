@@ -14,6 +14,14 @@ import { QueueTelemetry, type TelemetryOptions } from "./telemetry";
 /** Channel that workers LISTEN on; the payload is the queue name. */
 export const WAKE_CHANNEL = "workhorse_jobs";
 
+/**
+ * Shortest time between two wake-up NOTIFYs from one `Queue`, in ms (docs/enqueue.md, "Wake-ups").
+ * The first after a quiet spell goes at once; during a burst the next waits out the rest of this
+ * interval and carries every queue named meanwhile, so a busy producer sends at most 100 a second
+ * (each costs PostgreSQL a transaction of its own) and a job waits at most this long for its wake-up.
+ */
+export const WAKE_MIN_INTERVAL_MS = 10;
+
 /** Runs one statement. The pool flavour keeps the connection for expected SQLSTATEs (a conflict
  * must not cost a reconnect: pg-pool destroys a client released with an error). */
 export interface Executor {
@@ -77,6 +85,8 @@ export class QueueContext {
   readonly poolExec: Executor;
   private pendingWake = new Set<string>();
   private waking: Promise<void> | null = null;
+  /** When the last wake-up NOTIFY was sent (`performance.now()`). */
+  private lastWakeAt = Number.NEGATIVE_INFINITY;
   private maintenanceTimer: NodeJS.Timeout | null = null;
   private inflight = 0;
   private drained: (() => void) | null = null;
@@ -97,7 +107,10 @@ export class QueueContext {
     this.poolExec = poolExecutor(pool);
   }
 
-  /** Coalesces wake-ups: at most one NOTIFY statement in flight, carrying every queue seen meanwhile. */
+  /**
+   * Coalesces wake-ups: at most one NOTIFY statement in flight and at most one per
+   * `WAKE_MIN_INTERVAL_MS`, each carrying every queue named since the one before.
+   */
   wake(queues: Iterable<string>): void {
     // A call made before close() that finishes while close() waits for it still wakes workers.
     if (!this.config.notify || this.ended) return;
@@ -108,8 +121,11 @@ export class QueueContext {
   private async sendWake(): Promise<void> {
     try {
       while (this.pendingWake.size > 0) {
+        const wait = this.lastWakeAt + WAKE_MIN_INTERVAL_MS - performance.now();
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait).unref());
         const queues = [...this.pendingWake];
         this.pendingWake.clear();
+        this.lastWakeAt = performance.now();
         try {
           await this.pool.query("select pg_notify($1, q) from unnest($2::text[]) q", [WAKE_CHANNEL, queues]);
         } catch {
