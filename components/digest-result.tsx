@@ -2,6 +2,7 @@ import Link from "next/link";
 import { formatTime } from "@/lib/console/format";
 import type { DigestLookupDto } from "@/lib/console/wire-types";
 import { BindingDetails } from "./binding-card";
+import { ObservationCount } from "./observation-count";
 import { Badge, Card, DefinitionList, EmptyState, JobLink, linkClass, Mono, Notice, Table, Td } from "./ui";
 
 /** Everything known under one key digest: its bindings (with their jobs) and its observations. */
@@ -96,6 +97,7 @@ export function DigestResult({ data }: { data: DigestLookupDto }) {
                 <Td>{formatTime(o.at)}</Td>
                 <Td>
                   <Badge>{o.outcome}</Badge>
+                  <ObservationCount count={o.count} lastAt={o.lastAt} />
                   {o.conflictingFields?.length ? (
                     <div className="mt-1 text-xs text-slate-700">differs in {o.conflictingFields.join(", ")}</div>
                   ) : null}

@@ -2,6 +2,7 @@
 import { liveUrl } from "@/lib/console/live-urls";
 import { explainOutcome, REASON_LABELS } from "@/lib/console/outcomes";
 import type { ObservationDto } from "@/lib/console/wire-types";
+import { ObservationCount } from "./observation-count";
 import { RelativeTime } from "./relative-time";
 import { LiveTable, type LiveTableProps, newestOlderLinks } from "./table-footer";
 import { Badge, DemoHint, DigestLink, EmptyState, JobLink, Mono, Td } from "./ui";
@@ -34,6 +35,7 @@ export function ObservationsTable({ initial, query, filtered }: LiveTableProps<O
             <Badge tone={o.outcome === "conflict" || o.outcome === "non_replaceable" ? "conflict" : o.outcome}>
               {o.outcome}
             </Badge>
+            <ObservationCount count={o.count} lastAt={o.lastAt} />
             {o.reason ? (
               <div className="max-w-56 text-xs whitespace-normal text-slate-700" data-testid="observation-reason">
                 <span className="font-medium">{REASON_LABELS[o.reason] ?? o.reason}</span>

@@ -11,7 +11,7 @@ const OBSERVATIONS_PAGE_SIZE = 50;
 export type { ObservationRow };
 
 export function observationDto(r: ObservationRow): ObservationDto {
-  return { ...observationFromRow(r), at: iso(r.at) };
+  return { ...observationFromRow(r), at: iso(r.at), lastAt: r.last_at === null ? null : iso(r.last_at) };
 }
 
 /** The observation log (replays, conflicts, …), newest first by its identity key; keyset on id. */
@@ -78,6 +78,8 @@ async function listReplaced(db: Db, f: ObservationFilters, limit: number): Promi
       storedRequestDigest: x.priorRequestDigest,
       rejectedRequestDigest: x.requestDigest,
       source: null,
+      count: 1,
+      lastAt: null,
     })),
     next,
     prev: null,

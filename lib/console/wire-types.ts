@@ -131,9 +131,11 @@ export const LISTED_OUTCOMES = [...OBSERVATION_OUTCOMES, "replaced"] as const;
  * `rejectedRequestDigest` the one that replaced it; no source; `keyPreview` and `keyLength` come from
  * the job row (kept after its binding is cleaned up).
  */
-export type ObservationDto = Omit<StoredObservation, "at" | "outcome"> & {
+export type ObservationDto = Omit<StoredObservation, "at" | "outcome" | "lastAt"> & {
   at: string;
   outcome: (typeof LISTED_OUTCOMES)[number];
+  /** The last of `count` identical decisions stored as one row; null for one decision. */
+  lastAt: string | null;
 };
 
 export interface AuditDto {

@@ -1,5 +1,6 @@
 import type pg from "pg";
 import { insertObservations } from "./store/observations";
+import type { ObservationRow } from "./store/rows";
 import type { Observation } from "./types";
 import { OneShotTimer } from "./worker/timing";
 
@@ -98,23 +99,7 @@ export class ObservationRecorder {
     while (left > 0 && this.buffer.length > 0) {
       const batch = this.buffer.splice(0, Math.min(this.batchSize, left));
       left -= batch.length;
-      const rows = batch.map((o) => ({
-        at: o.at.toISOString(),
-        outcome: o.outcome,
-        reason: o.reason ?? null,
-        queue: o.queue,
-        type: o.type,
-        scope: o.scope,
-        key_preview: o.keyPreview,
-        key_digest: o.keyDigest,
-        key_length: o.keyLength,
-        job_id: o.jobId,
-        conflicting_fields: o.conflictingFields ?? null,
-        payload_paths: o.payloadPaths ?? null,
-        stored_request_digest: o.storedRequestDigest ?? null,
-        rejected_request_digest: o.rejectedRequestDigest ?? null,
-        source: o.source ?? null,
-      }));
+      const rows = alikeAsOne(batch);
       try {
         this.counts.batches++;
         await insertObservations(this.pool, rows);
@@ -125,9 +110,9 @@ export class ObservationRecorder {
           try {
             this.counts.batches++;
             await insertObservations(this.pool, [row]);
-            this.counts.written++;
+            this.counts.written += row.count;
           } catch {
-            this.counts.dropped++;
+            this.counts.dropped += row.count;
           }
         }
       }
@@ -141,4 +126,63 @@ export class ObservationRecorder {
       await (this.flushing ?? this.writeBuffered());
     }
   }
+}
+
+/** An observation log row as `insertObservations` writes it (columns by name, times as ISO text). */
+type ObservationRowIn = Omit<ObservationRow, "id" | "at" | "last_at"> & { at: string; last_at: string | null };
+
+/**
+ * The rows for `batch`, in the order of their first decision: decisions alike in every column but
+ * the time (scope, key digest, outcome, request digests, reason, job, queue, type, source, key
+ * length; conflicting fields and payload paths follow from the request digests) become one row
+ * counting them, with the first and last times.
+ */
+export function alikeAsOne(batch: readonly Observation[]): ObservationRowIn[] {
+  const rows = new Map<string, ObservationRowIn>();
+  for (const o of batch) {
+    const row: ObservationRowIn = {
+      at: o.at.toISOString(),
+      outcome: o.outcome,
+      reason: o.reason ?? null,
+      queue: o.queue,
+      type: o.type,
+      scope: o.scope,
+      key_preview: o.keyPreview,
+      key_digest: o.keyDigest,
+      key_length: o.keyLength,
+      job_id: o.jobId,
+      conflicting_fields: o.conflictingFields ?? null,
+      payload_paths: o.payloadPaths ?? null,
+      stored_request_digest: o.storedRequestDigest ?? null,
+      rejected_request_digest: o.rejectedRequestDigest ?? null,
+      source: o.source ?? null,
+      count: o.count ?? 1,
+      last_at: o.lastAt?.toISOString() ?? null,
+    };
+    // Conflicting fields and payload paths follow from the two request digests.
+    const key = [
+      o.outcome,
+      o.scope,
+      o.keyDigest,
+      o.storedRequestDigest,
+      o.rejectedRequestDigest,
+      o.reason,
+      o.jobId,
+      o.queue,
+      o.type,
+      o.source,
+      o.keyLength,
+    ].join("\u0000");
+    const seen = rows.get(key);
+    if (!seen) {
+      rows.set(key, row);
+      continue;
+    }
+    seen.count += row.count;
+    const last = row.last_at ?? row.at;
+    // ISO-8601 UTC strings of equal length compare as their times do.
+    if (last > (seen.last_at ?? seen.at)) seen.last_at = last;
+    if (row.at < seen.at) seen.at = row.at;
+  }
+  return [...rows.values()];
 }

@@ -293,6 +293,13 @@ export interface Observation {
   storedRequestDigest?: string | null;
   rejectedRequestDigest?: string | null;
   source?: string | null;
+  /**
+   * How many identical decisions this is (>= 1; default 1): the observation log stores decisions
+   * alike in every field above but `at`, recorded within one flush, as one row.
+   */
+  count?: number;
+  /** When the last of `count` identical decisions was made; null for a single decision. */
+  lastAt?: Date | null;
 }
 
 /** An observation as `workhorse.enqueue_observation` holds it: every field present, `null` when absent. */

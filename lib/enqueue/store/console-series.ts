@@ -61,10 +61,10 @@ export async function readMinutes(
      ),
      obs as (
        select date_trunc('minute', o.at) as m,
-              count(*) filter (where o.outcome = 'replayed') as replayed,
-              count(*) filter (where o.outcome = 'conflict') as conflicts,
-              count(*) filter (where o.outcome = 'coalesced') as coalesced,
-              count(*) filter (where o.outcome = 'non_replaceable') as non_replaceable
+              sum(o.count) filter (where o.outcome = 'replayed') as replayed,
+              sum(o.count) filter (where o.outcome = 'conflict') as conflicts,
+              sum(o.count) filter (where o.outcome = 'coalesced') as coalesced,
+              sum(o.count) filter (where o.outcome = 'non_replaceable') as non_replaceable
          from workhorse.enqueue_observation o, span
         where o.at >= span.lo and ($4::text is null or o.queue = $4)
         group by 1

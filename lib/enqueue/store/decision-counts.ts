@@ -41,7 +41,7 @@ select 'accepted' as outcome, j.queue::text as queue, count(*)::float8 as n
  group by j.queue`;
 
 const OBSERVED = `
-select o.outcome, o.queue, count(*)::float8 as n
+select o.outcome, o.queue, sum(o.count)::float8 as n
   from workhorse.enqueue_observation o
  where o.at > $1::timestamptz and o.at <= $2::timestamptz
  group by o.outcome, o.queue`;

@@ -63,6 +63,8 @@ export interface ObservationRow {
   stored_request_digest: string | null;
   rejected_request_digest: string | null;
   source: string | null;
+  count: number;
+  last_at: Date | null;
 }
 
 export function observationFromRow(r: ObservationRow): StoredObservation {
@@ -83,6 +85,8 @@ export function observationFromRow(r: ObservationRow): StoredObservation {
     storedRequestDigest: r.stored_request_digest,
     rejectedRequestDigest: r.rejected_request_digest,
     source: r.source,
+    count: r.count,
+    lastAt: r.last_at,
   };
 }
 
