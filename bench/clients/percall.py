@@ -1,6 +1,7 @@
-"""A per-call timing loop for bench/clients.ts: N keyed enqueues, one at a time, from one caller.
+"""A per-call timing loop for bench/clients.ts: N keyed enqueues in all, each caller (a thread) one
+at a time, on a pool with one connection per caller.
 
-    DATABASE_URL=... /usr/bin/python3 bench/clients/percall.py <calls> <key prefix>
+    DATABASE_URL=... /usr/bin/python3 bench/clients/percall.py <calls> <key prefix> [callers, default 1]
 
 Prints one line of JSON: {"calls": N, "seconds": S}."""
 
@@ -10,6 +11,7 @@ import json
 import os
 from pathlib import Path
 import sys
+import threading
 import time
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "sdk" / "python"))
@@ -21,7 +23,9 @@ from workhorse import EnqueueOptions, Idempotency, Queue  # noqa: E402
 
 def main() -> None:
     calls, prefix = int(sys.argv[1]), sys.argv[2]
-    with ConnectionPool(os.environ["DATABASE_URL"], min_size=1, max_size=2, open=True) as pool:
+    callers = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+    size = max(2, callers)
+    with ConnectionPool(os.environ["DATABASE_URL"], min_size=size, max_size=size, open=True) as pool:
         queue = Queue(pool)
 
         def enqueue(i: int) -> None:
@@ -30,9 +34,23 @@ def main() -> None:
             queue.enqueue("invoice.capture", payload, EnqueueOptions(queue="billing", idempotency=Idempotency(key=key, scope="invoice-capture")))
 
         enqueue(-1)  # warm-up: the pool's connection, the installation key
+        numbers = iter(range(calls))
+        lock = threading.Lock()
+
+        def caller() -> None:
+            while True:
+                with lock:
+                    i = next(numbers, None)
+                if i is None:
+                    return
+                enqueue(i)
+
+        threads = [threading.Thread(target=caller) for _ in range(callers)]
         start = time.perf_counter()
-        for i in range(calls):
-            enqueue(i)
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
         print(json.dumps({"calls": calls, "seconds": time.perf_counter() - start}))
 
 

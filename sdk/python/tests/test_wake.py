@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 import select
+import threading
 import time
 import uuid
 
@@ -83,3 +84,23 @@ def test_the_enqueue_statement_sends_no_notify(pool: ConnectionPool, listener: p
                         EnqueueRequest("quiet.many", 4, EnqueueOptions(queue=name("quiet")))])  # fmt: skip
     m = marker(pool)
     assert next_wake(listener) == m
+
+
+def test_one_thread_sends_the_wake_ups_of_many_accepts(queue: Queue, listener: psycopg.Connection, monkeypatch: pytest.MonkeyPatch) -> None:
+    """30 accepts one after another start one wake-up thread, not one each (a thread start per accept
+    cost ~40 µs and a turn of the GIL), and every queue is still woken after its job committed."""
+    started: list[str] = []
+    real_start = threading.Thread.start
+
+    def counting_start(self: threading.Thread) -> None:
+        started.append(self.name)
+        real_start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", counting_start)
+    queues = [name(f"one-thread-{i}") for i in range(30)]
+    for q in queues:
+        queue.enqueue("wake.thread", {}, EnqueueOptions(queue=q))
+    woken: set[str] = set()
+    while not woken.issuperset(queues):
+        woken.add(next_wake(listener))
+    assert started.count("workhorse-wake") == 1

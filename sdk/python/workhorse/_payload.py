@@ -77,10 +77,16 @@ def _numeric_expansion(x: float, text: str) -> int:
     return plain - len(text)
 
 
+# Strings JSON.stringify writes as they are, between quotes: one UTF-16 unit per character. Checked
+# by a regular expression (in C) before the per-character loop, which only odd strings reach.
+_PLAIN = re.compile(r"[\x20\x21\x23-\x5b\x5d-\ud7ff\ue000-\uffff]*")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
 def js_string(s: str) -> str:
     """A string as JSON.stringify writes it (lone surrogates escaped as \\udxxx)."""
     out = json.dumps(s, ensure_ascii=False)
-    if any(0xD800 <= ord(c) <= 0xDFFF for c in s):
+    if _SURROGATE.search(s) is not None:
         out = "".join(f"\\u{ord(c):04x}" if 0xD800 <= ord(c) <= 0xDFFF else c for c in out)
     return out
 
@@ -88,6 +94,8 @@ def js_string(s: str) -> str:
 def _units(s: str) -> int:
     """UTF-16 length of JSON.stringify(s), or -1 when PostgreSQL cannot store it (NUL, lone surrogates)."""
     units = len(s) + 2
+    if _PLAIN.fullmatch(s) is not None:
+        return units
     for c in s:
         o = ord(c)
         if o == 0 or 0xD800 <= o <= 0xDFFF:

@@ -122,6 +122,11 @@ _OBSERVATION_SQL = """insert into workhorse.enqueue_observation
 #: The channel workers LISTEN on; the payload is the queue name.
 WAKE_CHANNEL = "workhorse_jobs"
 _WAKE_SQL = "select pg_notify(%s, q) from unnest(%s::text[]) q"
+
+#: Shortest time between two wake-up statements from one ``Queue``, in seconds (as the TypeScript
+#: core's ``WAKE_MIN_INTERVAL_MS``): during a burst the next waits out the rest of it, so a busy
+#: producer sends at most 100 a second and a job waits at most this long for its wake-up.
+WAKE_MIN_INTERVAL_S = 0.010
 _LEGACY_MARGIN_S = 5.0
 _RETRYABLE_SQLSTATES = {"40001", "40P01", "53300", "55P03", "57P01", "57P02", "57P03"}
 
@@ -472,34 +477,46 @@ class Queue:
 
 class _Waker:
     """Wake-ups after enqueues committed, as the TypeScript core sends them: at most one statement in
-    flight, carrying every queue named meanwhile; a daemon thread sends while queues are pending.
-    Best effort: a lost wake-up only delays a job until the workers' next poll."""
+    flight and at most one per ``WAKE_MIN_INTERVAL_S`` (the first after a quiet spell at once), each
+    carrying every queue named since the one before. One daemon thread sends them; it waits for
+    work and ends after ``_IDLE_S`` without any (a thread started per wake-up cost every accept
+    ~40 µs and a turn of the GIL). Best effort: a lost wake-up only delays a job until the workers'
+    next poll."""
+
+    _IDLE_S = 1.0
 
     def __init__(self, pool: ConnectionPool):
         self._pool = pool
-        self._lock = threading.Lock()
+        self._cond = threading.Condition()
         self._pending: set[str] = set()
-        self._sending = False
+        self._running = False
+        self._last = float("-inf")  # time.monotonic() of the last wake-up statement
 
     def wake(self, queues: set[str]) -> None:
-        with self._lock:
+        with self._cond:
             self._pending |= queues
-            if self._sending:
+            if self._running:
+                self._cond.notify()
                 return
-            self._sending = True
+            self._running = True
         try:
-            threading.Thread(target=self._send, name="workhorse-wake", daemon=True).start()
+            threading.Thread(target=self._run, name="workhorse-wake", daemon=True).start()
         except RuntimeError:  # no new thread (interpreter shutdown): the committed enqueue stands
-            with self._lock:
-                self._sending = False
+            with self._cond:
+                self._running = False
 
-    def _send(self) -> None:
+    def _run(self) -> None:
         while True:
-            with self._lock:
-                if not self._pending:
-                    self._sending = False
+            with self._cond:
+                if not self._pending and not self._cond.wait_for(lambda: self._pending, self._IDLE_S):
+                    self._running = False
                     return
+            wait = self._last + WAKE_MIN_INTERVAL_S - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)  # queues named meanwhile join this statement
+            with self._cond:
                 queues, self._pending = sorted(self._pending), set()
+            self._last = time.monotonic()
             try:
                 with self._pool.connection(timeout=5) as conn, _autocommit(conn):
                     conn.execute(_WAKE_SQL, [WAKE_CHANNEL, queues])

@@ -1,6 +1,7 @@
-// A per-call timing loop for bench/clients.ts: N keyed enqueues, one at a time, from one caller.
+// A per-call timing loop for bench/clients.ts: N keyed enqueues in all, each caller (a goroutine)
+// one at a time, on a pool with one connection per caller.
 //
-//	DATABASE_URL=... go run ./examples/percall <calls> <key prefix>
+//	DATABASE_URL=... go run ./examples/percall <calls> <key prefix> [callers, default 1]
 //
 // Prints one line of JSON: {"calls": N, "seconds": S}.
 package main
@@ -11,6 +12,8 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v4/pgxpool"
@@ -21,8 +24,21 @@ import (
 func main() {
 	calls, _ := strconv.Atoi(os.Args[1])
 	prefix := os.Args[2]
+	callers := 1
+	if len(os.Args) > 3 {
+		callers, _ = strconv.Atoi(os.Args[3])
+	}
 	ctx := context.Background()
-	pool, err := pgxpool.Connect(ctx, os.Getenv("DATABASE_URL"))
+	cfg, err := pgxpool.ParseConfig(os.Getenv("DATABASE_URL"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	cfg.MaxConns = int32(callers)
+	if cfg.MaxConns < 2 {
+		cfg.MaxConns = 2
+	}
+	pool, err := pgxpool.ConnectConfig(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -42,13 +58,22 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	var next int64 = -1
+	var wg sync.WaitGroup
 	start := time.Now()
-	for i := 0; i < calls; i++ {
-		if err := enqueue(i); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
+	for c := 0; c < callers; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := atomic.AddInt64(&next, 1); i < int64(calls); i = atomic.AddInt64(&next, 1) {
+				if err := enqueue(int(i)); err != nil {
+					fmt.Fprintln(os.Stderr, err)
+					os.Exit(1)
+				}
+			}
+		}()
 	}
+	wg.Wait()
 	out, _ := json.Marshal(map[string]any{"calls": calls, "seconds": time.Since(start).Seconds()})
 	fmt.Println(string(out))
 }
