@@ -13,7 +13,7 @@
  * - throttle(i): a throttle repeat of the same request on one of REPLAY_KEYS live keys: ours
  *   `coalesced`; pg-boss sendThrottled; BullMQ deduplication in throttle mode (a ttl)
  */
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { cpSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -21,6 +21,7 @@ import pg from "pg";
 import { v7 as uuidv7 } from "uuid";
 import type { EnqueueRequest } from "../lib/enqueue";
 import * as core from "../lib/enqueue";
+import { LEAN_TABLES } from "./lib/lean-tables";
 
 export const REPLAY_KEYS = 1000;
 export const BATCH_SIZE = 1000;
@@ -271,6 +272,96 @@ export async function floor(ctx: ContenderContext): Promise<Contender> {
          select id, 'billing', 'invoice.capture', '{}'::jsonb, 'ready' from unnest($1::uuid[]) id`,
         [liveIds],
       );
+    },
+    async close() {
+      await pool.end();
+    },
+  };
+}
+
+/**
+ * The lean two-row shape (docs/benchmarks.md, "Server-side shapes") through the same driver and
+ * pool as every contender: the ceiling of the design the write path moves to, so each Workhorse
+ * ratio can be read against it in one run. Plain-typed copies of the tables (LEAN_TABLES), the key
+ * hash (SHA-256 of the key) and constant field and request digests computed here, and one prepared
+ * statement per call: accept binds the key and writes the job (ON CONFLICT DO NOTHING; no outcome);
+ * replay reads the binding by primary key; batch binds the new half of 1,000 keys and writes their
+ * jobs, and reads the other half's bindings, in one statement. It decides nothing the core decides
+ * (no digest comparison, no conflict, no bounds) and answers no outcome: a ceiling, not a peer.
+ */
+export async function leanShape(ctx: ContenderContext): Promise<Contender> {
+  const url = await ctx.database("bench_lean_shape");
+  const pool = benchPool({ connectionString: url, max: POOL_MAX }, "lean-shape");
+  await core.migrate(pool);
+  await pool.query(LEAN_TABLES);
+  const hashOf = (key: string) => createHash("sha256").update(key).digest();
+  const fields = Buffer.alloc(88, 0xab);
+  const digest = Buffer.alloc(32, 0xcd);
+  const nextNew = counter();
+  const nextBatchNew = counter();
+  const accept = (id: string, key: string) =>
+    pool.query({
+      name: "lean_accept",
+      text: `with b as (
+          insert into lean.key_binding (scope, key_hash, job_id, mode, key_preview, key_length, field_digests,
+                                        request_digest, ttl_ms, expires_at)
+          values ('invoice-capture', $1, $2, 'idempotency', 'ab…', 20, $3, $4, 86400000, now() + interval '1 day')
+          on conflict do nothing returning job_id, key_hash)
+        insert into lean.job (id, queue, type, payload, state, run_at, max_attempts, key_scope, key_hash, key_mode,
+                              key_preview, key_length, key_ttl_ms, request_digest, tags)
+        select b.job_id, 'billing', 'invoice.capture', $5::jsonb, 'ready', now(), 25, 'invoice-capture', b.key_hash,
+               'idempotency', 'ab…', 20, 86400000, $4, '{}' from b`,
+      values: [hashOf(key), id, fields, digest, JSON.stringify(payloadFor(key))],
+    });
+  return {
+    id: "lean-shape",
+    label: "lean two-row shape (the design's ceiling: no decision, no outcome)",
+    postgres: true,
+    accept: () => {
+      const k = newKey("accept", nextNew());
+      return accept(uuidv7(), k);
+    },
+    replay: (i) =>
+      pool.query({
+        name: "lean_probe",
+        text: `select job_id, mode, field_digests, request_digest, expires_at > now() as live
+                 from lean.key_binding where scope = 'invoice-capture' and key_hash = $1`,
+        values: [hashOf(liveKey(i))],
+      }),
+    batch: (b) => {
+      const rows = batchKeys(b, nextBatchNew)
+        .map((r) => ({ ...r, hash: hashOf(r.key) }))
+        .sort((x, y) => Buffer.compare(x.hash, y.hash)); // keys in index order, as the core sends them
+      return pool.query({
+        name: "lean_batch",
+        text: `with req as (select * from unnest($1::uuid[], $2::bytea[], $3::jsonb[]) as r(id, key_hash, payload)),
+            old as (select b.job_id, b.request_digest from req r
+                      join lean.key_binding b on b.scope = 'invoice-capture' and b.key_hash = r.key_hash),
+            bound as (
+              insert into lean.key_binding (scope, key_hash, job_id, mode, key_preview, key_length, field_digests,
+                                            request_digest, ttl_ms, expires_at)
+              select 'invoice-capture', r.key_hash, r.id, 'idempotency', 'ab…', 20, $4, $5, 86400000,
+                     now() + interval '1 day' from req r
+              on conflict do nothing returning job_id, key_hash),
+            jobs as (
+              insert into lean.job (id, queue, type, payload, state, run_at, max_attempts, key_scope, key_hash,
+                                    key_mode, key_preview, key_length, key_ttl_ms, request_digest, tags)
+              select b.job_id, 'billing', 'invoice.capture', r.payload, 'ready', now(), 25, 'invoice-capture',
+                     b.key_hash, 'idempotency', 'ab…', 20, 86400000, $5, '{}'
+                from bound b join req r on r.id = b.job_id returning id)
+          select (select count(*) from jobs) as accepted, (select count(*) from old) as bound_before`,
+        values: [
+          rows.map(() => uuidv7()),
+          rows.map((r) => r.hash),
+          rows.map((r) => JSON.stringify(payloadFor(r.key))),
+          fields,
+          digest,
+        ],
+      });
+    },
+    async prepare() {
+      const keys = Array.from({ length: REPLAY_KEYS }, (_, i) => liveKey(i));
+      for (const k of keys) await accept(uuidv7(), k);
     },
     async close() {
       await pool.end();

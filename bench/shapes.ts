@@ -41,6 +41,7 @@ import path from "node:path";
 import pg from "pg";
 import { migrate } from "../lib/enqueue";
 import { startBenchServer } from "./lib/env";
+import { LEAN_TABLES } from "./lib/lean-tables";
 
 const flags = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split("=") as [string, string]));
 const ROUNDS = Number(flags.get("rounds") ?? 5);
@@ -58,20 +59,7 @@ const SETUP = `
 create table floor_job (id uuid primary key, queue text not null, type text not null, payload jsonb not null,
   state text not null, created_at timestamptz not null default now());
 insert into floor_job values ('00000000-0000-7000-8000-000000000001', 'bench', 'invoice.send', ${PAYLOAD}, 'ready');
-create schema lean;
-create table lean.job (like workhorse.job including defaults);
-create table lean.key_binding (like workhorse.key_binding including defaults);
-alter table lean.job add primary key (id);
-alter table lean.key_binding add primary key (scope, key_hash);
-create index on lean.job (queue, run_at, id) where state in ('scheduled', 'ready');
-create index on lean.key_binding (expires_at);
-alter table lean.job alter queue type text, alter type type text, alter state type text, alter attempt type int,
-  alter max_attempts type int, alter execution_timeout_ms type bigint, alter tags type text[], alter key_scope type text,
-  alter key_hash type bytea, alter key_mode type text, alter key_preview type text, alter key_length type int,
-  alter key_ttl_ms type bigint, alter request_digest type bytea;
-alter table lean.key_binding alter scope type text, alter key_hash type bytea, alter mode type text,
-  alter key_preview type text, alter key_length type int, alter field_digests type bytea,
-  alter request_digest type bytea, alter ttl_ms type bigint, alter max_wait_ms type bigint;
+${LEAN_TABLES}
 create table lean.keyed_job (like lean.job including defaults);
 alter table lean.keyed_job add primary key (id), add column field_digests bytea, add column key_expires_at timestamptz;
 create unique index on lean.keyed_job (key_scope, key_hash) where key_hash is not null;
