@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgconn"
+	"github.com/jackc/pgx/v4"
 )
 
 // newJobID is a UUIDv7: 48 bits of Unix milliseconds, then random bits (ids sort by creation time).
@@ -39,7 +40,11 @@ type enqueueRow struct {
 // run sends the requests in one round trip. Keyed calls (every request keyed) repeat themselves
 // after connection loss or a retryable SQLSTATE, proposing the same job ids again with p_retry set,
 // so a try whose commit was not acknowledged is recognised and reported as accepted.
-func (q *Queue) run(ctx context.Context, rs []*normalizedRequest) ([]EnqueueResult, error) {
+//
+// tx non-nil: the statement runs in the caller's transaction (docs/clients-go.md, "Inside your
+// transaction"): never repeated (the caller owns the transaction), and its NOTIFY is part of it, so
+// workers are woken only if the caller commits.
+func (q *Queue) run(ctx context.Context, rs []*normalizedRequest, tx pgx.Tx) ([]EnqueueResult, error) {
 	allKeyed, anyKeyed := true, false
 	for _, r := range rs {
 		allKeyed = allKeyed && r.Keyed != nil
@@ -60,17 +65,17 @@ func (q *Queue) run(ctx context.Context, rs []*normalizedRequest) ([]EnqueueResu
 	if q.isDistributed() {
 		bucketIDs(rs, ids)
 	}
-	if !allKeyed || q.retryAttempts <= 1 {
-		rows, err := q.send(ctx, rs, ids, false)
+	if tx != nil || !allKeyed || q.retryAttempts <= 1 {
+		rows, err := q.send(ctx, rs, ids, false, tx)
 		if err != nil {
 			return nil, err
 		}
-		return q.report(rs, ids, rows, false), nil
+		return q.report(rs, ids, rows, false, tx != nil), nil
 	}
 	for attempt := 1; ; attempt++ {
-		rows, err := q.send(ctx, rs, ids, attempt > 1)
+		rows, err := q.send(ctx, rs, ids, attempt > 1, nil)
 		if err == nil {
-			return q.report(rs, ids, rows, attempt > 1), nil
+			return q.report(rs, ids, rows, attempt > 1, false), nil
 		}
 		var dbErr *DatabaseError
 		if !errors.As(err, &dbErr) || !dbErr.Retryable || attempt >= q.retryAttempts || ctx.Err() != nil {
@@ -148,17 +153,26 @@ func (q *Queue) count(f func(*RetryStats)) {
 
 // send is one round trip: enqueue_one for one request, enqueue_batch for more. p_notify is always
 // false: the wake-up goes after the commit, in a statement of its own (waker).
-func (q *Queue) send(ctx context.Context, rs []*normalizedRequest, ids []string, retry bool) ([]enqueueRow, error) {
+func (q *Queue) send(ctx context.Context, rs []*normalizedRequest, ids []string, retry bool, tx pgx.Tx) ([]enqueueRow, error) {
+	// Through the pool the statement commits alone and the waker sends the NOTIFY after it; in the
+	// caller's transaction the NOTIFY goes with the transaction.
+	var db interface {
+		Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	} = q.pool
+	notify := false
+	if tx != nil {
+		db, notify = tx, q.notify
+	}
 	var sql string
 	var args []any
 	if len(rs) == 1 && q.isDistributed() {
-		sql, args = enqueueOneAtSQL, oneAtValues(rs[0], ids[0], false, retry)
+		sql, args = enqueueOneAtSQL, oneAtValues(rs[0], ids[0], notify, retry)
 	} else if len(rs) == 1 {
-		sql, args = oneStatement(rs[0], ids[0], false, retry)
+		sql, args = oneStatement(rs[0], ids[0], notify, retry)
 	} else {
-		sql, args = enqueueBatchSQL, batchValues(rs, ids, false, retry)
+		sql, args = enqueueBatchSQL, batchValues(rs, ids, notify, retry)
 	}
-	rows, err := q.pool.Query(ctx, sql, args...)
+	rows, err := db.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, q.translate(err, rs)
 	}
@@ -182,7 +196,7 @@ func (q *Queue) send(ctx context.Context, rs []*normalizedRequest, ids []string,
 
 // report turns PostgreSQL's rows into results in input order, records replays, coalesces and
 // non-replaceable requests in the observation log, and wakes the workers of queues that got a job.
-func (q *Queue) report(rs []*normalizedRequest, ids []string, rows []enqueueRow, retried bool) []EnqueueResult {
+func (q *Queue) report(rs []*normalizedRequest, ids []string, rows []enqueueRow, retried, inTx bool) []EnqueueResult {
 	out := make([]EnqueueResult, len(rows))
 	now := time.Now()
 	var woken []string
@@ -195,7 +209,7 @@ func (q *Queue) report(rs []*normalizedRequest, ids []string, rows []enqueueRow,
 			q.count(func(s *RetryStats) { s.RecoveredAccepts++ })
 		}
 		res := EnqueueResult{JobID: row.jobID, Outcome: outcome}
-		if outcome == Accepted && q.notify {
+		if outcome == Accepted && q.notify && !inTx {
 			woken = append(woken, r.Queue)
 		}
 		if outcome == NonReplaceable && row.reason != nil {

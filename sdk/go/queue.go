@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v4"
 	"github.com/jackc/pgx/v4/pgxpool"
 )
 
@@ -217,6 +218,32 @@ func (q *Queue) Enqueue(ctx context.Context, jobType string, payload any, option
 
 // EnqueueWithResult enqueues one job and says what PostgreSQL decided.
 func (q *Queue) EnqueueWithResult(ctx context.Context, jobType string, payload any, options EnqueueOptions) (EnqueueResult, error) {
+	return q.enqueueOne(ctx, nil, jobType, payload, options)
+}
+
+// EnqueueTx enqueues one job inside the caller's transaction tx and returns its id: the job, its
+// key and its wake-up commit or roll back with the caller's own writes (docs/clients-go.md, "Inside
+// your transaction"). The decision is the same as Enqueue's, made in tx's snapshot; the call is
+// never repeated after connection loss (the caller owns the transaction). A conflict
+// (*EnqueueIdempotencyConflictError) or any other database error leaves tx aborted, as every SQL error does in
+// PostgreSQL: roll it back, or enqueue inside a savepoint (tx.Begin) to go on without it.
+func (q *Queue) EnqueueTx(ctx context.Context, tx pgx.Tx, jobType string, payload any, options EnqueueOptions) (string, error) {
+	r, err := q.EnqueueWithResultTx(ctx, tx, jobType, payload, options)
+	if err != nil {
+		return "", err
+	}
+	return r.JobID, nil
+}
+
+// EnqueueWithResultTx is EnqueueTx saying what PostgreSQL decided.
+func (q *Queue) EnqueueWithResultTx(ctx context.Context, tx pgx.Tx, jobType string, payload any, options EnqueueOptions) (EnqueueResult, error) {
+	if tx == nil {
+		return EnqueueResult{}, newValidationError(ValidationIssue{Option: "tx", Rule: "is required (a pgx.Tx from pool.Begin)"})
+	}
+	return q.enqueueOne(ctx, tx, jobType, payload, options)
+}
+
+func (q *Queue) enqueueOne(ctx context.Context, tx pgx.Tx, jobType string, payload any, options EnqueueOptions) (EnqueueResult, error) {
 	if err := q.usable(); err != nil {
 		return EnqueueResult{}, err
 	}
@@ -224,7 +251,7 @@ func (q *Queue) EnqueueWithResult(ctx context.Context, jobType string, payload a
 	if err != nil {
 		return EnqueueResult{}, err
 	}
-	rs, err := q.run(ctx, []*normalizedRequest{n})
+	rs, err := q.run(ctx, []*normalizedRequest{n}, tx)
 	if err != nil {
 		return EnqueueResult{}, err
 	}
@@ -247,6 +274,32 @@ func (q *Queue) EnqueueMany(ctx context.Context, requests []Request) ([]string, 
 
 // EnqueueManyWithResults is EnqueueMany reporting each request's outcome.
 func (q *Queue) EnqueueManyWithResults(ctx context.Context, requests []Request) ([]EnqueueResult, error) {
+	return q.enqueueMany(ctx, nil, requests)
+}
+
+// EnqueueManyTx enqueues up to 1000 requests inside the caller's transaction tx, as EnqueueTx does
+// one, and returns their job ids in input order.
+func (q *Queue) EnqueueManyTx(ctx context.Context, tx pgx.Tx, requests []Request) ([]string, error) {
+	rs, err := q.EnqueueManyWithResultsTx(ctx, tx, requests)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(rs))
+	for i, r := range rs {
+		ids[i] = r.JobID
+	}
+	return ids, nil
+}
+
+// EnqueueManyWithResultsTx is EnqueueManyTx reporting each request's outcome.
+func (q *Queue) EnqueueManyWithResultsTx(ctx context.Context, tx pgx.Tx, requests []Request) ([]EnqueueResult, error) {
+	if tx == nil {
+		return nil, newValidationError(ValidationIssue{Option: "tx", Rule: "is required (a pgx.Tx from pool.Begin)"})
+	}
+	return q.enqueueMany(ctx, tx, requests)
+}
+
+func (q *Queue) enqueueMany(ctx context.Context, tx pgx.Tx, requests []Request) ([]EnqueueResult, error) {
 	if err := q.usable(); err != nil {
 		return nil, err
 	}
@@ -272,5 +325,5 @@ func (q *Queue) EnqueueManyWithResults(ctx context.Context, requests []Request) 
 		}
 		ns[i] = n
 	}
-	return q.run(ctx, ns)
+	return q.run(ctx, ns, tx)
 }

@@ -25,14 +25,14 @@ func TestRetryRecognisesItsOwnCommittedTry(t *testing.T) {
 	n.Keyed.Key = q.identify(n.Keyed.Scope, n.Keyed.key)
 	ids := []string{newJobID()}
 	rs := []*normalizedRequest{n}
-	if _, err := q.send(ctx, rs, ids, false); err != nil { // the first try commits; pretend its answer was lost
+	if _, err := q.send(ctx, rs, ids, false, nil); err != nil { // the first try commits; pretend its answer was lost
 		t.Fatal(err)
 	}
-	rows, err := q.send(ctx, rs, ids, true)
+	rows, err := q.send(ctx, rs, ids, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := q.report(rs, ids, rows, true)
+	res := q.report(rs, ids, rows, true, false)
 	if res[0].Outcome != Accepted || res[0].JobID != ids[0] || q.RetryStats().RecoveredAccepts != 1 {
 		t.Fatalf("%+v %+v", res[0], q.RetryStats())
 	}

@@ -259,21 +259,43 @@ class Queue:
 
     # --- enqueue
 
-    def enqueue(self, type: str, payload: Any, options: EnqueueOptions | Mapping[str, Any] | None = None) -> str:
-        """Enqueues one job and returns its id (an existing job's id when the key replays or coalesces)."""
-        return self.enqueue_with_result(type, payload, options).job_id
+    def enqueue(
+        self,
+        type: str,
+        payload: Any,
+        options: EnqueueOptions | Mapping[str, Any] | None = None,
+        *,
+        conn: psycopg.Connection[Any] | None = None,
+    ) -> str:
+        """Enqueues one job and returns its id (an existing job's id when the key replays or coalesces).
+
+        ``conn``: enqueue inside the caller's transaction on this connection (docs/clients.md,
+        "Inside your transaction"): the job, its key and its wake-up commit or roll back with the
+        caller's own writes; never repeated after connection loss. A conflict or any other database
+        error leaves the transaction aborted, as every SQL error does: roll back, or enqueue inside
+        ``conn.transaction()`` (a savepoint) to go on without it."""
+        return self.enqueue_with_result(type, payload, options, conn=conn).job_id
 
     def enqueue_with_result(
-        self, type: str, payload: Any, options: EnqueueOptions | Mapping[str, Any] | None = None
+        self,
+        type: str,
+        payload: Any,
+        options: EnqueueOptions | Mapping[str, Any] | None = None,
+        *,
+        conn: psycopg.Connection[Any] | None = None,
     ) -> EnqueueResult:
         """Like ``enqueue``, and says what PostgreSQL decided (``outcome``, and ``reason`` for ``non_replaceable``)."""
+        _check_conn(conn)
         config = self._config(_names_a_key(options))
         n = normalize_request(type, payload, options, config)
-        return self._run([n])[0]
+        return self._run([n], conn)[0]
 
-    def enqueue_many(self, requests: Sequence[EnqueueRequest | Mapping[str, Any]]) -> list[EnqueueResult]:
+    def enqueue_many(
+        self, requests: Sequence[EnqueueRequest | Mapping[str, Any]], *, conn: psycopg.Connection[Any] | None = None
+    ) -> list[EnqueueResult]:
         """Up to 1,000 requests in one round trip and one transaction; results in input order.
-        Any conflict rolls the whole batch back."""
+        Any conflict rolls the whole batch back. ``conn``: inside the caller's transaction, as ``enqueue``."""
+        _check_conn(conn)
         if not isinstance(requests, Sequence) or isinstance(requests, (str, bytes)):
             raise EnqueueValidationError([ValidationIssue("requests", "must be an array of { type, payload, options }")])
         if len(requests) > MAX_BATCH:
@@ -309,54 +331,68 @@ class Queue:
                     [ValidationIssue("requests", f"the payloads of one batch may total at most {MAX_BATCH_PAYLOAD_BYTES} bytes; split the batch")]
                 )
             normalized.append(n)
-        return self._run(normalized)
+        return self._run(normalized, conn)
 
-    def _run(self, requests: list[Normalized]) -> list[EnqueueResult]:
+    def _run(self, requests: list[Normalized], conn: psycopg.Connection[Any] | None = None) -> list[EnqueueResult]:
         ids = [_uuid7() for _ in requests]
         if not self._checked_layout:
             try:
-                with self._pool.connection() as conn:
-                    self._check_layout(conn)
+                with self._pool.connection() as pooled:
+                    self._check_layout(pooled)
             except psycopg.Error as err:
                 raise WorkhorseDatabaseError(f"reading the schema layout failed: {err}", err, is_retryable(err)) from err
         if self._distributed:
             # Citus: a keyed job lives in its key's bucket, carried in its id (the same ids on every try).
             ids = [_bucketed_id(i, _key_bucket(r.keyed.scope, r.keyed.key_hash)) if r.keyed else i for i, r in zip(ids, requests)]
+        if conn is not None:
+            # The caller owns the transaction: one try, and the NOTIFY goes with its commit.
+            return self._report(requests, ids, self._send(requests, ids, False, conn), False, in_tx=True)
         if self._retry_attempts <= 1 or not all(r.keyed for r in requests):
             return self._report(requests, ids, self._send(requests, ids, False), False)
         # Keyed requests are safe to repeat: the same ids are proposed again, and a retry says so
         # (p_retry), so PostgreSQL recognises a job an earlier, answerless try committed.
         return self._repeating(lambda attempt: self._report(requests, ids, self._send(requests, ids, attempt > 1), attempt > 1))
 
-    def _send(self, requests: list[Normalized], ids: list[str], retry: bool) -> list[tuple[Any, ...]]:
-        """One enqueue statement, p_notify false: a NOTIFY inside it would take PostgreSQL's global
-        notify lock at commit and serialise every committing enqueue (_Waker wakes workers after)."""
+    def _send(
+        self, requests: list[Normalized], ids: list[str], retry: bool, caller: psycopg.Connection[Any] | None = None
+    ) -> list[tuple[Any, ...]]:
+        """One enqueue statement. Through the pool, p_notify false: a NOTIFY inside it would take
+        PostgreSQL's global notify lock at commit and serialise every committing enqueue (_Waker wakes
+        workers after). On the caller's connection (``caller``), inside its transaction, the NOTIFY
+        goes with that transaction (delivered only if it commits)."""
         try:
+            if caller is not None:
+                return self._statement(caller, requests, ids, retry, self._waker is not None)
             # One statement, committed by itself (autocommit): no BEGIN and COMMIT round trips around it.
             with self._pool.connection() as conn, _autocommit(conn):
                 if not self._checked_layout:
                     self._check_layout(conn)
-                if len(requests) == 1 and self._distributed:
-                    r = requests[0]
-                    bucket = int(ids[0][33:], 16)
-                    rows = conn.execute(_ONE_AT_SQL, [bucket, *one_values(r, ids[0], False, retry)]).fetchall()
-                elif len(requests) == 1:
-                    r = requests[0]
-                    params: dict[str, Any] = {f"p{i}": v for i, v in enumerate(one_values(r, ids[0], False, retry))}
-                    legacy = r.keyed.legacy_key_hash if r.keyed else None
-                    if legacy is not None:
-                        params["legacy"] = legacy
-                    rows = conn.execute(_ONE_LEGACY_SQL if legacy is not None else _ONE_SQL, params).fetchall()
-                else:
-                    rows = conn.execute(_BATCH_SQL, _batch_values(requests, ids, retry)).fetchall()
-                return rows
+                return self._statement(conn, requests, ids, retry, False)
         except psycopg.Error as err:
             translated = _translate(err, requests)
             if isinstance(translated, EnqueueIdempotencyConflictError):
                 self._observe([_conflict_observation(translated, requests[translated.ordinal - 1])])
             raise translated from err
 
-    def _report(self, requests: list[Normalized], ids: list[str], rows: list[tuple[Any, ...]], retried: bool) -> list[EnqueueResult]:
+    def _statement(
+        self, conn: psycopg.Connection[Any], requests: list[Normalized], ids: list[str], retry: bool, notify: bool
+    ) -> list[tuple[Any, ...]]:
+        if len(requests) == 1 and self._distributed:
+            r = requests[0]
+            bucket = int(ids[0][33:], 16)
+            return conn.execute(_ONE_AT_SQL, [bucket, *one_values(r, ids[0], notify, retry)]).fetchall()
+        if len(requests) == 1:
+            r = requests[0]
+            params: dict[str, Any] = {f"p{i}": v for i, v in enumerate(one_values(r, ids[0], notify, retry))}
+            legacy = r.keyed.legacy_key_hash if r.keyed else None
+            if legacy is not None:
+                params["legacy"] = legacy
+            return conn.execute(_ONE_LEGACY_SQL if legacy is not None else _ONE_SQL, params).fetchall()
+        return conn.execute(_BATCH_SQL, _batch_values(requests, ids, retry, notify)).fetchall()
+
+    def _report(
+        self, requests: list[Normalized], ids: list[str], rows: list[tuple[Any, ...]], retried: bool, in_tx: bool = False
+    ) -> list[EnqueueResult]:
         results: list[EnqueueResult | None] = [None] * len(requests)
         observations = []
         woken = set()
@@ -383,7 +419,7 @@ class Queue:
                     k.key_length, job_id, None, None, None if rejected else request_digest,
                     request_digest if rejected else None, req.source,
                 ))  # fmt: skip
-        if woken and self._waker is not None:
+        if woken and self._waker is not None and not in_tx:
             self._waker.wake(woken)
         self._observe(observations)
         return [r for r in results if r is not None]
@@ -524,6 +560,12 @@ class _Waker:
                 pass  # the enqueue committed; a lost wake-up only delays a job (workers poll as well)
 
 
+def _check_conn(conn: Any) -> None:
+    """``conn`` is None (the pool) or a psycopg Connection (the caller's transaction)."""
+    if conn is not None and not isinstance(conn, psycopg.Connection):
+        raise EnqueueValidationError([ValidationIssue("conn", "must be a psycopg.Connection (or None for the pool)")])
+
+
 def _names_a_key(options: Any) -> bool:
     if options is None:
         return False
@@ -534,7 +576,7 @@ def _names_a_key(options: Any) -> bool:
     return False
 
 
-def _batch_values(requests: list[Normalized], ids: list[str], retry: bool) -> list[Any]:
+def _batch_values(requests: list[Normalized], ids: list[str], retry: bool, notify: bool = False) -> list[Any]:
     ks = [r.keyed for r in requests]
     legacy = [k.legacy_key_hash if k else None for k in ks]
     debounce = any(k and k.mode == "debounce" for k in ks)
@@ -559,7 +601,7 @@ def _batch_values(requests: list[Normalized], ids: list[str], retry: bool) -> li
         [k.ttl_ms if k else None for k in ks],
         [k.field_digests if k else None for k in ks],
         legacy if any(h is not None for h in legacy) else None,
-        False,  # p_notify: the wake-up goes after the commit (_Waker)
+        notify,  # p_notify: through the pool the wake-up goes after the commit (_Waker)
         [k.schedule if k and k.mode == "debounce" else None for k in ks] if debounce else None,
         [k.max_wait_ms if k and k.mode == "debounce" else None for k in ks] if debounce else None,
         retry,
