@@ -90,7 +90,15 @@ def test_postgresql_restart_during_keyed_calls(server: Server, pool) -> None:  #
         t.start()
     while len(results) < 15:
         time.sleep(0.01)
+    # Calls in flight when the server stops, for certain: a transaction of the test's own holds the
+    # binding table, so the producers' next accepts wait inside PostgreSQL until the restart ends
+    # them. (Without it, all three could be between calls at that moment and meet only fresh
+    # connections afterwards: no retry, and nothing tested.)
+    blocker = psycopg.connect(server.url)
+    blocker.execute("lock table workhorse.key_binding in exclusive mode")
+    time.sleep(0.3)
     server.pg_ctl("-m", "fast", "-w", "restart")
+    blocker.close()
     time.sleep(0.5)
     stop.set()
     for t in threads:
