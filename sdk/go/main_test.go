@@ -173,7 +173,10 @@ func newPool(t *testing.T) *pgxpool.Pool {
 func newTestQueue(t *testing.T, options ...Option) (*Queue, *pgxpool.Pool) {
 	t.Helper()
 	pool := newPool(t)
-	q := NewQueue(pool, options...)
+	q, err := NewQueue(pool, options...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(q.Close)
 	return q, pool
 }

@@ -95,10 +95,12 @@ func WithRetry(attempts int, maxDelay time.Duration) Option {
 // LISTEN then claim at once; without it they find the job at their next poll.
 func WithNotify(on bool) Option { return func(q *Queue) { q.notify = on } }
 
-// NewQueue makes a Queue over pool. The installation secret comes from WithKeySecret, else
-// WORKHORSE_KEY_SECRET (64 hex characters), else workhorse.installation (read once, on the first
-// keyed call or key lookup). A bad option is returned by every call as *EnqueueValidationError.
-func NewQueue(pool *pgxpool.Pool, options ...Option) *Queue {
+// NewQueue makes a Queue over pool, as pgxpool.New makes a pool: a nil pool, a bad option or a
+// malformed WORKHORSE_KEY_SECRET is an *EnqueueValidationError naming it, and no Queue. The
+// installation secret comes from WithKeySecret, else WORKHORSE_KEY_SECRET (64 hex characters),
+// else workhorse.installation (read once, on the first keyed call or key lookup). Nothing is sent
+// to the database here.
+func NewQueue(pool *pgxpool.Pool, options ...Option) (*Queue, error) {
 	q := &Queue{pool: pool, maxPayload: defaultPayloadBytes, retryAttempts: 12, retryMaxDelay: 3 * time.Second, notify: true}
 	if env := strings.TrimSpace(os.Getenv("WORKHORSE_KEY_SECRET")); env != "" {
 		b, err := hex.DecodeString(env)
@@ -118,9 +120,12 @@ func NewQueue(pool *pgxpool.Pool, options ...Option) *Queue {
 	if q.source != "" && (hasControl(q.source) || utf8Chars(q.source) > sourceChars) && q.configErr == nil {
 		q.configErr = newValidationError(ValidationIssue{Option: "source", Rule: "must be 1..128 characters without control characters"})
 	}
+	if q.configErr != nil {
+		return nil, q.configErr
+	}
 	q.recorder = newRecorder(pool)
 	q.waker = newWaker(pool)
-	return q
+	return q, nil
 }
 
 // Close flushes the observation log and the pending wake-up, and refuses further calls. It never
@@ -157,7 +162,7 @@ func (q *Queue) usable() error {
 	if closed {
 		return ErrQueueClosed
 	}
-	return q.configErr
+	return nil
 }
 
 // prepare checks the schema layout once and, when keys are needed, loads the installation secret

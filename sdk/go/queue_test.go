@@ -256,14 +256,29 @@ func TestBadInputIsTypedAndWritesNothing(t *testing.T) {
 	}
 }
 
+// A bad configuration is NewQueue's error, as pgxpool.New's is, naming what is wrong; no Queue.
 func TestConfigurationErrors(t *testing.T) {
 	pool := newPool(t)
-	t.Setenv("WORKHORSE_KEY_SECRET", "not-hex")
-	q := NewQueue(pool)
-	defer q.Close()
-	var v *EnqueueValidationError
-	if _, err := q.Enqueue(context.Background(), "t", 1, EnqueueOptions{}); !errors.As(err, &v) || v.Option != "WORKHORSE_KEY_SECRET" {
-		t.Fatalf("%v", err)
+	cases := []struct {
+		option string
+		make   func() (*Queue, error)
+	}{
+		{"pool", func() (*Queue, error) { return NewQueue(nil) }},
+		{"keySecret", func() (*Queue, error) { return NewQueue(pool, WithKeySecret([]byte("short"))) }},
+		{"maxPayloadBytes", func() (*Queue, error) { return NewQueue(pool, WithMaxPayloadBytes(1)) }},
+		{"retry", func() (*Queue, error) { return NewQueue(pool, WithRetry(0, time.Second)) }},
+		{"source", func() (*Queue, error) { return NewQueue(pool, WithSource("a\nb")) }},
+		{"WORKHORSE_KEY_SECRET", func() (*Queue, error) {
+			t.Setenv("WORKHORSE_KEY_SECRET", "not-hex")
+			return NewQueue(pool)
+		}},
+	}
+	for _, c := range cases {
+		q, err := c.make()
+		var v *EnqueueValidationError
+		if q != nil || !errors.As(err, &v) || v.Option != c.option {
+			t.Fatalf("%s: got (%v, %v), want no Queue and a validation error naming it", c.option, q, err)
+		}
 	}
 }
 
@@ -271,7 +286,10 @@ func TestOutsideSecretChangesTheHash(t *testing.T) {
 	pool := newPool(t)
 	secret := make([]byte, 32)
 	secret[0] = 7
-	q := NewQueue(pool, WithKeySecret(secret))
+	q, err := NewQueue(pool, WithKeySecret(secret))
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer q.Close()
 	d, err := q.DescribeKey(context.Background(), "capture:INV-42", "invoice-capture")
 	if err != nil {

@@ -34,7 +34,10 @@ func run() error {
 		return err
 	}
 	defer pool.Close()
-	queue := workhorse.NewQueue(pool, workhorse.WithSource("example"))
+	queue, err := workhorse.NewQueue(pool, workhorse.WithSource("example"))
+	if err != nil {
+		return err
+	}
 	defer queue.Close()
 
 	invoiceID := fmt.Sprintf("INV-%d", time.Now().UnixMilli())

@@ -44,7 +44,11 @@ func main() {
 		os.Exit(1)
 	}
 	defer pool.Close()
-	queue := workhorse.NewQueue(pool)
+	queue, err := workhorse.NewQueue(pool)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	defer queue.Close()
 	enqueue := func(i int) error {
 		key := fmt.Sprintf("%s-%d", prefix, i)
