@@ -288,7 +288,8 @@ def normalize_request(type_: Any, payload: Any, options: Any, config: RequestCon
     ob = f"{base}.options" if base else "options"
     o = _read_options(options, ob)
     # Given means present, even as None: None is refused by the option's rule, as TypeScript refuses null.
-    present = lambda k: k in o  # noqa: E731
+    def present(k: str) -> bool:
+        return k in o
 
     queue = _name(o["queue"], f"{ob}.queue", out) if present("queue") else None
     run_at = _date(o["runAt"], f"{ob}.runAt", out) if present("runAt") else None
@@ -309,13 +310,13 @@ def normalize_request(type_: Any, payload: Any, options: Any, config: RequestCon
                 retry = {"initialDelayMs": d, "multiplier": 1, "maxDelayMs": d}
         elif kind == "exponential":
             i = _delay(rp_raw.get("initialDelayMs"), f"{at}.initialDelayMs", out)
-            m = _integer(rp_raw.get("multiplier"), f"{at}.multiplier", out, type_rule="must be an integer 1..100",
+            mult = _integer(rp_raw.get("multiplier"), f"{at}.multiplier", out, type_rule="must be an integer 1..100",
                          int_rule="must be an integer 1..100", lo=1, lo_rule="must be at least 1", hi=100,
                          hi_rule="must be at most 100")  # fmt: skip
             x = _delay(rp_raw.get("maxDelayMs"), f"{at}.maxDelayMs", out)
             _strict(rp_raw, ("type", "initialDelayMs", "multiplier", "maxDelayMs"), at, out)
-            if i is not None and m is not None and x is not None:
-                retry = {"initialDelayMs": i, "multiplier": m, "maxDelayMs": x}
+            if i is not None and mult is not None and x is not None:
+                retry = {"initialDelayMs": i, "multiplier": mult, "maxDelayMs": x}
         else:
             out.add(f"{at}.type", 'must be {type:"fixed", delayMs} or {type:"exponential", initialDelayMs, multiplier, maxDelayMs}')
     deadline = _date(o["deadline"], f"{ob}.deadline", out) if present("deadline") else None
@@ -329,8 +330,8 @@ def normalize_request(type_: Any, payload: Any, options: Any, config: RequestCon
         if not isinstance(raw, (list, tuple)):
             out.add(f"{ob}.tags", "must be an array of strings")
         else:
-            for n, tag in enumerate(raw):
-                at = f"{ob}.tags[{n}]"
+            for j, tag in enumerate(raw):
+                at = f"{ob}.tags[{j}]"
                 if not isinstance(tag, str):
                     out.add(at, f"each tag must be a string of 1..{TAG_CHARS} characters")
                     continue
@@ -379,8 +380,8 @@ def normalize_request(type_: Any, payload: Any, options: Any, config: RequestCon
         if deadline <= (run_at or datetime.now(timezone.utc)):
             out.add(f"{ob}.deadline", "must be after runAt" if run_at else "must be in the future (after runAt, which defaults to now)")
     if rp_raw is not None and rp_raw.get("type") == "exponential":
-        i, x = rp_raw.get("initialDelayMs"), rp_raw.get("maxDelayMs")
-        if _is_number(i) and _is_number(x) and x < i:
+        first, most = rp_raw.get("initialDelayMs"), rp_raw.get("maxDelayMs")
+        if isinstance(first, (int, float)) and isinstance(most, (int, float)) and _is_number(first) and _is_number(most) and most < first:
             out.add(f"{ob}.retryPolicy.maxDelayMs", "must be at least initialDelayMs")
     if present("debounce") and present("runAt"):
         out.add(f"{ob}.runAt", "cannot be combined with debounce: a debounced job runs when its window closes (use windowMs)")

@@ -304,7 +304,7 @@ class Queue:
             )
         if not requests:
             return []
-        unpacked = []
+        unpacked: list[tuple[Any, Any, Any]] = []
         for i, r in enumerate(requests):
             if isinstance(r, EnqueueRequest):
                 unpacked.append((r.type, r.payload, r.options))
@@ -351,7 +351,10 @@ class Queue:
             return self._report(requests, ids, self._send(requests, ids, False), False)
         # Keyed requests are safe to repeat: the same ids are proposed again, and a retry says so
         # (p_retry), so PostgreSQL recognises a job an earlier, answerless try committed.
-        return self._repeating(lambda attempt: self._report(requests, ids, self._send(requests, ids, attempt > 1), attempt > 1))
+        results: list[EnqueueResult] = self._repeating(
+            lambda attempt: self._report(requests, ids, self._send(requests, ids, attempt > 1), attempt > 1)
+        )
+        return results
 
     def _send(
         self, requests: list[Normalized], ids: list[str], retry: bool, caller: psycopg.Connection[Any] | None = None
@@ -394,7 +397,7 @@ class Queue:
         self, requests: list[Normalized], ids: list[str], rows: list[tuple[Any, ...]], retried: bool, in_tx: bool = False
     ) -> list[EnqueueResult]:
         results: list[EnqueueResult | None] = [None] * len(requests)
-        observations = []
+        observations: list[tuple[Any, ...]] = []
         woken = set()
         for ordinal, job_id, outcome, request_digest, reason in rows:
             req = requests[ordinal - 1]
@@ -503,10 +506,10 @@ class Queue:
             last_error=row[18], redrive_job_ids=list(row[19]),
         )  # fmt: skip
 
-    def _query_one(self, sql: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
+    def _query_one(self, sql: str, params: Sequence[Any] | Mapping[str, Any]) -> tuple[Any, ...] | None:
         try:
             with self._pool.connection() as conn:
-                return conn.execute(sql, params).fetchone()  # type: ignore[arg-type]
+                return conn.execute(sql, params).fetchone()
         except psycopg.Error as err:
             raise WorkhorseDatabaseError(f"query failed: {err}", err, is_retryable(err)) from err
 

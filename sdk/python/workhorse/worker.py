@@ -61,6 +61,7 @@ def _int(option: str, value: int | None, fallback: int, lo: int, hi: int) -> int
 
 
 def _policy_json(p: RetryPolicy | None) -> str:
+    d: dict[str, int | None]
     if p is None:
         d = {"initialDelayMs": 1000, "multiplier": 2, "maxDelayMs": 3_600_000}
     elif p.type == "fixed":
@@ -346,7 +347,8 @@ class Worker:
                     stopping = self._state != "running"
                 if stopping:  # stop() began while the claim was in flight: give the job straight back
                     try:
-                        self._persist(lambda job=job: sql.release_job(self._pool, job, "shutdown"))
+                        claimed = job
+                        self._persist(lambda: sql.release_job(self._pool, claimed, "shutdown"))
                     except Exception as err:
                         self._report(err)
                     continue
@@ -554,11 +556,13 @@ class Worker:
         while not self._background_stop.is_set() and self._state == "running":
             conn: psycopg.Connection[Any] | None = None
             try:
-                conn = psycopg.connect(self._pool.conninfo, **{**self._pool.kwargs, "autocommit": True})
-                conn.execute(f"listen {WAKE_CHANNEL}")
+                kwargs: dict[str, Any] = {**self._pool.kwargs, "autocommit": True}
+                listening: psycopg.Connection[Any] = psycopg.connect(self._pool.conninfo, **kwargs)
+                conn = listening
+                listening.execute(f"listen {WAKE_CHANNEL}")
                 backoff = 0.0
                 self._want()
-                pg = conn.pgconn
+                pg = listening.pgconn
                 while self._state == "running":
                     ready, _, _ = select.select([pg.socket, self._wake_r], [], [])
                     if self._wake_r in ready:
