@@ -25,6 +25,12 @@ type conformanceFile struct {
 	JobID     string                  `json:"jobId"`
 	Params    []struct{ Name string } `json:"enqueueOneParams"`
 	Cases     []conformanceCase       `json:"cases"`
+	Buckets   []struct {
+		Scope         string `json:"scope"`
+		KeyHashHex    string `json:"keyHashHex"`
+		Bucket        int    `json:"bucket"`
+		BucketedJobID string `json:"bucketedJobId"`
+	} `json:"buckets"`
 }
 
 type conformanceCase struct {
@@ -469,6 +475,27 @@ func TestConformanceKeyPreviewTable(t *testing.T) {
 		}
 		if strings.ContainsRune(previewOf(r[1]+1), '\uFFFD') {
 			t.Errorf("U+%04X is hidden, outside the table", r[1]+1)
+		}
+	}
+}
+
+// TestConformanceBuckets: the distributed layout's bucket of each key of the file, and the job id
+// carrying it, as the TypeScript core (and workhorse.key_bucket on Citus) computes them.
+func TestConformanceBuckets(t *testing.T) {
+	f := loadConformance(t)
+	if len(f.Buckets) == 0 {
+		t.Fatal("the conformance file has no buckets")
+	}
+	for _, b := range f.Buckets {
+		hash, err := hex.DecodeString(b.KeyHashHex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := keyBucket(b.Scope, hash); got != b.Bucket {
+			t.Errorf("keyBucket(%q, %s) = %d, want %d", b.Scope, b.KeyHashHex, got, b.Bucket)
+		}
+		if got := bucketedID(f.JobID, b.Bucket); got != b.BucketedJobID || idBucket(got) != b.Bucket {
+			t.Errorf("bucketedID(%s, %d) = %s (bucket %d), want %s", f.JobID, b.Bucket, got, idBucket(got), b.BucketedJobID)
 		}
 	}
 }

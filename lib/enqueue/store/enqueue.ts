@@ -170,7 +170,7 @@ export const ENQUEUE_ONE_AT_SQL = `select 1 as ordinal, ${RESULT_COLUMNS}
  * The distributed layout's bucket (0..4095) of a keyed request: the first 12 bits of
  * SHA-256(scope ‖ 0x00 ‖ key hash), as workhorse.key_bucket() computes it.
  */
-function keyBucket(scope: string, keyHash: Buffer): number {
+export function keyBucket(scope: string, keyHash: Buffer): number {
   const d = createHash("sha256").update(scope, "utf8").update(ZERO_BYTE).update(keyHash).digest();
   return ((d[0] as number) << 4) | ((d[1] as number) >> 4);
 }

@@ -13,6 +13,7 @@ from workhorse._input import RequestConfig, iso, normalize_request, one_values
 from workhorse._key_preview_table import HIDDEN_RANGES, UNICODE_VERSION
 from workhorse._keys import key_preview, legacy_key_hash
 from workhorse.errors import EnqueueValidationError
+from workhorse.queue import _bucketed_id, _key_bucket
 
 FILE = json.loads((Path(__file__).parents[2] / "conformance" / "enqueue.json").read_text(encoding="utf-8"))
 CASES = FILE["cases"]
@@ -121,3 +122,12 @@ def test_key_preview_hides_the_table_and_shows_what_is_beside_it() -> None:
         if first > 0:
             assert "\ufffd" not in preview_of(first - 1)
         assert "\ufffd" not in preview_of(last + 1)
+
+
+def test_buckets() -> None:
+    """The distributed layout's bucket of each key of the file, and the job id carrying it, as the
+    TypeScript core (and workhorse.key_bucket on Citus) computes them."""
+    assert FILE["buckets"]
+    for b in FILE["buckets"]:
+        bucket = _key_bucket(b["scope"], bytes.fromhex(b["keyHashHex"]))
+        assert (b["scope"], bucket, _bucketed_id(FILE["jobId"], bucket)) == (b["scope"], b["bucket"], b["bucketedJobId"])
