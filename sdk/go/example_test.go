@@ -1,26 +1,70 @@
-package workhorse
+package workhorse_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"os"
-	"os/exec"
-	"strings"
-	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v4/pgxpool"
+
+	"workhorse"
 )
 
-// The invoice example (examples/invoice) runs against the test database and prints the four steps
-// of `npm run example`: accepted, replayed, the conflict naming $.amountCents, the binding.
-func TestInvoiceExample(t *testing.T) {
-	cmd := exec.Command("go", "run", "workhorse/examples/invoice")
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+testURL)
-	out, err := cmd.CombinedOutput()
+// Enqueue inside your own transaction, then see a repeat replay and other work under the same key
+// conflict (docs/clients-go.md, "Start here"). DATABASE_URL names a database the TypeScript
+// migrate() prepared; `go test` runs this against its test server.
+func Example() {
+	ctx := context.Background()
+	pool, err := pgxpool.Connect(ctx, os.Getenv("DATABASE_URL"))
 	if err != nil {
-		t.Fatalf("%v\n%s", err, out)
+		fmt.Println(err)
+		return
 	}
-	text := string(out)
-	for _, want := range []string{"accepted job", "replayed job", "fields [payload], payload paths [$.amountCents]", "4. the binding:"} {
-		if !strings.Contains(text, want) {
-			t.Fatalf("the example's output lacks %q:\n%s", want, text)
-		}
+	defer pool.Close()
+	queue, err := workhorse.NewQueue(pool)
+	if err != nil {
+		fmt.Println(err)
+		return
 	}
-	t.Log("\n" + text)
+	defer queue.Close()
+	orderID := fmt.Sprintf("order:%d", time.Now().UnixNano())
+	order := workhorse.EnqueueOptions{Queue: "billing", Idempotency: &workhorse.Idempotency{Key: orderID}}
+
+	tx, err := pool.Begin(ctx) // the order and its job commit together
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "create table if not exists example_orders (id text primary key)"); err != nil {
+		fmt.Println(err)
+		return
+	}
+	if _, err := tx.Exec(ctx, "insert into example_orders (id) values ($1)", orderID); err != nil {
+		fmt.Println(err)
+		return
+	}
+	jobID, err := queue.EnqueueTx(ctx, tx, "order.place", map[string]any{"order": 42}, order)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := tx.Commit(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	again, err := queue.EnqueueWithResult(ctx, "order.place", map[string]any{"order": 42}, order)
+	fmt.Println(again.Outcome, again.JobID == jobID, err)
+
+	_, err = queue.Enqueue(ctx, "order.place", map[string]any{"order": 43}, order)
+	var conflict *workhorse.EnqueueIdempotencyConflictError
+	if errors.As(err, &conflict) {
+		fmt.Println(conflict.ConflictingFields, conflict.PayloadPaths)
+	}
+	// Output:
+	// replayed true <nil>
+	// [payload] [$.order]
 }

@@ -69,6 +69,8 @@ func runTests(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "migrate:", err, out)
 		return 2
 	}
+	// The package's Example functions connect as a user's program would: through DATABASE_URL.
+	os.Setenv("DATABASE_URL", testURL)
 	return m.Run()
 }
 
