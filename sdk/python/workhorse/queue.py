@@ -9,7 +9,6 @@ from contextlib import contextmanager
 import hashlib
 import json
 import os
-import random
 import threading
 import time
 from typing import Any, TypeVar
@@ -20,26 +19,34 @@ from psycopg_pool import ConnectionPool
 
 from ._input import (
     DEFAULT_PAYLOAD_BYTES,
-    DEFAULT_SCOPE,
-    MAX_BATCH,
-    MAX_BATCH_PAYLOAD_BYTES,
     Normalized,
     RequestConfig,
-    _Issues,
-    _key,
-    _scope,
     iso,
     normalize_request,
     one_values,
     retry_policy_json,
 )
-from ._keys import key_digest, key_hash, key_length, key_preview, legacy_key_hash, parse_secret
+from ._calls import (
+    BINDING_SQL,
+    JOB_SQL,
+    binding_from,
+    binding_params,
+    describe,
+    interpret,
+    job_from,
+    job_params,
+    normalize_batch,
+    outside_secret,
+    retry_wait_s,
+    scoped_key,
+    secret_from,
+    unpack_batch,
+)
 from .errors import (
     EnqueueIdempotencyConflictError,
     EnqueueValidationError,
     ValidationIssue,
     WorkhorseDatabaseError,
-    WorkhorseError,
 )
 from .types import UNSET, BindingInfo, EnqueueOptions, EnqueueRequest, EnqueueResult, Job, KeyDescription, Unset
 
@@ -174,15 +181,7 @@ class Queue:
         if not isinstance(pool, ConnectionPool):
             raise EnqueueValidationError([ValidationIssue("pool", "must be a psycopg_pool.ConnectionPool")])
         self._pool = pool
-        given = key_secret if key_secret is not None else os.environ.get("WORKHORSE_KEY_SECRET") or None
-        self._outside: bytes | None = None
-        if given is not None:
-            parsed = parse_secret(given)
-            if parsed is None:
-                raise EnqueueValidationError(
-                    [ValidationIssue("key_secret", "must be 64 hexadecimal characters or 32 bytes (WORKHORSE_KEY_SECRET)")]
-                )
-            self._outside = parsed
+        self._outside = outside_secret(key_secret)
         self._secret: bytes | None = None
         self._legacy_until = 0.0
         self._lock = threading.Lock()
@@ -211,8 +210,7 @@ class Queue:
                 if attempt == 1:
                     self.retry_stats["retried_calls"] += 1
                 self.retry_stats["retries"] += 1
-                ceiling = min(self._retry_max_delay_ms, 25 * 2 ** (attempt - 1)) / 1000
-                time.sleep(ceiling / 2 + random.random() * ceiling / 2)
+                time.sleep(retry_wait_s(attempt, self._retry_max_delay_ms))
         raise AssertionError("unreachable")
 
     def _load(self, repeat: bool = False) -> bytes:
@@ -222,29 +220,22 @@ class Queue:
             if self._secret is not None:
                 return self._secret
 
-            def read(_attempt: int = 1) -> tuple[bytes | None, float]:
+            def read(_attempt: int = 1) -> tuple[Any, ...] | None:
                 try:
                     with self._pool.connection() as conn:
-                        sql = _INSTALLATION_SQL.format(secret="null::bytea" if self._outside else "key_secret")
-                        row = conn.execute(sql).fetchone()
+                        row = conn.execute(installation_sql(self._outside)).fetchone()
                         if not self._checked_layout:
                             self._check_layout(conn)
+                        return row
                 except psycopg.Error as err:
                     raise WorkhorseDatabaseError(f"reading the installation key failed: {err}", err, is_retryable(err)) from err
-                if row is None:
-                    raise WorkhorseDatabaseError("workhorse.installation is empty: run migrate() first", None)
-                return (bytes(row[0]) if row[0] is not None else None), float(row[1])
 
-            stored, legacy_ms = self._repeating(read) if repeat and self._retry_attempts > 1 else read()
-            secret = self._outside or stored
-            if secret is None or len(secret) != 32:
-                raise WorkhorseError("the installation key is missing or malformed in workhorse.installation")
-            self._legacy_until = time.monotonic() + legacy_ms / 1000 + _LEGACY_MARGIN_S if legacy_ms > 0 else 0.0
-            self._secret = secret
-            return secret
+            row = self._repeating(read) if repeat and self._retry_attempts > 1 else read()
+            self._secret, self._legacy_until = secret_from(row, self._outside, _LEGACY_MARGIN_S)
+            return self._secret
 
     def _check_layout(self, conn: psycopg.Connection[Any]) -> None:
-        row = conn.execute("select to_regclass('workhorse.shard_bucket') is not null").fetchone()
+        row = conn.execute(_LAYOUT_SQL).fetchone()
         self._distributed = bool(row and row[0])
         self._checked_layout = True
 
@@ -285,7 +276,7 @@ class Queue:
         conn: psycopg.Connection[Any] | None = None,
     ) -> EnqueueResult:
         """Like ``enqueue``, and says what PostgreSQL decided (``outcome``, and ``reason`` for ``non_replaceable``)."""
-        _check_conn(conn)
+        _check_conn(conn, psycopg.Connection)
         config = self._config(_names_a_key(options))
         n = normalize_request(type, payload, options, config)
         return self._run([n], conn)[0]
@@ -295,55 +286,21 @@ class Queue:
     ) -> list[EnqueueResult]:
         """Up to 1,000 requests in one round trip and one transaction; results in input order.
         Any conflict rolls the whole batch back. ``conn``: inside the caller's transaction, as ``enqueue``."""
-        _check_conn(conn)
-        if not isinstance(requests, Sequence) or isinstance(requests, (str, bytes)):
-            raise EnqueueValidationError([ValidationIssue("requests", "must be an array of { type, payload, options }")])
-        if len(requests) > MAX_BATCH:
-            raise EnqueueValidationError(
-                [ValidationIssue("requests", f"at most {MAX_BATCH} requests per batch (got {len(requests)}); split it")]
-            )
-        if not requests:
+        _check_conn(conn, psycopg.Connection)
+        unpacked = unpack_batch(requests)
+        if not unpacked:
             return []
-        unpacked: list[tuple[Any, Any, Any]] = []
-        for i, r in enumerate(requests):
-            if isinstance(r, EnqueueRequest):
-                unpacked.append((r.type, r.payload, r.options))
-            elif isinstance(r, Mapping):
-                extra = [k for k in r if k not in ("type", "payload", "options")]
-                if extra:
-                    raise EnqueueValidationError([ValidationIssue(f"requests[{i}].{extra[0]}", "is not a known field")])
-                if "payload" not in r:
-                    # Left out is not None (JSON null), as TypeScript refuses an undefined payload.
-                    raise EnqueueValidationError(
-                        [ValidationIssue(f"requests[{i}].payload", "is required: a missing payload is not a JSON value (use None or {})", "$")]
-                    )
-                unpacked.append((r.get("type"), r.get("payload"), r.get("options")))
-            else:
-                raise EnqueueValidationError([ValidationIssue(f"requests[{i}]", "must be { type, payload, options }")])
         config = self._config(any(_names_a_key(o) for _, _, o in unpacked))
-        normalized: list[Normalized] = []
-        total = 0
-        for i, (t, p, o) in enumerate(unpacked):
-            n = normalize_request(t, p, o, config, f"requests[{i}]")
-            total += len(n.payload_text.encode("utf-8"))
-            if total > MAX_BATCH_PAYLOAD_BYTES:
-                raise EnqueueValidationError(
-                    [ValidationIssue("requests", f"the payloads of one batch may total at most {MAX_BATCH_PAYLOAD_BYTES} bytes; split the batch")]
-                )
-            normalized.append(n)
-        return self._run(normalized, conn)
+        return self._run(normalize_batch(unpacked, config), conn)
 
     def _run(self, requests: list[Normalized], conn: psycopg.Connection[Any] | None = None) -> list[EnqueueResult]:
-        ids = [_uuid7() for _ in requests]
         if not self._checked_layout:
             try:
                 with self._pool.connection() as pooled:
                     self._check_layout(pooled)
             except psycopg.Error as err:
                 raise WorkhorseDatabaseError(f"reading the schema layout failed: {err}", err, is_retryable(err)) from err
-        if self._distributed:
-            # Citus: a keyed job lives in its key's bucket, carried in its id (the same ids on every try).
-            ids = [_bucketed_id(i, _key_bucket(r.keyed.scope, r.keyed.key_hash)) if r.keyed else i for i, r in zip(ids, requests)]
+        ids = _job_ids(requests, self._distributed)
         if conn is not None:
             # The caller owns the transaction: one try, and the NOTIFY goes with its commit.
             return self._report(requests, ids, self._send(requests, ids, False, conn), False, in_tx=True)
@@ -365,67 +322,29 @@ class Queue:
         goes with that transaction (delivered only if it commits)."""
         try:
             if caller is not None:
-                return self._statement(caller, requests, ids, retry, self._waker is not None)
+                sql, params = _statement_of(requests, ids, retry, self._waker is not None, self._distributed)
+                return caller.execute(sql, params).fetchall()
             # One statement, committed by itself (autocommit): no BEGIN and COMMIT round trips around it.
             with self._pool.connection() as conn, _autocommit(conn):
                 if not self._checked_layout:
                     self._check_layout(conn)
-                return self._statement(conn, requests, ids, retry, False)
+                sql, params = _statement_of(requests, ids, retry, False, self._distributed)
+                return conn.execute(sql, params).fetchall()
         except psycopg.Error as err:
             translated = _translate(err, requests)
             if isinstance(translated, EnqueueIdempotencyConflictError):
                 self._observe([_conflict_observation(translated, requests[translated.ordinal - 1])])
             raise translated from err
 
-    def _statement(
-        self, conn: psycopg.Connection[Any], requests: list[Normalized], ids: list[str], retry: bool, notify: bool
-    ) -> list[tuple[Any, ...]]:
-        if len(requests) == 1 and self._distributed:
-            r = requests[0]
-            bucket = int(ids[0][33:], 16)
-            return conn.execute(_ONE_AT_SQL, [bucket, *one_values(r, ids[0], notify, retry)]).fetchall()
-        if len(requests) == 1:
-            r = requests[0]
-            params: dict[str, Any] = {f"p{i}": v for i, v in enumerate(one_values(r, ids[0], notify, retry))}
-            legacy = r.keyed.legacy_key_hash if r.keyed else None
-            if legacy is not None:
-                params["legacy"] = legacy
-            return conn.execute(_ONE_LEGACY_SQL if legacy is not None else _ONE_SQL, params).fetchall()
-        return conn.execute(_BATCH_SQL, _batch_values(requests, ids, retry, notify)).fetchall()
-
     def _report(
         self, requests: list[Normalized], ids: list[str], rows: list[tuple[Any, ...]], retried: bool, in_tx: bool = False
     ) -> list[EnqueueResult]:
-        results: list[EnqueueResult | None] = [None] * len(requests)
-        observations: list[tuple[Any, ...]] = []
-        woken = set()
-        for ordinal, job_id, outcome, request_digest, reason in rows:
-            req = requests[ordinal - 1]
-            if retried and outcome != "accepted" and job_id == ids[ordinal - 1]:
-                outcome = "accepted"  # an earlier try of this very call committed it
-                self.retry_stats["recovered_accepts"] += 1
-            if outcome == "accepted":
-                woken.add(req.queue)
-            k = req.keyed
-            results[ordinal - 1] = EnqueueResult(
-                job_id=job_id,
-                outcome=outcome,
-                reason=reason if outcome == "non_replaceable" else None,
-                key_preview=k.key_preview if k else None,
-                key_digest=k.key_digest if k else None,
-                key_length=k.key_length if k else None,
-            )
-            if k and outcome in ("replayed", "coalesced", "non_replaceable"):
-                rejected = outcome == "non_replaceable"
-                observations.append((
-                    outcome, reason if rejected else None, req.queue, req.type, k.scope, k.key_preview, k.key_digest,
-                    k.key_length, job_id, None, None, None if rejected else request_digest,
-                    request_digest if rejected else None, req.source,
-                ))  # fmt: skip
-        if woken and self._waker is not None and not in_tx:
-            self._waker.wake(woken)
-        self._observe(observations)
-        return [r for r in results if r is not None]
+        read = interpret(requests, ids, rows, retried)
+        self.retry_stats["recovered_accepts"] += read.recovered
+        if read.woken and self._waker is not None and not in_tx:
+            self._waker.wake(read.woken)
+        self._observe(read.observations)
+        return read.results
 
     def _observe(self, rows: list[tuple[Any, ...]]) -> None:
         """Replays, coalesces, non-replaceable requests and conflicts, for operators; best effort."""
@@ -439,72 +358,19 @@ class Queue:
 
     # --- lookups
 
-    def _scoped(self, key: str, scope: str | Unset | None) -> tuple[str, str]:
-        out = _Issues()
-        k = _key(key, "key", out)
-        # A lookup's scope argument: None or UNSET (an option dataclass's scope left out) is the default scope.
-        s = _scope(scope, "scope", out) if scope is not None and scope is not UNSET else DEFAULT_SCOPE
-        if out.list or k is None or s is None:
-            raise EnqueueValidationError(out.list)
-        return k, s
-
     def describe_key(self, key: str, scope: str | Unset | None = None) -> KeyDescription:
         """What operators see of a scoped key (preview, digest, length); the raw key is not sent anywhere."""
-        k, s = self._scoped(key, scope)
-        secret = self._load()
-        return KeyDescription(
-            scope=s,
-            key_preview=key_preview(k),
-            key_digest=key_digest(key_hash(secret, s, k)),
-            key_length=key_length(k),
-            legacy_key_digest=key_digest(legacy_key_hash(s, k)),
-        )
+        k, s = scoped_key(key, scope)
+        return describe(self._load(), k, s)
 
     def find_binding(self, key: str, scope: str | Unset | None = None) -> BindingInfo | None:
         """The binding of a scoped key (live or expired, the live one first), or None."""
-        k, s = self._scoped(key, scope)
-        secret = self._load()
-        row = self._query_one(
-            """select b.scope, b.key_hash, b.job_id::text, b.mode, b.key_preview, b.key_length,
-                      encode(b.request_digest, 'hex'), b.ttl_ms, b.created_at, b.expires_at, b.expires_at <= now(),
-                      b.schedule, b.max_wait_ms
-                 from workhorse.key_binding b where b.scope = %s and b.key_hash = any(%s::bytea[])
-                order by b.expires_at desc limit 1""",
-            (s, [key_hash(secret, s, k), legacy_key_hash(s, k)]),
-        )
-        if row is None:
-            return None
-        return BindingInfo(
-            scope=row[0], key_preview=row[4], key_digest=bytes(row[1])[:6].hex(), key_length=row[5], job_id=row[2],
-            mode=row[3], request_digest=row[6], ttl_ms=None if row[7] is None else int(row[7]), created_at=row[8],
-            expires_at=row[9], expired=row[10], schedule=row[11], max_wait_ms=None if row[12] is None else int(row[12]),
-        )  # fmt: skip
+        k, s = scoped_key(key, scope)
+        return binding_from(self._query_one(BINDING_SQL, binding_params(self._load(), k, s)))
 
     def get_job(self, job_id: str) -> Job | None:
         """The job with this id, or None."""
-        try:
-            uuid.UUID(job_id)
-        except (ValueError, TypeError, AttributeError):
-            raise EnqueueValidationError([ValidationIssue("jobId", "must be a UUID")]) from None
-        row = self._query_one(
-            """select j.id::text, j.queue, j.type, j.payload, j.state, j.run_at, j.attempt, j.max_attempts,
-                      j.retry_policy, j.deadline, j.execution_timeout_ms, j.concurrency_key, j.tags, j.created_at,
-                      j.updated_at, j.started_at, j.finished_at, j.result, j.last_error,
-                      -- uncorrelated (the id as a parameter): Citus plans it as a separate subplan
-                      coalesce((select array_agg(r.id::text order by r.id) from workhorse.job r
-                                 where r.redriven_from = %(id)s::uuid), '{}')
-                 from workhorse.job j where j.id = %(id)s::uuid""",
-            {"id": job_id},
-        )
-        if row is None:
-            return None
-        return Job(
-            id=row[0], queue=row[1], type=row[2], payload=row[3], state=row[4], run_at=row[5], attempt=row[6],
-            max_attempts=row[7], retry_policy=row[8], deadline=row[9],
-            execution_timeout_ms=None if row[10] is None else int(row[10]), concurrency_key=row[11], tags=list(row[12]),
-            created_at=row[13], updated_at=row[14], started_at=row[15], finished_at=row[16], result=row[17],
-            last_error=row[18], redrive_job_ids=list(row[19]),
-        )  # fmt: skip
+        return job_from(self._query_one(JOB_SQL, job_params(job_id)))
 
     def _query_one(self, sql: str, params: Sequence[Any] | Mapping[str, Any]) -> tuple[Any, ...] | None:
         try:
@@ -563,10 +429,45 @@ class _Waker:
                 pass  # the enqueue committed; a lost wake-up only delays a job (workers poll as well)
 
 
-def _check_conn(conn: Any) -> None:
-    """``conn`` is None (the pool) or a psycopg Connection (the caller's transaction)."""
-    if conn is not None and not isinstance(conn, psycopg.Connection):
-        raise EnqueueValidationError([ValidationIssue("conn", "must be a psycopg.Connection (or None for the pool)")])
+def _check_conn(conn: Any, kind: type) -> None:
+    """``conn`` is None (the pool) or the caller's connection, of ``kind`` (psycopg's Connection, or
+    AsyncConnection for the asyncio Queue)."""
+    if conn is not None and not isinstance(conn, kind):
+        raise EnqueueValidationError([ValidationIssue("conn", f"must be a psycopg.{kind.__name__} (or None for the pool)")])
+
+
+def _job_ids(requests: list[Normalized], distributed: bool) -> list[str]:
+    """New job ids, proposed again on every try of the call; on Citus a keyed job's id carries its
+    key's bucket (docs/scale-out.md)."""
+    ids = [_uuid7() for _ in requests]
+    if distributed:
+        ids = [_bucketed_id(i, _key_bucket(r.keyed.scope, r.keyed.key_hash)) if r.keyed else i for i, r in zip(ids, requests)]
+    return ids
+
+
+def _statement_of(
+    requests: list[Normalized], ids: list[str], retry: bool, notify: bool, distributed: bool
+) -> tuple[str, Any]:
+    """The enqueue statement for these requests and its parameters."""
+    if len(requests) == 1 and distributed:
+        r = requests[0]
+        return _ONE_AT_SQL, [int(ids[0][33:], 16), *one_values(r, ids[0], notify, retry)]
+    if len(requests) == 1:
+        r = requests[0]
+        params: dict[str, Any] = {f"p{i}": v for i, v in enumerate(one_values(r, ids[0], notify, retry))}
+        legacy = r.keyed.legacy_key_hash if r.keyed else None
+        if legacy is not None:
+            params["legacy"] = legacy
+        return (_ONE_LEGACY_SQL if legacy is not None else _ONE_SQL), params
+    return _BATCH_SQL, _batch_values(requests, ids, retry, notify)
+
+
+def installation_sql(outside: bytes | None) -> str:
+    """The installation row: the stored secret (unless one is given outside) and the legacy window."""
+    return _INSTALLATION_SQL.format(secret="null::bytea" if outside else "key_secret")
+
+
+_LAYOUT_SQL = "select to_regclass('workhorse.shard_bucket') is not null"
 
 
 def _names_a_key(options: Any) -> bool:
