@@ -1,6 +1,7 @@
 /**
  * What keyed enqueues cost from each client: the TypeScript core (`coalesce: false`, so each call
- * is its own statement, as in the other two), the Python client (bench/clients/percall.py) and the
+ * is its own statement, as in the other two), the Python client (bench/clients/percall.py, blocking
+ * and asyncio) and the
  * Go client (sdk/go/examples/percall), at 1 and at 8 concurrent callers (threads, goroutines, or
  * promises on one pool of one connection per caller), the same request shape (the bench's payload,
  * scope and queue), one database, interleaved rounds. Each client's loop times only its calls
@@ -70,6 +71,14 @@ const clients = {
   typescript: (p: string, callers: number) => typescript(p, callers),
   python: async (p: string, callers: number) =>
     external("/usr/bin/python3", [path.join(root, "bench/clients/percall.py"), String(CALLS), p, String(callers)]),
+  "python-asyncio": async (p: string, callers: number) =>
+    external("/usr/bin/python3", [
+      path.join(root, "bench/clients/percall.py"),
+      String(CALLS),
+      p,
+      String(callers),
+      "async",
+    ]),
   go: async (p: string, callers: number) => external(goBin, [String(CALLS), p, String(callers)]),
 } as const;
 type Client = keyof typeof clients;
