@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -131,3 +132,14 @@ def test_buckets() -> None:
     for b in FILE["buckets"]:
         bucket = _key_bucket(b["scope"], bytes.fromhex(b["keyHashHex"]))
         assert (b["scope"], bucket, _bucketed_id(FILE["jobId"], bucket)) == (b["scope"], b["bucket"], b["bucketedJobId"])
+
+
+def test_cached_field_digests_keep_values_of_other_types_apart() -> None:
+    """The field-digest cache keys on the value's type: True and 1, 1 and 1.0, "1" and 1 are equal or
+    alike to Python but have different JSON texts, so different digests, cached or not."""
+    from workhorse._input import _digest_json, _field_digest
+
+    for _ in range(2):  # the second round reads the cache
+        for v in (True, 1, 1.0, "1", None, ["a"], "a"):
+            assert _field_digest(v) == hashlib.sha256(_digest_json(v).encode("utf-8")).digest()[:8], v
+    assert len({_field_digest(v) for v in (True, 1, 1.0, "1")}) == 4

@@ -252,11 +252,34 @@ def _digest_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+# Digests of field values seen before: a producer repeats its queue, type, attempts, TTL and tags on
+# every call, and a JSON text and a SHA-256 per field were a tenth of a call's client time. Keyed by
+# the value's type and the value (hashable scalars and lists of strings only), cleared when full.
+_DIGESTS: dict[tuple[type, Any], bytes] = {}
+_DIGESTS_MAX = 4096
+
+
+def _field_digest(value: Any) -> bytes:
+    key: tuple[type, Any] | None = None
+    if value is None or isinstance(value, (str, int, float, bool)):
+        key = (type(value), value)
+    elif isinstance(value, list) and all(isinstance(x, str) for x in value):
+        key = (list, tuple(value))
+    if key is not None:
+        hit = _DIGESTS.get(key)
+        if hit is not None:
+            return hit
+    digest = hashlib.sha256(_digest_json(value).encode("utf-8")).digest()[:8]
+    if key is not None:
+        if len(_DIGESTS) >= _DIGESTS_MAX:
+            _DIGESTS.clear()
+        _DIGESTS[key] = digest
+    return digest
+
+
 def field_digests_of(values: dict[str, Any]) -> bytes:
     """80 bytes: the first 8 bytes of SHA-256 of each field's JSON text, in fingerprint order, payload left out."""
-    return b"".join(
-        hashlib.sha256(_digest_json(values[f]).encode("utf-8")).digest()[:8] for f in FINGERPRINT_FIELDS if f != "payload"
-    )
+    return b"".join(_field_digest(values[f]) for f in FINGERPRINT_FIELDS if f != "payload")
 
 
 @dataclass
