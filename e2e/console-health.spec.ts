@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { EnqueueIdempotencyConflictError } from "../lib/enqueue";
+import pg from "pg";
+import { EnqueueIdempotencyConflictError, Queue } from "../lib/enqueue";
 import { expect, test } from "./fixtures";
 import { HealthChartPart, StateTabsPart } from "./pages/health";
 
@@ -125,6 +126,35 @@ test("find by key digest: the binding, its job and its replays; digests in table
 
   await signedIn.goto("/find?digest=not-a-digest");
   await expect(signedIn.getByRole("alert").filter({ hasText: "That is not a key digest" })).toBeVisible();
+});
+
+test("identical replays written in one flush show as one row with their count, on the conflicts page and in find by digest", async ({
+  signedIn,
+}) => {
+  // A producer of its own whose observation log flushes only when it closes: the five replays are
+  // one flush, whatever the machine's pace.
+  const pool = new pg.Pool({ connectionString: process.env.E2E_DATABASE_URL, max: 2 });
+  const producer = new Queue({ pool, maintenance: false, source: "e2e", observations: { flushIntervalMs: 3_600_000 } });
+  const name = `e2e-count-${run}`;
+  const idempotency = { key: `count-order-${run}`, scope: `e2e-count-${run}` };
+  await producer.enqueue("order.place", { n: 1 }, { queue: name, idempotency });
+  for (let i = 0; i < 5; i++) await producer.enqueue("order.place", { n: 1 }, { queue: name, idempotency });
+  const digest = (await producer.describeKey(idempotency)).keyDigest;
+  await producer.close();
+  await pool.end();
+
+  await signedIn.goto(`/conflicts?queue=${name}`);
+  const rows = signedIn.getByRole("table").locator("tbody tr");
+  await expect(rows).toHaveCount(1);
+  await expect(rows.first().getByTestId("observation-count")).toContainText("× 5");
+  await signedIn.goto(`/find?digest=${digest}`);
+  await expect(
+    signedIn
+      .getByRole("table", { name: "Observations under this key digest" })
+      .locator("tbody tr")
+      .first()
+      .getByTestId("observation-count"),
+  ).toContainText("× 5");
 });
 
 test("bad input in the new filters and paths is never a server error", async ({ signedIn }) => {
