@@ -4,11 +4,13 @@
 // encodePayload, the enqueue_one parameter table). `--check` writes nothing and exits 1 when the
 // checked-in file differs from what this script would write.
 import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { normalizeRequest } from "../lib/enqueue/enqueue-input";
 import { EnqueueValidationError } from "../lib/enqueue/errors";
 import { KeyRing, legacyKeyHash } from "../lib/enqueue/keys";
 import { LIMITS } from "../lib/enqueue/limits";
 import { encodePayload } from "../lib/enqueue/payload";
+import { jsonbText, payloadDigestOf } from "../lib/enqueue/payload-text";
 import { bucketedId, ENQUEUE_ONE_PARAMS, keyBucket, oneRequestValues } from "../lib/enqueue/store/enqueue";
 import { FINGERPRINT_FIELDS } from "../lib/enqueue/vocabulary";
 import { writeOrCheck } from "./generated-file.mjs";
@@ -70,6 +72,16 @@ add("payload: numbers beside booleans", { type: "t", payloadText: "[1, true, 0, 
 add("payload: strings that need escapes", {
   type: "t",
   payloadText: p({ q: 'a"b\\c', ctl: "\u0001\u001f\n\t\b\f\r", del: "\u007f", u2028: "\u2028", emoji: "😀é" }),
+  options: idem("k1"),
+});
+add("payload: keys in jsonb order (shorter UTF-8 first, then bytewise)", {
+  type: "t",
+  payloadText: p({ "😀": 1, é: 2, ab: 3, z: 4, "\uFFFD": 5, aa: 6, "": 7, Z: 8 }),
+  options: idem("k1"),
+});
+add("payload: nested objects and arrays in the jsonb text", {
+  type: "t",
+  payloadText: '{"z":[{"b":[],"a":{}},1.5e-7,"\\u00e9"],"a":{"y":null,"x":[true,-2.5e22]}}',
   options: idem("k1"),
 });
 add("payload: scalar top-level values", { type: "t", payloadText: '"just a string"' });
@@ -380,12 +392,9 @@ function expected(c: CaseDef): Record<string, unknown> {
     let keyed: Record<string, unknown> | null = null;
     if (k) {
       const digests: Record<string, string> = {};
-      let i = 0;
-      for (const f of FINGERPRINT_FIELDS) {
-        if (f === "payload") continue;
+      FINGERPRINT_FIELDS.forEach((f, i) => {
         digests[f] = hex(k.fieldDigests.subarray(i * 8, i * 8 + 8));
-        i++;
-      }
+      });
       keyed = {
         mode: k.mode,
         scope: k.key.scope,
@@ -401,12 +410,15 @@ function expected(c: CaseDef): Record<string, unknown> {
         maxWaitMs: k.maxWaitMs,
         fieldDigests: hex(k.fieldDigests),
         fieldDigestsByName: digests,
+        requestDigest: hex(createHash("sha256").update(k.fieldDigests).digest()),
       };
     }
     return {
       ok: {
         payloadCanonical: canonical(payload),
         payloadJson: n.payloadJson,
+        payloadJsonbText: jsonbText(payload),
+        payloadDigest: hex(payloadDigestOf(jsonbText(payload))),
         payloadBytes: encodePayload(payload, maxPayloadBytes).bytes,
         type: n.type,
         queue: n.queue,

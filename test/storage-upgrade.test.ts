@@ -90,6 +90,10 @@ test("keys bound by the old shape replay, conflict, expire and are released by p
   const shortJob = await oldOne("capture:INV-2", 2_500, { invoiceId: "INV-2" });
   const purgeJob = await oldOne("capture:INV-3", 3_600_000, { invoiceId: "INV-3" });
   const keyless = await oldOne(null, 0, { note: "no key" });
+  // Its payload digest was taken by PostgreSQL; the process now takes it from the jsonb text it writes
+  // (payload-text.ts): numbers with exponents, keys in jsonb's order, escapes and non-ASCII must agree.
+  const tricky = { zz: -0, é: [1e21, 1.5e-7, "x\n\u0001"], a: { "\u{1F600}": null, b: [true, {}] } };
+  const trickyJob = await oldOne("capture:INV-5", 3_600_000, tricky);
   // One more through the old batch function (jsonb wire format).
   const batchDigests = await oldFieldDigests(3_600_000);
   const { rows: batchRows } = await pool.query<{ job_id: string }>(
@@ -119,12 +123,12 @@ test("keys bound by the old shape replay, conflict, expire and are released by p
   const { rows: before } = await pool.query<{ job_id: string; expires_at: Date }>(
     "select job_id, expires_at from workhorse.idempotency_binding order by job_id",
   );
-  expect(before).toHaveLength(4);
+  expect(before).toHaveLength(5);
 
   const m = await migrate(pool);
   expect(m.applied).toEqual(migrations.filter((x) => x.version >= 6).map((x) => x.version)); // 006 and later
   const jobs = async () => Number((await pool.query("select count(*) as n from workhorse.job")).rows[0].n);
-  expect(await jobs()).toBe(5);
+  expect(await jobs()).toBe(6);
 
   // Every binding came over with its owner and expiry.
   const { rows: after } = await pool.query<{ job_id: string; expires_at: Date }>(
@@ -159,7 +163,14 @@ test("keys bound by the old shape replay, conflict, expire and are released by p
   } finally {
     client.release();
   }
-  expect(await jobs()).toBe(5);
+  expect(
+    await q.enqueueWithResult(
+      "invoice.capture",
+      { a: { b: [true, {}], "\u{1F600}": null }, é: [1e21, 1.5e-7, "x\n\u0001"], zz: 0 },
+      opts("capture:INV-5"),
+    ),
+  ).toMatchObject({ jobId: trickyJob, outcome: "replayed" });
+  expect(await jobs()).toBe(6);
 
   // Different work under an old key is a conflict that names the old job and the differing fields.
   const err = await q
@@ -219,7 +230,7 @@ test("keys bound by the old shape replay, conflict, expire and are released by p
     jobId: next.jobId,
     outcome: "replayed",
   });
-  expect(await jobs()).toBe(7); // 5 old + the renewed INV-3 + the new INV-2: no duplicate anywhere
+  expect(await jobs()).toBe(8); // 6 old + the renewed INV-3 + the new INV-2: no duplicate anywhere
 });
 
 test("a typed-array batch stores each request's own tags, payload, run time and policy, and each job's enqueued entry", async () => {

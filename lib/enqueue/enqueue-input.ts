@@ -22,6 +22,7 @@ import {
 import type { KeyIdentity, KeyRing } from "./keys";
 import { DEFAULT_QUEUE, DEFAULT_SCOPE, LIMITS } from "./limits";
 import { encodePayload } from "./payload";
+import { payloadDigestOf } from "./payload-text";
 import type { EnqueueOptions, EnqueueRequest, JobDefinition, KeyMode, NormalizedRetryPolicy } from "./types";
 import { KEY_MODES } from "./vocabulary";
 
@@ -137,7 +138,7 @@ const optionsSchema = z
 
 /** The canonical request the database sees. Dates are millisecond-precision UTC. */
 export interface NormalizedRequest extends JobDefinition {
-  /** JSON text of the payload, exactly as sent to PostgreSQL. */
+  /** JSON text of the payload, exactly as sent to PostgreSQL: jsonb's own text form when keyed. */
   payloadJson: string;
   runAt: Date | null;
   source: string | null;
@@ -151,9 +152,9 @@ export interface NormalizedRequest extends JobDefinition {
     /** Debounce only: the cap on resets, counted from the first acceptance; null without one. */
     maxWaitMs: number | null;
     /**
-     * 80 bytes: the 8-byte digests (first bytes of SHA-256 of the JSON form) of every fingerprint
-     * field but the payload, in `workhorse.fingerprint_fields()` order (PostgreSQL digests the payload's
-     * canonical jsonb and inserts it 5th).
+     * 88 bytes: the 8-byte digests of every fingerprint field in `workhorse.fingerprint_fields()`
+     * order: the first bytes of SHA-256 of each field's JSON form, and of the payload's jsonb text
+     * (`payloadJson`, written in jsonb's form for keyed requests) for the payload.
      */
     fieldDigests: Buffer;
   };
@@ -228,9 +229,14 @@ export function normalizeRequest(
       issues.push({ option: prefix(path, optBase), rule });
     }
   }
+  // A keyed request sends the payload as PostgreSQL's jsonb text and digests that text (payload-text.ts).
+  const keyedOption = optResult.success
+    ? (optResult.data.idempotency ?? optResult.data.debounce ?? optResult.data.throttle)
+    : undefined;
   let payloadJson = "";
   try {
-    payloadJson = encodePayload(payload, config.maxPayloadBytes, prefix(["payload"], base)).text;
+    const form = keyedOption ? "jsonb" : "json";
+    payloadJson = encodePayload(payload, config.maxPayloadBytes, prefix(["payload"], base), form).text;
   } catch (err) {
     if (!(err instanceof EnqueueValidationError)) throw err;
     issues.push(...err.issues);
@@ -253,24 +259,26 @@ export function normalizeRequest(
     source: o.source ?? config.source,
     keyed: null,
   };
-  const keyed = o.idempotency ?? o.debounce ?? o.throttle;
+  const keyed = keyedOption;
   if (keyed) {
     const mode: KeyMode = o.idempotency ? "idempotency" : o.debounce ? "debounce" : "throttle";
     const ttlMs = "windowMs" in keyed ? keyed.windowMs : (keyed.ttlMs ?? LIMITS.defaultTtlMs);
-    // Every fingerprint field but the payload (PostgreSQL digests that one).
     const runAtIso = n.runAt ? n.runAt.toISOString() : null; // given runAt is never null: null = omitted
-    const fieldDigests = fieldDigestsOf({
-      concurrencyKey: n.concurrencyKey,
-      deadline: n.deadline?.toISOString() ?? null,
-      executionTimeoutMs: n.executionTimeoutMs,
-      maxAttempts: n.maxAttempts,
-      queue: n.queue,
-      retryPolicy: n.retryPolicy,
-      runAt: runAtIso !== null ? runAtIso : { omitted: true },
-      tags: n.tags,
-      ttlMs,
-      type: n.type,
-    });
+    const fieldDigests = fieldDigestsOf(
+      {
+        concurrencyKey: n.concurrencyKey,
+        deadline: n.deadline?.toISOString() ?? null,
+        executionTimeoutMs: n.executionTimeoutMs,
+        maxAttempts: n.maxAttempts,
+        queue: n.queue,
+        retryPolicy: n.retryPolicy,
+        runAt: runAtIso !== null ? runAtIso : { omitted: true },
+        tags: n.tags,
+        ttlMs,
+        type: n.type,
+      },
+      payloadDigestOf(payloadJson),
+    );
     n.keyed = {
       mode,
       key: config.keys.identify(keyed.scope ?? DEFAULT_SCOPE, keyed.key),

@@ -1,7 +1,7 @@
 /**
- * The process's half of a request's fingerprint: an 8-byte digest (the first bytes of SHA-256 of
- * the JSON form) of every fingerprint field but the payload, which PostgreSQL digests from its
- * canonical jsonb. The field order is `workhorse.fingerprint_fields()` (vocabulary.ts).
+ * A request's fingerprint: an 8-byte digest (the first bytes of SHA-256 of the JSON form) of every
+ * fingerprint field, the payload's from its jsonb text (payload-text.ts). The field order is
+ * `workhorse.fingerprint_fields()` (vocabulary.ts); PostgreSQL compares them and keeps them.
  */
 import { hash } from "node:crypto";
 import { FINGERPRINT_FIELDS, type FingerprintField } from "./vocabulary";
@@ -32,17 +32,25 @@ function digest(value: unknown): Buffer {
   return d;
 }
 
+/** Where the payload's digest sits among the field digests (bytes). */
+const PAYLOAD_OFFSET = 8 * FINGERPRINT_FIELDS.indexOf("payload");
+
 /**
- * 80 bytes: the digests of `values` in `workhorse.fingerprint_fields()` order. Requests of one
- * stream mostly share these: the 80 bytes are remembered per distinct combination (one JSON text,
- * one map lookup on the hot path).
+ * 88 bytes: the digests of `values` and of the payload (`payloadDigest`, 8 bytes) in
+ * `workhorse.fingerprint_fields()` order. Requests of one stream mostly share the other fields'
+ * digests: those 80 bytes are remembered per distinct combination (one JSON text, one map lookup on
+ * the hot path).
  */
-export function fieldDigestsOf(values: Record<DigestedField, unknown>): Buffer {
+export function fieldDigestsOf(values: Record<DigestedField, unknown>, payloadDigest: Buffer): Buffer {
   const signature = JSON.stringify(DIGESTED_FIELDS.map((f) => values[f]));
   let fieldDigests = fieldDigestCache.get(signature);
   if (fieldDigests === undefined) {
     fieldDigests = Buffer.concat(DIGESTED_FIELDS.map((f) => digest(values[f])));
     if (signature.length <= 1024) remember(fieldDigestCache, signature, fieldDigests);
   }
-  return fieldDigests;
+  const all = Buffer.allocUnsafe(fieldDigests.length + 8);
+  fieldDigests.copy(all, 0, 0, PAYLOAD_OFFSET);
+  payloadDigest.copy(all, PAYLOAD_OFFSET, 0, 8);
+  fieldDigests.copy(all, PAYLOAD_OFFSET + 8, PAYLOAD_OFFSET);
+  return all;
 }

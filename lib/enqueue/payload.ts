@@ -5,6 +5,7 @@
 import { EnqueueValidationError } from "./errors";
 import { utf8Bytes } from "./input-rules";
 import { LIMITS } from "./limits";
+import { jsonbText } from "./payload-text";
 
 /**
  * How many more characters PostgreSQL's numeric form of `v` has than JavaScript's: jsonb writes
@@ -172,13 +173,21 @@ interface EncodedPayload {
  *
  * One iterative walk (no recursion, so any depth is a validation error rather than a stack
  * overflow) checks everything, and stops as soon as the text is sure to exceed `maxBytes` (a value
- * shared many times over cannot make it walk for long); the text is then JSON.stringify's, and its
- * UTF-8 length plus what PostgreSQL adds is the size. Properties are read as JSON reads them (own,
- * enumerable, string-keyed); a getter is read twice, by the walk and by JSON.stringify.
+ * shared many times over cannot make it walk for long). The text is then, by `form`:
+ *   "json": JSON.stringify's (insertion order); the size is its UTF-8 length plus what PostgreSQL adds;
+ *   "jsonb": PostgreSQL's own jsonb text (payload-text.ts), which keyed requests send so that the
+ *   payload digest they compute is the digest of exactly what is stored; the size is its UTF-8 length.
+ * Properties are read as JSON reads them (own, enumerable, string-keyed); a getter is read twice, by
+ * the walk and by the writing of the text.
  */
-export function encodePayload(payload: unknown, maxBytes: number, option = "payload"): EncodedPayload {
+export function encodePayload(
+  payload: unknown,
+  maxBytes: number,
+  option = "payload",
+  form: "json" | "jsonb" = "json",
+): EncodedPayload {
   try {
-    return walkPayload(payload, maxBytes, option);
+    return walkPayload(payload, maxBytes, option, form);
   } catch (err) {
     if (err instanceof EnqueueValidationError) throw err;
     // A getter or proxy trap that throws.
@@ -188,7 +197,7 @@ export function encodePayload(payload: unknown, maxBytes: number, option = "payl
   }
 }
 
-function walkPayload(payload: unknown, maxBytes: number, option: string): EncodedPayload {
+function walkPayload(payload: unknown, maxBytes: number, option: string, form: "json" | "jsonb"): EncodedPayload {
   // The open containers, innermost last: the container, its keys (null for an array), the next
   // index to visit. Parallel arrays, so a step allocates nothing.
   const containers: object[] = [];
@@ -331,8 +340,8 @@ function walkPayload(payload: unknown, maxBytes: number, option: string): Encode
     }
     if (!found) break;
   }
-  const text = JSON.stringify(payload);
-  const bytes = utf8Bytes(text) + extra;
+  const text = form === "jsonb" ? jsonbText(payload) : JSON.stringify(payload);
+  const bytes = form === "jsonb" ? utf8Bytes(text) : utf8Bytes(text) + extra;
   if (bytes > maxBytes) {
     throw new EnqueueValidationError([
       { option, rule: `must be at most ${maxBytes} bytes as PostgreSQL stores it (jsonb text; got ${bytes})` },

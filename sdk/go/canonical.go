@@ -116,6 +116,10 @@ type canonicalPayload struct {
 	Text string
 	// StoredBytes is octet_length(payload::text) as PostgreSQL stores it (jsonb's text form).
 	StoredBytes int
+	// JSONBText is PostgreSQL's own text of the same jsonb (payload::text): the canonical text with
+	// ", " and ": " as separators and numbers without exponents. Keyed requests send it, and their
+	// payload digest is the first 8 bytes of its SHA-256 (docs/clients.md, payloadJsonbText).
+	JSONBText string
 }
 
 var maxSafeInteger = math.Pow(2, 53)
@@ -162,12 +166,13 @@ func encodePayload(payload any, maxBytes int, option string) (canonicalPayload, 
 	if w.stored > maxBytes {
 		return fail(fmt.Sprintf("must be at most %d bytes as PostgreSQL stores it (jsonb text; got %d)", maxBytes, w.stored), "")
 	}
-	return canonicalPayload{Text: w.b.String(), StoredBytes: w.stored}, nil
+	return canonicalPayload{Text: w.b.String(), StoredBytes: w.stored, JSONBText: w.pg.String()}, nil
 }
 
 type canonicalWriter struct {
 	b      strings.Builder
-	stored int // bytes of PostgreSQL's jsonb text for the same value
+	pg     strings.Builder // PostgreSQL's jsonb text of the same value
+	stored int             // bytes of PostgreSQL's jsonb text for the same value
 	// lower is the TypeScript core's early estimate (UTF-16 units, each number counted as one
 	// unit plus its exponent expansion): above the bound, the rule says "this one is larger"
 	// instead of the exact size, as the TypeScript core's does.
@@ -205,15 +210,18 @@ func (w *canonicalWriter) write(v any, depth int, path string) (string, string) 
 	switch x := v.(type) {
 	case nil:
 		w.b.WriteString("null")
+		w.pg.WriteString("null")
 		w.stored += 4
 		w.lower += 4
 	case bool:
 		if x {
 			w.b.WriteString("true")
+			w.pg.WriteString("true")
 			w.stored += 4
 			w.lower += 4
 		} else {
 			w.b.WriteString("false")
+			w.pg.WriteString("false")
 			w.stored += 5
 			w.lower += 5
 		}
@@ -233,9 +241,11 @@ func (w *canonicalWriter) write(v any, depth int, path string) (string, string) 
 			// A JSON number is a double: this integer would be stored as a nearby one.
 			return "must be a number a double holds exactly (an integer past 2^53 must be a double itself); send it as a string", path
 		}
+		pgs := pgNumber(s)
 		w.b.WriteString(s)
-		w.stored += len(pgNumber(s))
-		w.lower += 1 + len(pgNumber(s)) - len(s)
+		w.pg.WriteString(pgs)
+		w.stored += len(pgs)
+		w.lower += 1 + len(pgs) - len(s)
 	case string:
 		switch stringProblem(x) {
 		case nulOrSurrogate:
@@ -245,6 +255,7 @@ func (w *canonicalWriter) write(v any, depth int, path string) (string, string) 
 		}
 		start := w.b.Len()
 		jsString(&w.b, x)
+		w.pg.WriteString(w.b.String()[start:])
 		w.stored += w.b.Len() - start
 		w.lower += jsonStringUnits(x)
 	case []any:
@@ -252,11 +263,13 @@ func (w *canonicalWriter) write(v any, depth int, path string) (string, string) 
 			return fmt.Sprintf("must be nested at most %d levels deep (objects and arrays)", maxPayloadDepth), path
 		}
 		w.b.WriteByte('[')
+		w.pg.WriteByte('[')
 		w.stored += 2
 		w.lower += containerUnits(len(x), false)
 		for i, e := range x {
 			if i > 0 {
 				w.b.WriteByte(',')
+				w.pg.WriteString(", ")
 				w.stored += 2 // ", "
 			}
 			if msg, p := w.write(e, depth+1, path+"["+strconv.Itoa(i)+"]"); msg != "" {
@@ -264,6 +277,7 @@ func (w *canonicalWriter) write(v any, depth int, path string) (string, string) 
 			}
 		}
 		w.b.WriteByte(']')
+		w.pg.WriteByte(']')
 	case map[string]any:
 		if depth >= maxPayloadDepth {
 			return fmt.Sprintf("must be nested at most %d levels deep (objects and arrays)", maxPayloadDepth), path
@@ -280,6 +294,7 @@ func (w *canonicalWriter) write(v any, depth int, path string) (string, string) 
 			return keys[i] < keys[j]
 		})
 		w.b.WriteByte('{')
+		w.pg.WriteByte('{')
 		w.stored += 2
 		w.lower += containerUnits(len(x), true)
 		for i, k := range keys {
@@ -292,10 +307,13 @@ func (w *canonicalWriter) write(v any, depth int, path string) (string, string) 
 			}
 			if i > 0 {
 				w.b.WriteByte(',')
+				w.pg.WriteString(", ")
 				w.stored += 2
 			}
 			start := w.b.Len()
 			jsString(&w.b, k)
+			w.pg.WriteString(w.b.String()[start:])
+			w.pg.WriteString(": ")
 			w.b.WriteByte(':')
 			w.stored += w.b.Len() - start + 1 // ": "
 			w.lower += jsonStringUnits(k) + 1
@@ -304,6 +322,7 @@ func (w *canonicalWriter) write(v any, depth int, path string) (string, string) 
 			}
 		}
 		w.b.WriteByte('}')
+		w.pg.WriteByte('}')
 	default:
 		return fmt.Sprintf("must be JSON-serialisable: found %T", v), path
 	}

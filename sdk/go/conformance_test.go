@@ -2,6 +2,7 @@ package workhorse
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -45,6 +46,8 @@ type conformanceCase struct {
 	Expect struct {
 		OK *struct {
 			PayloadCanonical   string          `json:"payloadCanonical"`
+			PayloadJSONBText   string          `json:"payloadJsonbText"`
+			PayloadDigest      string          `json:"payloadDigest"`
 			PayloadBytes       int             `json:"payloadBytes"`
 			Type               string          `json:"type"`
 			Queue              string          `json:"queue"`
@@ -68,6 +71,7 @@ type conformanceCase struct {
 				Schedule      *string `json:"schedule"`
 				MaxWaitMs     *int64  `json:"maxWaitMs"`
 				FieldDigests  string  `json:"fieldDigests"`
+				RequestDigest string  `json:"requestDigest"`
 			} `json:"keyed"`
 			Params map[string]any `json:"enqueueOneParams"`
 		} `json:"ok"`
@@ -381,7 +385,17 @@ func checkCase(t *testing.T, f conformanceFile, secret []byte, c conformanceCase
 			t.Errorf("%s: got %#v, want %#v", what, got, want)
 		}
 	}
-	check("payloadCanonical", n.PayloadJSON, e.PayloadCanonical)
+	// Keyed requests send PostgreSQL's jsonb text (their payload digest is of it); others the canonical text.
+	sent := e.PayloadCanonical
+	if e.Keyed != nil {
+		sent = e.PayloadJSONBText
+	}
+	check("payload sent", n.PayloadJSON, sent)
+	if cp, err := encodePayload(payload, max, "payload"); err == nil {
+		check("payloadCanonical", cp.Text, e.PayloadCanonical)
+		check("payloadJsonbText", cp.JSONBText, e.PayloadJSONBText)
+		check("payloadDigest", hex.EncodeToString(payloadDigest(cp.JSONBText)), e.PayloadDigest)
+	}
 	check("payloadBytes", n.payloadBytes, e.PayloadBytes)
 	check("type", n.Type, e.Type)
 	check("queue", n.Queue, e.Queue)
@@ -419,6 +433,8 @@ func checkCase(t *testing.T, f conformanceFile, secret []byte, c conformanceCase
 		check("schedule", k.Schedule, w.Schedule)
 		check("maxWaitMs", k.MaxWaitMs, w.MaxWaitMs)
 		check("fieldDigests", hex.EncodeToString(k.FieldDigests), w.FieldDigests)
+		rd := sha256.Sum256(k.FieldDigests)
+		check("requestDigest", hex.EncodeToString(rd[:]), w.RequestDigest)
 	}
 	// The enqueue_one parameters of a retry (every parameter), as the file lists them. The
 	// payload is compared in its canonical text (the TypeScript core sends JavaScript's key
@@ -427,7 +443,7 @@ func checkCase(t *testing.T, f conformanceFile, secret []byte, c conformanceCase
 	for i, p := range f.Params {
 		got, want := paramText(values[i]), e.Params[p.Name]
 		if p.Name == "p_payload" {
-			want = e.PayloadCanonical
+			want = sent
 		}
 		check(p.Name, got, want)
 	}

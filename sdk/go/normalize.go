@@ -76,8 +76,8 @@ type keyedRequest struct {
 	// Debounce only.
 	Schedule  *string
 	MaxWaitMs *int64
-	// 80 bytes: the 8-byte digests of every fingerprint field but the payload, in
-	// workhorse.fingerprint_fields() order.
+	// 88 bytes: the 8-byte digests of every fingerprint field, in workhorse.fingerprint_fields()
+	// order; the payload's is of its jsonb text.
 	FieldDigests []byte
 }
 
@@ -360,7 +360,9 @@ func normalize(typ string, payload any, o EnqueueOptions, maxPayload int, defaul
 		k = thr
 	}
 	if k != nil {
-		k.FieldDigests = fieldDigests(n, k.TTLMs)
+		// A keyed request sends PostgreSQL's own text of the payload and digests exactly that text.
+		n.PayloadJSON = cp.JSONBText
+		k.FieldDigests = fieldDigests(n, k.TTLMs, payloadDigest(cp.JSONBText))
 		n.Keyed = k
 	}
 	return n, nil
@@ -409,10 +411,24 @@ func fingerprintJSON(n *normalizedRequest, ttlMs int64) [10]string {
 	return f
 }
 
-// fieldDigests: 80 bytes, the first 8 bytes of SHA-256 of each fingerprintJSON field.
-func fieldDigests(n *normalizedRequest, ttlMs int64) []byte {
-	out := make([]byte, 0, 80)
-	for _, text := range fingerprintJSON(n, ttlMs) {
+// payloadOffset is where the payload's digest sits among the field digests (bytes): payload is the
+// 5th of workhorse.fingerprint_fields().
+const payloadOffset = 32
+
+// payloadDigest is the payload's fingerprint digest: the first 8 bytes of SHA-256 of its jsonb text.
+func payloadDigest(jsonbText string) []byte {
+	d := sha256.Sum256([]byte(jsonbText))
+	return d[:8]
+}
+
+// fieldDigests: 88 bytes, the first 8 bytes of SHA-256 of each fingerprintJSON field, with the
+// payload's digest (8 bytes) in its place, in workhorse.fingerprint_fields() order.
+func fieldDigests(n *normalizedRequest, ttlMs int64, payload []byte) []byte {
+	out := make([]byte, 0, 88)
+	for i, text := range fingerprintJSON(n, ttlMs) {
+		if i*8 == payloadOffset {
+			out = append(out, payload...)
+		}
 		d := sha256.Sum256([]byte(text))
 		out = append(out, d[:8]...)
 	}

@@ -137,9 +137,7 @@ begin
         left join lateral (select p_payloads -> (s.ord::integer - 1) as v) p on true
        cross join lateral (
           select case when s.kh is not null then
-                   substring(s.fd from 1 for 32)
-                   || substring(sha256(convert_to(coalesce(p.v, 'null'::jsonb)::text, 'UTF8')) from 1 for 8)
-                   || substring(s.fd from 33)
+                   workhorse.full_field_digests(s.fd, coalesce(p.v, 'null'::jsonb))
                  end as digests) d
        where not (s.ord::integer = any (v_done))
     ),

@@ -26,10 +26,7 @@ begin
     from unnest(p_ids) u(id) where exists (select 1 from workhorse.job j where j.id = u.id);
   for r in
     select x.id, x.mode, x.scope, x.kh, x.o::integer as o,
-           sha256(substring(x.fd from 1 for 32)
-                  || substring(sha256(convert_to(coalesce(p_payloads -> (x.o::integer - 1), 'null'::jsonb)::text,
-                                                 'UTF8')) from 1 for 8)
-                  || substring(x.fd from 33)) as rdigest
+           sha256(workhorse.full_field_digests(x.fd, coalesce(p_payloads -> (x.o::integer - 1), 'null'::jsonb))) as rdigest
       from unnest(p_ids, p_modes, p_scopes, p_key_hashes, p_field_digests) with ordinality as x(id, mode, scope, kh, fd, o)
      order by x.o
   loop

@@ -49,16 +49,12 @@ begin
       from workhorse.enqueue_debounce(
              p_id, p_queue, p_type, v_payload, p_max_attempts, p_retry_policy, p_deadline, p_execution_timeout_ms,
              p_concurrency_key, p_tags, p_scope, p_key_hash, p_key_preview, p_key_length, p_ttl_ms,
-             substring(p_field_digests from 1 for 32)
-             || substring(sha256(convert_to(v_payload::text, 'UTF8')) from 1 for 8)
-             || substring(p_field_digests from 33),
+             workhorse.full_field_digests(p_field_digests, v_payload),
              coalesce(p_schedule, 'reset'), p_max_wait_ms, p_notify, p_trace_context) d;
     return;
   end if;
   if p_key_hash is not null then
-    v_digests := substring(p_field_digests from 1 for 32)
-                 || substring(sha256(convert_to(v_payload::text, 'UTF8')) from 1 for 8)
-                 || substring(p_field_digests from 33);
+    v_digests := workhorse.full_field_digests(p_field_digests, v_payload);
     v_rdigest := sha256(v_digests);
     for attempt in 1 .. 5 loop
       -- The binding live or not (the same primary-key probe): a binding that holds this call's own

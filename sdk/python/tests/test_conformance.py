@@ -13,6 +13,7 @@ import pytest
 from workhorse._input import RequestConfig, iso, normalize_request, one_values
 from workhorse._key_preview_table import HIDDEN_RANGES, UNICODE_VERSION
 from workhorse._keys import key_preview, legacy_key_hash
+from workhorse._payload import canonical_text, jsonb_text
 from workhorse.errors import EnqueueValidationError
 from workhorse.queue import _bucketed_id, _key_bucket
 
@@ -67,7 +68,11 @@ def test_case(case: dict[str, Any]) -> None:
         return
     ok = expect["ok"]
     n = normalize_request(case["input"]["type"], payload, options_of(case), config)
-    assert n.payload_text == ok["payloadCanonical"]
+    # Keyed requests send PostgreSQL's jsonb text (their payload digest is of it); others the canonical text.
+    assert n.payload_text == (ok["payloadJsonbText"] if ok["keyed"] else ok["payloadCanonical"])
+    assert jsonb_text(payload) == ok["payloadJsonbText"]
+    assert canonical_text(payload) == ok["payloadCanonical"]
+    assert hashlib.sha256(jsonb_text(payload).encode("utf-8")).digest()[:8].hex() == ok["payloadDigest"]
     assert n.payload_bytes == ok["payloadBytes"]
     assert (n.type, n.queue, n.max_attempts, n.tags) == (ok["type"], ok["queue"], ok["maxAttempts"], ok["tags"])
     assert (iso(n.run_at) if n.run_at else None) == ok["runAt"]
@@ -92,12 +97,14 @@ def test_case(case: dict[str, Any]) -> None:
             "schedule": k.schedule,
             "maxWaitMs": k.max_wait_ms,
             "fieldDigests": k.field_digests.hex(),
+            "requestDigest": hashlib.sha256(k.field_digests).hexdigest(),
         } == {name: v for name, v in ek.items() if name != "fieldDigestsByName"}
+        assert k.field_digests[32:40].hex() == ek["fieldDigestsByName"]["payload"] == ok["payloadDigest"]
     names = [p["name"] for p in FILE["enqueueOneParams"]]
     values = one_values(n, FILE["jobId"], notify=False, retry=True)
     got = {name: (f"\\x{v.hex()}" if isinstance(v, bytes) else v) for name, v in zip(names, values, strict=True)}
     want = dict(ok["enqueueOneParams"])
-    assert got.pop("p_payload") == ok["payloadCanonical"]
+    assert got.pop("p_payload") == (ok["payloadJsonbText"] if ok["keyed"] else ok["payloadCanonical"])
     want.pop("p_payload")
     assert got == want
 

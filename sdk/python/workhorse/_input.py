@@ -17,7 +17,7 @@ import re
 from typing import Any
 
 from ._keys import key_digest, key_hash, key_length, key_preview, legacy_key_hash
-from ._payload import encode_payload, int_too_long
+from ._payload import encode_payload, int_too_long, jsonb_text
 from .errors import EnqueueValidationError, ValidationIssue
 from .types import UNSET
 
@@ -277,9 +277,10 @@ def _field_digest(value: Any) -> bytes:
     return digest
 
 
-def field_digests_of(values: dict[str, Any]) -> bytes:
-    """80 bytes: the first 8 bytes of SHA-256 of each field's JSON text, in fingerprint order, payload left out."""
-    return b"".join(_field_digest(values[f]) for f in FINGERPRINT_FIELDS if f != "payload")
+def field_digests_of(values: dict[str, Any], payload_digest: bytes) -> bytes:
+    """88 bytes: the first 8 bytes of SHA-256 of each field's JSON text in fingerprint order, the
+    payload's (``payload_digest``) from its jsonb text."""
+    return b"".join(payload_digest if f == "payload" else _field_digest(values[f]) for f in FINGERPRINT_FIELDS)
 
 
 @dataclass
@@ -444,6 +445,9 @@ def normalize_request(type_: Any, payload: Any, options: Any, config: RequestCon
     if given:
         mode = given[0]
         k = modes[mode]
+        # A keyed request sends PostgreSQL's own text of the payload and digests exactly that text.
+        n.payload_text = jsonb_text(payload)
+        payload_digest = hashlib.sha256(n.payload_text.encode("utf-8")).digest()[:8]
         digests = field_digests_of({
             "concurrencyKey": n.concurrency_key,
             "deadline": iso(n.deadline) if n.deadline else None,
@@ -455,7 +459,7 @@ def normalize_request(type_: Any, payload: Any, options: Any, config: RequestCon
             "tags": n.tags,
             "ttlMs": k["ttlMs"],
             "type": n.type,
-        })  # fmt: skip
+        }, payload_digest)  # fmt: skip
         h = key_hash(config.secret, k["scope"], k["key"])
         n.keyed = Keyed(
             mode=mode,

@@ -138,8 +138,40 @@ def _type_name(v: object) -> str:
     return type(v).__name__
 
 
+def plain_number(text: str) -> str:
+    """An ECMAScript number text without its exponent, as PostgreSQL's numeric writes it
+    (``1e+21`` -> ``1000000000000000000000``, ``1.5e-7`` -> ``0.00000015``)."""
+    e = text.find("e")
+    if e < 0:
+        return text
+    negative = text.startswith("-")
+    mantissa = text[1 if negative else 0 : e]
+    exp = int(text[e + 1 :])
+    dot = mantissa.find(".")
+    digits = mantissa if dot < 0 else mantissa[:dot] + mantissa[dot + 1 :]
+    point = (len(mantissa) if dot < 0 else dot) + exp
+    if point <= 0:
+        out = "0." + "0" * (-point) + digits
+    elif point >= len(digits):
+        out = digits + "0" * (point - len(digits))
+    else:
+        out = digits[:point] + "." + digits[point:]
+    return "-" + out if negative else out
+
+
 def canonical_text(v: Any) -> str:
     """The canonical text of an already checked payload (docs/clients.md, payloadCanonical)."""
+    return _write(v, ",", ":", es_number)
+
+
+def jsonb_text(v: Any) -> str:
+    """PostgreSQL's jsonb text of an already checked payload (docs/clients.md, payloadJsonbText):
+    the canonical text with ``", "`` and ``": "`` as separators and numbers without exponents. Keyed
+    requests send it, and their payload digest is the first 8 bytes of SHA-256 of it (UTF-8)."""
+    return _write(v, ", ", ": ", lambda x: plain_number(es_number(x)))
+
+
+def _write(v: Any, comma: str, colon: str, number: Any) -> str:
     parts: list[str] = []
     stack: list[Any] = [v]
     while stack:
@@ -153,14 +185,14 @@ def canonical_text(v: Any) -> str:
         elif x is False:
             parts.append("false")
         elif isinstance(x, (int, float)):
-            parts.append(es_number(x))
+            parts.append(number(x))
         elif isinstance(x, str):
             parts.append(js_string(x))
         elif isinstance(x, dict):
             keys = sorted(x.keys(), key=lambda k: (len(k.encode("utf-8")), k.encode("utf-8")))
             seq: list[Any] = [_Raw("{")]
             for i, k in enumerate(keys):
-                seq.append(_Raw(("," if i else "") + js_string(k) + ":"))
+                seq.append(_Raw((comma if i else "") + js_string(k) + colon))
                 seq.append(x[k])
             seq.append(_Raw("}"))
             stack.extend(reversed(seq))
@@ -168,7 +200,7 @@ def canonical_text(v: Any) -> str:
             seq = [_Raw("[")]
             for i, item in enumerate(x):
                 if i:
-                    seq.append(_Raw(","))
+                    seq.append(_Raw(comma))
                 seq.append(item)
             seq.append(_Raw("]"))
             stack.extend(reversed(seq))

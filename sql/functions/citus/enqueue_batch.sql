@@ -1,5 +1,5 @@
 -- The Citus variant of sql/functions/enqueue_batch.sql (docs/scale-out.md); bring it in line when that file changes.
--- follows: sql/functions/enqueue_batch.sql 90207de67ceb023a
+-- follows: sql/functions/enqueue_batch.sql 1240b1fdf70862c4
 
 -- A batch on the coordinator, one transaction (two-phase commit across the workers it touched, so a
 -- conflict anywhere leaves nothing anywhere): the requests go shard by shard, each decided by

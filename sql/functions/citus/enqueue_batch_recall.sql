@@ -1,5 +1,5 @@
 -- The Citus variant of sql/functions/enqueue_batch_recall.sql (docs/scale-out.md); bring it in line when that file changes.
--- follows: sql/functions/enqueue_batch_recall.sql ec42c9d52ee83765
+-- follows: sql/functions/enqueue_batch_recall.sql 7f4e0f169998edf3
 
 -- workhorse.enqueue_batch_recall (migration 013) on the distributed layout: the same answers, each
 -- read a router query on its bucket (a job's from its id, a binding's from its key).
@@ -26,10 +26,7 @@ begin
   end loop;
   for r in
     select x.id, x.mode, x.scope, x.kh, x.o::integer as o, workhorse.key_bucket(x.scope, x.kh) as kb,
-           sha256(substring(x.fd from 1 for 32)
-                  || substring(sha256(convert_to(coalesce(p_payloads -> (x.o::integer - 1), 'null'::jsonb)::text,
-                                                 'UTF8')) from 1 for 8)
-                  || substring(x.fd from 33)) as rdigest
+           sha256(workhorse.full_field_digests(x.fd, coalesce(p_payloads -> (x.o::integer - 1), 'null'::jsonb))) as rdigest
       from unnest(p_ids, p_modes, p_scopes, p_key_hashes, p_field_digests) with ordinality as x(id, mode, scope, kh, fd, o)
      order by x.o
   loop
