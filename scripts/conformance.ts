@@ -418,7 +418,7 @@ function expected(c: CaseDef): Record<string, unknown> {
         payloadCanonical: canonical(payload),
         payloadJson: n.payloadJson,
         payloadJsonbText: jsonbText(payload),
-        payloadDigest: hex(payloadDigestOf(jsonbText(payload))),
+        payloadDigest: payloadDigestOf(jsonbText(payload)),
         payloadBytes: encodePayload(payload, maxPayloadBytes).bytes,
         type: n.type,
         queue: n.queue,

@@ -102,3 +102,12 @@ test("a request whose client sent 80 bytes (the payload digested by PostgreSQL) 
   );
   expect(stored?.fd.toString("hex")).toBe(bound?.fd.toString("hex"));
 });
+
+test("workhorse.full_field_digests is inlined where it is called (no function call per request)", async () => {
+  const plan = await t.sql<{ "QUERY PLAN": string }>(
+    "explain verbose select workhorse.full_field_digests(x::text::bytea, '{}'::jsonb) from generate_series(1, 3) x",
+  );
+  const text = plan.map((r) => r["QUERY PLAN"]).join("\n");
+  expect(text).toContain("octet_length");
+  expect(text).not.toContain("full_field_digests");
+});

@@ -36,12 +36,12 @@ function digest(value: unknown): Buffer {
 const PAYLOAD_OFFSET = 8 * FINGERPRINT_FIELDS.indexOf("payload");
 
 /**
- * 88 bytes: the digests of `values` and of the payload (`payloadDigest`, 8 bytes) in
+ * 88 bytes: the digests of `values` and of the payload (`payloadDigest`, 16 hex digits) in
  * `workhorse.fingerprint_fields()` order. Requests of one stream mostly share the other fields'
  * digests: those 80 bytes are remembered per distinct combination (one JSON text, one map lookup on
  * the hot path).
  */
-export function fieldDigestsOf(values: Record<DigestedField, unknown>, payloadDigest: Buffer): Buffer {
+export function fieldDigestsOf(values: Record<DigestedField, unknown>, payloadDigest: string): Buffer {
   const signature = JSON.stringify(DIGESTED_FIELDS.map((f) => values[f]));
   let fieldDigests = fieldDigestCache.get(signature);
   if (fieldDigests === undefined) {
@@ -50,7 +50,7 @@ export function fieldDigestsOf(values: Record<DigestedField, unknown>, payloadDi
   }
   const all = Buffer.allocUnsafe(fieldDigests.length + 8);
   fieldDigests.copy(all, 0, 0, PAYLOAD_OFFSET);
-  payloadDigest.copy(all, PAYLOAD_OFFSET, 0, 8);
+  all.write(payloadDigest, PAYLOAD_OFFSET, 8, "hex");
   fieldDigests.copy(all, PAYLOAD_OFFSET + 8, PAYLOAD_OFFSET);
   return all;
 }
