@@ -12,6 +12,7 @@ import { LIMITS } from "../lib/enqueue/limits";
 import { encodePayload } from "../lib/enqueue/payload";
 import { jsonbText, payloadDigestOf } from "../lib/enqueue/payload-text";
 import { bucketedId, ENQUEUE_ONE_PARAMS, keyBucket, oneRequestValues } from "../lib/enqueue/store/enqueue";
+import { WORKER_FUNCTIONS } from "../lib/enqueue/store/worker-calls";
 import { FINGERPRINT_FIELDS } from "../lib/enqueue/vocabulary";
 import { writeOrCheck } from "./generated-file.mjs";
 
@@ -472,6 +473,9 @@ const file = {
   limits: LIMITS,
   cases: cases.map((c) => ({ ...c, expect: expected(c) })),
   buckets,
+  // The worker's SQL functions: each call's argument types in order and the result columns a client
+  // may select (lib/enqueue/store/worker-calls.ts, checked against pg_proc).
+  workerCalls: Object.entries(WORKER_FUNCTIONS).map(([fn, f]) => ({ function: `workhorse.${fn}`, ...f })),
 };
 // Written as the repository's formatter writes JSON, so `biome check` and `--check` agree.
 const text = execFileSync(

@@ -1,7 +1,8 @@
-// The request's field table (lib/enqueue/store/enqueue.ts) against the enqueue functions' signatures
+// The request's field table (lib/enqueue/store/enqueue.ts) and the worker's calls (store/worker-calls.ts) against the functions' signatures
 // in pg_proc: a parameter added, removed, renamed or retyped on one side only fails here.
 import { beforeAll, expect, test } from "vitest";
 import { ENQUEUE_BATCH_PARAMS, ENQUEUE_ONE_PARAMS, ENQUEUE_TRACE_PARAM } from "../lib/enqueue/store/enqueue";
+import { WORKER_FUNCTIONS } from "../lib/enqueue/store/worker-calls";
 import { setupQueueTests } from "./helpers";
 
 const t = setupQueueTests();
@@ -46,4 +47,23 @@ test("the trace context is optional (defaulted), so clients that do not trace om
     { proname: "enqueue_batch", defaults: 4 },
     { proname: "enqueue_one", defaults: 4 },
   ]);
+});
+
+test("the worker's calls (lib/enqueue/store/worker-calls.ts, carried to every client) are the worker functions' signatures", async () => {
+  const rows = await t.sql<{ fn: string; args: string[]; columns: { name: string; type: string }[] }>(
+    `select p.proname as fn,
+            array(select format_type(a.t, null) from unnest(p.proargtypes::oid[]) with ordinality as a(t, o)
+                   order by a.o) as args,
+            (select coalesce(json_agg(json_build_object('name', c.n, 'type', format_type(c.t, null)) order by c.o), '[]')
+               from unnest(p.proargnames, p.proallargtypes, p.proargmodes) with ordinality as c(n, t, m, o)
+              where c.m in ('o', 't')) as columns
+       from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+      where n.nspname = 'workhorse' and p.proname = any ($1::text[])
+      order by p.proname`,
+    [Object.keys(WORKER_FUNCTIONS)],
+  );
+  const fromTable = Object.entries(WORKER_FUNCTIONS)
+    .map(([fn, f]) => ({ fn, args: [...f.args], columns: f.columns.map((c) => ({ ...c })) }))
+    .sort((a, b) => (a.fn < b.fn ? -1 : 1));
+  expect(rows).toEqual(fromTable);
 });

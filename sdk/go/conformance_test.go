@@ -32,6 +32,13 @@ type conformanceFile struct {
 		Bucket        int    `json:"bucket"`
 		BucketedJobID string `json:"bucketedJobId"`
 	} `json:"buckets"`
+	WorkerCalls []struct {
+		Function string   `json:"function"`
+		Args     []string `json:"args"`
+		Columns  []struct {
+			Name string `json:"name"`
+		} `json:"columns"`
+	} `json:"workerCalls"`
 }
 
 type conformanceCase struct {

@@ -109,7 +109,7 @@ func (j *ClaimedJob) Checkpoint(ctx context.Context, name string, fn func(ctx co
 	}
 	var stored *string
 	err := j.w.persist(ctx, func(ctx context.Context) error {
-		return j.w.pool.QueryRow(ctx, "select value::text from workhorse.job_checkpoint where job_id = $1::uuid and name = $2::text", j.ID, name).Scan(&stored)
+		return j.w.pool.QueryRow(ctx, sqlReadCheckpoint, j.ID, name).Scan(&stored)
 	})
 	if err != nil && !isNoRows(err) {
 		return nil, newDatabaseError("checkpoint", err)
@@ -128,7 +128,7 @@ func (j *ClaimedJob) Checkpoint(ctx context.Context, name string, fn func(ctx co
 	var status string
 	var saved *string
 	err = j.w.persist(ctx, func(ctx context.Context) error {
-		return j.w.pool.QueryRow(ctx, "select status, value::text from workhorse.save_checkpoint($1::uuid, $2::integer, $3::text, $4::text, $5::jsonb, $6::integer)",
+		return j.w.pool.QueryRow(ctx, sqlSaveCheckpoint,
 			j.ID, j.Attempt, j.LeaseOwner, name, text, int(j.w.lease.Milliseconds())).Scan(&status, &saved)
 	})
 	if isNoRows(err) || (err == nil && status == "stale") {
@@ -412,9 +412,7 @@ func (w *Worker) claim(ctx context.Context, limit int, reap bool) ([]*ClaimedJob
 	w.claimSeq++
 	token := fmt.Sprintf("%s~%s", w.workerID, strings.ToLower(fmt.Sprintf("%x", w.claimSeq)))
 	w.mu.Unlock()
-	rows, err := w.pool.Query(ctx, `select id::text, queue, type, payload::text, attempt, max_attempts, run_at, deadline,
-	    execution_timeout_ms, concurrency_key, tags, created_at, lease_expires_at
-	  from workhorse.claim_jobs($1::text[], $2::text[], $3::text, $4::integer, $5::integer, $6::boolean)`,
+	rows, err := w.pool.Query(ctx, sqlClaimJobs,
 		w.queues, w.types, token, limit, int(w.lease.Milliseconds()), reap)
 	if err != nil {
 		return nil, err
@@ -446,7 +444,7 @@ func (w *Worker) heartbeat(ctx context.Context, jobs []*ClaimedJob) ([]heartbeat
 	for i, j := range jobs {
 		ids[i], attempts[i], owners[i] = j.ID, int32(j.Attempt), j.LeaseOwner
 	}
-	rows, err := w.pool.Query(ctx, "select id::text, lease_owner, cancel_requested from workhorse.heartbeat_jobs($1::uuid[], $2::integer[], $3::text[], $4::integer)",
+	rows, err := w.pool.Query(ctx, sqlHeartbeatJobs,
 		ids, attempts, owners, int(w.lease.Milliseconds()))
 	if err != nil {
 		return nil, err
@@ -622,7 +620,7 @@ func (w *Worker) runAttempt(j *ClaimedJob) {
 	case errors.Is(stop, ErrWorkerStopping):
 		var id *string
 		perr := w.persist(write, func(ctx context.Context) error {
-			return w.pool.QueryRow(ctx, "select id::text from workhorse.release_jobs($1::uuid[], $2::integer[], $3::text[], $4::text)",
+			return w.pool.QueryRow(ctx, sqlReleaseJobs,
 				[]string{j.ID}, []int32{int32(j.Attempt)}, []string{j.LeaseOwner}, "shutdown").Scan(&id)
 		})
 		if perr == nil {
@@ -633,7 +631,7 @@ func (w *Worker) runAttempt(j *ClaimedJob) {
 	case errors.Is(stop, ErrJobCanceled):
 		var id *string
 		perr := w.persist(write, func(ctx context.Context) error {
-			return w.pool.QueryRow(ctx, "select id::text from workhorse.cancel_attempt($1::uuid, $2::integer, $3::text)", j.ID, j.Attempt, j.LeaseOwner).Scan(&id)
+			return w.pool.QueryRow(ctx, sqlCancelAttempt, j.ID, j.Attempt, j.LeaseOwner).Scan(&id)
 		})
 		switch {
 		case perr == nil:
@@ -651,7 +649,7 @@ func (w *Worker) runAttempt(j *ClaimedJob) {
 		}
 		var id *string
 		perr := w.persist(write, func(ctx context.Context) error {
-			return w.pool.QueryRow(ctx, "select id::text from workhorse.complete_jobs($1::uuid[], $2::integer[], $3::text[], $4::jsonb[])",
+			return w.pool.QueryRow(ctx, sqlCompleteJobs,
 				[]string{j.ID}, []int32{int32(j.Attempt)}, []string{j.LeaseOwner}, [][]byte{[]byte(text)}).Scan(&id)
 		})
 		switch {
@@ -689,7 +687,7 @@ func (w *Worker) forget(j *ClaimedJob) {
 func (w *Worker) fail(ctx context.Context, j *ClaimedJob, err error, cause string) {
 	var state string
 	perr := w.persist(ctx, func(ctx context.Context) error {
-		return w.pool.QueryRow(ctx, "select state from workhorse.fail_job($1::uuid, $2::integer, $3::text, $4::jsonb, $5::text, $6::jsonb)",
+		return w.pool.QueryRow(ctx, sqlFailJob,
 			j.ID, j.Attempt, j.LeaseOwner, errorSummary(err), cause, w.defaultPolicy).Scan(&state)
 	})
 	switch {

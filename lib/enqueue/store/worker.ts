@@ -7,6 +7,7 @@
 import type pg from "pg";
 import type { ClaimedJob } from "../worker/types";
 import { type ClaimRow, claimedJobFromRow } from "./rows";
+import { workerCall } from "./worker-calls";
 
 /** What fences one attempt's writes. */
 export type Attempt = Pick<ClaimedJob, "id" | "attempt" | "leaseOwner">;
@@ -26,7 +27,7 @@ export async function claimJobs(
     text: `with c as materialized (
              select id, queue, type, payload, attempt, max_attempts, run_at, deadline, execution_timeout_ms,
                     concurrency_key, tags, created_at, lease_expires_at, trace_context
-               from workhorse.claim_jobs($1::text[], $2::text[], $3::text, $4::integer, $5::integer, $6::boolean))
+               from ${workerCall("claim_jobs")})
            select c.*, $3::text as lease_owner, null::integer as overdue from c
            union all
            select null, null, null, null, null, null, null, null, null, null, null, null, null, null, null,
@@ -49,7 +50,7 @@ export async function heartbeat(
 ): Promise<Array<{ id: string; leaseOwner: string; cancelRequested: boolean }>> {
   const { rows } = await pool.query<{ id: string; lease_owner: string; cancel_requested: boolean }>({
     name: "workhorse_heartbeat_jobs",
-    text: "select id, lease_owner, cancel_requested from workhorse.heartbeat_jobs($1::uuid[], $2::integer[], $3::text[], $4::integer)",
+    text: `select id, lease_owner, cancel_requested from ${workerCall("heartbeat_jobs")}`,
     values: [attempts.map((a) => a.id), attempts.map((a) => a.attempt), attempts.map((a) => a.leaseOwner), leaseMs],
   });
   return rows.map((r) => ({ id: r.id, leaseOwner: r.lease_owner, cancelRequested: r.cancel_requested }));
@@ -62,7 +63,7 @@ export async function completeJobs(
 ): Promise<Set<string>> {
   const { rows } = await pool.query<{ id: string }>({
     name: "workhorse_complete_jobs",
-    text: "select id from workhorse.complete_jobs($1::uuid[], $2::integer[], $3::text[], $4::jsonb[])",
+    text: `select id from ${workerCall("complete_jobs")}`,
     values: [
       batch.map((b) => b.attempt.id),
       batch.map((b) => b.attempt.attempt),
@@ -77,7 +78,7 @@ export async function completeJobs(
 export async function cancelAttempt(pool: pg.Pool, a: Attempt): Promise<boolean> {
   const { rows } = await pool.query({
     name: "workhorse_cancel_attempt",
-    text: "select id from workhorse.cancel_attempt($1::uuid, $2::integer, $3::text)",
+    text: `select id from ${workerCall("cancel_attempt")}`,
     values: [a.id, a.attempt, a.leaseOwner],
   });
   return rows.length > 0;
@@ -94,7 +95,7 @@ export async function failJob(
 ): Promise<{ state: string; runAt: Date | null; delayMs: number | null } | null> {
   const { rows } = await pool.query<{ state: string; run_at: Date | null; delay_ms: string | null }>({
     name: "workhorse_fail_job",
-    text: "select state, run_at, delay_ms from workhorse.fail_job($1::uuid, $2::integer, $3::text, $4::jsonb, $5::text, $6::jsonb)",
+    text: `select state, run_at, delay_ms from ${workerCall("fail_job")}`,
     values: [a.id, a.attempt, a.leaseOwner, f.errorJson, f.cause, f.defaultPolicyJson],
   });
   const r = rows[0];
@@ -104,7 +105,7 @@ export async function failJob(
 /** `workhorse.release_jobs`: gives an attempt back (`ready` again, attempt not counted); false when stale. */
 export async function releaseJob(pool: pg.Pool, a: Attempt, reason: "shutdown"): Promise<boolean> {
   const { rows } = await pool.query({
-    text: "select id from workhorse.release_jobs($1::uuid[], $2::integer[], $3::text[], $4::text)",
+    text: `select id from ${workerCall("release_jobs")}`,
     values: [[a.id], [a.attempt], [a.leaseOwner], reason],
   });
   return rows.length > 0;
@@ -131,7 +132,7 @@ export async function saveCheckpoint(
 ): Promise<{ status: "saved" | "exists" | "stale"; value: unknown } | null> {
   const { rows } = await pool.query<{ status: "saved" | "exists" | "stale"; value: unknown }>({
     name: "workhorse_save_checkpoint",
-    text: "select status, value from workhorse.save_checkpoint($1::uuid, $2::integer, $3::text, $4::text, $5::jsonb, $6::integer)",
+    text: `select status, value from ${workerCall("save_checkpoint")}`,
     values: [a.id, a.attempt, a.leaseOwner, c.name, c.valueJson, c.leaseMs],
   });
   return rows[0] ?? null;

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -150,3 +151,27 @@ def test_cached_field_digests_keep_values_of_other_types_apart() -> None:
         for v in (True, 1, 1.0, "1", None, ["a"], "a"):
             assert _field_digest(v) == hashlib.sha256(_digest_json(v).encode("utf-8")).digest()[:8], v
     assert len({_field_digest(v) for v in (True, 1, 1.0, "1")}) == 4
+
+
+def test_worker_calls_match_the_conformance_file() -> None:
+    """Every worker statement calls its SQL function with the file's argument types, in order, and
+    selects only the function's result columns; every worker function in the file is called."""
+    from workhorse import _worker_sql
+
+    calls = {c["function"]: c for c in FILE["workerCalls"]}
+    seen: set[str] = set()
+    for name, sql in vars(_worker_sql).items():
+        if not (name.isupper() and isinstance(sql, str)):
+            continue
+        m = re.search(r"from (workhorse\.\w+)\((.*?)\)", sql, re.S)
+        if m is None or m.group(1) not in calls:
+            continue  # not a function call (e.g. the checkpoint read from its table)
+        fn = m.group(1)
+        seen.add(fn)
+        assert re.findall(r"%s::([\w\[\]]+)", m.group(2)) == calls[fn]["args"], name
+        selected = re.match(r"\s*select (.*?)\s+from ", sql, re.S)
+        assert selected is not None, name
+        columns = {c["name"] for c in calls[fn]["columns"]}
+        for item in selected.group(1).split(","):
+            assert item.strip().split("::")[0] in columns, (name, item)
+    assert seen == set(calls)
