@@ -17,7 +17,7 @@ import re
 from typing import Any
 
 from ._keys import key_digest, key_hash, key_length, key_preview, legacy_key_hash
-from ._payload import encode_payload, int_too_long, jsonb_text
+from ._payload import encode_payload, int_too_long
 from .errors import EnqueueValidationError, ValidationIssue
 from .types import UNSET
 
@@ -419,7 +419,9 @@ def normalize_request(type_: Any, payload: Any, options: Any, config: RequestCon
             out.add(f"{ob}.debounce.maxWaitMs", f"must be at least windowMs ({shown})")
     payload_text, payload_bytes = "", 0
     try:
-        payload_text, payload_bytes = encode_payload(payload, config.max_payload_bytes, f"{base}.payload" if base else "payload")
+        payload_text, payload_bytes = encode_payload(
+            payload, config.max_payload_bytes, f"{base}.payload" if base else "payload", jsonb=len(given) == 1
+        )
     except EnqueueValidationError as e:
         out.list.extend(e.issues)
     if out.list:
@@ -445,8 +447,8 @@ def normalize_request(type_: Any, payload: Any, options: Any, config: RequestCon
     if given:
         mode = given[0]
         k = modes[mode]
-        # A keyed request sends PostgreSQL's own text of the payload and digests exactly that text.
-        n.payload_text = jsonb_text(payload)
+        # A keyed request sends PostgreSQL's own text of the payload (encode_payload wrote it) and
+        # digests exactly that text.
         payload_digest = hashlib.sha256(n.payload_text.encode("utf-8")).digest()[:8]
         digests = field_digests_of({
             "concurrencyKey": n.concurrency_key,

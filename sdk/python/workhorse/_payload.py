@@ -189,7 +189,11 @@ def _write(v: Any, comma: str, colon: str, number: Any) -> str:
         elif isinstance(x, str):
             parts.append(js_string(x))
         elif isinstance(x, dict):
-            keys = sorted(x.keys(), key=lambda k: (len(k.encode("utf-8")), k.encode("utf-8")))
+            # jsonb's key order: shorter UTF-8 first, then bytewise (for ASCII keys, the characters' order).
+            if all(k.isascii() for k in x):
+                keys = sorted(x, key=_ascii_key_order)
+            else:
+                keys = sorted(x, key=_utf8_key_order)
             seq: list[Any] = [_Raw("{")]
             for i, k in enumerate(keys):
                 seq.append(_Raw((comma if i else "") + js_string(k) + colon))
@@ -207,6 +211,15 @@ def _write(v: Any, comma: str, colon: str, number: Any) -> str:
     return "".join(parts)
 
 
+def _ascii_key_order(k: str) -> tuple[int, str]:
+    return (len(k), k)
+
+
+def _utf8_key_order(k: str) -> tuple[int, bytes]:
+    b = k.encode("utf-8")
+    return (len(b), b)
+
+
 class _Raw:
     __slots__ = ("text",)
 
@@ -214,8 +227,9 @@ class _Raw:
         self.text = text
 
 
-def encode_payload(payload: Any, max_bytes: int, option: str = "payload") -> tuple[str, int]:
-    """Checks a payload and returns (canonical text, bytes PostgreSQL stores for it).
+def encode_payload(payload: Any, max_bytes: int, option: str = "payload", jsonb: bool = False) -> tuple[str, int]:
+    """Checks a payload and returns (its text, bytes PostgreSQL stores for it): the canonical text,
+    or with ``jsonb`` PostgreSQL's own jsonb text (what a keyed request sends and digests).
 
     Plain JSON only: dict (str keys), list or tuple, str (no NUL, no lone surrogates), int, finite
     float, bool, None; nested at most 100 levels; at most ``max_bytes`` as jsonb text.
@@ -318,8 +332,8 @@ def encode_payload(payload: Any, max_bytes: int, option: str = "payload") -> tup
             next_index.pop()
         if not found_next:
             break
-    text = canonical_text(payload)
-    size = len(text.encode("utf-8")) + extra
+    text = jsonb_text(payload) if jsonb else canonical_text(payload)
+    size = len(text.encode("utf-8")) + (0 if jsonb else extra)
     if size > max_bytes:
         raise EnqueueValidationError(
             [ValidationIssue(option, f"must be at most {max_bytes} bytes as PostgreSQL stores it (jsonb text; got {size})")]
