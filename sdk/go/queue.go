@@ -266,15 +266,7 @@ func (q *Queue) enqueueOne(ctx context.Context, tx pgx.Tx, jobType string, paylo
 // EnqueueMany enqueues up to 1000 requests in one round trip and returns their job ids in input
 // order. Any conflict rolls back the whole batch.
 func (q *Queue) EnqueueMany(ctx context.Context, requests []Request) ([]string, error) {
-	rs, err := q.EnqueueManyWithResults(ctx, requests)
-	if err != nil {
-		return nil, err
-	}
-	ids := make([]string, len(rs))
-	for i, r := range rs {
-		ids[i] = r.JobID
-	}
-	return ids, nil
+	return jobIDs(q.EnqueueManyWithResults(ctx, requests))
 }
 
 // EnqueueManyWithResults is EnqueueMany reporting each request's outcome.
@@ -285,7 +277,11 @@ func (q *Queue) EnqueueManyWithResults(ctx context.Context, requests []Request) 
 // EnqueueManyTx enqueues up to 1000 requests inside the caller's transaction tx, as EnqueueTx does
 // one, and returns their job ids in input order.
 func (q *Queue) EnqueueManyTx(ctx context.Context, tx pgx.Tx, requests []Request) ([]string, error) {
-	rs, err := q.EnqueueManyWithResultsTx(ctx, tx, requests)
+	return jobIDs(q.EnqueueManyWithResultsTx(ctx, tx, requests))
+}
+
+// jobIDs is the job id of each result, in order (nil with the error when there is one).
+func jobIDs(rs []EnqueueResult, err error) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
