@@ -13,6 +13,8 @@ import time
 from typing import Any
 import uuid
 
+import psycopg
+
 from ._input import (
     DEFAULT_SCOPE,
     MAX_BATCH,
@@ -59,6 +61,79 @@ def retry_wait_s(attempt: int, max_delay_ms: int) -> float:
     """How long to wait before try ``attempt + 1``: 25 ms doubling to ``max_delay_ms``, with jitter."""
     ceiling: float = min(max_delay_ms, 25 << max(0, attempt - 1)) / 1000
     return ceiling / 2 + random.random() * ceiling / 2
+
+
+_RETRYABLE_SQLSTATES = {"40001", "40P01", "53300", "55P03", "57P01", "57P02", "57P03"}
+
+
+def is_retryable(err: BaseException) -> bool:
+    """Connection loss, or a SQLSTATE after which repeating the same statement may succeed."""
+    state = getattr(err, "sqlstate", None)
+    if state:
+        return state in _RETRYABLE_SQLSTATES or state.startswith("08")
+    return isinstance(err, (psycopg.OperationalError, psycopg.InterfaceError))
+
+
+#: Pre-secret bindings are looked up this much longer than the database says they may be live.
+LEGACY_MARGIN_S = 5.0
+
+
+class QueueCore:
+    """What the blocking ``Queue`` and the asyncio ``aio.Queue`` share: their settings, the retry
+    bookkeeping, the installation secret once read, the layout, and each request's configuration.
+    Each subclass adds its own I/O (blocking or awaited) around these."""
+
+    def __init__(
+        self,
+        *,
+        key_secret: str | bytes | None,
+        max_payload_bytes: int,
+        source: str | None,
+        retry_attempts: int,
+        retry_max_delay_ms: int,
+    ):
+        self._outside = outside_secret(key_secret)
+        self._secret: bytes | None = None
+        self._legacy_until = 0.0
+        self._max_payload_bytes = max_payload_bytes
+        self._source = source
+        self._retry_attempts = max(1, retry_attempts)
+        self._retry_max_delay_ms = retry_max_delay_ms
+        self._checked_layout = False
+        self._distributed = False  # the Citus layout (docs/scale-out.md), read once with the layout
+        #: Calls repeated after connection loss, and accepts recovered from a lost answer.
+        self.retry_stats = {"retried_calls": 0, "retries": 0, "recovered_accepts": 0, "exhausted": 0}
+
+    def _retry_wait(self, err: Exception, attempt: int) -> float | None:
+        """After try ``attempt`` failed with ``err``: seconds to wait before the next try, or None
+        when the error is final (not retryable, or the last try). Counts both in ``retry_stats``."""
+        cause = err.__cause__ if isinstance(err, WorkhorseDatabaseError) else err
+        if cause is None or not is_retryable(cause) or attempt >= self._retry_attempts:
+            if attempt > 1:
+                self.retry_stats["exhausted"] += 1
+            return None
+        if attempt == 1:
+            self.retry_stats["retried_calls"] += 1
+        self.retry_stats["retries"] += 1
+        return retry_wait_s(attempt, self._retry_max_delay_ms)
+
+    def _keep_secret(self, row: tuple[Any, ...] | None) -> bytes:
+        """Keeps the secret (and the legacy window) read from the installation row."""
+        self._secret, self._legacy_until = secret_from(row, self._outside, LEGACY_MARGIN_S)
+        return self._secret
+
+    def _keep_layout(self, row: tuple[Any, ...] | None) -> None:
+        self._distributed = bool(row and row[0])
+        self._checked_layout = True
+
+    def _request_config(self, secret: bytes | None) -> RequestConfig:
+        """The checks' configuration; ``secret`` None: an unkeyed call before the secret was read."""
+        return RequestConfig(
+            max_payload_bytes=self._max_payload_bytes,
+            source=self._source,
+            secret=secret or b"\0" * 32,
+            legacy_window_open=self._legacy_until > time.monotonic(),
+        )
 
 
 def unpack_batch(requests: Any) -> list[tuple[Any, Any, Any]]:

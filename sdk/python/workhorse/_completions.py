@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import threading
 from typing import Any
 
-from .queue import is_retryable
+from ._calls import is_retryable
 from .worker_types import ClaimedJob
 
 _BATCH = 500

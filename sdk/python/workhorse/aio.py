@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-import time
 from typing import Any, TypeVar
 
 import psycopg
@@ -18,24 +17,22 @@ from psycopg_pool import AsyncConnectionPool
 from ._calls import (
     BINDING_SQL,
     JOB_SQL,
+    QueueCore,
     binding_from,
     binding_params,
     describe,
     interpret,
     job_from,
     job_params,
+    is_retryable,
     normalize_batch,
-    outside_secret,
-    retry_wait_s,
     scoped_key,
-    secret_from,
     unpack_batch,
 )
 from ._input import DEFAULT_PAYLOAD_BYTES, Normalized, RequestConfig, normalize_request
 from .errors import EnqueueIdempotencyConflictError, EnqueueValidationError, ValidationIssue, WorkhorseDatabaseError
 from .queue import (
     _LAYOUT_SQL,
-    _LEGACY_MARGIN_S,
     _OBSERVATION_SQL,
     _WAKE_SQL,
     WAKE_CHANNEL,
@@ -46,7 +43,6 @@ from .queue import (
     _statement_of,
     _translate,
     installation_sql,
-    is_retryable,
 )
 from .types import BindingInfo, EnqueueOptions, EnqueueRequest, EnqueueResult, Job, KeyDescription, Unset
 
@@ -56,7 +52,7 @@ T = TypeVar("T")
 WAKE_MIN_INTERVAL_S = 0.010
 
 
-class Queue:
+class Queue(QueueCore):
     """Enqueue and look up jobs from asyncio. One per event loop and pool is enough; calls may run
     concurrently (each takes its own connection from the pool). The options are the blocking
     ``Queue``'s. ``await queue.close()`` waits for a wake-up still pending (it never closes the pool).
@@ -77,20 +73,13 @@ class Queue:
     ):
         if not isinstance(pool, AsyncConnectionPool):
             raise EnqueueValidationError([ValidationIssue("pool", "must be a psycopg_pool.AsyncConnectionPool")])
+        super().__init__(
+            key_secret=key_secret, max_payload_bytes=max_payload_bytes, source=source,
+            retry_attempts=retry_attempts, retry_max_delay_ms=retry_max_delay_ms,
+        )  # fmt: skip
         self._pool = pool
-        self._outside = outside_secret(key_secret)
-        self._secret: bytes | None = None
-        self._legacy_until = 0.0
         self._lock = asyncio.Lock()
-        self._max_payload_bytes = max_payload_bytes
-        self._source = source
-        self._retry_attempts = max(1, retry_attempts)
-        self._retry_max_delay_ms = retry_max_delay_ms
-        self._checked_layout = False
-        self._distributed = False
         self._waker = _Waker(pool) if notify else None
-        #: Calls repeated after connection loss, and accepts recovered from a lost answer.
-        self.retry_stats = {"retried_calls": 0, "retries": 0, "recovered_accepts": 0, "exhausted": 0}
 
     async def close(self) -> None:
         """Waits for a wake-up still pending. The pool stays open (it is the application's)."""
@@ -104,15 +93,10 @@ class Queue:
             try:
                 return await fn(attempt)
             except Exception as err:
-                cause = err.__cause__ if isinstance(err, WorkhorseDatabaseError) else err
-                if cause is None or not is_retryable(cause) or attempt >= self._retry_attempts:
-                    if attempt > 1:
-                        self.retry_stats["exhausted"] += 1
+                wait = self._retry_wait(err, attempt)
+                if wait is None:
                     raise
-                if attempt == 1:
-                    self.retry_stats["retried_calls"] += 1
-                self.retry_stats["retries"] += 1
-                await asyncio.sleep(retry_wait_s(attempt, self._retry_max_delay_ms))
+                await asyncio.sleep(wait)
         raise AssertionError("unreachable")
 
     async def _load(self, repeat: bool = False) -> bytes:
@@ -132,23 +116,13 @@ class Queue:
                 except psycopg.Error as err:
                     raise WorkhorseDatabaseError(f"reading the installation key failed: {err}", err, is_retryable(err)) from err
 
-            row = await (self._repeating(read) if repeat and self._retry_attempts > 1 else read())
-            self._secret, self._legacy_until = secret_from(row, self._outside, _LEGACY_MARGIN_S)
-            return self._secret
+            return self._keep_secret(await (self._repeating(read) if repeat and self._retry_attempts > 1 else read()))
 
     async def _check_layout(self, conn: psycopg.AsyncConnection[Any]) -> None:
-        row = await (await conn.execute(_LAYOUT_SQL)).fetchone()
-        self._distributed = bool(row and row[0])
-        self._checked_layout = True
+        self._keep_layout(await (await conn.execute(_LAYOUT_SQL)).fetchone())
 
     async def _config(self, keyed: bool) -> RequestConfig:
-        secret = await self._load(repeat=True) if keyed else (self._secret or b"\0" * 32)
-        return RequestConfig(
-            max_payload_bytes=self._max_payload_bytes,
-            source=self._source,
-            secret=secret,
-            legacy_window_open=self._legacy_until > time.monotonic(),
-        )
+        return self._request_config(await self._load(repeat=True) if keyed else self._secret)
 
     # --- enqueue
 

@@ -29,17 +29,16 @@ from ._input import (
 from ._calls import (
     BINDING_SQL,
     JOB_SQL,
+    QueueCore,
     binding_from,
     binding_params,
     describe,
     interpret,
     job_from,
     job_params,
+    is_retryable,
     normalize_batch,
-    outside_secret,
-    retry_wait_s,
     scoped_key,
-    secret_from,
     unpack_batch,
 )
 from .errors import (
@@ -134,18 +133,6 @@ _WAKE_SQL = "select pg_notify(%s, q) from unnest(%s::text[]) q"
 #: core's ``WAKE_MIN_INTERVAL_MS``): during a burst the next waits out the rest of it, so a busy
 #: producer sends at most 100 a second and a job waits at most this long for its wake-up.
 WAKE_MIN_INTERVAL_S = 0.010
-_LEGACY_MARGIN_S = 5.0
-_RETRYABLE_SQLSTATES = {"40001", "40P01", "53300", "55P03", "57P01", "57P02", "57P03"}
-
-
-def is_retryable(err: BaseException) -> bool:
-    """Connection loss, or a SQLSTATE after which repeating the same statement may succeed."""
-    state = getattr(err, "sqlstate", None)
-    if state:
-        return state in _RETRYABLE_SQLSTATES or state.startswith("08")
-    return isinstance(err, (psycopg.OperationalError, psycopg.InterfaceError))
-
-
 def _uuid7() -> str:
     """A time-ordered UUID (version 7), as the TypeScript core proposes for new jobs."""
     ms = time.time_ns() // 1_000_000
@@ -155,7 +142,7 @@ def _uuid7() -> str:
     return str(uuid.UUID(bytes=bytes(raw)))
 
 
-class Queue:
+class Queue(QueueCore):
     """Enqueue and look up jobs. Thread-safe; one per process and pool is enough.
 
     ``key_secret``: the installation secret (64 hex characters or 32 bytes); default
@@ -180,20 +167,13 @@ class Queue:
     ):
         if not isinstance(pool, ConnectionPool):
             raise EnqueueValidationError([ValidationIssue("pool", "must be a psycopg_pool.ConnectionPool")])
+        super().__init__(
+            key_secret=key_secret, max_payload_bytes=max_payload_bytes, source=source,
+            retry_attempts=retry_attempts, retry_max_delay_ms=retry_max_delay_ms,
+        )  # fmt: skip
         self._pool = pool
-        self._outside = outside_secret(key_secret)
-        self._secret: bytes | None = None
-        self._legacy_until = 0.0
         self._lock = threading.Lock()
-        self._max_payload_bytes = max_payload_bytes
-        self._source = source
-        self._retry_attempts = max(1, retry_attempts)
-        self._retry_max_delay_ms = retry_max_delay_ms
-        self._checked_layout = False
-        self._distributed = False  # the Citus layout (docs/scale-out.md), read once with the layout
         self._waker = _Waker(pool) if notify else None
-        #: Calls repeated after connection loss, and accepts recovered from a lost answer.
-        self.retry_stats = {"retried_calls": 0, "retries": 0, "recovered_accepts": 0, "exhausted": 0}
 
     # --- the installation secret
 
@@ -202,15 +182,10 @@ class Queue:
             try:
                 return fn(attempt)
             except Exception as err:
-                cause = err.__cause__ if isinstance(err, WorkhorseDatabaseError) else err
-                if cause is None or not is_retryable(cause) or attempt >= self._retry_attempts:
-                    if attempt > 1:
-                        self.retry_stats["exhausted"] += 1
+                wait = self._retry_wait(err, attempt)
+                if wait is None:
                     raise
-                if attempt == 1:
-                    self.retry_stats["retried_calls"] += 1
-                self.retry_stats["retries"] += 1
-                time.sleep(retry_wait_s(attempt, self._retry_max_delay_ms))
+                time.sleep(wait)
         raise AssertionError("unreachable")
 
     def _load(self, repeat: bool = False) -> bytes:
@@ -230,23 +205,13 @@ class Queue:
                 except psycopg.Error as err:
                     raise WorkhorseDatabaseError(f"reading the installation key failed: {err}", err, is_retryable(err)) from err
 
-            row = self._repeating(read) if repeat and self._retry_attempts > 1 else read()
-            self._secret, self._legacy_until = secret_from(row, self._outside, _LEGACY_MARGIN_S)
-            return self._secret
+            return self._keep_secret(self._repeating(read) if repeat and self._retry_attempts > 1 else read())
 
     def _check_layout(self, conn: psycopg.Connection[Any]) -> None:
-        row = conn.execute(_LAYOUT_SQL).fetchone()
-        self._distributed = bool(row and row[0])
-        self._checked_layout = True
+        self._keep_layout(conn.execute(_LAYOUT_SQL).fetchone())
 
     def _config(self, keyed: bool) -> RequestConfig:
-        secret = self._load(repeat=True) if keyed else (self._secret or b"\0" * 32)
-        return RequestConfig(
-            max_payload_bytes=self._max_payload_bytes,
-            source=self._source,
-            secret=secret,
-            legacy_window_open=self._legacy_until > time.monotonic(),
-        )
+        return self._request_config(self._load(repeat=True) if keyed else self._secret)
 
     # --- enqueue
 

@@ -34,7 +34,8 @@ from .errors import (
     WorkerConfigError,
     WorkerStoppingError,
 )
-from .queue import WAKE_CHANNEL, is_retryable
+from ._calls import is_retryable
+from .queue import WAKE_CHANNEL
 from .types import RetryPolicy
 from .worker_types import ClaimedJob, FailureCause, WorkerEvent, WorkerStats
 
