@@ -473,7 +473,9 @@ func (w *Worker) heartbeatAll(ctx context.Context) {
 	if len(jobs) == 0 {
 		return
 	}
-	c, cancel := context.WithTimeout(ctx, w.heartbeatIvl)
+	// A heartbeat may take as long as a lease (a slow server, a busy Citus cluster): cut off at the
+	// interval, every heartbeat of a loaded cluster failed and no lost lease or cancel was ever seen.
+	c, cancel := context.WithTimeout(ctx, w.lease)
 	defer cancel()
 	rows, err := w.heartbeat(c, jobs)
 	if err != nil {
