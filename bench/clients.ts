@@ -27,7 +27,7 @@ const CALLERS = (flags.get("callers") ?? "1,8").split(",").map(Number);
 const root = path.resolve(import.meta.dirname, "..");
 
 const goBin = path.join(tmpdir(), `workhorse-percall-${process.pid}`);
-execFileSync(path.join(root, "sdk/go/go.sh"), ["build", "-o", goBin, "./examples/percall"], { stdio: "inherit" });
+execFileSync(path.join(root, "sdk/go/gomod.sh"), ["build", "-o", goBin, "./examples/percall"], { stdio: "inherit" });
 
 const server = await startBenchServer();
 const url = await server.freshDatabase("bench_clients");

@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 
 func runTests(m *testing.M) int {
 	_, file, _, _ := runtime.Caller(0)
-	// file is <repo>/sdk/go/main_test.go (through the GOPATH symlink the path may differ: use the cwd too).
+	// file is <repo>/sdk/go/main_test.go (unless built with -trimpath: then the cwd, sdk/go, is used).
 	for _, dir := range []string{filepath.Dir(file), mustCwd()} {
 		if real, err := filepath.EvalSymlinks(dir); err == nil {
 			dir = real
