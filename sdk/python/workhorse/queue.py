@@ -41,6 +41,7 @@ from ._calls import (
     scoped_key,
     unpack_batch,
 )
+from ._fast import exec_one, positional
 from .errors import (
     EnqueueIdempotencyConflictError,
     EnqueueValidationError,
@@ -74,6 +75,7 @@ def _one_sql(legacy: bool) -> str:
 
 
 _ONE_SQL = _one_sql(False)
+_ONE_SQL_POSITIONAL = positional(_ONE_SQL)
 _ONE_LEGACY_SQL = _one_sql(True)
 # The distributed layout's call for one request: the same decision, on the node holding the bucket
 # (also in the job id); the literal 1 is the ordinal.
@@ -294,6 +296,9 @@ class Queue(QueueCore):
                 if not self._checked_layout:
                     self._check_layout(conn)
                 sql, params = _statement_of(requests, ids, retry, False, self._distributed)
+                if sql is _ONE_SQL:
+                    # One request, no legacy hash, one node: through libpq's prepared call (_fast.py).
+                    return exec_one(conn, _ONE_SQL_POSITIONAL, list(params.values()))
                 return conn.execute(sql, params).fetchall()
         except psycopg.Error as err:
             translated = _translate(err, requests)
