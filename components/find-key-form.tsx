@@ -1,6 +1,6 @@
 "use client";
-import Link from "next/link";
 import { useActionState, useState } from "react";
+import { Link } from "@/components/db-link";
 import type { FindKeyState, KeyElsewhere, KeyWhitespace } from "@/lib/console/action-state";
 import { formatTime } from "@/lib/console/format";
 import { DEFAULT_SCOPE } from "@/lib/enqueue/client";

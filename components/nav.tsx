@@ -1,7 +1,8 @@
 "use client";
-import Link from "next/link";
 import { usePathname } from "next/navigation";
 import { useEffect, useState } from "react";
+import { Link } from "@/components/db-link";
+import { pagePath } from "@/lib/console/database-paths";
 import { cx } from "./ui";
 
 export const NAV = [
@@ -26,7 +27,7 @@ const MUTATION_ONLY = new Set<string>(["/enqueue"]);
 
 /** The console's navigation: a row of links from 768 px up, a Menu button below that. */
 export function Nav({ readOnly, signIn }: { readOnly: boolean; signIn: boolean }) {
-  const path = usePathname();
+  const path = pagePath(usePathname());
   const [open, setOpen] = useState(false);
   // biome-ignore lint/correctness/useExhaustiveDependencies: close the menu whenever the page changes
   useEffect(() => setOpen(false), [path]);

@@ -1,4 +1,5 @@
 import type { Metadata } from "next";
+import { DatabaseForm } from "@/components/db-link";
 import { HealthChart } from "@/components/health-chart";
 import { OverviewLive } from "@/components/overview-live";
 import { buttonClass, inputClass, PageHeader } from "@/components/ui";
@@ -20,7 +21,7 @@ export default async function OverviewPage() {
         description="What the queue decided lately, and what it holds now."
         actions={
           // The page's search box: `/` focuses it, as on the other pages.
-          <form method="get" action="/jobs" className="flex items-end gap-2" aria-label="Open a job by id">
+          <DatabaseForm method="get" action="/jobs" className="flex items-end gap-2" aria-label="Open a job by id">
             <div>
               <label htmlFor="overview-id" className="mb-1 block text-sm font-medium text-slate-900">
                 Job id
@@ -38,7 +39,7 @@ export default async function OverviewPage() {
             <button type="submit" className={buttonClass}>
               Open job
             </button>
-          </form>
+          </DatabaseForm>
         }
       />
       <div className="space-y-6">

@@ -1,6 +1,6 @@
 import type { Metadata } from "next";
-import Link from "next/link";
 import { BindingsTable } from "@/components/bindings-table";
+import { Link } from "@/components/db-link";
 import { FilterForm, FilterSelect, FilterText } from "@/components/filter-form";
 import { cx, PageHeader } from "@/components/ui";
 import { listBindings } from "@/lib/console/bindings";

@@ -1,5 +1,5 @@
 import type { Metadata } from "next";
-import Link from "next/link";
+import { Link } from "@/components/db-link";
 import { DeadLetterGroups } from "@/components/dead-letter-groups";
 import { DeadLetterJobs } from "@/components/dead-letter-jobs";
 import { BackLink, linkClass, PageHeader } from "@/components/ui";

@@ -1,4 +1,5 @@
 import type { Metadata } from "next";
+import { DatabaseForm } from "@/components/db-link";
 import { DigestResult } from "@/components/digest-result";
 import { FindKeyForm } from "@/components/find-key-form";
 import { buttonClass, Card, Field, inputClass, Notice, PageHeader } from "@/components/ui";
@@ -38,7 +39,7 @@ export default async function FindPage({ searchParams }: { searchParams: Promise
           <h2 id="by-digest" className="text-base font-semibold text-slate-900">
             By key digest
           </h2>
-          <form method="get" action="/find" aria-label="Find by key digest">
+          <DatabaseForm method="get" action="/find" aria-label="Find by key digest">
             <Card>
               <div className="flex flex-wrap items-end gap-3">
                 <div className="w-full max-w-xs">
@@ -65,7 +66,7 @@ export default async function FindPage({ searchParams }: { searchParams: Promise
                 </button>
               </div>
             </Card>
-          </form>
+          </DatabaseForm>
           {lookup?.status === "limited" ? (
             <Notice tone="error" role="alert">
               {lookup.message}

@@ -1,12 +1,12 @@
 import type { Metadata } from "next";
-import Link from "next/link";
 import { redirect } from "next/navigation";
+import { DatabaseForm, Link } from "@/components/db-link";
 import { FilterForm, FilterText } from "@/components/filter-form";
 import { JobsBulk } from "@/components/jobs-bulk";
 import { JobsTable } from "@/components/jobs-table";
 import { StateTabs } from "@/components/state-tabs";
 import { buttonClass, inputClass, linkClass, Notice, PageHeader, secondaryButtonClass } from "@/components/ui";
-import { consolePool } from "@/lib/console/db";
+import { consolePool, databasePath } from "@/lib/console/db";
 import { parseJobFilters, toQuery } from "@/lib/console/filters";
 import { listJobs, stateTabCounts } from "@/lib/console/jobs";
 import { resolveJobId } from "@/lib/console/open-job";
@@ -26,7 +26,7 @@ export default async function JobsPage({ searchParams }: { searchParams: Search 
   let idNotice: React.ReactNode = null;
   if (rawId) {
     const r = await resolveJobId(pool, rawId);
-    if (r.kind === "found") redirect(`/jobs/${r.id}`);
+    if (r.kind === "found") redirect(await databasePath(`/jobs/${r.id}`));
     idNotice =
       r.kind === "invalid" ? (
         "That is not a job id. Paste a whole id (a UUID such as 01a2…-…) or at least 6 of its hex digits from its start or end (tables show the last 8, …ab93e3f1; the worker log the last 12)."
@@ -71,7 +71,12 @@ export default async function JobsPage({ searchParams }: { searchParams: Search 
           )
         }
       />
-      <form method="get" action="/jobs" className="mb-3 flex flex-wrap items-end gap-2" aria-label="Open a job by id">
+      <DatabaseForm
+        method="get"
+        action="/jobs"
+        className="mb-3 flex flex-wrap items-end gap-2"
+        aria-label="Open a job by id"
+      >
         <div className="min-w-0 grow sm:max-w-md">
           <label htmlFor="id" className="mb-1 block text-sm font-medium text-slate-900">
             Job id
@@ -88,7 +93,7 @@ export default async function JobsPage({ searchParams }: { searchParams: Search 
         <button type="submit" className={buttonClass}>
           Open job
         </button>
-      </form>
+      </DatabaseForm>
       {idNotice ? (
         <div className="mb-3">
           <Notice tone="warn" role="alert">

@@ -1,5 +1,5 @@
 import type { Metadata } from "next";
-import Link from "next/link";
+import { Link } from "@/components/db-link";
 import { Card, EmptyState, linkClass, PageHeader, Table, Td } from "@/components/ui";
 import { consolePool } from "@/lib/console/db";
 import { formatTime } from "@/lib/console/format";

@@ -1,5 +1,5 @@
 import type { Metadata } from "next";
-import Link from "next/link";
+import { DatabaseForm, Link } from "@/components/db-link";
 import { RelativeTime } from "@/components/relative-time";
 import {
   Badge,
@@ -50,7 +50,7 @@ export default async function SearchPage({ searchParams }: { searchParams: Searc
         title="Search jobs by payload"
         description={`For support with an order number rather than a key: jobs whose payload holds a value at a field (orderId = ORD-123, or a dot path such as customer.email; an array on the way is searched in every element, so items.sku finds an order line), optionally of one type. Bounded so it never scans the whole table: jobs created in the chosen window, newest first, at most ${SEARCH_SCAN_CAP.toLocaleString("en-US")} of them per search (the page says when it stopped there and goes on with the next older ones on request), at most ${SEARCH_LIMIT} matches.`}
       />
-      <form
+      <DatabaseForm
         method="get"
         action="/search"
         aria-label="Search jobs by payload"
@@ -101,7 +101,7 @@ export default async function SearchPage({ searchParams }: { searchParams: Searc
             Search
           </button>
         </div>
-      </form>
+      </DatabaseForm>
       {result ? (
         <div className="space-y-3">
           <p className="text-sm text-slate-700" role="status">

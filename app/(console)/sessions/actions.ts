@@ -1,6 +1,6 @@
 "use server";
 import { redirect } from "next/navigation";
-import { consoleDb } from "@/lib/console/db";
+import { primaryDb } from "@/lib/console/db";
 import { deleteAllSessions } from "@/lib/console/session-store";
 import { getSession, requireMutator } from "@/lib/console/viewer";
 
@@ -11,7 +11,7 @@ import { getSession, requireMutator } from "@/lib/console/viewer";
 export async function signOutEverywhere(): Promise<void> {
   const m = await requireMutator({ allowReadOnly: true });
   if (!m.ok) redirect("/sign-in");
-  const { pool, queue } = await consoleDb();
+  const { pool, queue } = primaryDb();
   const ended = await deleteAllSessions(pool);
   await queue.recordOperatorAction({
     actor: m.actor,

@@ -1,6 +1,6 @@
 import type { Metadata } from "next";
 import { EmptyState, Notice, PageHeader, secondaryButtonClass, Table, Td } from "@/components/ui";
-import { consolePool } from "@/lib/console/db";
+import { primaryDb } from "@/lib/console/db";
 import { formatTime } from "@/lib/console/format";
 import { listSessions, SESSION_IDLE_MS, SESSION_MAX_MS } from "@/lib/console/session-store";
 import { currentFingerprint, requireViewer } from "@/lib/console/viewer";
@@ -20,7 +20,7 @@ export default async function SessionsPage() {
       </>
     );
   }
-  const sessions = await listSessions(await consolePool(), fingerprint);
+  const sessions = await listSessions(primaryDb().pool, fingerprint);
   return (
     <>
       <PageHeader

@@ -1,4 +1,4 @@
-import Link from "next/link";
+import { Link } from "@/components/db-link";
 import { EmptyState, linkClass, PageHeader } from "@/components/ui";
 
 export default function JobNotFound() {

@@ -1,7 +1,7 @@
 import type { Metadata } from "next";
-import Link from "next/link";
 import { notFound } from "next/navigation";
 import { ActionDialog } from "@/components/action-dialog";
+import { Link } from "@/components/db-link";
 import { HealthChart } from "@/components/health-chart";
 import { PurgeDialog } from "@/components/purge-dialog";
 import { QueueHealthCard } from "@/components/queue-health-card";

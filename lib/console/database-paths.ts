@@ -1,0 +1,42 @@
+/**
+ * Console URLs under a database: `/db/<name>/<page>` is `<page>` of the database `<name>`. proxy.ts
+ * rewrites such a request to `<page>` and names the database in DATABASE_HEADER; links and
+ * redirects put the prefix back (`databaseHref`). Pure: used by proxy.ts, server code and the
+ * browser alike.
+ */
+
+/** The request header proxy.ts sets to the database a `/db/<name>/…` request named (never the client's). */
+export const DATABASE_HEADER = "x-workhorse-database";
+
+const PREFIX = "/db/";
+
+/** Pages that are not under one database: sign-in, `/metrics` (every database), the fleet page. */
+const GLOBAL_PATHS = ["/sign-in", "/metrics", "/fleet", "/_next", "/favicon.ico", "/icon.svg"];
+
+/** Whether `pathname` is one of the pages that are not under a database. */
+export function isGlobalPath(pathname: string): boolean {
+  return GLOBAL_PATHS.some((p) => pathname === p || pathname.startsWith(`${p}/`));
+}
+
+/** `/db/Staging/jobs/x` -> `{ database: "Staging", rest: "/jobs/x" }`; null for a path without the prefix. */
+export function splitDatabasePath(pathname: string): { database: string; rest: string } | null {
+  if (!pathname.startsWith(PREFIX)) return null;
+  const after = pathname.slice(PREFIX.length);
+  const slash = after.indexOf("/");
+  const database = slash < 0 ? after : after.slice(0, slash);
+  if (database === "") return null;
+  return { database, rest: slash < 0 ? "/" : after.slice(slash) || "/" };
+}
+
+/** The path of `href` (an absolute path on this console, with its query) under `database`. */
+export function databaseHref(database: string | null, href: string): string {
+  if (database === null || !href.startsWith("/") || href.startsWith("//")) return href;
+  const pathname = href.split(/[?#]/, 1)[0] ?? "";
+  if (isGlobalPath(pathname) || splitDatabasePath(pathname)) return href;
+  return `${PREFIX}${database}${href === "/" ? "" : href.startsWith("/?") ? href.slice(1) : href}`;
+}
+
+/** The page a path shows, without its database prefix (`/db/EU/jobs` -> `/jobs`). */
+export function pagePath(pathname: string): string {
+  return splitDatabasePath(pathname)?.rest ?? pathname;
+}
