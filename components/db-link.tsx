@@ -5,9 +5,28 @@ import { databaseHref } from "@/lib/console/database-paths";
 
 /** The database the page is under (its `/db/<name>/` prefix), or null when its URL names none. */
 const Database = createContext<string | null>(null);
+/** The name of the page's database when it is configured `production`, else null. */
+const Production = createContext<string | null>(null);
 
-export function DatabaseProvider({ database, children }: { database: string | null; children: ReactNode }) {
-  return <Database.Provider value={database}>{children}</Database.Provider>;
+export function DatabaseProvider({
+  database,
+  production,
+  children,
+}: {
+  database: string | null;
+  production: string | null;
+  children: ReactNode;
+}) {
+  return (
+    <Database.Provider value={database}>
+      <Production.Provider value={production}>{children}</Production.Provider>
+    </Database.Provider>
+  );
+}
+
+/** The page's database name when it is a production one (destructive actions ask for it typed out). */
+export function useProductionDatabase(): string | null {
+  return useContext(Production);
 }
 
 /** Maps a console path (`/jobs/…`, `/api/…`) to the same path under the page's database. */

@@ -29,7 +29,7 @@ export default async function ConsoleLayout({ children }: { children: ReactNode 
   const choices = consoleDatabases().map(({ name, production, readonly }) => ({ name, production, readonly }));
   const shown = fleet ? null : database;
   return (
-    <DatabaseProvider database={prefix}>
+    <DatabaseProvider database={prefix} production={shown?.production ? shown.name : null}>
       <div className="min-h-screen">
         <header className="bg-chrome text-chrome-fg">
           <div className="mx-auto max-w-7xl px-3 pt-3 sm:px-6">
@@ -60,7 +60,7 @@ export default async function ConsoleLayout({ children }: { children: ReactNode 
                 <DatabaseSwitcher current={shown?.name ?? null} databases={choices} />
               </Suspense>
             </div>
-            <Nav readOnly={viewer.readOnly} signIn={!viewer.passwordless} />
+            <Nav readOnly={viewer.readOnly} signIn={!viewer.passwordless} fleet={choices.length > 1} />
           </div>
         </header>
         {viewer.passwordless ? (

@@ -10,6 +10,9 @@ export const DATABASE_HEADER = "x-workhorse-database";
 
 const PREFIX = "/db/";
 
+/** The form field a destructive action on a production database carries its name typed out in. */
+export const CONFIRM_DATABASE_FIELD = "confirmDatabase";
+
 /** Pages that are not under one database: sign-in, `/metrics` (every database), the fleet page. */
 const GLOBAL_PATHS = ["/sign-in", "/metrics", "/fleet", "/_next", "/favicon.ico", "/icon.svg"];
 

@@ -6,7 +6,7 @@
  *   databases in the order given, `|`-separated, each with `;`-separated options (`readonly`,
  *   `production`, `distributed`, `keysecretenv=VAR`). A single bare URL is one unnamed database.
  * - `WORKHORSE_DATABASES_FILE=/path/databases.json`: the same as a JSON array of
- *   `{ name, url, readonly?, production?, distributed?, keySecretEnv? }`.
+ *   `{ name, url }` objects with optional `readonly`, `production`, `distributed` (booleans) and `keySecretEnv`.
  * - neither: `DATABASE_URL` as one database named `default` (scripts/start.ts sets it to the
  *   embedded server when the operator gave nothing).
  *

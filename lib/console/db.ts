@@ -46,7 +46,8 @@ export function openDatabase(config: DatabaseConfig): ConsoleDb {
   const r = registry();
   let db = r.open.get(config.name);
   if (!db) {
-    const pool = new pg.Pool({ connectionString: config.url, max: 10 });
+    // A database that does not answer (a dropped packet, not a refusal) fails a read after 10 s.
+    const pool = new pg.Pool({ connectionString: config.url, max: 10, connectionTimeoutMillis: 10_000 });
     pool.on("error", () => {
       // An idle client lost its connection; the pool replaces it on the next query.
     });

@@ -4,6 +4,7 @@ import { cookies, headers } from "next/headers";
 import { redirect } from "next/navigation";
 import { cache } from "react";
 import { consoleConfig, isLoopbackHost } from "./config";
+import { CONFIRM_DATABASE_FIELD } from "./database-paths";
 import { currentDatabase, primaryDb } from "./db";
 import { CLIENT_ADDRESS_HEADER, HOST_HEADER, isSameOrigin, PATH_HEADER, PROTO_HEADER } from "./request-info";
 import { signInHref } from "./return-to";
@@ -118,7 +119,9 @@ export async function sameOriginRequest(): Promise<boolean> {
  * For server actions: a signed-in viewer and a same-origin request; unless `allowReadOnly`, also
  * not read-only (signing out everywhere is allowed in read-only mode: it changes no job).
  */
-export async function requireMutator(options: { allowReadOnly?: boolean } = {}): Promise<MutatorResult> {
+export async function requireMutator(
+  options: { allowReadOnly?: boolean; destructive?: FormData } = {},
+): Promise<MutatorResult> {
   const r = await currentViewer();
   if (r.status === "signed-out") return { ok: false, message: "Your session has ended. Sign in again." };
   if (r.status === "forbidden") return { ok: false, message: r.message };
@@ -134,6 +137,12 @@ export async function requireMutator(options: { allowReadOnly?: boolean } = {}):
   }
   if (!(await sameOriginRequest())) {
     return { ok: false, message: "Refused: changes are accepted from this console's own pages only." };
+  }
+  if (database.production && options.destructive && options.destructive.get(CONFIRM_DATABASE_FIELD) !== database.name) {
+    return {
+      ok: false,
+      message: `"${database.name}" is a production database: type its name to confirm. Nothing was changed.`,
+    };
   }
   return { ok: true, actor: r.viewer.actor, viewer: r.viewer };
 }

@@ -11,7 +11,7 @@ export async function deleteDeadLettersAction(
   _prev: OperatorActionState,
   data: FormData,
 ): Promise<OperatorActionState> {
-  const m = await requireMutator();
+  const m = await requireMutator({ destructive: data });
   if (!m.ok) return { status: "refused", message: m.message };
   const { queue, pool } = await consoleDb();
   const result = await deleteDeadLetters(queue, m.actor, data);

@@ -2,9 +2,11 @@ import type { Metadata } from "next";
 import { DatabaseForm } from "@/components/db-link";
 import { DigestResult } from "@/components/digest-result";
 import { FindKeyForm } from "@/components/find-key-form";
+import { KeyEverywhereTable } from "@/components/key-everywhere";
 import { buttonClass, Card, Field, inputClass, Notice, PageHeader } from "@/components/ui";
-import { consolePool } from "@/lib/console/db";
+import { consoleDatabases, consolePool, openDatabase } from "@/lib/console/db";
 import { DIGEST_RE, lookupDigestLimited } from "@/lib/console/digest";
+import { findDigestEverywhere } from "@/lib/console/find-everywhere";
 import { requestInfo, requireViewer } from "@/lib/console/viewer";
 import { findByKeyAction } from "./actions";
 
@@ -27,6 +29,12 @@ export default async function FindPage({ searchParams }: { searchParams: Promise
       )
     : null;
   const result = lookup?.status === "ok" ? lookup.result : null;
+  // Several databases: the digest in each (within the same rate limit: one lookup, every database).
+  const databases = consoleDatabases();
+  const everywhere =
+    lookup?.status === "ok" && digest && databases.length > 1
+      ? await findDigestEverywhere(databases, openDatabase, digest)
+      : null;
   return (
     <>
       <PageHeader
@@ -72,7 +80,10 @@ export default async function FindPage({ searchParams }: { searchParams: Promise
               {lookup.message}
             </Notice>
           ) : result ? (
-            <DigestResult data={result} />
+            <>
+              {everywhere ? <KeyEverywhereTable rows={everywhere} what="digest" /> : null}
+              <DigestResult data={result} />
+            </>
           ) : raw && !digest ? (
             <Notice tone="error" role="alert">
               That is not a key digest: enter the 12 hex characters an application logged.

@@ -14,15 +14,17 @@ import type { Queue } from "@/lib/enqueue";
 type Refused = { status: "refused"; message: string };
 
 /**
- * A mutation as the signed-in operator (refused without one). When `changed(result)`, the overview
- * counts are invalidated and `paths` revalidated.
+ * A mutation as the signed-in operator (refused without one) on the page's database. When
+ * `changed(result)`, the overview counts are invalidated and `paths` revalidated. `destructive`: the
+ * form of a purge or cancel, which on a production database must carry its name typed out.
  */
 async function asMutator<S extends { status: string }>(
   run: (queue: Queue, actor: string, pool: Pool) => Promise<S>,
   paths: readonly (readonly [string, "layout"?])[],
   changed: (result: S) => boolean = (r) => r.status === "done",
+  destructive?: FormData,
 ): Promise<S | Refused> {
-  const m = await requireMutator();
+  const m = await requireMutator({ destructive });
   if (!m.ok) return { status: "refused", message: m.message };
   const { queue, pool } = await consoleDb();
   const result = await run(queue, m.actor, pool);
@@ -36,15 +38,15 @@ async function asMutator<S extends { status: string }>(
 const JOBS = [["/jobs", "layout"]] as const;
 
 export async function purgeJobAction(_prev: PurgeState, data: FormData): Promise<PurgeState> {
-  return asMutator((queue, actor) => purgeJob(queue, actor, data), JOBS);
+  return asMutator((queue, actor) => purgeJob(queue, actor, data), JOBS, undefined, data);
 }
 
 export async function purgeQueueAction(_prev: PurgeState, data: FormData): Promise<PurgeState> {
-  return asMutator((queue, actor) => purgeQueue(queue, actor, data), [["/queues"]]);
+  return asMutator((queue, actor) => purgeQueue(queue, actor, data), [["/queues"]], undefined, data);
 }
 
 export async function cancelJobsAction(_prev: OperatorActionState, data: FormData): Promise<OperatorActionState> {
-  return asMutator((queue, actor, pool) => cancelJobs(queue, actor, data, pool), JOBS);
+  return asMutator((queue, actor, pool) => cancelJobs(queue, actor, data, pool), JOBS, undefined, data);
 }
 
 export async function runNowAction(_prev: OperatorActionState, data: FormData): Promise<OperatorActionState> {
@@ -90,5 +92,5 @@ export async function countMatchingAction(filter: {
 }
 
 export async function purgeSelectedAction(_prev: OperatorActionState, data: FormData): Promise<OperatorActionState> {
-  return asMutator((queue, actor, pool) => purgeSelected(queue, actor, data, pool), JOBS);
+  return asMutator((queue, actor, pool) => purgeSelected(queue, actor, data, pool), JOBS, undefined, data);
 }
