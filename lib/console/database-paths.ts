@@ -1,12 +1,15 @@
 /**
- * Console URLs under a database: `/db/<name>/<page>` is `<page>` of the database `<name>`. proxy.ts
- * rewrites such a request to `<page>` and names the database in DATABASE_HEADER; links and
- * redirects put the prefix back (`databaseHref`). Pure: used by proxy.ts, server code and the
- * browser alike.
+ * Console URLs under a database: `/db/<name>/<page>` is `<page>` of the database `<name>` (the app's
+ * routes live under app/db/[database]/). proxy.ts names the database in DATABASE_HEADER, and serves
+ * a URL without the prefix (one database configured, or an old link) from the first database's
+ * route; links and redirects keep the prefix when the page's URL has it (`databaseHref`). Pure:
+ * used by proxy.ts, server code and the browser alike.
  */
 
-/** The request header proxy.ts sets to the database a `/db/<name>/…` request named (never the client's). */
+/** The request header proxy.ts sets to the database a request is served from (never the client's). */
 export const DATABASE_HEADER = "x-workhorse-database";
+/** Set by proxy.ts to "1" when the browser's URL names the database (`/db/<name>/…`), so links keep it. */
+export const DATABASE_IN_URL_HEADER = "x-workhorse-database-in-url";
 
 const PREFIX = "/db/";
 

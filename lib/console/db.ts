@@ -2,7 +2,7 @@ import "server-only";
 import { headers } from "next/headers";
 import pg from "pg";
 import { Queue } from "@/lib/enqueue";
-import { DATABASE_HEADER, databaseHref } from "./database-paths";
+import { DATABASE_HEADER, DATABASE_IN_URL_HEADER, databaseHref } from "./database-paths";
 import { type DatabaseConfig, type DatabasesSetup, loadDatabases } from "./databases";
 import { consoleMetrics, metricsToken } from "./meter";
 
@@ -84,7 +84,8 @@ export async function currentDatabase(): Promise<DatabaseConfig> {
 
 /** `href` (a console path) under the database this request's URL names, for redirects. */
 export async function databasePath(href: string): Promise<string> {
-  return databaseHref((await headers()).get(DATABASE_HEADER), href);
+  const h = await headers();
+  return databaseHref(h.get(DATABASE_IN_URL_HEADER) === "1" ? h.get(DATABASE_HEADER) : null, href);
 }
 
 /** Pool and Queue of the database this request is under. */

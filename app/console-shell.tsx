@@ -8,24 +8,25 @@ import { KeyboardShortcuts } from "@/components/keyboard-shortcuts";
 import { Nav } from "@/components/nav";
 import { ReadOnlyProvider } from "@/components/read-only";
 import { LiveIndicator } from "@/components/refresh-policy";
-import { DATABASE_HEADER, isGlobalPath, pagePath } from "@/lib/console/database-paths";
+import { DATABASE_IN_URL_HEADER } from "@/lib/console/database-paths";
 import { consoleDatabases, currentDatabase, openDatabase } from "@/lib/console/db";
 import { consolePathMissing } from "@/lib/console/open-queue";
 import { PATH_HEADER } from "@/lib/console/request-info";
 import { requireViewer } from "@/lib/console/viewer";
 
-export const dynamic = "force-dynamic";
-
-export default async function ConsoleLayout({ children }: { children: ReactNode }) {
+/**
+ * The console's frame (header with the database and its switcher, navigation, banners) around a
+ * page: a database's pages (`fleet` false) or the pages over every database (`fleet`, e.g. /fleet).
+ */
+export async function ConsoleShell({ children, fleet }: { children: ReactNode; fleet: boolean }) {
   const viewer = await requireViewer();
   // Above the pages' loading boundary: a job or queue page that finds no job or queue answers 404, not 200.
   const h = await headers();
   const path = h.get(PATH_HEADER) ?? "";
-  const fleet = isGlobalPath(pagePath(path.split("?", 1)[0] ?? ""));
   const database = await currentDatabase();
   if (!fleet && (await consolePathMissing(openDatabase(database).pool, path))) notFound();
   // Links stay under the database the URL names; a URL naming none (one database) keeps plain paths.
-  const prefix = fleet ? null : h.get(DATABASE_HEADER);
+  const prefix = fleet || h.get(DATABASE_IN_URL_HEADER) !== "1" ? null : database.name;
   const choices = consoleDatabases().map(({ name, production, readonly }) => ({ name, production, readonly }));
   const shown = fleet ? null : database;
   return (
