@@ -131,6 +131,17 @@ test("the fleet page shows every database, a stopped one as down, within 2 s", a
   await expect(signedIn.getByTestId("current-database")).toHaveText("All databases");
 });
 
+test("/metrics labels every database's state with its name; a stopped one is left out", async ({ request }) => {
+  const res = await request.get("/metrics", { headers: { authorization: `Bearer ${process.env.E2E_METRICS_TOKEN}` } });
+  expect(res.status()).toBe(200);
+  const body = await res.text();
+  for (const name of ["Main", "Staging", "Archive"]) {
+    expect(body).toMatch(new RegExp(`^workhorse_bindings\\{[^}]*database="${name}"[^}]*\\} `, "m"));
+  }
+  expect(body).not.toContain('database="Gone"');
+  expect(body.match(/^# TYPE workhorse_bindings gauge$/gm)).toHaveLength(1);
+});
+
 test("the multi-database pages pass axe and fit 390 px", async ({ signedIn }) => {
   test.setTimeout(180_000);
   for (const width of [1280, 390]) {

@@ -76,9 +76,14 @@ export function primaryDb(): ConsoleDb {
   return openDatabase(consoleDatabases()[0] as DatabaseConfig);
 }
 
-/** The database this request is under (the `/db/<name>/` its URL names), or the first one. */
+/** The database this request is served from (proxy.ts names it), or the first one (outside a request too). */
 export async function currentDatabase(): Promise<DatabaseConfig> {
-  const name = (await headers()).get(DATABASE_HEADER);
+  let name: string | null = null;
+  try {
+    name = (await headers()).get(DATABASE_HEADER);
+  } catch {
+    // Outside a request (a script, a test): the first database.
+  }
   return (name !== null ? databaseNamed(name) : null) ?? (consoleDatabases()[0] as DatabaseConfig);
 }
 
