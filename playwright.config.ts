@@ -6,6 +6,7 @@ import { defineConfig } from "@playwright/test";
  */
 const baseURL = process.env.E2E_BASE_URL ?? "http://127.0.0.1:3100";
 const readonlyURL = process.env.E2E_READONLY_URL ?? "http://127.0.0.1:3101";
+const databasesURL = process.env.E2E_DATABASES_URL ?? "http://127.0.0.1:3102";
 const screenshots = process.env.E2E_SCREENSHOTS === "1";
 
 export default defineConfig({
@@ -41,6 +42,7 @@ export default defineConfig({
     : [
         { name: "flows", testMatch: /console-flows\.spec\.ts/ },
         { name: "readonly", testMatch: /readonly\.spec\.ts/, use: { baseURL: readonlyURL } },
+        { name: "databases", testMatch: /databases\.spec\.ts/, use: { baseURL: databasesURL } },
         { name: "contrast", testMatch: /contrast\.spec\.ts/, dependencies: ["flows"] },
         { name: "security", testMatch: /security\.spec\.ts/ },
         { name: "metrics", testMatch: /metrics\.spec\.ts/ },

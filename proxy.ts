@@ -9,6 +9,10 @@
  * - refuses such a request whose body is over MAX_BODY_BYTES with 413 and a plain message: by its
  *   Content-Length, or, sent without one (chunked), by counting it (Next.js hands this function a
  *   copy of the body up to 10 MB, so a longer one still counts past the limit);
+ * - names the database a page is served from in DATABASE_HEADER: `/db/<name>/<page>` is `<page>` of
+ *   the configured database `<name>` (an unknown name is a 404); a page asked for without a database
+ *   is the first database's: rewritten there with one database configured (URLs as they always
+ *   were), redirected there with several (an old link);
  * - sends a Content-Security-Policy with a fresh nonce per request (Next.js puts the nonce on its
  *   own scripts when it finds it in the request's CSP header), `frame-ancestors 'none'`, and HSTS
  *   when the console is reached over https.
@@ -17,7 +21,23 @@
  * next.config.js for every response, static files included.
  */
 import { type NextRequest, NextResponse } from "next/server";
+import {
+  DATABASE_HEADER,
+  DATABASE_IN_URL_HEADER,
+  databaseHref,
+  isGlobalPath,
+  splitDatabasePath,
+} from "./lib/console/database-paths";
+import { type DatabasesSetup, loadDatabases } from "./lib/console/databases";
 import { HOST_HEADER, isSameOrigin, PATH_HEADER, PROTO_HEADER } from "./lib/console/request-info";
+
+let databases: DatabasesSetup | null = null;
+
+/** The configured databases (scripts/start.ts refused a bad configuration before the server started). */
+function databaseList(): DatabasesSetup {
+  databases ??= loadDatabases();
+  return databases;
+}
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
@@ -112,14 +132,50 @@ export async function proxy(request: NextRequest): Promise<NextResponse> {
       );
     }
   }
+  const pathname = request.nextUrl.pathname;
+  const underDatabase = splitDatabasePath(pathname);
+  const { databases: configured } = databaseList();
+  if (underDatabase && !configured.some((d) => d.name === underDatabase.database)) {
+    return plain(
+      404,
+      `404 Not Found: this console has no database named ${JSON.stringify(underDatabase.database)}; its databases are ${configured.map((d) => d.name).join(", ")}.\n`,
+    );
+  }
+  if (
+    !underDatabase &&
+    configured.length > 1 &&
+    SAFE_METHODS.has(request.method) &&
+    !isGlobalPath(pathname) &&
+    request.method !== "OPTIONS"
+  ) {
+    const to = new URL(`${databaseHref(configured[0]?.name ?? null, pathname)}${request.nextUrl.search}`, request.url);
+    return NextResponse.redirect(to, 307);
+  }
   const nonce = Buffer.from(crypto.getRandomValues(new Uint8Array(18))).toString("base64");
   const csp = contentSecurityPolicy(nonce, https, process.env.NODE_ENV === "development");
   const requestHeaders = new Headers(request.headers);
+  // Only this function names the database: a client's own headers are dropped.
+  requestHeaders.delete(DATABASE_HEADER);
+  requestHeaders.delete(DATABASE_IN_URL_HEADER);
   requestHeaders.set("x-nonce", nonce);
   requestHeaders.set("content-security-policy", csp);
   // What was asked for, so a signed-out visitor is sent to sign-in and back here (a layout cannot see it).
   requestHeaders.set(PATH_HEADER, `${request.nextUrl.pathname}${request.nextUrl.search}`);
-  const response = NextResponse.next({ request: { headers: requestHeaders } });
+  let response: NextResponse;
+  if (underDatabase) {
+    requestHeaders.set(DATABASE_HEADER, underDatabase.database);
+    requestHeaders.set(DATABASE_IN_URL_HEADER, "1");
+    response = NextResponse.next({ request: { headers: requestHeaders } });
+  } else if (isGlobalPath(pathname) || !configured[0]) {
+    response = NextResponse.next({ request: { headers: requestHeaders } });
+  } else {
+    // A page without a database in its URL: the first database's route (with one database configured,
+    // every URL stays as it always was). From request.url: nextUrl names 127.0.0.1 "localhost", and a
+    // rewrite to another origin would be proxied.
+    requestHeaders.set(DATABASE_HEADER, configured[0].name);
+    const to = new URL(`${databaseHref(configured[0].name, pathname)}${request.nextUrl.search}`, request.url);
+    response = NextResponse.rewrite(to, { request: { headers: requestHeaders } });
+  }
   response.headers.set("content-security-policy", csp);
   if (https) response.headers.set("strict-transport-security", "max-age=31536000");
   return response;

@@ -1,12 +1,13 @@
 import { headers } from "next/headers";
-import Link from "next/link";
+import { Link } from "@/components/db-link";
 import { QueueNotFound } from "@/components/queue-not-found";
+import { pagePath } from "@/lib/console/database-paths";
 import { queuePath } from "@/lib/console/open-queue";
 import { PATH_HEADER } from "@/lib/console/request-info";
 
 export default async function NotFound() {
   const path = (await headers()).get(PATH_HEADER) ?? "";
-  const job = path.startsWith("/jobs/");
+  const job = pagePath(path).startsWith("/jobs/");
   const queue = queuePath(path);
   return (
     <main className="mx-auto max-w-xl px-4 py-16">

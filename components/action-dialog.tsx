@@ -1,6 +1,6 @@
 "use client";
-import Link from "next/link";
 import { useActionState, useId, useState } from "react";
+import { Link } from "@/components/db-link";
 import type { OperatorActionState, RedriveState } from "@/lib/console/action-state";
 import { ConfirmDialog, ConfirmForm, type FormAction, ReasonForm, useSettled } from "./confirm-dialog";
 import { Refusal } from "./purge-dialog";

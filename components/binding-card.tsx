@@ -1,4 +1,4 @@
-import Link from "next/link";
+import { Link } from "@/components/db-link";
 import { formatDuration, formatTime } from "@/lib/console/format";
 import type { BindingDto } from "@/lib/console/wire-types";
 import { Countdown } from "./countdown";

@@ -2,6 +2,8 @@
 import { useQueryClient } from "@tanstack/react-query";
 import { useRouter } from "next/navigation";
 import { type ReactNode, useActionState, useEffect, useId, useRef, useState } from "react";
+import { CONFIRM_DATABASE_FIELD } from "@/lib/console/database-paths";
+import { useProductionDatabase } from "./db-link";
 import { buttonClass, dangerButtonClass, Field, inputClass, secondaryButtonClass } from "./ui";
 
 /** A server action as React's useActionState takes it. */
@@ -108,6 +110,32 @@ export function ReasonField(props: {
   );
 }
 
+/**
+ * On a production database's page, a destructive action's dialog asks for the database's name typed
+ * out (the browser holds the submit until it matches; the server checks it again).
+ */
+function ProductionConfirmField({ id }: { id: string }) {
+  const production = useProductionDatabase();
+  if (production === null) return null;
+  return (
+    <Field
+      label={`Type ${production} to confirm`}
+      name={`${id}-confirm-database`}
+      hint={`${production} is a production database.`}
+    >
+      <input
+        id={`${id}-confirm-database`}
+        name={CONFIRM_DATABASE_FIELD}
+        required
+        autoComplete="off"
+        pattern={production.replaceAll(".", "\\.")}
+        title={`The database's name, ${production}`}
+        className={inputClass}
+      />
+    </Field>
+  );
+}
+
 /** "Close" (never "Cancel": it would sit beside "Cancel 30 jobs") and, until the action finished, the submit button(s). */
 export function DialogButtons({
   finished,
@@ -144,6 +172,8 @@ export function ReasonForm(props: {
   after?: ReactNode;
   close: () => void;
   submit: ReactNode;
+  /** Destructive (purge, cancel, delete): on a production database the name must be typed out. */
+  destructive?: boolean;
 }) {
   return (
     <form action={props.formAction} className="space-y-4 p-5">
@@ -153,6 +183,7 @@ export function ReasonForm(props: {
       <p className="text-sm text-slate-700">{props.statement}</p>
       <Hidden fields={props.hidden} />
       {props.finished ? null : <ReasonField {...props.reason} />}
+      {props.finished || !props.destructive ? null : <ProductionConfirmField id={props.reason.id} />}
       {props.result}
       {props.after}
       <DialogButtons finished={props.finished} close={props.close}>
@@ -199,6 +230,7 @@ export function ConfirmForm<S extends { status: string; fieldErrors?: { reason?:
         onChange: setReason,
       }}
       result={props.result(state)}
+      destructive={props.danger}
       close={props.close}
       submit={
         <button type="submit" className={props.danger ? dangerButtonClass : buttonClass} disabled={pending}>

@@ -1,6 +1,6 @@
 "use client";
-import Link from "next/link";
 import { useRef } from "react";
+import { Link } from "@/components/db-link";
 import type { OperatorActionState, RedriveState } from "@/lib/console/action-state";
 import { formatTime } from "@/lib/console/format";
 import type { DeadLetterGroupDto } from "@/lib/console/operator-reads";

@@ -56,6 +56,7 @@ function DeleteForm(props: {
       statement={props.statement}
       hidden={props.hidden}
       finished={finished}
+      destructive
       reason={{
         id,
         error: state.status === "error" ? state.fieldErrors.reason : undefined,

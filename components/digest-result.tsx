@@ -1,4 +1,4 @@
-import Link from "next/link";
+import { Link } from "@/components/db-link";
 import { formatTime } from "@/lib/console/format";
 import type { DigestLookupDto } from "@/lib/console/wire-types";
 import { BindingDetails } from "./binding-card";

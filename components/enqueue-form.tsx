@@ -1,7 +1,7 @@
 "use client";
 import { useQuery } from "@tanstack/react-query";
-import Link from "next/link";
 import { type FormEvent, startTransition, useActionState, useState } from "react";
+import { Link } from "@/components/db-link";
 import type { EnqueueFormState, FieldErrors } from "@/lib/console/action-state";
 import { ENQUEUE_FIELDS as F, MAX_PAYLOAD_TEXT_BYTES, payloadTooLarge } from "@/lib/console/enqueue-fields";
 import { liveUrl } from "@/lib/console/live-urls";

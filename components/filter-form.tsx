@@ -1,5 +1,5 @@
-import Link from "next/link";
 import type { ReactNode } from "react";
+import { DatabaseForm, Link } from "@/components/db-link";
 import { buttonClass, cx, inputClass, linkClass } from "@/components/ui";
 
 // Static class names, so Tailwind sees them.
@@ -25,7 +25,7 @@ export function FilterForm({
   children: ReactNode;
 }) {
   return (
-    <form
+    <DatabaseForm
       method="get"
       action={action}
       className={cx("mb-4 grid grid-cols-2 gap-2 sm:items-end", COLUMNS[columns])}
@@ -42,7 +42,7 @@ export function FilterForm({
           </Link>
         ) : null}
       </div>
-    </form>
+    </DatabaseForm>
   );
 }
 

@@ -1,10 +1,11 @@
 "use client";
-import Link from "next/link";
 import { useActionState, useState } from "react";
+import { Link } from "@/components/db-link";
 import type { FindKeyState, KeyElsewhere, KeyWhitespace } from "@/lib/console/action-state";
 import { formatTime } from "@/lib/console/format";
 import { DEFAULT_SCOPE } from "@/lib/enqueue/client";
 import { BindingDetails } from "./binding-card";
+import { KeyEverywhereTable } from "./key-everywhere";
 import { Badge, buttonClass, Card, DefinitionList, DigestLink, Field, inputClass, linkClass, Notice } from "./ui";
 
 /** `action`: the find-by-key server action, passed down by the page (components never import from app/). */
@@ -63,6 +64,11 @@ export function FindKeyForm({
         <Card title={<span id="answer">Answer</span>}>
           <Answer state={state} onScope={setScope} onTrim={() => setKey((k) => k.trim())} />
         </Card>
+        {(state.status === "found" || state.status === "none") && state.everywhere ? (
+          <div className="mt-4">
+            <KeyEverywhereTable rows={state.everywhere} what="key" />
+          </div>
+        ) : null}
       </section>
     </div>
   );

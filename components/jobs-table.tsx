@@ -1,5 +1,5 @@
 "use client";
-import Link from "next/link";
+import { Link } from "@/components/db-link";
 import { liveUrl } from "@/lib/console/live-urls";
 import type { JobRowDto } from "@/lib/console/wire-types";
 import { useJobsSelection, useVisibleJobs } from "./jobs-bulk";

@@ -1,10 +1,12 @@
 "use client";
-import Link from "next/link";
 import { usePathname } from "next/navigation";
 import { useEffect, useState } from "react";
+import { Link } from "@/components/db-link";
+import { pagePath } from "@/lib/console/database-paths";
 import { cx } from "./ui";
 
 export const NAV = [
+  { href: "/fleet", label: "Fleet" },
   { href: "/", label: "Overview" },
   { href: "/jobs", label: "Jobs" },
   { href: "/dead-letters", label: "Dead letters" },
@@ -25,12 +27,15 @@ export const NAV = [
 const MUTATION_ONLY = new Set<string>(["/enqueue"]);
 
 /** The console's navigation: a row of links from 768 px up, a Menu button below that. */
-export function Nav({ readOnly, signIn }: { readOnly: boolean; signIn: boolean }) {
-  const path = usePathname();
+export function Nav({ readOnly, signIn, fleet }: { readOnly: boolean; signIn: boolean; fleet: boolean }) {
+  const path = pagePath(usePathname());
   const [open, setOpen] = useState(false);
   // biome-ignore lint/correctness/useExhaustiveDependencies: close the menu whenever the page changes
   useEffect(() => setOpen(false), [path]);
-  const items = NAV.filter((i) => !(readOnly && MUTATION_ONLY.has(i.href)) && (signIn || i.href !== "/sessions"));
+  const items = NAV.filter(
+    (i) =>
+      !(readOnly && MUTATION_ONLY.has(i.href)) && (signIn || i.href !== "/sessions") && (fleet || i.href !== "/fleet"),
+  );
   const current = items.find((i) => (i.href === "/" ? path === "/" : path === i.href || path.startsWith(`${i.href}/`)));
   return (
     <nav aria-label="Console" className="pb-1">

@@ -1,5 +1,5 @@
 "use client";
-import Link from "next/link";
+import { Link } from "@/components/db-link";
 import { ago, formatCount } from "@/lib/console/format";
 import { liveUrl } from "@/lib/console/live-urls";
 import { JOB_STATES, type OverviewDto } from "@/lib/console/wire-types";

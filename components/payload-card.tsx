@@ -1,4 +1,5 @@
 import type { PayloadPreview } from "@/lib/console/jobs";
+import { DatabaseAnchor } from "./db-link";
 import { Card, linkClass } from "./ui";
 
 const kib = (bytes: number) =>
@@ -14,9 +15,9 @@ const kib = (bytes: number) =>
  */
 export function PayloadCard({ jobId, payload }: { jobId: string; payload: PayloadPreview }) {
   const download = (
-    <a className={linkClass} href={`/api/jobs/${jobId}/payload`} download>
+    <DatabaseAnchor className={linkClass} href={`/api/jobs/${jobId}/payload`} download>
       Download the payload (JSON, {kib(payload.bytes)})
-    </a>
+    </DatabaseAnchor>
   );
   return (
     <Card title="Payload">

@@ -1,5 +1,5 @@
 "use client";
-import Link from "next/link";
+import { Link } from "@/components/db-link";
 import { formatCount } from "@/lib/console/format";
 import { liveUrl } from "@/lib/console/live-urls";
 import { JOB_STATES, type QueueHealthDto } from "@/lib/console/wire-types";

@@ -1,4 +1,4 @@
-import Link from "next/link";
+import { Link } from "@/components/db-link";
 import type { QueuePath } from "@/lib/console/open-queue";
 import { cx, echoClass } from "./ui";
 

@@ -1,5 +1,5 @@
 "use client";
-import Link from "next/link";
+import { Link } from "@/components/db-link";
 import { formatCount, formatDuration } from "@/lib/console/format";
 import { liveUrl } from "@/lib/console/live-urls";
 import type { QueueHealthDto } from "@/lib/console/wire-types";

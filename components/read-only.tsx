@@ -1,6 +1,6 @@
 "use client";
-import Link from "next/link";
 import { createContext, type ReactNode, useContext } from "react";
+import { Link } from "@/components/db-link";
 
 const ReadOnly = createContext(false);
 

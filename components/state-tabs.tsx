@@ -1,4 +1,4 @@
-import Link from "next/link";
+import { Link } from "@/components/db-link";
 import type { StateTab } from "@/lib/console/filters";
 import { STATE_TABS } from "@/lib/console/filters";
 import type { StateTabCounts } from "@/lib/console/jobs";

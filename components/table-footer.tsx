@@ -1,5 +1,5 @@
-import Link from "next/link";
 import type { ReactNode } from "react";
+import { Link } from "@/components/db-link";
 import type { Page } from "@/lib/console/wire-types";
 import { LiveStatus } from "./live-status";
 import { linkClass, Table } from "./ui";

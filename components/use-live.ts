@@ -1,5 +1,6 @@
 "use client";
 import { useQuery } from "@tanstack/react-query";
+import { databaseHref, splitDatabasePath } from "@/lib/console/database-paths";
 import { useRefreshPolicy } from "./refresh-policy";
 
 export class ApiError extends Error {
@@ -11,8 +12,10 @@ export class ApiError extends Error {
   }
 }
 
+/** Fetches a console API path under the database the page's own URL names (`/db/<name>/…`). */
 export async function getJson<T>(url: string): Promise<T> {
-  const res = await fetch(url, { headers: { accept: "application/json" }, cache: "no-store" });
+  const database = splitDatabasePath(window.location.pathname)?.database ?? null;
+  const res = await fetch(databaseHref(database, url), { headers: { accept: "application/json" }, cache: "no-store" });
   if (!res.ok) {
     let message = `Request failed (${res.status})`;
     try {

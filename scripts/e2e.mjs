@@ -6,9 +6,11 @@
  *    when missing and this runs as root; otherwise one sentence saying what to do, and exit 1.
  * 1. A private embedded PostgreSQL (lib/db startPrivateServer: temp dir, free port, deleted after),
  *    or DATABASE_URL's server with a fresh `workhorse_e2e_<pid>` database.
- * 2. Two consoles via `tsx scripts/start.ts` (which migrates, and builds when the build is missing or
- *    stale): read-write and read-only (WORKHORSE_CONSOLE_READONLY=1), on free loopback ports, with a
- *    password. Their stdout/stderr go to log files that the no-raw-keys test scans.
+ * 2. Three consoles via `tsx scripts/start.ts` (which migrates, and builds when the build is missing or
+ *    stale): read-write and read-only (WORKHORSE_CONSOLE_READONLY=1), and one serving several
+ *    databases (WORKHORSE_DATABASES: the e2e database as "Main", two more on the same server as
+ *    "Staging" (production) and "Archive" (readonly), and "Gone" on a port nothing listens on), on
+ *    free loopback ports, with a password. Their stdout/stderr go to log files that the no-raw-keys test scans.
  * 3. `playwright test` (that Chromium).
  * 4. Stops everything it started, whatever happened.
  *
@@ -89,21 +91,25 @@ try {
   mkdirSync(logDir, { recursive: true });
 
   let databaseUrl;
+  let otherUrls;
   if (process.env.DATABASE_URL) {
     const info = await db.ensureServer();
     const name = `workhorse_e2e_${process.pid}`;
-    await db.ensureDatabase(info, name);
+    const names = [name, `${name}_staging`, `${name}_archive`];
+    for (const n of names) await db.ensureDatabase(info, n);
     databaseUrl = info.urlFor(name);
+    otherUrls = names.slice(1).map((n) => info.urlFor(n));
     dropDb = async () => {
       const admin = new pg.Client({ connectionString: info.adminUrl });
       await admin.connect();
-      await admin.query(`drop database if exists ${name} with (force)`);
+      for (const n of names) await admin.query(`drop database if exists ${n} with (force)`);
       await admin.end();
     };
   } else {
     const info = await db.startPrivateServer({ ephemeral: true });
-    await db.ensureDatabase(info, "workhorse");
+    for (const n of ["workhorse", "staging", "archive"]) await db.ensureDatabase(info, n);
     databaseUrl = info.urlFor("workhorse");
+    otherUrls = [info.urlFor("staging"), info.urlFor("archive")];
   }
   log(`database ${new URL(databaseUrl).host}${new URL(databaseUrl).pathname}`);
 
@@ -139,17 +145,32 @@ try {
   // Sequential: the first start builds the app if needed; the second reuses the build.
   const main = await start("console", { WORKHORSE_CONSOLE_READONLY: "", WORKHORSE_METRICS_TOKEN: metricsToken });
   const readonly = await start("console-readonly", { WORKHORSE_CONSOLE_READONLY: "1", WORKHORSE_METRICS_TOKEN: "" });
+  const goneUrl = `postgres://postgres@127.0.0.1:${await freePort()}/gone`;
+  const databases = await start("console-databases", {
+    WORKHORSE_CONSOLE_READONLY: "",
+    WORKHORSE_METRICS_TOKEN: metricsToken,
+    WORKHORSE_MIGRATE: "auto",
+    WORKHORSE_DATABASES: [
+      `Main=${databaseUrl}`,
+      `Staging=${otherUrls[0]};production`,
+      `Archive=${otherUrls[1]};readonly`,
+      `Gone=${goneUrl}`,
+    ].join("|"),
+  });
 
   const env = {
     ...process.env,
     CHROMIUM_PATH: chromium,
     E2E_BASE_URL: main.url,
     E2E_READONLY_URL: readonly.url,
+    E2E_DATABASES_URL: databases.url,
+    E2E_STAGING_DATABASE_URL: otherUrls[0],
+    E2E_ARCHIVE_DATABASE_URL: otherUrls[1],
     E2E_DATABASE_URL: databaseUrl,
     E2E_PASSWORD: password,
     E2E_METRICS_TOKEN: metricsToken,
     E2E_RUN_ID: runId,
-    E2E_SERVER_LOGS: [main.logFile, readonly.logFile].join(","),
+    E2E_SERVER_LOGS: [main.logFile, readonly.logFile, databases.logFile].join(","),
   };
   if (screenshots) {
     log("demo traffic for the screenshots…");

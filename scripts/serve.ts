@@ -19,7 +19,10 @@ const host = process.env.HOST || "127.0.0.1";
 const port = Number(process.env.PORT || 3000);
 const trusted = trustedProxies();
 
-const app = next({ dev, dir: root, hostname: host, port });
+// Next.js names a loopback host "localhost" in the URLs its proxy sees (127.0.0.1, [::1]); its own
+// base URL must say the same, or proxy.ts's rewrites (`/db/<name>/…`) count as another origin.
+const loopback = /^(?:127(?:\.\d{1,3}){3}|::1|\[::1\]|localhost)$/.test(host);
+const app = next({ dev, dir: root, hostname: loopback ? "localhost" : host, port });
 await app.prepare();
 const handle = app.getRequestHandler();
 

@@ -21,8 +21,15 @@ import { isIP } from "node:net";
 import path from "node:path";
 import pg from "pg";
 import { consoleConfig, hashPassword, isLoopbackHost, metricsTokenProblem } from "../lib/console/config";
+import {
+  type DatabaseConfig,
+  DatabaseConfigError,
+  loadDatabases,
+  migrateCommand,
+  migratePolicy,
+} from "../lib/console/databases";
 import { DEFAULT_DATABASE, ensureDatabase, ensureServer, shownUrl, stopEmbeddedPostgres } from "../lib/db";
-import { migrate } from "../lib/enqueue";
+import { migrate, schemaStatus } from "../lib/enqueue";
 import { waitForHttp } from "./wait-for-http.mjs";
 
 const root = path.resolve(import.meta.dirname, "..");
@@ -125,6 +132,23 @@ async function main(): Promise<void> {
     return;
   }
 
+  if (process.env.WORKHORSE_DATABASES !== undefined || process.env.WORKHORSE_DATABASES_FILE !== undefined) {
+    let setup: ReturnType<typeof loadDatabases>;
+    let policy: ReturnType<typeof migratePolicy>;
+    try {
+      setup = loadDatabases();
+      policy = migratePolicy();
+    } catch (err) {
+      if (!(err instanceof DatabaseConfigError)) throw err;
+      process.stderr.write(`[workhorse] ${err.message}\n`);
+      process.exitCode = 2;
+      return;
+    }
+    await Promise.all(setup.databases.map((d) => checkDatabase(d, policy)));
+    await serve(host, port, cfg, process.env, false);
+    return;
+  }
+
   let databaseUrl = process.env.DATABASE_URL;
   let startedPg = false;
   if (!databaseUrl) {
@@ -144,7 +168,50 @@ async function main(): Promise<void> {
   } finally {
     await pool.end();
   }
+  await serve(host, port, cfg, { ...process.env, DATABASE_URL: databaseUrl }, startedPg);
+}
 
+/**
+ * One configured database at start: migrated under WORKHORSE_MIGRATE=auto; otherwise only read, and
+ * an old schema is reported with the command that migrates it. One that cannot be reached is
+ * reported and the console starts anyway (its fleet page shows it as down).
+ */
+async function checkDatabase(d: DatabaseConfig, policy: "auto" | "never"): Promise<void> {
+  const pool = new pg.Pool({ connectionString: d.url, max: 1, connectionTimeoutMillis: 5000 });
+  pool.on("error", () => {});
+  try {
+    if (policy === "auto") {
+      const m = await migrate(pool, { distributed: d.distributed });
+      log(
+        `${d.name}: ${m.applied.length ? `migrated to version ${m.version}` : `schema is current (version ${m.version})`}`,
+      );
+      return;
+    }
+    const s = await schemaStatus(pool);
+    if (s.state === "current") log(`${d.name}: schema is current (version ${s.version})`);
+    else if (s.state === "newer")
+      log(`${d.name}: schema version ${s.version} is newer than this console (${s.latest}): deploy the newer console.`);
+    else {
+      log(
+        `${d.name}: schema ${s.state === "missing" ? "not installed" : `at version ${s.version}, this console needs ${s.latest}`}; not migrated (WORKHORSE_MIGRATE is not auto): run \`${migrateCommand(d.name)}\``,
+      );
+    }
+  } catch (err) {
+    log(
+      `${d.name}: cannot be read (${err instanceof Error ? err.message : String(err)}); the console starts without it`,
+    );
+  } finally {
+    await pool.end().catch(() => {});
+  }
+}
+
+async function serve(
+  host: string,
+  port: number,
+  cfg: ReturnType<typeof consoleConfig>,
+  baseEnv: NodeJS.ProcessEnv,
+  startedPg: boolean,
+): Promise<void> {
   let child: ChildProcess | null = null;
   let stopping = false;
   const stop = async (code: number) => {
@@ -173,8 +240,7 @@ async function main(): Promise<void> {
   process.on("SIGTERM", () => void stop(0));
 
   const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    DATABASE_URL: databaseUrl,
+    ...baseEnv,
     WORKHORSE_SESSION_SECRET: process.env.WORKHORSE_SESSION_SECRET || randomBytes(32).toString("hex"),
     NEXT_TELEMETRY_DISABLED: "1",
   };

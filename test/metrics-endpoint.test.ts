@@ -121,9 +121,13 @@ describe("GET /metrics", () => {
     expect(body).toMatch(/^workhorse_queue_dead_letters\{[^}]*messaging_destination_name="sg-dead"[^}]*\} 1$/m);
     expect(body).toMatch(/^workhorse_queue_paused\{[^}]*messaging_destination_name="sg-b"[^}]*\} 1$/m);
     expect(body).toMatch(/^workhorse_queue_lag\{[^}]*messaging_destination_name="sg-a"[^}]*\} (9\d|1\d\d)(\.\d+)?$/m);
-    const reads = consoleMetrics().gauges?.reads;
+    // Every state line names the database it was read from (DATABASE_URL alone: "default").
+    expect(body).toMatch(/^workhorse_queue_depth\{[^}]*database="default"[^}]*\} /m);
+    expect(body).not.toMatch(/^workhorse_queue_[a-z_]+\{(?![^}]*database=)[^}]*\} /m);
+    expect(body.match(/^# TYPE workhorse_queue_depth gauge$/gm)).toHaveLength(1);
+    const reads = consoleMetrics().gauges?.get("default")?.reads;
     await Promise.all([scrape(`Bearer ${TOKEN}`), scrape(`Bearer ${TOKEN}`)]);
-    expect(consoleMetrics().gauges?.reads).toBe(reads);
+    expect(consoleMetrics().gauges?.get("default")?.reads).toBe(reads);
   });
 
   test("the console's proxy lets GET /metrics through to the route (no session, no origin check)", async () => {

@@ -3,7 +3,7 @@ import { redirect } from "next/navigation";
 import { z } from "zod";
 import type { SignInState } from "@/lib/console/action-state";
 import { consoleConfig, passwordMatches } from "@/lib/console/config";
-import { consoleDb } from "@/lib/console/db";
+import { primaryDb } from "@/lib/console/db";
 import { signInLimiter } from "@/lib/console/rate-limit";
 import { safeReturnPath } from "@/lib/console/return-to";
 import { createSession, deleteSession, lookupSession, passwordFingerprint } from "@/lib/console/session-store";
@@ -62,7 +62,7 @@ export async function signIn(_prev: SignInState, data: FormData): Promise<SignIn
     };
   }
   signInLimiter.succeed(clientAddress);
-  const { pool, queue } = await consoleDb();
+  const { pool, queue } = primaryDb();
   const { id } = await createSession(pool, {
     actor: parsed.data.actor,
     fingerprint: passwordFingerprint(cfg.password, cfg.sessionSecret),
@@ -85,7 +85,7 @@ export async function signIn(_prev: SignInState, data: FormData): Promise<SignIn
 export async function signOut(): Promise<void> {
   const session = await getSession();
   if (session.sid && (await sameOriginRequest())) {
-    const { pool, queue } = await consoleDb();
+    const { pool, queue } = primaryDb();
     const cfg = consoleConfig();
     const row = cfg.password
       ? await lookupSession(pool, session.sid, passwordFingerprint(cfg.password, cfg.sessionSecret))

@@ -1,6 +1,7 @@
 /** Presentational primitives (server- and client-safe). Colours chosen for WCAG AA on white. */
-import Link from "next/link";
+
 import type { CSSProperties, ReactNode } from "react";
+import { Link } from "@/components/db-link";
 import { shortId } from "@/lib/console/format";
 
 /**

@@ -1,6 +1,6 @@
 /** Typed results of the console's server actions, rendered by `useActionState`. Never carries a raw key. */
 import type { IdempotencyConflictDetails } from "@/lib/enqueue/client";
-import type { BindingDto, JobStateName } from "./wire-types";
+import type { BindingDto, JobStateName, KeyEverywhere } from "./wire-types";
 
 export type FieldErrors = Partial<Record<string, string>>;
 
@@ -60,6 +60,8 @@ export type FindKeyState =
       job: JobSummary | null;
       now: string;
       whitespace: KeyWhitespace | null;
+      /** With several databases configured: the key in each of them. */
+      everywhere?: KeyEverywhere;
     }
   | {
       status: "none";
@@ -69,6 +71,8 @@ export type FindKeyState =
       history: KeyHistory;
       whitespace: KeyWhitespace | null;
       elsewhere: KeyElsewhere | null;
+      /** With several databases configured: the key in each of them. */
+      everywhere?: KeyEverywhere;
     };
 
 /** Whitespace around the key as typed (keys are compared exactly, so it is part of the key). */

@@ -12,8 +12,8 @@ import { MIN_TOKEN_LENGTH } from "./config";
 interface ConsoleMetrics {
   meterProvider: MeterProvider;
   exporter: PrometheusExporter;
-  /** Made on the first authorised scrape; serialized by metrics.ts from its snapshot, not through the SDK. */
-  gauges: StateGauges | null;
+  /** One per configured database, made on the first authorised scrape; serialized by metrics.ts from their snapshots, not through the SDK. */
+  gauges: Map<string, StateGauges> | null;
 }
 
 const g = globalThis as { __workhorseConsoleMetrics?: ConsoleMetrics };

@@ -10,8 +10,9 @@ import "server-only";
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import { PrometheusSerializer } from "@opentelemetry/exporter-prometheus";
-import { StateGauges } from "@/lib/enqueue";
-import { consolePool } from "./db";
+import { StateGauges, type StateSnapshot } from "@/lib/enqueue";
+import type { DatabaseConfig } from "./databases";
+import { consoleDatabases, openDatabase } from "./db";
 import { consoleMetrics, metricsToken } from "./meter";
 import { stateGaugesText } from "./state-text";
 
@@ -49,24 +50,53 @@ export async function metricsResponse(request: Request): Promise<Response> {
     });
   }
   const m = consoleMetrics();
-  if (!m.gauges) m.gauges = new StateGauges(await consolePool(), { maxAgeMs: stateMaxAgeMs() });
+  m.gauges ??= new Map();
   const gauges = m.gauges;
+  const databases = consoleDatabases();
+  for (const d of databases) {
+    if (!gauges.has(d.name)) gauges.set(d.name, new StateGauges(openDatabase(d).pool, { maxAgeMs: stateMaxAgeMs() }));
+  }
   try {
-    // The state is written from its snapshot (state-text.ts); a failed read leaves it out (logged).
-    const [{ resourceMetrics, errors }, state] = await Promise.all([
+    // Every database's state, read at once, written from its snapshot (state-text.ts) with its
+    // `database` label; a database whose read fails is left out (logged), the others still answer.
+    const [{ resourceMetrics, errors }, ...states] = await Promise.all([
       m.exporter.collect(),
-      gauges.read().catch((err: unknown) => {
-        console.error(`[console] metrics: ${(err as Error)?.message ?? String(err)}`);
-        return null;
-      }),
+      ...databases.map((d) =>
+        (gauges.get(d.name) as StateGauges).read().catch((err: unknown) => {
+          console.error(`[console] metrics (${d.name}): ${(err as Error)?.message ?? String(err)}`);
+          return null;
+        }),
+      ),
     ]);
     for (const err of errors) console.error(`[console] metrics: ${(err as Error)?.message ?? String(err)}`);
-    const body = new PrometheusSerializer().serialize(resourceMetrics) + (state ? stateGaugesText(state) : "");
+    const body = new PrometheusSerializer().serialize(resourceMetrics) + stateFamilies(databases, states);
     return new Response(body, { status: 200, headers: { "content-type": TEXT, "cache-control": "no-store" } });
   } catch (err) {
     console.error(`[console] metrics failed: ${(err as Error)?.message ?? String(err)}`);
     return plain(503, "503 Service Unavailable: the metrics could not be collected. Try again shortly.\n");
   }
+}
+
+/**
+ * The state lines of every database, grouped by metric family (the text format wants one family's
+ * lines together, after one HELP/TYPE): each database's text is split at its family heads and the
+ * families are joined in the order the first database gave them.
+ */
+function stateFamilies(databases: readonly DatabaseConfig[], states: (StateSnapshot | null)[]): string {
+  const families = new Map<string, string[]>();
+  databases.forEach((d, i) => {
+    const state = states[i];
+    if (!state) return;
+    let head = "";
+    for (const line of stateGaugesText(state, d.name).split("\n")) {
+      if (line === "") continue;
+      if (line.startsWith("# HELP ")) head = line;
+      if (!families.has(head)) families.set(head, []);
+      const lines = families.get(head) as string[];
+      if (!line.startsWith("#") || !lines.includes(line)) lines.push(line);
+    }
+  });
+  return [...families.values()].map((lines) => `${lines.join("\n")}\n`).join("");
 }
 
 /** `WORKHORSE_METRICS_MAX_AGE_MS`: how long one read of the state serves (default 15,000; at least 1,000). */

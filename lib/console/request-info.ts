@@ -9,6 +9,7 @@
  *
  * No next/* imports: the server, the proxy (proxy.ts) and the tests use this module.
  */
+import { pagePath } from "./database-paths";
 
 /** Client address as the server determined it (the socket's, or the trusted proxy's report). */
 export const CLIENT_ADDRESS_HEADER = "x-workhorse-client-address";
@@ -24,7 +25,7 @@ export const PATH_HEADER = "x-workhorse-path";
  * percent-decoded; false when it does not decode; null for any other path.
  */
 export function pathParam(path: string, section: string): string | false | null {
-  const m = new RegExp(`^/${section}/([^/?#]+)/?(?:[?#].*)?$`).exec(path);
+  const m = new RegExp(`^/${section}/([^/?#]+)/?(?:[?#].*)?$`).exec(pagePath(path));
   if (!m) return null;
   try {
     return decodeURIComponent(m[1] as string);

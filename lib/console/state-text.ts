@@ -24,10 +24,12 @@ export function familyHead(out: string[], name: string, description: string, uni
   return n;
 }
 
-const SCOPE = 'otel_scope_name="workhorse"';
-
-/** Prometheus text for the state gauges of `s` (one line per queue and gauge; bindings once). */
-export function stateGaugesText(s: StateSnapshot): string {
+/**
+ * Prometheus text for the state gauges of `s` (one line per queue and gauge; bindings once), every
+ * line labelled `database="<name>"` when `database` is given (the console's configured name).
+ */
+export function stateGaugesText(s: StateSnapshot, database?: string): string {
+  const SCOPE = `${database === undefined ? "" : `database="${labelValue(database)}",`}otel_scope_name="workhorse"`;
   const out: string[] = [];
   const head = (key: Key) =>
     familyHead(out, STATE_GAUGES[key].name, STATE_GAUGES[key].description, STATE_GAUGES[key].unit, "gauge");

@@ -4,7 +4,8 @@ import { cookies, headers } from "next/headers";
 import { redirect } from "next/navigation";
 import { cache } from "react";
 import { consoleConfig, isLoopbackHost } from "./config";
-import { consolePool } from "./db";
+import { CONFIRM_DATABASE_FIELD } from "./database-paths";
+import { currentDatabase, primaryDb } from "./db";
 import { CLIENT_ADDRESS_HEADER, HOST_HEADER, isSameOrigin, PATH_HEADER, PROTO_HEADER } from "./request-info";
 import { signInHref } from "./return-to";
 import { lookupSession, passwordFingerprint, SESSION_MAX_MS, sessionRef } from "./session-store";
@@ -84,11 +85,7 @@ async function resolveViewer(): Promise<ViewerResult> {
   }
   const session = await getSession();
   if (!session.sid) return { status: "signed-out" };
-  const row = await lookupSession(
-    await consolePool(),
-    session.sid,
-    passwordFingerprint(cfg.password, cfg.sessionSecret),
-  );
+  const row = await lookupSession(primaryDb().pool, session.sid, passwordFingerprint(cfg.password, cfg.sessionSecret));
   if (!row) return { status: "signed-out" };
   return {
     status: "ok",
@@ -122,15 +119,30 @@ export async function sameOriginRequest(): Promise<boolean> {
  * For server actions: a signed-in viewer and a same-origin request; unless `allowReadOnly`, also
  * not read-only (signing out everywhere is allowed in read-only mode: it changes no job).
  */
-export async function requireMutator(options: { allowReadOnly?: boolean } = {}): Promise<MutatorResult> {
+export async function requireMutator(
+  options: { allowReadOnly?: boolean; destructive?: FormData } = {},
+): Promise<MutatorResult> {
   const r = await currentViewer();
   if (r.status === "signed-out") return { ok: false, message: "Your session has ended. Sign in again." };
   if (r.status === "forbidden") return { ok: false, message: r.message };
   if (r.viewer.readOnly && !options.allowReadOnly) {
     return { ok: false, message: "The console is read-only (WORKHORSE_CONSOLE_READONLY=1): nothing was changed." };
   }
+  const database = await currentDatabase();
+  if (database.readonly && !options.allowReadOnly) {
+    return {
+      ok: false,
+      message: `The database "${database.name}" is read-only (configured readonly): nothing was changed.`,
+    };
+  }
   if (!(await sameOriginRequest())) {
     return { ok: false, message: "Refused: changes are accepted from this console's own pages only." };
+  }
+  if (database.production && options.destructive && options.destructive.get(CONFIRM_DATABASE_FIELD) !== database.name) {
+    return {
+      ok: false,
+      message: `"${database.name}" is a production database: type its name to confirm. Nothing was changed.`,
+    };
   }
   return { ok: true, actor: r.viewer.actor, viewer: r.viewer };
 }

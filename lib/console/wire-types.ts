@@ -282,3 +282,17 @@ export interface WorkersDto {
   now: string;
   workers: WorkerDto[];
 }
+
+/**
+ * A key or digest looked up in every configured database: per database, in the configured order,
+ * whether it is held there (`found`, with the owning job), not (`none`), or could not be asked
+ * (`down` with the error, `slow` past the timeout).
+ */
+export type KeyEverywhere = {
+  database: string;
+  status: "found" | "none" | "down" | "slow";
+  jobId: string | null;
+  jobState: string | null;
+  queue: string | null;
+  message: string | null;
+}[];

@@ -23,7 +23,7 @@ export {
   type DecisionOutcome,
 } from "./decision-counts";
 export { keyDigestOf, keyLengthOf, keyPreviewOf } from "./keys";
-export { type MigrateOptions, type MigrateResult, migrate } from "./migrate";
+export { type MigrateOptions, type MigrateResult, migrate, type SchemaStatus, schemaStatus } from "./migrate";
 export type { Observation, ObservationRecorderOptions, ObservationStats } from "./observations";
 export { answeredByServer, withPoolClient } from "./pool-client";
 export {

@@ -170,3 +170,45 @@ export async function migrateBefore(pool: pg.Pool, version: number): Promise<voi
     if (current) for (const f of functionSet.files) await c.query(f.sql);
   });
 }
+
+export interface SchemaStatus {
+  /** Highest migration version recorded in the database (0: no workhorse schema). */
+  version: number;
+  /** Highest version this code knows. */
+  latest: number;
+  /**
+   * `current`: migrations and functions are this code's; `old`: `migrate()` would bring it up to date;
+   * `newer`: a newer deploy's schema (this code must not migrate it); `missing`: no workhorse schema.
+   */
+  state: "current" | "old" | "newer" | "missing";
+}
+
+/** Where a database's schema stands against this code, read without changing anything. */
+export async function schemaStatus(db: pg.Pool | pg.ClientBase): Promise<SchemaStatus> {
+  const latest = Math.max(0, ...migrations.map((m) => m.version));
+  const { rows: tables } = await db.query<{ present: boolean }>(
+    "select to_regclass('workhorse.migration') is not null and to_regclass('workhorse.function_set') is not null as present",
+  );
+  if (tables[0]?.present !== true) return { version: 0, latest, state: "missing" };
+  const { rows } = await db.query<{ version: number | null; digests: string[] | null }>(
+    `select (select max(version) from workhorse.migration) as version,
+            (select array_agg(digest order by id desc) from workhorse.function_set) as digests`,
+  );
+  const row = rows[0];
+  if (!row || row.version === null) return { version: 0, latest, state: "missing" };
+  const version = row.version;
+  if (version > latest) return { version, latest, state: "newer" };
+  const [last, ...earlier] = row.digests ?? [];
+  const ours = (await distributedLayout(db)) ? distributedFunctionSet.digest : functionSet.digest;
+  if (version === latest && last === ours) return { version, latest, state: "current" };
+  // Our function set applied once and replaced since: a newer deploy's functions.
+  if (version === latest && earlier.includes(ours)) return { version, latest, state: "newer" };
+  return { version, latest, state: "old" };
+}
+
+async function distributedLayout(db: pg.Pool | pg.ClientBase): Promise<boolean> {
+  const { rows } = await db.query<{ distributed: boolean }>(
+    "select to_regclass('workhorse.shard_bucket') is not null as distributed",
+  );
+  return rows[0]?.distributed === true;
+}
