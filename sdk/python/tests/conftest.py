@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 import json
 import os
+import secrets
 from pathlib import Path
 import shutil
 import socket
@@ -14,12 +15,15 @@ import subprocess
 import sys
 import tempfile
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import psycopg  # noqa: E402
+from psycopg import sql  # noqa: E402
 from psycopg_pool import ConnectionPool  # noqa: E402
 
 from workhorse import Queue  # noqa: E402
@@ -51,10 +55,25 @@ def _as_postgres() -> list[str]:
     return ["runuser", "-u", "postgres", "--"]
 
 
+def _fresh_database(url: str) -> Iterator[str]:
+    """A new, empty database on the server `url` names, dropped afterwards: a run against a shared
+    DATABASE_URL starts from no rows, however often it runs (the TypeScript suites do the same)."""
+    name = f"workhorse_py_{secrets.token_hex(6)}"
+    parts = urlsplit(url)
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
+    try:
+        yield urlunsplit(parts._replace(path=f"/{name}"))
+    finally:
+        with psycopg.connect(url, autocommit=True) as admin:
+            admin.execute(sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name)))
+
+
 @pytest.fixture(scope="session")
 def server() -> Iterator[Server]:
     if os.environ.get("DATABASE_URL"):
-        yield Server(os.environ["DATABASE_URL"], None, [])
+        for url in _fresh_database(os.environ["DATABASE_URL"]):
+            yield Server(url, None, [])
         return
     if not (PG_BIN / "initdb").exists():
         pytest.skip(f"no PostgreSQL at {PG_BIN} and no DATABASE_URL")
