@@ -4,6 +4,7 @@
 import { createHash } from "node:crypto";
 import { beforeAll, describe, expect, test } from "vitest";
 import { EnqueueIdempotencyConflictError, type EnqueueOptions, EnqueueValidationError } from "../lib/enqueue";
+import { bindingListRows } from "../lib/enqueue/store/console-lists";
 import { setupQueueTests, waitFor, workerStarter } from "./helpers";
 
 const t = setupQueueTests({ max: 45 });
@@ -442,5 +443,29 @@ describe("redrive after the release", () => {
       res.results[0]?.jobId,
     ]);
     expect(row?.key_hash).toBeNull();
+  });
+});
+
+describe("the console's bindings list", () => {
+  test("lists keys held without a time limit last and pages past them", async () => {
+    const q = t.queue();
+    const scope = fresh("listed");
+    const held = await q.enqueue("t", {}, { idempotency: { key: fresh(), scope, holdUntil: "finished" } });
+    const timed = await q.enqueue("t", {}, { idempotency: { key: fresh(), scope, ttlMs: 60_000 } });
+    const first = await bindingListRows(t.pool, { status: "live", scope }, 1);
+    expect(first.map((r) => r.job_id)).toEqual([timed, held]);
+    const last = first[0]!;
+    const second = await bindingListRows(
+      t.pool,
+      { status: "live", scope, after: { expiresAtUs: last.exp_us, jobId: last.job_id } },
+      1,
+    );
+    expect(second.map((r) => [r.job_id, r.expires_at, r.exp_us])).toEqual([[held, null, "9223372036854775807"]]);
+    const after = await bindingListRows(
+      t.pool,
+      { status: "live", scope, after: { expiresAtUs: second[0]!.exp_us, jobId: held } },
+      1,
+    );
+    expect(after).toEqual([]);
   });
 });
