@@ -33,9 +33,16 @@ export function BindingDetails({ binding, now, showJob }: { binding: BindingDto;
  * has a schedule and, with a cap, the max-wait deadline counted from the first acceptance.
  */
 function windowItems(binding: BindingDto, now: string): [string, React.ReactNode][] {
+  const lifetime: [string, React.ReactNode][] = binding.holdUntil
+    ? [["Held until", binding.holdUntil === "finished" ? "this job finishes" : "this job starts"]]
+    : [];
+  if (binding.expiresAt === null || binding.ttlMs === null) {
+    return [...lifetime, ["Created", formatTime(binding.createdAt)], ["Expires", "never by time"]];
+  }
   const countdown = <Countdown key="c" expiresAt={binding.expiresAt} serverNow={now} />;
   if (binding.mode === "idempotency") {
     return [
+      ...lifetime,
       ["TTL", formatDuration(binding.ttlMs)],
       ["Created", formatTime(binding.createdAt)],
       ["Expires", formatTime(binding.expiresAt)],

@@ -71,12 +71,21 @@ export function BindingsTable({ initial, query, filtered }: LiveTableProps<Bindi
             <RelativeTime iso={b.createdAt} now={data.now} />
           </Td>
           <Td>
-            <RelativeTime iso={b.expiresAt} now={data.now} />
+            {b.expiresAt ? <RelativeTime iso={b.expiresAt} now={data.now} /> : "never by time"}
             <div className="text-xs text-slate-600">
-              {b.mode === "idempotency" ? "TTL" : "window"} {formatDuration(b.ttlMs)}
+              {b.ttlMs !== null ? `${b.mode === "idempotency" ? "TTL" : "window"} ${formatDuration(b.ttlMs)}` : null}
+              {b.holdUntil ? ` until the job ${b.holdUntil === "finished" ? "finishes" : "starts"}` : null}
             </div>
           </Td>
-          <Td>{b.expired ? <Badge>expired</Badge> : <Countdown expiresAt={b.expiresAt} serverNow={data.now} />}</Td>
+          <Td>
+            {b.expired ? (
+              <Badge>expired</Badge>
+            ) : b.expiresAt ? (
+              <Countdown expiresAt={b.expiresAt} serverNow={data.now} />
+            ) : (
+              "held"
+            )}
+          </Td>
         </tr>
       )}
     />

@@ -11,7 +11,13 @@ import { KeyRing, legacyKeyHash } from "../lib/enqueue/keys";
 import { LIMITS } from "../lib/enqueue/limits";
 import { encodePayload } from "../lib/enqueue/payload";
 import { jsonbText, payloadDigestOf } from "../lib/enqueue/payload-text";
-import { bucketedId, ENQUEUE_ONE_PARAMS, keyBucket, oneRequestValues } from "../lib/enqueue/store/enqueue";
+import {
+  bucketedId,
+  ENQUEUE_HOLD_PARAM,
+  ENQUEUE_ONE_PARAMS,
+  keyBucket,
+  oneRequestValues,
+} from "../lib/enqueue/store/enqueue";
 import { WORKER_FUNCTIONS } from "../lib/enqueue/store/worker-calls";
 import { FINGERPRINT_FIELDS } from "../lib/enqueue/vocabulary";
 import { writeOrCheck } from "./generated-file.mjs";
@@ -282,6 +288,20 @@ opt("three keyed modes", {
 });
 opt("no keyed mode: every field", { ...full, runAt: "2999-01-01T00:00:00.000Z" });
 
+// --- key lifetimes (docs/enqueue.md, "Key lifetimes")
+opt("holdUntil: finished (no ttlMs: no time limit)", idem("order-1", { holdUntil: "finished" }));
+opt("holdUntil: started with ttlMs", idem("order-1", { holdUntil: "started", ttlMs: 3600000 }));
+opt("holdUntil: every field", {
+  ...full,
+  runAt: "2999-01-01T00:00:00.000Z",
+  ...idem("order-1", { scope: "orders", holdUntil: "finished", ttlMs: 86400000 }),
+});
+opt("holdUntil: unknown value", idem("order-1", { holdUntil: "done" }), ["optionShape"]);
+opt("holdUntil: debounce started", { debounce: { key: "doc-9", windowMs: 5000, holdUntil: "started" } });
+opt("holdUntil: throttle refuses it", { throttle: { key: "user-3", windowMs: 60000, holdUntil: "finished" } }, [
+  "optionShape",
+]);
+
 // --- begin: payload text every client reads alike, and key previews by one shared table ---------
 // Text that only looks like a marker is text: the six characters \ufffd are not U+FFFD.
 add("payload: the six characters \\ufffd in a string are text", {
@@ -333,6 +353,7 @@ nullCase("null: debounce scope, schedule and maxWaitMs", {
   debounce: { key: "k", windowMs: 5000, scope: null, schedule: null, maxWaitMs: null },
 });
 nullCase("null: throttle windowMs and scope", { throttle: { key: "k", windowMs: null, scope: null } });
+nullCase("null: idempotency holdUntil", { idempotency: { key: "k", holdUntil: null } });
 nullCase("null: several options are all named", {
   queue: null,
   maxAttempts: null,
@@ -394,8 +415,12 @@ function expected(c: CaseDef): Record<string, unknown> {
     if (k) {
       const digests: Record<string, string> = {};
       FINGERPRINT_FIELDS.forEach((f, i) => {
-        digests[f] = hex(k.fieldDigests.subarray(i * 8, i * 8 + 8));
+        if (f !== "holdUntil") digests[f] = hex(k.fieldDigests.subarray(i * 8, i * 8 + 8));
       });
+      // holdUntil's digest is appended by PostgreSQL (workhorse.hold_until_digest), only with a lifetime.
+      const holdDigest = k.holdUntil
+        ? createHash("sha256").update(JSON.stringify(k.holdUntil)).digest().subarray(0, 8)
+        : Buffer.alloc(0);
       keyed = {
         mode: k.mode,
         scope: k.key.scope,
@@ -409,9 +434,15 @@ function expected(c: CaseDef): Record<string, unknown> {
         ttlMs: k.ttlMs,
         schedule: k.schedule,
         maxWaitMs: k.maxWaitMs,
+        holdUntil: k.holdUntil,
         fieldDigests: hex(k.fieldDigests),
         fieldDigestsByName: digests,
-        requestDigest: hex(createHash("sha256").update(k.fieldDigests).digest()),
+        holdUntilDigest: k.holdUntil ? hex(holdDigest) : null,
+        requestDigest: hex(
+          createHash("sha256")
+            .update(Buffer.concat([k.fieldDigests, holdDigest]))
+            .digest(),
+        ),
       };
     }
     return {
@@ -433,6 +464,8 @@ function expected(c: CaseDef): Record<string, unknown> {
         source: n.source,
         keyed,
         enqueueOneParams: params,
+        // Only a request with a key lifetime sends it, after p_trace_context (null).
+        ...(k?.holdUntil ? { holdUntilParam: { name: ENQUEUE_HOLD_PARAM.name, value: k.holdUntil } } : {}),
       },
     };
   } catch (err) {

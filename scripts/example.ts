@@ -37,7 +37,7 @@ async function main() {
     const binding = await queue.findBinding(options.idempotency);
     console.log(
       `${"4. the binding:".padEnd(48)}scope ${binding?.scope}, key ${binding?.keyPreview} (${binding?.keyLength} chars, digest ${binding?.keyDigest}), ` +
-        `expires ${binding?.expiresAt.toISOString()}`,
+        `expires ${binding?.expiresAt?.toISOString()}`,
     );
     if (otel) await runTheJob(pool, queue, first.jobId, otel.options);
     await otel?.print();

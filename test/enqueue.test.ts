@@ -99,7 +99,7 @@ describe("accept, replay, conflict", () => {
       ttlMs: 86_400_000,
       expired: false,
     });
-    expect(binding!.expiresAt.getTime() - binding!.createdAt.getTime()).toBe(86_400_000);
+    expect(binding!.expiresAt!.getTime() - binding!.createdAt.getTime()).toBe(86_400_000);
     const events = await t.sql<{ kind: string; data: Record<string, unknown> }>(
       "select kind, data from workhorse.job_timeline where job_id = $1",
       [r.jobId],

@@ -1,7 +1,12 @@
 // The request's field table (lib/enqueue/store/enqueue.ts) and the worker's calls (store/worker-calls.ts) against the functions' signatures
 // in pg_proc: a parameter added, removed, renamed or retyped on one side only fails here.
 import { beforeAll, expect, test } from "vitest";
-import { ENQUEUE_BATCH_PARAMS, ENQUEUE_ONE_PARAMS, ENQUEUE_TRACE_PARAM } from "../lib/enqueue/store/enqueue";
+import {
+  ENQUEUE_BATCH_PARAMS,
+  ENQUEUE_HOLD_PARAM,
+  ENQUEUE_ONE_PARAMS,
+  ENQUEUE_TRACE_PARAM,
+} from "../lib/enqueue/store/enqueue";
 import { WORKER_FUNCTIONS } from "../lib/enqueue/store/worker-calls";
 import { setupQueueTests } from "./helpers";
 
@@ -27,25 +32,29 @@ const normal = (params: readonly { name: string; type: string }[]) =>
     type: p.type.replace(/^timestamptz/, "timestamp with time zone").replace(/^(\w+)\[\]$/, "$1[]"),
   }));
 
-test("enqueue_one takes exactly the field table's parameters, in order, with its types, then the trace context", async () => {
-  expect(await signature("enqueue_one")).toEqual(normal([...ENQUEUE_ONE_PARAMS, ENQUEUE_TRACE_PARAM]));
+test("enqueue_one takes exactly the field table's parameters, in order, with its types, then the trace context and the key lifetime", async () => {
+  expect(await signature("enqueue_one")).toEqual(
+    normal([...ENQUEUE_ONE_PARAMS, ENQUEUE_TRACE_PARAM, ENQUEUE_HOLD_PARAM]),
+  );
 });
 
-test("enqueue_batch takes exactly the field table's arrays, in order, with their types, then the trace context", async () => {
-  expect(await signature("enqueue_batch")).toEqual(normal([...ENQUEUE_BATCH_PARAMS, ENQUEUE_TRACE_PARAM]));
+test("enqueue_batch takes exactly the field table's arrays, in order, with their types, then the trace context and the key lifetimes", async () => {
+  expect(await signature("enqueue_batch")).toEqual(
+    normal([...ENQUEUE_BATCH_PARAMS, ENQUEUE_TRACE_PARAM, { name: "p_hold_untils", type: "text[]" }]),
+  );
 });
 
-test("the trace context is optional (defaulted), so clients that do not trace omit it", async () => {
+test("the trace context and the key lifetime are optional (defaulted), so clients that use neither omit them", async () => {
   const rows = await t.sql<{ proname: string; defaults: number }>(
     `select p.proname, p.pronargdefaults as defaults
        from pg_proc p join pg_namespace n on n.oid = p.pronamespace
       where n.nspname = 'workhorse' and p.proname in ('enqueue_one', 'enqueue_batch') order by p.proname`,
   );
-  // enqueue_one: p_schedule, p_max_wait_ms, p_retry, p_trace_context; enqueue_batch: p_schedules,
-  // p_max_waits, p_retry, p_trace_context.
+  // enqueue_one: p_schedule, p_max_wait_ms, p_retry, p_trace_context, p_hold_until; enqueue_batch:
+  // p_schedules, p_max_waits, p_retry, p_trace_context, p_hold_untils.
   expect(rows).toEqual([
-    { proname: "enqueue_batch", defaults: 4 },
-    { proname: "enqueue_one", defaults: 4 },
+    { proname: "enqueue_batch", defaults: 5 },
+    { proname: "enqueue_one", defaults: 5 },
   ]);
 });
 

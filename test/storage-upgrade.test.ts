@@ -280,6 +280,6 @@ test("a typed-array batch stores each request's own tags, payload, run time and 
     requestDigest: binding.requestDigest,
   });
   expect(new Date(keyed.data.runAt as string).getTime()).toBe(runAt.getTime());
-  expect(new Date(keyed.data.expiresAt as string).getTime()).toBe(binding.expiresAt.getTime());
+  expect(new Date(keyed.data.expiresAt as string).getTime()).toBe(binding.expiresAt!.getTime());
   expect(Object.keys(byId.get(results[0]!.jobId)!.data).sort()).toEqual(["queue", "runAt"]);
 });

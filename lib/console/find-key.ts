@@ -45,7 +45,7 @@ export async function findByKey(queue: Queue, pool: pg.Pool, form: FormData): Pr
       binding: {
         ...binding,
         createdAt: iso(binding.createdAt),
-        expiresAt: iso(binding.expiresAt),
+        expiresAt: binding.expiresAt ? iso(binding.expiresAt) : null,
         ...debounceFields(binding.createdAt, binding.schedule, binding.maxWaitMs),
       },
       job: j?.id

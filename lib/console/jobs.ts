@@ -73,7 +73,7 @@ export function bindingDto(r: BindingRow): BindingDto {
   return {
     ...b,
     createdAt: iso(b.createdAt),
-    expiresAt: iso(b.expiresAt),
+    expiresAt: b.expiresAt ? iso(b.expiresAt) : null,
     ...debounceFields(b.createdAt, b.schedule, b.maxWaitMs),
   };
 }

@@ -64,11 +64,14 @@ export interface BindingDto {
   jobId: string;
   mode: BindingMode;
   requestDigest: string;
-  /** The TTL (idempotency) or the window (debounce, throttle). */
-  ttlMs: number;
+  /** The TTL (idempotency) or the window (debounce, throttle); null for a key held by its lifetime alone. */
+  ttlMs: number | null;
+  /** The key's lifetime (docs/enqueue.md, "Key lifetimes"): held until its job finishes or starts. */
+  holdUntil: "finished" | "started" | null;
   /** When the key was bound: for debounce, the first acceptance (a replacement never moves it). */
   createdAt: string;
-  expiresAt: string;
+  /** Null when the key has no time limit (a lifetime without a TTL). */
+  expiresAt: string | null;
   expired: boolean;
   /** Debounce only: `reset` or `preserve`. */
   schedule: "reset" | "preserve" | null;

@@ -23,8 +23,15 @@ import type { KeyIdentity, KeyRing } from "./keys";
 import { DEFAULT_QUEUE, DEFAULT_SCOPE, LIMITS } from "./limits";
 import { encodePayload } from "./payload";
 import { payloadDigestOf } from "./payload-text";
-import type { EnqueueOptions, EnqueueRequest, JobDefinition, KeyMode, NormalizedRetryPolicy } from "./types";
-import { KEY_MODES } from "./vocabulary";
+import type {
+  EnqueueOptions,
+  EnqueueRequest,
+  JobDefinition,
+  KeyLifetime,
+  KeyMode,
+  NormalizedRetryPolicy,
+} from "./types";
+import { KEY_LIFETIMES, KEY_MODES } from "./vocabulary";
 
 const retryPolicy = z.discriminatedUnion(
   "type",
@@ -44,10 +51,13 @@ const retryPolicy = z.discriminatedUnion(
   { error: 'must be {type:"fixed", delayMs} or {type:"exponential", initialDelayMs, multiplier, maxDelayMs}' },
 );
 
+const holdUntil = z.enum(KEY_LIFETIMES, { error: 'must be "finished" or "started"' });
+
 const idempotency = z.strictObject({
   key: keyString,
   scope: scopeString.optional(),
   ttlMs: windowMs.optional(),
+  holdUntil: holdUntil.optional(),
 });
 
 const debounce = z.strictObject({
@@ -56,12 +66,15 @@ const debounce = z.strictObject({
   windowMs,
   schedule: z.enum(["reset", "preserve"], { error: 'must be "reset" or "preserve"' }).optional(),
   maxWaitMs: windowMs.optional(),
+  holdUntil: holdUntil.optional(),
 });
 
+// holdUntil is read here only to refuse it with a rule that says why (superRefine below).
 const throttle = z.strictObject({
   key: keyString,
   scope: scopeString.optional(),
   windowMs,
+  holdUntil: z.unknown().optional(),
 });
 
 const optionsSchema = z
@@ -127,6 +140,13 @@ const optionsSchema = z
         message: "cannot be combined with debounce: a debounced job runs when its window closes (use windowMs)",
       });
     }
+    if (o.throttle?.holdUntil !== undefined) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["throttle", "holdUntil"],
+        message: "throttle keys are held for their window only: use idempotency or debounce for a key lifetime",
+      });
+    }
     if (o.debounce?.maxWaitMs !== undefined && o.debounce.maxWaitMs < o.debounce.windowMs) {
       ctx.addIssue({
         code: "custom",
@@ -145,16 +165,22 @@ export interface NormalizedRequest extends JobDefinition {
   keyed: null | {
     mode: KeyMode;
     key: KeyIdentity;
-    /** The binding's lifetime: `ttlMs` for idempotency, `windowMs` for debounce and throttle. */
-    ttlMs: number;
+    /**
+     * The binding's time limit: `ttlMs` for idempotency (null with a lifetime and no `ttlMs`: no
+     * limit), `windowMs` for debounce and throttle.
+     */
+    ttlMs: number | null;
+    /** The key's lifetime (docs/enqueue.md, "Key lifetimes"), or null. */
+    holdUntil: KeyLifetime | null;
     /** Debounce only (null otherwise): `reset` (default) or `preserve`. */
     schedule: "reset" | "preserve" | null;
     /** Debounce only: the cap on resets, counted from the first acceptance; null without one. */
     maxWaitMs: number | null;
     /**
-     * 88 bytes: the 8-byte digests of every fingerprint field in `workhorse.fingerprint_fields()`
-     * order: the first bytes of SHA-256 of each field's JSON form, and of the payload's jsonb text
-     * (`payloadJson`, written in jsonb's form for keyed requests) for the payload.
+     * 88 bytes: the 8-byte digests of every fingerprint field but `holdUntil` in
+     * `workhorse.fingerprint_fields()` order: the first bytes of SHA-256 of each field's JSON form,
+     * and of the payload's jsonb text (`payloadJson`, written in jsonb's form for keyed requests) for
+     * the payload. PostgreSQL appends `holdUntil`'s when the request has a lifetime.
      */
     fieldDigests: Buffer;
   };
@@ -262,7 +288,9 @@ export function normalizeRequest(
   const keyed = keyedOption;
   if (keyed) {
     const mode: KeyMode = o.idempotency ? "idempotency" : o.debounce ? "debounce" : "throttle";
-    const ttlMs = "windowMs" in keyed ? keyed.windowMs : (keyed.ttlMs ?? LIMITS.defaultTtlMs);
+    const lifetime = "holdUntil" in keyed && keyed.holdUntil !== undefined ? (keyed.holdUntil as KeyLifetime) : null;
+    const ttlMs =
+      "windowMs" in keyed ? keyed.windowMs : (keyed.ttlMs ?? (lifetime === null ? LIMITS.defaultTtlMs : null));
     const runAtIso = n.runAt ? n.runAt.toISOString() : null; // given runAt is never null: null = omitted
     const fieldDigests = fieldDigestsOf(
       {
@@ -285,6 +313,7 @@ export function normalizeRequest(
       ttlMs,
       schedule: o.debounce ? (o.debounce.schedule ?? "reset") : null,
       maxWaitMs: o.debounce?.maxWaitMs ?? null,
+      holdUntil: lifetime,
       fieldDigests,
     };
   }

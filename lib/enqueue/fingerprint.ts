@@ -6,9 +6,12 @@
 import { hash } from "node:crypto";
 import { FINGERPRINT_FIELDS, type FingerprintField } from "./vocabulary";
 
-/** The fingerprint fields the process digests (all but the payload), in their stored order. */
-type DigestedField = Exclude<FingerprintField, "payload">;
-const DIGESTED_FIELDS = FINGERPRINT_FIELDS.filter((f): f is DigestedField => f !== "payload");
+/**
+ * The fingerprint fields the process digests, in their stored order: all but the payload (digested
+ * from its jsonb text) and `holdUntil` (whose digest PostgreSQL appends from the value it is sent).
+ */
+type DigestedField = Exclude<FingerprintField, "payload" | "holdUntil">;
+const DIGESTED_FIELDS = FINGERPRINT_FIELDS.filter((f): f is DigestedField => f !== "payload" && f !== "holdUntil");
 
 // Most fingerprint fields repeat across requests (queue, type, defaults, nulls): remember the digests
 // of recent short values instead of hashing them again. Bounded (4,096 entries of at most 256

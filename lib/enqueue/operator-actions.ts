@@ -146,6 +146,7 @@ export async function redrive(db: OperationsDb, request: T.RedriveRequest): Prom
     sourceJobId: row.source_job_id,
     status: row.status,
     ...(row.job_id ? { jobId: row.job_id } : {}),
+    ...(row.key_status ? { key: row.key_status } : {}),
   }));
   db.context.telemetry.operatorAction("redrive", rows.filter((row) => row.status === "redriven").length);
   return { results };

@@ -27,11 +27,15 @@ export function parseJobId(id: unknown, option = "jobId"): string {
   return r.data.toLowerCase();
 }
 
-/** Validates `{ key, scope? }` for lookups. `ttlMs` is allowed (and ignored), so idempotency options can be passed as they are. */
+/**
+ * Validates `{ key, scope? }` for lookups. `ttlMs` and `holdUntil` are allowed (and ignored), so
+ * idempotency options can be passed as they are.
+ */
 const scopedKeySchema = z.strictObject({
   key: keyString,
   scope: scopeString.optional(),
   ttlMs: z.unknown().optional(),
+  holdUntil: z.unknown().optional(),
 });
 
 export function parseScopedKey(input: unknown): { key: string; scope: string } {

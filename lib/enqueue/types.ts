@@ -16,13 +16,25 @@ export interface NormalizedRetryPolicy {
 }
 
 /**
+ * How long a key is held besides (or instead of) its TTL (docs/enqueue.md, "Key lifetimes"):
+ * `"finished"`: released in the transaction that makes its job terminal (succeeded, dead-lettered,
+ * canceled, purged; an attempt that will be retried keeps it); `"started"`: released in the
+ * transaction in which a worker claims its job (or when the job ends without starting). A lapsed
+ * lease releases nothing. Part of the fingerprint (a differing value conflicts naming `holdUntil`).
+ */
+export type KeyLifetime = "finished" | "started";
+
+/**
  * Scoped idempotency key. `key`: 1..512 UTF-8 bytes (hashed here, never stored or sent);
- * `scope`: 1..256 UTF-8 bytes, default `"default"`; `ttlMs`: 1..31,536,000,000, default 86,400,000 (24 h).
+ * `scope`: 1..256 UTF-8 bytes, default `"default"`; `ttlMs`: 1..31,536,000,000, default 86,400,000
+ * (24 h) without `holdUntil`; with `holdUntil` it has no default: given, the key is also released
+ * when it runs out; omitted, only the job's state change releases it.
  */
 export interface IdempotencyOptions {
   key: string;
   scope?: string;
   ttlMs?: number;
+  holdUntil?: KeyLifetime;
 }
 
 /**
@@ -39,6 +51,12 @@ export interface DebounceOptions {
   windowMs: number;
   schedule?: "reset" | "preserve";
   maxWaitMs?: number;
+  /**
+   * The key's lifetime (`KeyLifetime`): held until the job starts or finishes instead of until the
+   * window closes, and replaceable while the job is pending. With `"started"`: one running job plus
+   * one queued, later requests replacing the queued one.
+   */
+  holdUntil?: KeyLifetime;
 }
 
 /**
@@ -156,9 +174,13 @@ export interface BindingInfo {
   schedule: "reset" | "preserve" | null;
   /** Debounce only: the cap on resets; null without one. The max-wait deadline is `createdAt + maxWaitMs`. */
   maxWaitMs: number | null;
-  ttlMs: number;
+  /** Null for a key held by its lifetime alone (no time limit). */
+  ttlMs: number | null;
+  /** The key's lifetime, or null (held for `ttlMs` only). */
+  holdUntil: KeyLifetime | null;
   createdAt: Date;
-  expiresAt: Date;
+  /** Null when the key has no time limit (a lifetime without `ttlMs`). */
+  expiresAt: Date | null;
   /** `expiresAt <= now()` by PostgreSQL's clock: awaiting cleanup, no longer owning the key. */
   expired: boolean;
 }
@@ -241,12 +263,21 @@ export interface RedriveRequest {
  */
 export type RedriveStatus = "redriven" | "replayed" | "already_redriven" | "eligible" | "not_found" | "not_failed";
 
+/**
+ * What a redrive did with the key of a source that had one (`redriven` entries only):
+ * `moved`: its live binding names the new job now; `bound`: its key had been released with it (a key
+ * lifetime) and was free, and is bound to the new job as it was; `taken`: released, and another job
+ * holds it now, so the new job runs without it; `expired`: its binding had expired, so the new job
+ * runs without it.
+ */
+export type RedriveKeyStatus = "moved" | "bound" | "taken" | "expired";
+
 export interface RedriveResult {
   /**
    * One entry per distinct source job, in input order. `jobId`: the redriven job (for `redriven`,
    * `replayed`), or the job the earlier redrive made (for `already_redriven`).
    */
-  results: Array<{ sourceJobId: string; status: RedriveStatus; jobId?: string }>;
+  results: Array<{ sourceJobId: string; status: RedriveStatus; jobId?: string; key?: RedriveKeyStatus }>;
 }
 
 export interface DeadLetterQuery {

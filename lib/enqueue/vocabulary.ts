@@ -20,7 +20,9 @@ export function canPurge(state: JobState): boolean {
 
 /**
  * What counts as the same request (docs/enqueue.md), in the order their 8-byte digests are stored
- * (`workhorse.fingerprint_fields()`; a conflict names the fields whose digests differ).
+ * (`workhorse.fingerprint_fields()`; a conflict names the fields whose digests differ). `holdUntil`
+ * is last, out of name order: PostgreSQL appends its digest only for a request with a key lifetime
+ * (`workhorse.hold_until_digest`), so requests without one keep the 88 bytes they always had.
  */
 export const FINGERPRINT_FIELDS = [
   "concurrencyKey",
@@ -34,8 +36,12 @@ export const FINGERPRINT_FIELDS = [
   "tags",
   "ttlMs",
   "type",
+  "holdUntil",
 ] as const;
 export type FingerprintField = (typeof FINGERPRINT_FIELDS)[number];
+
+/** How long a key is held besides its TTL (docs/enqueue.md, "Key lifetimes"). */
+export const KEY_LIFETIMES = ["finished", "started"] as const;
 
 /** How a key is held (docs/enqueue.md, words). */
 export const KEY_MODES = ["idempotency", "debounce", "throttle"] as const;

@@ -77,6 +77,7 @@ type conformanceCase struct {
 				TTLMs         int64   `json:"ttlMs"`
 				Schedule      *string `json:"schedule"`
 				MaxWaitMs     *int64  `json:"maxWaitMs"`
+				HoldUntil     *string `json:"holdUntil"`
 				FieldDigests  string  `json:"fieldDigests"`
 				RequestDigest string  `json:"requestDigest"`
 			} `json:"keyed"`
@@ -182,14 +183,15 @@ func caseOptions(raw map[string]json.RawMessage) (EnqueueOptions, map[string]boo
 				Multiplier: int(num(m["multiplier"])), MaxDelay: msDuration(m["maxDelayMs"])}
 		case "idempotency":
 			m, key, scope := keyed(name, r)
-			o.Idempotency = &Idempotency{Key: key, Scope: scope}
+			o.Idempotency = &Idempotency{Key: key, Scope: scope, HoldUntil: HoldUntil(str(m["holdUntil"]))}
 			if ttl, ok := m["ttlMs"]; ok {
 				o.Idempotency.TTL = msDuration(ttl)
 				noteZero(name+".ttlMs", ttl)
 			}
 		case "debounce":
 			m, key, scope := keyed(name, r)
-			o.Debounce = &Debounce{Key: key, Scope: scope, Window: msDuration(m["windowMs"]), Schedule: str(m["schedule"]), MaxWait: msDuration(m["maxWaitMs"])}
+			o.Debounce = &Debounce{Key: key, Scope: scope, Window: msDuration(m["windowMs"]), Schedule: str(m["schedule"]), MaxWait: msDuration(m["maxWaitMs"]),
+				HoldUntil: HoldUntil(str(m["holdUntil"]))}
 		case "throttle":
 			m, key, scope := keyed(name, r)
 			o.Throttle = &Throttle{Key: key, Scope: scope, Window: msDuration(m["windowMs"])}
@@ -222,7 +224,8 @@ func paramText(v any) any {
 }
 
 // Cases marked optionShape whose options Go's types can still express (a string field's value).
-var goExpresses = map[string]bool{"debounce: unknown schedule": true, "retryPolicy: unknown type": true}
+var goExpresses = map[string]bool{"debounce: unknown schedule": true, "retryPolicy: unknown type": true,
+	"holdUntil: unknown value": true}
 
 // surrogateEscape is a \uD800-\uDFFF escape in the file's JSON text: JSON.stringify writes a valid
 // surrogate pair as the character itself, so each one is a lone surrogate.
@@ -440,7 +443,12 @@ func checkCase(t *testing.T, f conformanceFile, secret []byte, c conformanceCase
 		check("schedule", k.Schedule, w.Schedule)
 		check("maxWaitMs", k.MaxWaitMs, w.MaxWaitMs)
 		check("fieldDigests", hex.EncodeToString(k.FieldDigests), w.FieldDigests)
-		rd := sha256.Sum256(k.FieldDigests)
+		var hold *string
+		if k.HoldUntil != "" {
+			hold = &k.HoldUntil
+		}
+		check("holdUntil", hold, w.HoldUntil)
+		rd := sha256.Sum256(append(append([]byte{}, k.FieldDigests...), holdUntilDigest(k.HoldUntil)...))
 		check("requestDigest", hex.EncodeToString(rd[:]), w.RequestDigest)
 	}
 	// The enqueue_one parameters of a retry (every parameter), as the file lists them. The

@@ -178,3 +178,43 @@ func TestCrossLanguageGoJobRunsOnThePythonWorker(t *testing.T) {
 		t.Fatalf("attempt %d, want 1", j.Attempt)
 	}
 }
+
+// Key lifetimes (docs/enqueue.md): Go accepts a key held until its job finishes, TypeScript replays
+// it while the job waits and runs, and once the job is completed through the worker SQL the key is
+// TypeScript's to take; Go then replays TypeScript's new job.
+func TestCrossLanguageHeldKeyReplaysAndIsReleased(t *testing.T) {
+	q, pool := newTestQueue(t)
+	ctx := context.Background()
+	key, queue := unique("report"), unique("cross-hold")
+	tsReq := map[string]any{"type": "report.nightly", "payload": map[string]any{"day": 1},
+		"options": map[string]any{"queue": queue, "idempotency": map[string]any{"key": key, "scope": "reports", "holdUntil": "finished"}}}
+	goOptions := EnqueueOptions{Queue: queue, Idempotency: &Idempotency{Key: key, Scope: "reports", HoldUntil: HoldUntilFinished}}
+	first, err := q.EnqueueWithResult(ctx, "report.nightly", map[string]any{"day": 1.0}, goOptions)
+	if err != nil || first.Outcome != Accepted {
+		t.Fatalf("Go: %+v %v", first, err)
+	}
+	if ts := tsEnqueue(t, tsReq); ts.Outcome != "replayed" || ts.JobID != first.JobID {
+		t.Fatalf("TypeScript while pending: %+v", ts)
+	}
+	var id string
+	var attempt int
+	if err := pool.QueryRow(ctx, "select id::text, attempt from workhorse.claim_jobs(array[$1], null, 'go~x', 1, 60000, false)", queue).
+		Scan(&id, &attempt); err != nil || id != first.JobID {
+		t.Fatalf("claim: %s %v", id, err)
+	}
+	if ts := tsEnqueue(t, tsReq); ts.Outcome != "replayed" || ts.JobID != first.JobID {
+		t.Fatalf("TypeScript while running: %+v", ts)
+	}
+	if _, err := pool.Exec(ctx, "select * from workhorse.complete_jobs(array[$1::uuid], array[$2::integer], array['go~x'], array['null'::jsonb])",
+		id, attempt); err != nil {
+		t.Fatal(err)
+	}
+	next := tsEnqueue(t, tsReq)
+	if next.Outcome != "accepted" || next.JobID == first.JobID {
+		t.Fatalf("TypeScript after the finish: %+v", next)
+	}
+	again, err := q.EnqueueWithResult(ctx, "report.nightly", map[string]any{"day": 1.0}, goOptions)
+	if err != nil || again.Outcome != Replayed || again.JobID != next.JobID {
+		t.Fatalf("Go after the finish: %+v %v", again, err)
+	}
+}

@@ -47,9 +47,10 @@ type BindingInfo struct {
 	JobID         string
 	Mode          string
 	RequestDigest string
-	TTLMs         int64
+	TTLMs         int64 // 0: no time limit (a key lifetime without a TTL)
 	CreatedAt     time.Time
-	ExpiresAt     time.Time
+	ExpiresAt     time.Time // zero: no time limit
+	HoldUntil     HoldUntil // the key's lifetime, or empty
 	Expired       bool
 	Schedule      *string
 	MaxWaitMs     *int64
@@ -130,11 +131,15 @@ func (q *Queue) FindBinding(ctx context.Context, key, scope string) (*BindingInf
 	q.mu.Unlock()
 	var b BindingInfo
 	var hash []byte
+	var expires *time.Time
 	err = q.pool.QueryRow(ctx, `select `+bindingColumns+`
 	    from workhorse.key_binding b where b.scope = $1 and b.key_hash = any($2::bytea[])
 	   order by b.expires_at desc limit 1`, scope, [][]byte{KeyHash(secret, scope, key), LegacyKeyHash(scope, key)}).
 		Scan(&b.Scope, &hash, &b.JobID, &b.Mode, &b.KeyPreview, &b.KeyLength, &b.RequestDigest, &b.TTLMs,
-			&b.CreatedAt, &b.ExpiresAt, &b.Expired, &b.Schedule, &b.MaxWaitMs)
+			&b.CreatedAt, &expires, &b.Expired, &b.Schedule, &b.MaxWaitMs, &b.HoldUntil)
+	if expires != nil {
+		b.ExpiresAt = *expires
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}

@@ -76,12 +76,23 @@ type keyedRequest struct {
 	// Debounce only.
 	Schedule  *string
 	MaxWaitMs *int64
+	// The key's lifetime ("finished", "started"), or "". With one, TTLMs 0 means no time limit
+	// (sent as null, digested as null).
+	HoldUntil string
 	// 88 bytes: the 8-byte digests of every fingerprint field, in workhorse.fingerprint_fields()
 	// order; the payload's is of its jsonb text.
 	FieldDigests []byte
 }
 
 type issues []ValidationIssue
+
+// checkHoldUntil is a key lifetime checked: "" (none), "finished" or "started".
+func checkHoldUntil(is *issues, option string, h HoldUntil) string {
+	if h != "" && h != HoldUntilFinished && h != HoldUntilStarted {
+		is.add(option, `must be "finished" or "started"`)
+	}
+	return string(h)
+}
 
 func (is *issues) add(option, rule string) {
 	*is = append(*is, ValidationIssue{Option: option, Rule: rule})
@@ -269,9 +280,13 @@ func normalize(typ string, payload any, o EnqueueOptions, maxPayload int, defaul
 		opt := at("options.idempotency")
 		checkKey(&optionIssues, opt+".key", x.Key)
 		idem = &keyedRequest{Mode: "idempotency", key: x.Key, Scope: checkScope(&optionIssues, opt+".scope", x.Scope), TTLMs: defaultTTLMs}
+		if x.HoldUntil != "" {
+			idem.TTLMs = 0
+		}
 		if x.TTL != 0 {
 			idem.TTLMs = windowMillis(&optionIssues, opt+".ttlMs", x.TTL)
 		}
+		idem.HoldUntil = checkHoldUntil(&optionIssues, opt+".holdUntil", x.HoldUntil)
 	}
 	if x := o.Debounce; x != nil {
 		opt := at("options.debounce")
@@ -289,6 +304,7 @@ func normalize(typ string, payload any, o EnqueueOptions, maxPayload int, defaul
 			mw := windowMillis(&optionIssues, opt+".maxWaitMs", x.MaxWait)
 			deb.MaxWaitMs = &mw
 		}
+		deb.HoldUntil = checkHoldUntil(&optionIssues, opt+".holdUntil", x.HoldUntil)
 	}
 	if x := o.Throttle; x != nil {
 		opt := at("options.throttle")
@@ -406,9 +422,22 @@ func fingerprintJSON(n *normalizedRequest, ttlMs int64) [10]string {
 	}
 	tags.WriteByte(']')
 	f[7] = tags.String()
-	f[8] = fmt.Sprint(ttlMs)
+	f[8] = "null" // a key lifetime without a TTL
+	if ttlMs != 0 {
+		f[8] = fmt.Sprint(ttlMs)
+	}
 	f[9] = str(n.Type)
 	return f
+}
+
+// holdUntilDigest is the 8 bytes PostgreSQL appends after the field digests for a key lifetime
+// (workhorse.hold_until_digest): SHA-256 of its JSON form, as every field's; none without one.
+func holdUntilDigest(h string) []byte {
+	if h == "" {
+		return nil
+	}
+	d := sha256.Sum256([]byte(`"` + h + `"`))
+	return d[:8]
 }
 
 // payloadOffset is where the payload's digest sits among the field digests (bytes): payload is the

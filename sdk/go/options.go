@@ -26,8 +26,22 @@ type EnqueueOptions struct {
 type Idempotency struct {
 	Key   string
 	Scope string        // "" is "default"
-	TTL   time.Duration // 0 is 24 h; whole milliseconds, at most 365 days
+	TTL   time.Duration // 0 is 24 h (with HoldUntil: no time limit); whole milliseconds, at most 365 days
+	// HoldUntil holds the key until its job finishes or starts (docs/enqueue.md, "Key lifetimes");
+	// "" holds it for TTL only.
+	HoldUntil HoldUntil
 }
+
+// HoldUntil is a key's lifetime (docs/enqueue.md, "Key lifetimes"): the key is released in the
+// transaction that ends its job (HoldUntilFinished: succeeded, dead-lettered, canceled, purged; a
+// failed attempt that will be retried keeps it) or in the one in which a worker claims it
+// (HoldUntilStarted). A lapsed lease releases nothing. Part of the fingerprint.
+type HoldUntil string
+
+const (
+	HoldUntilFinished HoldUntil = "finished"
+	HoldUntilStarted  HoldUntil = "started"
+)
 
 // Debounce coalesces repeats into one pending job that runs when Window closes (docs/debounce-throttle.md).
 type Debounce struct {
@@ -36,6 +50,9 @@ type Debounce struct {
 	Window   time.Duration
 	Schedule string        // "reset" (default) or "preserve"
 	MaxWait  time.Duration // 0: no cap; otherwise at least Window
+	// HoldUntil: held until the job starts or finishes, replaceable while it is pending (with
+	// HoldUntilStarted: one running job plus one queued).
+	HoldUntil HoldUntil
 }
 
 // Throttle accepts the first request of each Window; equal repeats inside it are "coalesced".

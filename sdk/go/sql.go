@@ -22,8 +22,9 @@ const (
 	layoutSQL      = "select to_regclass('workhorse.shard_bucket') is not null as distributed"
 	installationQ  = "select %s as key_secret, coalesce(greatest(0, extract(epoch from legacy_key_hashes_until - now()) * 1000), 0)::float8 as legacy_ms from workhorse.installation"
 	bindingColumns = `b.scope, b.key_hash, b.job_id::text, b.mode, b.key_preview, b.key_length,
-  encode(b.request_digest, 'hex') as request_digest, b.ttl_ms,
-  b.created_at, b.expires_at, b.expires_at <= now() as expired, b.schedule, b.max_wait_ms`
+  encode(b.request_digest, 'hex') as request_digest, coalesce(b.ttl_ms, 0),
+  b.created_at, nullif(b.expires_at, 'infinity'), b.expires_at <= now() as expired, b.schedule, b.max_wait_ms,
+  coalesce(b.hold_until, '')`
 )
 
 func placeholders(types []string) string {
@@ -50,17 +51,24 @@ var (
 	enqueueOneLegacySQL      = withLegacyProbe(enqueueOneSQL, fieldCount+2)
 	enqueueDebounceLegacySQL = withLegacyProbe(enqueueDebounceSQL, fieldCount+4)
 	enqueueRetryLegacySQL    = withLegacyProbe(enqueueRetrySQL, fieldCount+5)
-	enqueueBatchSQL          = "select ordinal, " + resultColumns + " from workhorse.enqueue_batch(" + placeholders([]string{
+	// A request with a key lifetime: every parameter, then p_trace_context (null) and p_hold_until.
+	enqueueHoldSQL       = "select 1 as ordinal, " + resultColumns + " from workhorse.enqueue_one(" + placeholders(holdParamTypes) + ")"
+	enqueueHoldLegacySQL = withLegacyProbe(enqueueHoldSQL, len(holdParamTypes)+1)
+	enqueueBatchSQL      = "select ordinal, " + resultColumns + " from workhorse.enqueue_batch(" + placeholders([]string{
 		"uuid[]", "text[]", "text[]", "jsonb", "timestamptz[]", "integer[]", "jsonb[]", "timestamptz[]", "bigint[]",
 		"text[]", "text[]", "integer[]", "text[]", "text[]", "bytea[]", "text[]", "integer[]", "bigint[]", "bytea[]",
-		"bytea[]", "boolean", "text[]", "bigint[]", "boolean",
+		"bytea[]", "boolean", "text[]", "bigint[]", "boolean", "text", "text[]",
 	}) + ")"
 )
+
+// holdParamTypes: enqueue_one's (and enqueue_one_at's) parameters through p_trace_context and
+// p_hold_until, the last two.
+var holdParamTypes = append(append([]string{}, oneParamTypes...), "text", "text")
 
 // enqueueOneAtSQL is the distributed layout's call for one request: the same decision, delegated to
 // the node holding the request's bucket ($1, also in the job id); the literal 1 is the ordinal.
 var enqueueOneAtSQL = "select 1 as ordinal, " + resultColumns + " from workhorse.enqueue_one_at($1::integer, 1, " +
-	placeholdersFrom(oneParamTypes, 2) + ")"
+	placeholdersFrom(holdParamTypes, 2) + ")"
 
 // oneAtValues are enqueue_one_at's parameters: the bucket, every enqueue_one parameter (the tail in full).
 func oneAtValues(r *normalizedRequest, id string, notify, retry bool) []any {
@@ -69,7 +77,7 @@ func oneAtValues(r *normalizedRequest, id string, notify, retry bool) []any {
 		schedule, maxWait = strPtr(k.Schedule), int64Ptr(k.MaxWaitMs)
 	}
 	values := append([]any{idBucket(id)}, fieldValues(r, id)...)
-	return append(values, notify, schedule, maxWait, retry)
+	return append(values, notify, schedule, maxWait, retry, nil, holdParam(r))
 }
 
 func placeholdersFrom(types []string, from int) string {
@@ -94,6 +102,22 @@ func strPtr(s *string) any {
 	return *s
 }
 
+// holdParam is p_hold_until: the request's key lifetime, or null.
+func holdParam(r *normalizedRequest) any {
+	if r.Keyed == nil || r.Keyed.HoldUntil == "" {
+		return nil
+	}
+	return r.Keyed.HoldUntil
+}
+
+// ttlParam is p_ttl_ms: null for a key lifetime without a TTL.
+func ttlParam(k *keyedRequest) any {
+	if k.TTLMs == 0 {
+		return nil
+	}
+	return k.TTLMs
+}
+
 func int64Ptr(v *int64) any {
 	if v == nil {
 		return nil
@@ -110,7 +134,7 @@ func fieldValues(r *normalizedRequest, id string) []any {
 	v := []any{id, r.Queue, r.Type, r.PayloadJSON, timeParam(r.RunAt), r.MaxAttempts, retry, timeParam(r.Deadline),
 		int64Ptr(r.ExecutionTimeoutMs), strPtr(r.ConcurrencyKey), r.Tags}
 	if k := r.Keyed; k != nil {
-		v = append(v, k.Mode, k.Key.Scope, k.Key.KeyHash, k.Key.KeyPreview, k.Key.KeyLength, k.TTLMs, k.FieldDigests)
+		v = append(v, k.Mode, k.Key.Scope, k.Key.KeyHash, k.Key.KeyPreview, k.Key.KeyLength, ttlParam(k), k.FieldDigests)
 	} else {
 		v = append(v, nil, nil, nil, nil, nil, nil, nil)
 	}
@@ -124,6 +148,16 @@ func oneStatement(r *normalizedRequest, id string, notify, retry bool) (string, 
 	values := append(fieldValues(r, id), notify)
 	var sql string
 	switch {
+	case k != nil && k.HoldUntil != "":
+		var schedule, maxWait any
+		if k.Mode == "debounce" {
+			schedule, maxWait = strPtr(k.Schedule), int64Ptr(k.MaxWaitMs)
+		}
+		values = append(values, schedule, maxWait, retry, nil, k.HoldUntil)
+		sql = enqueueHoldSQL
+		if legacy {
+			sql = enqueueHoldLegacySQL
+		}
 	case retry:
 		var schedule, maxWait any
 		if k != nil && k.Mode == "debounce" {
@@ -165,7 +199,8 @@ func batchValues(rs []*normalizedRequest, ids []string, notify, retry bool) []an
 	var tags []string
 	var payloads strings.Builder
 	payloads.WriteByte('[')
-	anyLegacy, anyDebounce := false, false
+	anyLegacy, anyDebounce, anyHold := false, false, false
+	holds := make([]*string, n)
 	for i, r := range rs {
 		if i > 0 {
 			payloads.WriteByte(',')
@@ -182,7 +217,14 @@ func batchValues(rs []*normalizedRequest, ids []string, notify, retry bool) []an
 		if k := r.Keyed; k != nil {
 			mode, scope, preview := k.Mode, k.Key.Scope, k.Key.KeyPreview
 			length, ttl := int32(k.Key.KeyLength), k.TTLMs
-			modes[i], scopes[i], previews[i], keyLengths[i], ttls[i] = &mode, &scope, &preview, &length, &ttl
+			modes[i], scopes[i], previews[i], keyLengths[i] = &mode, &scope, &preview, &length
+			if ttl != 0 {
+				ttls[i] = &ttl
+			}
+			if k.HoldUntil != "" {
+				h := k.HoldUntil
+				holds[i], anyHold = &h, true
+			}
 			hashes[i], digests[i], legacy[i] = k.Key.KeyHash, k.FieldDigests, k.Key.LegacyKeyHash
 			if k.Key.LegacyKeyHash != nil {
 				anyLegacy = true
@@ -210,5 +252,9 @@ func batchValues(rs []*normalizedRequest, ids []string, notify, retry bool) []an
 	} else {
 		values = append(values, nil, nil)
 	}
-	return append(values, retry)
+	values = append(values, retry, nil)
+	if anyHold {
+		return append(values, holds)
+	}
+	return append(values, nil)
 }

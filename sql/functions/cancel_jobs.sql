@@ -2,7 +2,8 @@
 
 -- Cancel (docs/operator-actions.md). scheduled/ready jobs become canceled at once (canceled event); active jobs are
 -- flagged (cancel_requested event) and their worker stops them at its next heartbeat; anything else
--- is left alone. Bindings are kept. One operator_audit row.
+-- is left alone. Bindings are kept, except a key held until its job finishes or starts (released
+-- with the job canceled). One operator_audit row.
 -- Returns canceled, cancel_requested, and unchanged: {state or 'missing': count} for the rest.
 create or replace function workhorse.cancel_jobs(p_ids uuid[], p_actor text, p_reason text)
 returns table (canceled integer, cancel_requested integer, unchanged jsonb)
@@ -23,7 +24,7 @@ begin
            cancel_requested_by = p_actor, cancel_reason = p_reason
       from locked l
      where j.id = l.id and l.state in ('scheduled', 'ready')
-    returning j.id
+    returning j.id, j.key_scope, j.key_hash, j.key_hold_until
   ),
   requested as (
     update workhorse.job j
@@ -38,6 +39,18 @@ begin
     union all
     select r.id, 'cancel_requested', jsonb_build_object('actor', p_actor, 'reason', p_reason, 'attempt', r.attempt)
       from requested r
+  ),
+  -- A held key (docs/enqueue.md, "Key lifetimes") is released in the transaction that ends its job;
+  -- for a job without a lifetime (key_hold_until null) the binding is never looked at.
+  released as (
+    delete from workhorse.key_binding b using now_canceled x
+     where x.key_hold_until is not null and b.scope = x.key_scope and b.key_hash = x.key_hash and b.job_id = x.id
+    returning b.job_id, x.key_hold_until, 'canceled' as reason
+  ),
+  released_ev as (
+    insert into workhorse.job_event (job_id, kind, data)
+    select r.job_id, 'key_released', jsonb_build_object('holdUntil', r.key_hold_until, 'reason', r.reason)
+      from released r
   )
   select (select count(*) from now_canceled), (select count(*) from requested),
          (select coalesce(jsonb_object_agg(s.state, s.n), '{}')

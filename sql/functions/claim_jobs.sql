@@ -55,7 +55,7 @@ begin
                                            'code', 'DEADLINE_EXCEEDED')
       from cand c
      where j.id = c.id and c.deadline <= now()
-    returning j.id, j.attempt, j.deadline
+    returning j.id, j.attempt, j.deadline, j.key_scope, j.key_hash, j.key_hold_until
   ),
   overdue_ev as (
     insert into workhorse.job_event (job_id, kind, data)
@@ -94,6 +94,26 @@ begin
     select c.id, 'claimed',
            jsonb_build_object('attempt', c.attempt, 'worker', p_owner, 'leaseExpiresAt', c.lease_expires_at)
       from claimed c
+  ),
+  -- A key held until its job starts is released by the claim, and any held key by a failure at the
+  -- deadline, in this transaction (docs/enqueue.md, "Key lifetimes"). Jobs without a lifetime
+  -- (key_hold_until null) are filtered out before the binding is looked at.
+  held as (
+    select o.id, o.key_scope, o.key_hash, o.key_hold_until, 'failed' as reason
+      from overdue o where o.key_hold_until is not null
+    union all
+    select c.id, c.key_scope, c.key_hash, c.key_hold_until, 'started'
+      from claimed c where c.key_hold_until = 'started'
+  ),
+  released as (
+    delete from workhorse.key_binding b using held h
+     where b.scope = h.key_scope and b.key_hash = h.key_hash and b.job_id = h.id
+    returning b.job_id, h.key_hold_until, h.reason
+  ),
+  released_ev as (
+    insert into workhorse.job_event (job_id, kind, data)
+    select r.job_id, 'key_released', jsonb_build_object('holdUntil', r.key_hold_until, 'reason', r.reason)
+      from released r
   ),
   -- How many jobs this claim failed for their deadline, for the worker's stats (the claiming
   -- statement reads workhorse.claim_overdue in the same transaction).

@@ -16,14 +16,22 @@ drop function if exists workhorse.enqueue_batch(uuid[], text[], text[], jsonb, t
                                       bigint[], text[], text[], integer[], text[], text[], bytea[], text[], integer[],
                                       bigint[], bytea[], bytea[], boolean, text[], bigint[], boolean);
 
+-- The signature before migration 026 (no p_hold_untils): CREATE OR REPLACE cannot add an
+-- argument, so an installation made before then loses the old one here.
+drop function if exists workhorse.enqueue_batch(uuid[], text[], text[], jsonb, timestamptz[], integer[], jsonb[], timestamptz[],
+                                      bigint[], text[], text[], integer[], text[], text[], bytea[], text[], integer[],
+                                      bigint[], bytea[], bytea[], boolean, text[], bigint[], boolean, text);
+
 -- p_trace_context: the producer's W3C traceparent (one per call), stored on every job it accepts.
+-- p_hold_untils: each request's key lifetime (docs/enqueue.md, "Key lifetimes"), or null for a call
+-- without any; a request with one may have a null TTL.
 create or replace function workhorse.enqueue_batch(
   p_ids uuid[], p_queues text[], p_types text[], p_payloads jsonb, p_run_ats timestamptz[],
   p_max_attempts integer[], p_retry_policies jsonb[], p_deadlines timestamptz[], p_execution_timeouts bigint[],
   p_concurrency_keys text[], p_tags text[], p_tag_counts integer[], p_modes text[], p_scopes text[],
   p_key_hashes bytea[], p_key_previews text[], p_key_lengths integer[], p_ttls bigint[], p_field_digests bytea[],
   p_legacy_key_hashes bytea[], p_notify boolean, p_schedules text[] default null, p_max_waits bigint[] default null,
-  p_retry boolean default false, p_trace_context text default null)
+  p_retry boolean default false, p_trace_context text default null, p_hold_untils text[] default null)
 returns table (ordinal integer, job_id uuid, outcome text, request_digest text, reason text)
 language plpgsql as $$
 #variable_conflict use_column
@@ -48,6 +56,12 @@ declare
   v_detail text;
   r record;
 begin
+  if p_hold_untils is not null and exists (
+       select 1 from unnest(p_key_hashes, p_ttls, p_hold_untils, p_modes) as u(k, t, h, m)
+        where u.k is not null and (u.t is null or u.h is not null) and (u.h is null or u.m = 'throttle')) then
+    raise exception using errcode = '22023',
+      message = 'workhorse: a key needs a TTL unless it is held until its job finishes or starts (not with throttle)';
+  end if;
   if p_legacy_key_hashes is not null then
     select array_agg(coalesce(
              (select b.key_hash from workhorse.key_binding b
@@ -75,10 +89,11 @@ begin
         select x.*, (sum(x.tag_count) over (order by x.ord) - x.tag_count)::integer as tag_off
           from unnest(p_ids, p_queues, p_types, p_run_ats, p_max_attempts, p_retry_policies, p_deadlines,
                       p_execution_timeouts, p_concurrency_keys, p_tag_counts, p_modes, p_scopes, v_hashes,
-                      p_key_previews, p_key_lengths, p_ttls, p_field_digests, p_schedules, p_max_waits) with ordinality
+                      p_key_previews, p_key_lengths, p_ttls, p_field_digests, p_schedules, p_max_waits, p_hold_untils)
+                      with ordinality
                as x(id, queue, type, run_at, max_attempts, retry_policy, deadline, execution_timeout_ms,
                     concurrency_key, tag_count, mode, scope, kh, key_preview, key_length, ttl_ms, fd, schedule,
-                    max_wait, ord)
+                    max_wait, hold, ord)
          order by x.kh is null, x.scope, x.kh, x.ord
       loop
         v_cur := r.ord::integer;
@@ -87,7 +102,8 @@ begin
                  r.id, r.queue, r.type, p_payloads -> (r.ord::integer - 1), r.run_at, r.max_attempts, r.retry_policy,
                  r.deadline, r.execution_timeout_ms, r.concurrency_key,
                  coalesce(p_tags[r.tag_off + 1 : r.tag_off + r.tag_count], '{}'), r.mode, r.scope, r.kh,
-                 r.key_preview, r.key_length, r.ttl_ms, r.fd, false, r.schedule, r.max_wait, false, p_trace_context) o;
+                 r.key_preview, r.key_length, r.ttl_ms, r.fd, false, r.schedule, r.max_wait, false, p_trace_context,
+                 r.hold) o;
         v_ord := v_ord || v_cur;
         v_job := v_job || v_one.job_id;
         v_out := v_out || v_one.outcome;
@@ -123,16 +139,17 @@ begin
       select x.*, (sum(x.tag_count) over (order by x.ord) - x.tag_count)::integer as tag_off
         from unnest(p_ids, p_queues, p_types, p_run_ats, p_max_attempts, p_retry_policies, p_deadlines,
                     p_execution_timeouts, p_concurrency_keys, p_tag_counts, p_modes, p_scopes, v_hashes,
-                    p_key_previews, p_key_lengths, p_ttls, p_field_digests) with ordinality
+                    p_key_previews, p_key_lengths, p_ttls, p_field_digests, p_hold_untils) with ordinality
              as x(id, queue, type, run_at, max_attempts, retry_policy, deadline, execution_timeout_ms,
-                  concurrency_key, tag_count, mode, scope, kh, key_preview, key_length, ttl_ms, fd, ord)
+                  concurrency_key, tag_count, mode, scope, kh, key_preview, key_length, ttl_ms, fd, hold, ord)
     ),
     req as (
       select s.ord::integer as ordinal, s.id, s.queue, s.type, coalesce(p.v, 'null'::jsonb) as payload,
              coalesce(s.run_at, now()) as run_at, s.run_at as given_run_at, s.max_attempts, s.retry_policy,
              s.deadline, s.execution_timeout_ms, s.concurrency_key,
              coalesce(p_tags[s.tag_off + 1 : s.tag_off + s.tag_count], '{}') as tags,
-             s.mode, s.scope, s.kh, s.key_preview, s.key_length, s.ttl_ms, d.digests, sha256(d.digests) as rdigest
+             s.mode, s.scope, s.kh, s.key_preview, s.key_length, s.ttl_ms, s.hold, d.digests,
+             sha256(d.digests || workhorse.hold_until_digest(s.hold)) as rdigest
         from src s
         left join lateral (select p_payloads -> (s.ord::integer - 1) as v) p on true
        cross join lateral (
@@ -150,13 +167,14 @@ begin
     ),
     seen as (
       select r.*, l.lead_ordinal, lr.id as lead_id, lr.rdigest as lead_rdigest, lr.mode as lead_mode,
-             b.job_id as live_job_id, b.mode as live_mode, b.field_digests as live_digests,
+             b.job_id as live_job_id, b.mode as live_mode,
+             b.field_digests || workhorse.hold_until_digest(b.hold_until) as live_digests,
              b.request_digest as live_rdigest
         from req r
         left join lead l on l.scope = r.scope and l.kh = r.kh
         left join req lr on lr.ordinal = l.lead_ordinal
         left join lateral (
-          select b.job_id, b.mode, b.field_digests, b.request_digest
+          select b.job_id, b.mode, b.field_digests, b.request_digest, b.hold_until
             from workhorse.key_binding b
            where b.scope = r.scope and b.key_hash = r.kh and b.expires_at > now()
            limit 1) b on true
@@ -164,9 +182,9 @@ begin
     claimed as (
       insert into workhorse.key_binding as b
         (scope, key_hash, job_id, mode, key_preview, key_length, field_digests, request_digest, ttl_ms,
-         created_at, expires_at)
+         created_at, expires_at, hold_until)
       select s.scope, s.kh, s.id, s.mode, s.key_preview, s.key_length, s.digests, s.rdigest, s.ttl_ms,
-             now(), now() + s.ttl_ms * interval '1 millisecond'
+             now(), coalesce(now() + s.ttl_ms * interval '1 millisecond', 'infinity'), s.hold
         from seen s
        where s.kh is not null and s.ordinal = s.lead_ordinal and s.live_job_id is null
        order by s.scope, s.kh
@@ -174,17 +192,19 @@ begin
         set job_id = excluded.job_id, mode = excluded.mode, key_preview = excluded.key_preview,
             key_length = excluded.key_length, field_digests = excluded.field_digests,
             request_digest = excluded.request_digest, ttl_ms = excluded.ttl_ms,
-            created_at = excluded.created_at, expires_at = excluded.expires_at
+            created_at = excluded.created_at, expires_at = excluded.expires_at, hold_until = excluded.hold_until
         where b.expires_at <= now() and b.job_id <> excluded.job_id
       returning b.job_id
     ),
     jobs as (
       insert into workhorse.job (id, queue, type, payload, state, run_at, max_attempts, retry_policy, deadline,
                                  execution_timeout_ms, concurrency_key, tags, key_scope, key_hash, key_mode,
-                                 key_preview, key_length, key_ttl_ms, request_digest, enqueued_run_at, trace_context)
+                                 key_preview, key_length, key_ttl_ms, request_digest, enqueued_run_at, trace_context,
+                                 key_hold_until, key_field_digests)
       select s.id, s.queue, s.type, s.payload, case when s.run_at > now() then 'scheduled' else 'ready' end,
              s.run_at, s.max_attempts, s.retry_policy, s.deadline, s.execution_timeout_ms, s.concurrency_key, s.tags,
-             s.scope, s.kh, s.mode, s.key_preview, s.key_length, s.ttl_ms, s.rdigest, s.given_run_at, p_trace_context
+             s.scope, s.kh, s.mode, s.key_preview, s.key_length, s.ttl_ms, s.rdigest, s.given_run_at, p_trace_context,
+             s.hold, case when s.hold is not null then s.digests end
         from seen s
        where s.kh is null or s.id in (select c.job_id from claimed c)
       returning id, queue
@@ -206,7 +226,7 @@ begin
                case when s.live_job_id is not null then s.live_rdigest <> s.rdigest or s.live_mode <> s.mode
                     else s.lead_rdigest <> s.rdigest or s.lead_mode <> s.mode end) as differs,
              s.live_job_id, s.live_mode, s.live_digests, s.live_rdigest, s.lead_ordinal, s.lead_mode,
-             s.lead_rdigest, s.mode, s.digests, s.payload
+             s.lead_rdigest, s.mode, s.digests || workhorse.hold_until_digest(s.hold) as digests, s.payload
         from seen s
     )
     select array_agg(d.ordinal order by d.ordinal), array_agg(d.job_id order by d.ordinal),
@@ -216,7 +236,8 @@ begin
            (select array_agg(distinct j.queue) from jobs j),
            (select workhorse.raise_key_conflict(
                      f.ordinal, f.live_job_id, coalesce(f.live_mode, f.lead_mode),
-                     coalesce(f.live_digests, (select l.digests from req l where l.ordinal = f.lead_ordinal)),
+                     coalesce(f.live_digests, (select l.digests || workhorse.hold_until_digest(l.hold)
+                                                 from req l where l.ordinal = f.lead_ordinal)),
                      coalesce(f.live_rdigest, f.lead_rdigest),
                      f.mode, f.digests, f.rdigest,
                      case when f.live_job_id is not null

@@ -16,7 +16,7 @@ declare
   v_reason text;
   v_actual text;
 begin
-  select x.id, x.attempt, x.max_attempts, x.deadline, x.retry_policy
+  select x.id, x.attempt, x.max_attempts, x.deadline, x.retry_policy, x.key_scope, x.key_hash, x.key_hold_until
     into j
     from workhorse.job x
    where x.id = p_id and x.attempt = p_attempt and x.lease_owner = p_owner and x.state = 'active'
@@ -50,6 +50,19 @@ begin
   -- An operator asked to cancel this job before its worker saw it: the would-be retry became
   -- 'canceled' (trigger job_cancel_instead_of_retry, which wrote the 'canceled' event). Say so, and
   -- write no 'retry_scheduled' event for a retry that will not happen.
+  -- A held key (docs/enqueue.md, "Key lifetimes") is released with its job dead-lettered or canceled;
+  -- an attempt that will be retried keeps it.
+  if j.key_hold_until is not null and v_actual in ('failed', 'canceled') then
+    with released as (
+      delete from workhorse.key_binding b
+       where b.scope = j.key_scope and b.key_hash = j.key_hash and b.job_id = p_id
+      returning b.job_id
+    )
+    insert into workhorse.job_event (job_id, kind, data)
+    select r.job_id, 'key_released', jsonb_build_object('holdUntil', j.key_hold_until, 'reason', v_actual)
+      from released r;
+  end if;
+
   if v_actual = 'canceled' then
     return query select v_actual, null::timestamptz, null::bigint;
     return;

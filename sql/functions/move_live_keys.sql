@@ -12,7 +12,8 @@ begin
   if v_moved > 0 then
     update workhorse.job t
        set key_scope = s.key_scope, key_hash = s.key_hash, key_mode = s.key_mode, key_preview = s.key_preview,
-           key_length = s.key_length, key_ttl_ms = s.key_ttl_ms, request_digest = s.request_digest
+           key_length = s.key_length, key_ttl_ms = s.key_ttl_ms, request_digest = s.request_digest,
+           key_hold_until = s.key_hold_until, key_field_digests = s.key_field_digests
       from workhorse.job s
      where t.id = p_to and s.id = p_from;
   end if;

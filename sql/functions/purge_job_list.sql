@@ -28,7 +28,20 @@ begin
                    where ids.id not in (select p.id from p)
                    group by 1) s)
     into v_purged, v_unchanged;
-  v_released := workhorse.release_keys(v_purged);
+  -- The bindings the purged jobs own (release_keys, with a key_released entry on the timeline of a
+  -- job whose key had a lifetime: docs/enqueue.md, "Key lifetimes").
+  with released as (
+    delete from workhorse.key_binding b
+     using workhorse.job j
+     where j.id = any (v_purged) and b.scope = j.key_scope and b.key_hash = j.key_hash and b.job_id = j.id
+    returning b.job_id, j.key_hold_until
+  ),
+  released_ev as (
+    insert into workhorse.job_event (job_id, kind, data)
+    select r.job_id, 'key_released', jsonb_build_object('holdUntil', r.key_hold_until, 'reason', 'purged')
+      from released r where r.key_hold_until is not null
+  )
+  select count(*) into v_released from released;
   insert into workhorse.operator_audit (actor, action, target, reason, result)
   values (p_actor, 'purge_job',
           case when cardinality(p_ids) = 1 then 'job:' || p_ids[1] else 'jobs:' || cardinality(p_ids) end,

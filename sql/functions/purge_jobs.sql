@@ -13,7 +13,7 @@ begin
        set state = 'purged', purged_at = now(), purged_by = p_actor, purge_reason = p_reason, updated_at = now()
      where j.state in ('ready', 'scheduled')
        and (case when p_job_ids is null then j.queue = p_queue else j.id = any (p_job_ids) end)
-    returning j.id, j.key_scope, j.key_hash
+    returning j.id, j.key_scope, j.key_hash, j.key_hold_until
   ),
   ev as (
     insert into workhorse.job_event (job_id, kind, data)
@@ -22,7 +22,13 @@ begin
   released as (
     delete from workhorse.key_binding b using p
      where b.scope = p.key_scope and b.key_hash = p.key_hash and b.job_id = p.id
-    returning 1
+    returning b.job_id, p.key_hold_until
+  ),
+  -- A held key (docs/enqueue.md, "Key lifetimes") says on its job's timeline that purge released it.
+  released_ev as (
+    insert into workhorse.job_event (job_id, kind, data)
+    select r.job_id, 'key_released', jsonb_build_object('holdUntil', r.key_hold_until, 'reason', 'purged')
+      from released r where r.key_hold_until is not null
   )
   select coalesce(array_agg(p.id), '{}'), (select count(*) from released) into v_purged, v_released from p;
 

@@ -202,6 +202,9 @@ export async function jobIds(db: Queryable, f: JobFilter, limit: number): Promis
   return rows.map((r) => r.id);
 }
 
+/** The keyset cursor of a binding that expires at 'infinity': the largest bigint. */
+const INFINITE_US = "9223372036854775807";
+
 /**
  * Live bindings (soonest to expire first) or expired ones awaiting cleanup (oldest first, the order
  * maintenance deletes them in). Walks the `expires_at` index; keyset (expires_at, job_id). `limit + 1` rows.
@@ -218,10 +221,16 @@ export async function bindingListRows(
   if (f.after) {
     const t = w.param(f.after.expiresAtUs);
     const id = w.param(f.after.jobId);
-    w.raw(`(expires_at, job_id) > (timestamptz 'epoch' + ${t}::bigint * interval '1 microsecond', ${id}::uuid)`);
+    // A key held without a time limit (docs/enqueue.md, "Key lifetimes") expires at 'infinity',
+    // last in this order; its cursor is the largest bigint.
+    w.raw(`(expires_at, job_id) > (case when ${t}::bigint = ${INFINITE_US} then 'infinity'::timestamptz
+                                        else timestamptz 'epoch' + ${t}::bigint * interval '1 microsecond' end, ${id}::uuid)`);
   }
   const { rows } = await db.query<BindingRow & { now: Date; exp_us: string }>(
-    `select ${BINDING_COLUMNS}, now() as now, (extract(epoch from expires_at) * 1000000)::bigint::text as exp_us from workhorse.key_binding b ${w}
+    `select ${BINDING_COLUMNS}, now() as now,
+            case when expires_at = 'infinity' then '${INFINITE_US}'
+                 else (extract(epoch from expires_at) * 1000000)::bigint::text end as exp_us
+       from workhorse.key_binding b ${w}
       order by expires_at, job_id limit ${limit + 1}`,
     w.values,
   );

@@ -71,6 +71,13 @@ const ONE_TAIL = [
  */
 export const ENQUEUE_TRACE_PARAM = { name: "p_trace_context", type: "text" } as const;
 
+/**
+ * After the trace context: the key's lifetime (docs/enqueue.md, "Key lifetimes"), defaulted to null
+ * in SQL, so clients that predate it call as before. enqueue_batch takes an array of it
+ * (`p_hold_untils`). Only a request with a lifetime sends it (and the trace context before it).
+ */
+export const ENQUEUE_HOLD_PARAM = { name: "p_hold_until", type: "text" } as const;
+
 /** workhorse.enqueue_one's parameters, in order, with their SQL types. */
 export const ENQUEUE_ONE_PARAMS: readonly { name: string; type: string }[] = [
   ...FIELDS.map((f) => ({ name: f.one, type: f.type })),
@@ -104,10 +111,14 @@ function placeholders(types: readonly string[], from = 1): string {
 const RESULT_COLUMNS = "job_id, outcome, request_digest, reason";
 const oneCall = (count: number) =>
   `select 1 as ordinal, ${RESULT_COLUMNS}
-  from workhorse.enqueue_one(${placeholders([...ENQUEUE_ONE_PARAMS, ENQUEUE_TRACE_PARAM].slice(0, count).map((p) => p.type))})`;
+  from workhorse.enqueue_one(${placeholders(
+    [...ENQUEUE_ONE_PARAMS, ENQUEUE_TRACE_PARAM, ENQUEUE_HOLD_PARAM].slice(0, count).map((p) => p.type),
+  )})`;
 
 export const ENQUEUE_BATCH_SQL = `select ordinal, ${RESULT_COLUMNS}
-  from workhorse.enqueue_batch(${placeholders([...ENQUEUE_BATCH_PARAMS, ENQUEUE_TRACE_PARAM].map((p) => p.type))})`;
+  from workhorse.enqueue_batch(${placeholders(
+    [...ENQUEUE_BATCH_PARAMS, ENQUEUE_TRACE_PARAM, { name: "p_hold_untils", type: "text[]" }].map((p) => p.type),
+  )})`;
 /** Idempotency and throttle: the fields and the wake-up flag. */
 const ENQUEUE_ONE_SQL = oneCall(FIELDS.length + 1);
 /** Debounce: the idempotency call plus schedule and max wait. */
@@ -116,6 +127,8 @@ const ENQUEUE_DEBOUNCE_SQL = oneCall(FIELDS.length + 3);
 const ENQUEUE_RETRY_SQL = oneCall(FIELDS.length + 4);
 /** A call inside a sampled span, any mode, first try or not: every parameter, the trace context last. */
 const ENQUEUE_TRACED_SQL = oneCall(FIELDS.length + 5);
+/** A request with a key lifetime, any mode, traced or not: every parameter, the lifetime last. */
+const ENQUEUE_HOLD_SQL = oneCall(FIELDS.length + 6);
 
 /** The 1-based position of a field's parameter in enqueue_one. */
 const paramOf = (one: string): number => FIELDS.findIndex((f) => f.one === one) + 1;
@@ -127,6 +140,7 @@ const ENQUEUE_ONE_LEGACY_SQL = legacyProbe(ENQUEUE_ONE_SQL, FIELDS.length + 1);
 const ENQUEUE_DEBOUNCE_LEGACY_SQL = legacyProbe(ENQUEUE_DEBOUNCE_SQL, FIELDS.length + 3);
 const ENQUEUE_RETRY_LEGACY_SQL = legacyProbe(ENQUEUE_RETRY_SQL, FIELDS.length + 4);
 const ENQUEUE_TRACED_LEGACY_SQL = legacyProbe(ENQUEUE_TRACED_SQL, FIELDS.length + 5);
+const ENQUEUE_HOLD_LEGACY_SQL = legacyProbe(ENQUEUE_HOLD_SQL, FIELDS.length + 6);
 
 /**
  * The statement (and its cached-plan name) for one request; `retry` from a call's second try on;
@@ -138,6 +152,11 @@ export function oneRequestStatement(
   traced = false,
 ): { name: string; text: string } {
   const legacy = !!r.keyed?.key.legacyKeyHash;
+  if (r.keyed?.holdUntil) {
+    return legacy
+      ? { name: "workhorse_enqueue_hold_legacy", text: ENQUEUE_HOLD_LEGACY_SQL }
+      : { name: "workhorse_enqueue_hold", text: ENQUEUE_HOLD_SQL };
+  }
   if (traced) {
     return legacy
       ? { name: "workhorse_enqueue_traced_legacy", text: ENQUEUE_TRACED_LEGACY_SQL }
@@ -162,7 +181,7 @@ export function oneRequestStatement(
 // ($1), which is also written into the job id (see bucketedId); the literal 1 is the ordinal.
 export const ENQUEUE_ONE_AT_SQL = `select 1 as ordinal, ${RESULT_COLUMNS}
   from workhorse.enqueue_one_at($1::integer, 1, ${placeholders(
-    [...ENQUEUE_ONE_PARAMS, ENQUEUE_TRACE_PARAM].map((p) => p.type),
+    [...ENQUEUE_ONE_PARAMS, ENQUEUE_TRACE_PARAM, ENQUEUE_HOLD_PARAM].map((p) => p.type),
     2,
   )})`;
 
@@ -226,7 +245,10 @@ export function oneRequestValues(
   const k = r.keyed;
   const values = FIELDS.map((f) => f.of(r, id));
   values.push(notify);
-  if (trace !== null) {
+  if (k?.holdUntil) {
+    const d = k.mode === "debounce";
+    values.push(d ? k.schedule : null, d ? k.maxWaitMs : null, retry, trace, k.holdUntil);
+  } else if (trace !== null) {
     const d = k?.mode === "debounce";
     values.push(d ? k.schedule : null, d ? k.maxWaitMs : null, retry, trace);
   } else if (retry) {
@@ -253,6 +275,7 @@ export function distributedOneValues(
     k?.mode === "debounce" ? k.maxWaitMs : null,
     retry,
     trace,
+    k?.holdUntil ?? null,
   ];
 }
 
@@ -290,6 +313,7 @@ export function batchValues(
     debounce ? requests.map((r) => (r.keyed?.mode === "debounce" ? r.keyed.maxWaitMs : null)) : null,
     retry,
     trace,
+    requests.some((r) => r.keyed?.holdUntil) ? requests.map((r) => r.keyed?.holdUntil ?? null) : null,
   );
   return values;
 }

@@ -4,7 +4,7 @@
  * pause_queue, resume_queue, prune_finished_jobs, delete_failed_jobs), plus the paused-queue list and the audit insert.
  */
 import { v7 as uuidv7 } from "uuid";
-import type { DeleteFailedJobsResult, RedriveStatus, Unchanged } from "../types";
+import type { DeleteFailedJobsResult, RedriveKeyStatus, RedriveStatus, Unchanged } from "../types";
 import { bucketedId, idBucket } from "./enqueue";
 import type { Sql } from "./layout";
 
@@ -59,19 +59,26 @@ export async function deleteFailedJobs(
   return rows[0] as DeleteFailedJobsResult;
 }
 
+type RedriveRow = {
+  source_job_id: string;
+  status: RedriveStatus;
+  job_id: string | null;
+  key_status: RedriveKeyStatus | null;
+};
+
 /** `workhorse.redrive_jobs`: one row per source job. New ids are made here (Citus: in the source's bucket). */
 export async function redriveJobs(
   sql: Sql,
   r: { jobIds: string[]; requestHash: Buffer; requestedBy: string; reason: string; dryRun: boolean; again: boolean },
-): Promise<Array<{ source_job_id: string; status: RedriveStatus; job_id: string | null }>> {
+): Promise<RedriveRow[]> {
   const newIds = r.jobIds.map(() => uuidv7());
   // Citus: a redriven job lives in its source's bucket, where the key it may take over is.
   if ((await sql.layout()) === "distributed") {
     for (let i = 0; i < newIds.length; i++)
       newIds[i] = bucketedId(newIds[i] as string, idBucket(r.jobIds[i] as string));
   }
-  const { rows } = await sql.query<{ source_job_id: string; status: RedriveStatus; job_id: string | null }>({
-    text: `select source_job_id, status, job_id
+  const { rows } = await sql.query<RedriveRow>({
+    text: `select source_job_id, status, job_id, key_status
                from workhorse.redrive_jobs($1::uuid[], $2::uuid[], $3::bytea, $4::text, $5::text, $6::boolean,
                                           $7::boolean)`,
     values: [r.jobIds, newIds, r.requestHash, r.requestedBy, r.reason, r.dryRun, r.again],

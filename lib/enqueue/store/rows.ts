@@ -8,8 +8,9 @@ import type { ClaimedJob } from "../worker/types";
 
 /** `workhorse.key_binding` (alias `b`) as a `BindingRow`: digests as hex, `expired` by the server's clock. */
 export const BINDING_COLUMNS = `b.scope, b.key_hash, b.job_id, b.mode, b.key_preview, b.key_length,
-  encode(b.request_digest, 'hex') as request_digest, b.ttl_ms,
-  b.created_at, b.expires_at, b.expires_at <= now() as expired, b.schedule, b.max_wait_ms`;
+  encode(b.request_digest, 'hex') as request_digest, b.ttl_ms, b.hold_until,
+  b.created_at, nullif(b.expires_at, 'infinity') as expires_at, b.expires_at <= now() as expired, b.schedule,
+  b.max_wait_ms`;
 
 export interface BindingRow {
   scope: string;
@@ -19,9 +20,10 @@ export interface BindingRow {
   key_preview: string;
   key_length: number;
   request_digest: string;
-  ttl_ms: string;
+  ttl_ms: string | null;
+  hold_until: BindingInfo["holdUntil"];
   created_at: Date;
-  expires_at: Date;
+  expires_at: Date | null;
   expired: boolean;
   schedule: "reset" | "preserve" | null;
   max_wait_ms: string | null;
@@ -36,7 +38,8 @@ export function bindingFromRow(r: BindingRow): BindingInfo {
     jobId: r.job_id,
     mode: r.mode,
     requestDigest: r.request_digest,
-    ttlMs: Number(r.ttl_ms),
+    ttlMs: r.ttl_ms === null ? null : Number(r.ttl_ms),
+    holdUntil: r.hold_until,
     createdAt: r.created_at,
     expiresAt: r.expires_at,
     expired: r.expired,

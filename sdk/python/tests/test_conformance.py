@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from workhorse._input import RequestConfig, iso, normalize_request, one_values
+from workhorse._input import RequestConfig, hold_until_digest, iso, normalize_request, one_values
 from workhorse._key_preview_table import HIDDEN_RANGES, UNICODE_VERSION
 from workhorse._keys import key_preview, legacy_key_hash
 from workhorse._payload import canonical_text, jsonb_text
@@ -97,8 +97,10 @@ def test_case(case: dict[str, Any]) -> None:
             "ttlMs": k.ttl_ms,
             "schedule": k.schedule,
             "maxWaitMs": k.max_wait_ms,
+            "holdUntil": k.hold_until,
             "fieldDigests": k.field_digests.hex(),
-            "requestDigest": hashlib.sha256(k.field_digests).hexdigest(),
+            "holdUntilDigest": hold_until_digest(k.hold_until).hex() if k.hold_until else None,
+            "requestDigest": hashlib.sha256(k.field_digests + hold_until_digest(k.hold_until)).hexdigest(),
         } == {name: v for name, v in ek.items() if name != "fieldDigestsByName"}
         assert k.field_digests[32:40].hex() == ek["fieldDigestsByName"]["payload"] == ok["payloadDigest"]
     names = [p["name"] for p in FILE["enqueueOneParams"]]

@@ -163,3 +163,36 @@ def test_python_job_runs_on_the_typescript_worker_and_reuses_its_checkpoint_afte
     assert job.attempt == 2
     # The charge stage ran once, in attempt 1: attempt 2 got the stored value.
     assert job.result == {"charge": {"chargeId": f"ch_{invoice}", "attempt": 1}, "finishedInAttempt": 2, "runsHere": 1}
+
+
+def test_a_key_held_until_finished_replays_across_languages_and_is_released_by_the_python_worker(
+    queue: Queue, database_url: str
+) -> None:
+    """Key lifetimes (docs/enqueue.md): TypeScript accepts, Python replays (same request digest with the
+    lifetime's digest appended by PostgreSQL), a different lifetime conflicts naming holdUntil, and
+    once the job is claimed and completed through the worker SQL the key is free for either language."""
+    key = f"report-{uuid.uuid4()}"
+    name = f"cross-hold-{uuid.uuid4()}"
+    held = {"key": key, "scope": "reports", "holdUntil": "finished"}
+    first = run_ts("enqueue.ts", database_url, {"type": "report.nightly", "payload": {"day": 1},
+                                                "options": {"queue": name, "idempotency": held}})["result"]  # fmt: skip
+    assert first["outcome"] == "accepted"
+    opts = EnqueueOptions(queue=name, idempotency=Idempotency(key=key, scope="reports", hold_until="finished"))
+    again = queue.enqueue_with_result("report.nightly", {"day": 1.0}, opts)
+    assert (again.outcome, again.job_id) == ("replayed", first["jobId"])
+    with pytest.raises(EnqueueIdempotencyConflictError) as caught:
+        queue.enqueue("report.nightly", {"day": 1}, replace(opts, idempotency=Idempotency(key=key, scope="reports", hold_until="started")))
+    assert caught.value.conflicting_fields == ["holdUntil"]
+    with queue._pool.connection() as conn:
+        row = conn.execute(
+            "select id::text, attempt from workhorse.claim_jobs(array[%s], null, 'py~x', 1, 60000, false)", (name,)
+        ).fetchone()
+        assert row is not None and row[0] == first["jobId"]
+        conn.execute(
+            "select * from workhorse.complete_jobs(array[%s::uuid], array[%s::integer], array['py~x'], array['null'::jsonb])",
+            (row[0], row[1]),
+        )
+    after = run_ts("enqueue.ts", database_url, {"type": "report.nightly", "payload": {"day": 1},
+                                                "options": {"queue": name, "idempotency": held}})["result"]  # fmt: skip
+    assert after["outcome"] == "accepted" and after["jobId"] != first["jobId"]
+    assert queue.enqueue_with_result("report.nightly", {"day": 1}, opts).job_id == after["jobId"]

@@ -299,3 +299,44 @@ def test_a_batch_request_without_a_payload_is_refused_as_typescript_refuses_it(q
     assert count_jobs(queue, "payload-missing") == 0
     # None is JSON null, and an explicit one is accepted.
     assert queue.enqueue_many([{"type": "t", "payload": None, "options": {"queue": "payload-missing"}}])[0].outcome == "accepted"
+
+
+def _claim_and_complete(queue: Queue, name: str) -> str:
+    """A worker's claim and success through the same SQL every client's worker calls."""
+    with queue._pool.connection() as conn:
+        row = conn.execute(
+            "select id::text, attempt from workhorse.claim_jobs(array[%s], null, 'py~1', 1, 60000, false)", (name,)
+        ).fetchone()
+        assert row is not None
+        conn.execute(
+            "select * from workhorse.complete_jobs(array[%s::uuid], array[%s::integer], array['py~1'], array['null'::jsonb])",
+            (row[0], row[1]),
+        )
+        return str(row[0])
+
+
+def test_hold_until_finished_replays_until_the_job_finishes(queue: Queue) -> None:
+    """Key lifetimes (docs/enqueue.md): held while the job is pending or running, free once it finished."""
+    name = f"hold-{uuid.uuid4()}"
+    opts = EnqueueOptions(queue=name, idempotency=Idempotency(key=key(), scope="reports", hold_until="finished"))
+    first = queue.enqueue_with_result("report.nightly", {"day": 1}, opts)
+    assert first.outcome == "accepted"
+    again = queue.enqueue_with_result("report.nightly", {"day": 1}, opts)
+    assert (again.outcome, again.job_id) == ("replayed", first.job_id)
+    binding = queue.find_binding(key=opts.idempotency.key, scope="reports")  # type: ignore[union-attr]
+    assert binding is not None
+    assert (binding.hold_until, binding.ttl_ms, binding.expires_at) == ("finished", None, None)
+    assert _claim_and_complete(queue, name) == first.job_id
+    after = queue.enqueue_with_result("report.nightly", {"day": 1}, opts)
+    assert after.outcome == "accepted" and after.job_id != first.job_id
+
+
+def test_hold_until_is_in_the_fingerprint_and_throttle_refuses_it(queue: Queue) -> None:
+    k = key()
+    queue.enqueue("t", {}, EnqueueOptions(idempotency=Idempotency(key=k, hold_until="finished", ttl_ms=86_400_000)))
+    with pytest.raises(EnqueueIdempotencyConflictError) as caught:
+        queue.enqueue("t", {}, EnqueueOptions(idempotency=Idempotency(key=k, hold_until="started", ttl_ms=86_400_000)))
+    assert caught.value.conflicting_fields == ["holdUntil"]
+    with pytest.raises(EnqueueValidationError) as refused:
+        queue.enqueue("t", {}, {"throttle": {"key": k, "windowMs": 1000, "holdUntil": "finished"}})
+    assert [i.option for i in refused.value.issues] == ["options.throttle.holdUntil"]

@@ -239,8 +239,8 @@ def describe(secret: bytes, key: str, scope: str) -> KeyDescription:
 
 
 BINDING_SQL = """select b.scope, b.key_hash, b.job_id::text, b.mode, b.key_preview, b.key_length,
-                      encode(b.request_digest, 'hex'), b.ttl_ms, b.created_at, b.expires_at, b.expires_at <= now(),
-                      b.schedule, b.max_wait_ms
+                      encode(b.request_digest, 'hex'), b.ttl_ms, b.created_at, nullif(b.expires_at, 'infinity'),
+                      b.expires_at <= now(), b.schedule, b.max_wait_ms, b.hold_until
                  from workhorse.key_binding b where b.scope = %s and b.key_hash = any(%s::bytea[])
                 order by b.expires_at desc limit 1"""
 
@@ -256,6 +256,7 @@ def binding_from(row: tuple[Any, ...] | None) -> BindingInfo | None:
         scope=row[0], key_preview=row[4], key_digest=bytes(row[1])[:6].hex(), key_length=row[5], job_id=row[2],
         mode=row[3], request_digest=row[6], ttl_ms=None if row[7] is None else int(row[7]), created_at=row[8],
         expires_at=row[9], expired=row[10], schedule=row[11], max_wait_ms=None if row[12] is None else int(row[12]),
+        hold_until=row[13],
     )  # fmt: skip
 
 

@@ -40,8 +40,12 @@ DEFAULT_SCOPE = "default"
 KEY_MODES = ("idempotency", "debounce", "throttle")
 FINGERPRINT_FIELDS = (
     "concurrencyKey", "deadline", "executionTimeoutMs", "maxAttempts", "payload", "queue",
-    "retryPolicy", "runAt", "tags", "ttlMs", "type",
+    "retryPolicy", "runAt", "tags", "ttlMs", "type", "holdUntil",
 )  # fmt: skip
+# Key lifetimes (docs/enqueue.md, "Key lifetimes"). holdUntil's digest is not among the field digests
+# the client sends: PostgreSQL appends it from p_hold_until, only for a request with a lifetime.
+KEY_LIFETIMES = ("finished", "started")
+_DIGESTED_FIELDS = tuple(f for f in FINGERPRINT_FIELDS if f != "holdUntil")
 STORABLE_TEXT_RULE = "must be well-formed Unicode without NUL characters"
 _MISSING = object()
 
@@ -225,10 +229,11 @@ class Keyed:
     key_preview: str
     key_length: int
     legacy_key_hash: bytes | None
-    ttl_ms: int
+    ttl_ms: int | None
     schedule: str | None
     max_wait_ms: int | None
     field_digests: bytes
+    hold_until: str | None = None
 
 
 @dataclass
@@ -280,7 +285,12 @@ def _field_digest(value: Any) -> bytes:
 def field_digests_of(values: dict[str, Any], payload_digest: bytes) -> bytes:
     """88 bytes: the first 8 bytes of SHA-256 of each field's JSON text in fingerprint order, the
     payload's (``payload_digest``) from its jsonb text."""
-    return b"".join(payload_digest if f == "payload" else _field_digest(values[f]) for f in FINGERPRINT_FIELDS)
+    return b"".join(payload_digest if f == "payload" else _field_digest(values[f]) for f in _DIGESTED_FIELDS)
+
+
+def hold_until_digest(hold_until: str | None) -> bytes:
+    """The 8 bytes PostgreSQL appends after the field digests for a key lifetime (empty without one)."""
+    return b"" if hold_until is None else _field_digest(hold_until)
 
 
 @dataclass
@@ -374,9 +384,14 @@ def normalize_request(type_: Any, payload: Any, options: Any, config: RequestCon
         at = f"{ob}.{mode}"
         got: dict[str, Any] = {"key": _key(m.get("key"), f"{at}.key", out)}
         got["scope"] = _scope(m["scope"], f"{at}.scope", out) if "scope" in m else DEFAULT_SCOPE
+        if mode != "throttle" and "holdUntil" in m:
+            if m["holdUntil"] not in KEY_LIFETIMES:
+                out.add(f"{at}.holdUntil", 'must be "finished" or "started"')
+            got["holdUntil"] = m["holdUntil"]
         if mode == "idempotency":
-            got["ttlMs"] = _window(m["ttlMs"], f"{at}.ttlMs", out) if "ttlMs" in m else DEFAULT_TTL_MS
-            _strict(m, ("key", "scope", "ttlMs"), at, out)
+            default_ttl = None if "holdUntil" in m else DEFAULT_TTL_MS
+            got["ttlMs"] = _window(m["ttlMs"], f"{at}.ttlMs", out) if "ttlMs" in m else default_ttl
+            _strict(m, ("key", "scope", "ttlMs", "holdUntil"), at, out)
         else:
             got["ttlMs"] = _window(m.get("windowMs"), f"{at}.windowMs", out)
             if mode == "debounce":
@@ -385,9 +400,9 @@ def normalize_request(type_: Any, payload: Any, options: Any, config: RequestCon
                     out.add(f"{at}.schedule", 'must be "reset" or "preserve"')
                 got["schedule"] = sched
                 got["maxWaitMs"] = _window(m["maxWaitMs"], f"{at}.maxWaitMs", out) if "maxWaitMs" in m else None
-                _strict(m, ("key", "scope", "windowMs", "schedule", "maxWaitMs"), at, out)
+                _strict(m, ("key", "scope", "windowMs", "schedule", "maxWaitMs", "holdUntil"), at, out)
             else:
-                _strict(m, ("key", "scope", "windowMs"), at, out)
+                _strict(m, ("key", "scope", "windowMs", "holdUntil"), at, out)
         modes[mode] = got
     source = None
     if present("source"):
@@ -407,6 +422,9 @@ def normalize_request(type_: Any, payload: Any, options: Any, config: RequestCon
         first, most = rp_raw.get("initialDelayMs"), rp_raw.get("maxDelayMs")
         if isinstance(first, (int, float)) and isinstance(most, (int, float)) and _is_number(first) and _is_number(most) and most < first:
             out.add(f"{ob}.retryPolicy.maxDelayMs", "must be at least initialDelayMs")
+    if present("throttle") and isinstance(o["throttle"], Mapping) and "holdUntil" in o["throttle"]:
+        out.add(f"{ob}.throttle.holdUntil",
+                "throttle keys are held for their window only: use idempotency or debounce for a key lifetime")
     if present("debounce") and present("runAt"):
         out.add(f"{ob}.runAt", "cannot be combined with debounce: a debounced job runs when its window closes (use windowMs)")
     if "debounce" in modes:
@@ -475,6 +493,7 @@ def normalize_request(type_: Any, payload: Any, options: Any, config: RequestCon
             schedule=k.get("schedule") if mode == "debounce" else None,
             max_wait_ms=k.get("maxWaitMs") if mode == "debounce" else None,
             field_digests=digests,
+            hold_until=k.get("holdUntil"),
         )
     return n
 

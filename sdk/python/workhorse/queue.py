@@ -60,9 +60,15 @@ _SCOPE_PARAM, _KEY_HASH_PARAM = 12, 13  # 0-based positions of p_scope and p_key
 _COLUMNS = "job_id::text, outcome, request_digest, reason"
 
 
-def _one_sql(legacy: bool) -> str:
+# A request with a key lifetime (docs/enqueue.md, "Key lifetimes") sends two more: p_trace_context (null)
+# and p_hold_until, the last parameters of enqueue_one and enqueue_one_at. Requests without one keep
+# the shorter statements.
+_HOLD_TYPES = ["text", "text"]
+
+
+def _one_sql(legacy: bool, hold: bool = False) -> str:
     args = []
-    for i, t in enumerate(_ONE_TYPES):
+    for i, t in enumerate(_ONE_TYPES + (_HOLD_TYPES if hold else [])):
         arg = f"%(p{i})s::{t}"
         if legacy and i == _KEY_HASH_PARAM:
             # While pre-secret bindings may be live: the live legacy binding's hash if there is one.
@@ -77,11 +83,18 @@ def _one_sql(legacy: bool) -> str:
 _ONE_SQL = _one_sql(False)
 _ONE_SQL_POSITIONAL = positional(_ONE_SQL)
 _ONE_LEGACY_SQL = _one_sql(True)
+_ONE_HOLD_SQL = _one_sql(False, hold=True)
+_ONE_HOLD_LEGACY_SQL = _one_sql(True, hold=True)
 # The distributed layout's call for one request: the same decision, on the node holding the bucket
 # (also in the job id); the literal 1 is the ordinal.
 _ONE_AT_SQL = (
     f"select 1 as ordinal, {_COLUMNS} from workhorse.enqueue_one_at(%s::integer, 1, "
     + ", ".join(f"%s::{t}" for t in _ONE_TYPES)
+    + ")"
+)
+_ONE_AT_HOLD_SQL = (
+    f"select 1 as ordinal, {_COLUMNS} from workhorse.enqueue_one_at(%s::integer, 1, "
+    + ", ".join(f"%s::{t}" for t in _ONE_TYPES + _HOLD_TYPES)
     + ")"
 )
 
@@ -113,7 +126,7 @@ def _bucketed_id(job_id: str, bucket: int) -> str:
 _BATCH_TYPES = [
     "uuid[]", "text[]", "text[]", "jsonb", "timestamptz[]", "integer[]", "jsonb[]", "timestamptz[]", "bigint[]",
     "text[]", "text[]", "integer[]", "text[]", "text[]", "bytea[]", "text[]", "integer[]", "bigint[]", "bytea[]",
-    "bytea[]", "boolean", "text[]", "bigint[]", "boolean",
+    "bytea[]", "boolean", "text[]", "bigint[]", "boolean", "text", "text[]",
 ]  # fmt: skip
 _BATCH_SQL = (
     f"select ordinal, {_COLUMNS} from workhorse.enqueue_batch("
@@ -421,13 +434,22 @@ def _statement_of(
     """The enqueue statement for these requests and its parameters."""
     if len(requests) == 1 and distributed:
         r = requests[0]
+        hold = r.keyed.hold_until if r.keyed else None
+        if hold is not None:
+            return _ONE_AT_HOLD_SQL, [int(ids[0][33:], 16), *one_values(r, ids[0], notify, retry), None, hold]
         return _ONE_AT_SQL, [int(ids[0][33:], 16), *one_values(r, ids[0], notify, retry)]
     if len(requests) == 1:
         r = requests[0]
         params: dict[str, Any] = {f"p{i}": v for i, v in enumerate(one_values(r, ids[0], notify, retry))}
+        hold = r.keyed.hold_until if r.keyed else None
+        if hold is not None:
+            params[f"p{len(_ONE_TYPES)}"] = None
+            params[f"p{len(_ONE_TYPES) + 1}"] = hold
         legacy = r.keyed.legacy_key_hash if r.keyed else None
         if legacy is not None:
             params["legacy"] = legacy
+        if hold is not None:
+            return (_ONE_HOLD_LEGACY_SQL if legacy is not None else _ONE_HOLD_SQL), params
         return (_ONE_LEGACY_SQL if legacy is not None else _ONE_SQL), params
     return _BATCH_SQL, _batch_values(requests, ids, retry, notify)
 
@@ -479,6 +501,8 @@ def _batch_values(requests: list[Normalized], ids: list[str], retry: bool, notif
         [k.schedule if k and k.mode == "debounce" else None for k in ks] if debounce else None,
         [k.max_wait_ms if k and k.mode == "debounce" else None for k in ks] if debounce else None,
         retry,
+        None,  # p_trace_context
+        [k.hold_until if k else None for k in ks] if any(k and k.hold_until for k in ks) else None,
     ]
 
 

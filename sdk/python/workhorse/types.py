@@ -39,11 +39,16 @@ UNSET: Final = Unset()
 @dataclass(frozen=True)
 class Idempotency:
     """One job per scoped key while the binding lives (``ttl_ms``, default 24 h; ``scope``, default
-    ``"default"``). Leave a field out for its default; ``None`` is refused."""
+    ``"default"``). Leave a field out for its default; ``None`` is refused.
+
+    ``hold_until`` (``"finished"`` or ``"started"``): the key is held until its job finishes (or until a
+    worker starts it) instead of for a time; with it ``ttl_ms`` has no default (given, the key is also
+    released when it runs out). docs/enqueue.md, "Key lifetimes"."""
 
     key: str
     scope: str | Unset = UNSET
     ttl_ms: int | Unset = UNSET
+    hold_until: Literal["finished", "started"] | Unset = UNSET
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,8 @@ class Debounce:
     scope: str | Unset = UNSET
     schedule: Literal["reset", "preserve"] | Unset = UNSET
     max_wait_ms: int | Unset = UNSET
+    #: Held until the job starts or finishes, replaceable while pending (docs/enqueue.md, "Key lifetimes").
+    hold_until: Literal["finished", "started"] | Unset = UNSET
 
 
 @dataclass(frozen=True)
@@ -148,10 +155,13 @@ class BindingInfo:
     request_digest: str | None
     ttl_ms: int | None
     created_at: datetime
-    expires_at: datetime
+    #: None when the key has no time limit (a key lifetime without ``ttl_ms``).
+    expires_at: datetime | None
     expired: bool
     schedule: str | None
     max_wait_ms: int | None
+    #: The key's lifetime (``"finished"`` or ``"started"``), or None.
+    hold_until: str | None = None
 
 
 @dataclass(frozen=True)

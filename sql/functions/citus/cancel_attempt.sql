@@ -1,5 +1,5 @@
 -- The Citus variant of sql/functions/cancel_attempt.sql (docs/scale-out.md); bring it in line when that file changes.
--- follows: sql/functions/cancel_attempt.sql 3f2fc6a1c927fed0
+-- follows: sql/functions/cancel_attempt.sql 2eb36e3d4c3cf9ee
 
 create or replace function workhorse.cancel_attempt(p_id uuid, p_attempt integer, p_owner text)
 returns table (id uuid)
@@ -12,12 +12,15 @@ begin
      set state = 'canceled', finished_at = now(), updated_at = now(), lease_expires_at = null
    where j.bucket = workhorse.id_bucket(p_id) and j.id = p_id and j.attempt = p_attempt and j.lease_owner = p_owner
      and j.state = 'active'
-  returning j.id, j.attempt, j.lease_owner, j.cancel_requested_by, j.cancel_reason into v;
+  returning j.id, j.attempt, j.lease_owner, j.cancel_requested_by, j.cancel_reason, j.key_hold_until into v;
   if not found then
     return;
   end if;
   insert into workhorse.job_event (job_id, kind, data)
   values (v.id, 'canceled', jsonb_build_object('attempt', v.attempt, 'worker', v.lease_owner,
                                                'actor', v.cancel_requested_by, 'reason', v.cancel_reason));
+  if v.key_hold_until is not null then
+    perform workhorse.release_held_keys(array[v.id], array['canceled']);
+  end if;
   return query select v.id;
 end $$;

@@ -1,5 +1,5 @@
 -- The Citus variant of sql/functions/cancel_jobs.sql (docs/scale-out.md); bring it in line when that file changes.
--- follows: sql/functions/cancel_jobs.sql a1a516515e703781
+-- follows: sql/functions/cancel_jobs.sql 6cccaba316416ca5
 
 -- Cancel (operator), job by job in id order: each job is locked on its shard (the bucket in its id),
 -- a pending one is canceled, an active one asked to stop (its worker sees it at the next heartbeat);
@@ -13,6 +13,7 @@ declare
   v_bucket integer;
   v_state text;
   v_attempt integer;
+  v_hold text;
   v_now timestamptz := now();
   v_canceled integer := 0;
   v_requested integer := 0;
@@ -21,7 +22,7 @@ declare
 begin
   for v_id in select distinct u.id from unnest(p_ids) u(id) order by 1 loop
     v_bucket := workhorse.id_bucket(v_id);
-    select j.state, j.attempt into v_state, v_attempt
+    select j.state, j.attempt, j.key_hold_until into v_state, v_attempt, v_hold
       from workhorse.job j where j.bucket = v_bucket and j.id = v_id for update of j;
     if not found then
       v_other := v_other || 'missing'::text;
@@ -32,6 +33,9 @@ begin
        where j.bucket = v_bucket and j.id = v_id;
       insert into workhorse.job_event (job_id, kind, data)
       values (v_id, 'canceled', jsonb_build_object('actor', p_actor, 'reason', p_reason));
+      if v_hold is not null then
+        perform workhorse.release_held_keys(array[v_id], array['canceled']);
+      end if;
       v_canceled := v_canceled + 1;
     elsif v_state = 'active' then
       update workhorse.job j

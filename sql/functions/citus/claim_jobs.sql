@@ -1,5 +1,5 @@
 -- The Citus variant of sql/functions/claim_jobs.sql (docs/scale-out.md); bring it in line when that file changes.
--- follows: sql/functions/claim_jobs.sql 541e330b64184dd1
+-- follows: sql/functions/claim_jobs.sql 44a4fbbfef1575b6
 
 -- Until migration 018 the result had no trace_context column. The argument types did not change,
 -- so the old function is dropped only while it still has the old result (as heartbeat_jobs.sql does).
@@ -65,6 +65,11 @@ begin
   insert into workhorse.job_event (job_id, kind, data)
   select c.id, 'claimed', jsonb_build_object('attempt', c.attempt, 'worker', p_owner, 'leaseExpiresAt', c.lease_expires_at)
     from unnest(v_claimed) c;
+  -- Keys held until their jobs start are released by the claim (docs/enqueue.md, "Key lifetimes").
+  if exists (select 1 from unnest(v_claimed) c where c.key_hold_until = 'started') then
+    perform workhorse.release_held_keys(array_agg(c.id), array_agg('started'::text))
+       from unnest(v_claimed) c where c.key_hold_until = 'started';
+  end if;
 
   return query
   select c.id, c.queue::text, c.type::text, c.payload, c.attempt::integer, c.max_attempts::integer, c.run_at,

@@ -66,6 +66,8 @@ begin
       from workhorse.job j cross join (values (1, 'deadline_exceeded'), (2, 'failed')) as e(ord, kind)
      where j.bucket = any (p_buckets) and j.id = any (v_overdue)
      order by j.id, e.ord;
+    -- A held key is released with its job failed (docs/enqueue.md, "Key lifetimes"): rare, so no filter.
+    perform workhorse.release_held_keys(v_overdue, array_fill('failed'::text, array[cardinality(v_overdue)]));
   end if;
 
   v_slotted := '{}';

@@ -1,5 +1,5 @@
 -- The Citus variant of sql/functions/enqueue_batch.sql (docs/scale-out.md); bring it in line when that file changes.
--- follows: sql/functions/enqueue_batch.sql 1240b1fdf70862c4
+-- follows: sql/functions/enqueue_batch.sql 78a386bfbee4fd29
 
 -- A batch on the coordinator, one transaction (two-phase commit across the workers it touched, so a
 -- conflict anywhere leaves nothing anywhere): the requests go shard by shard, each decided by
@@ -12,6 +12,10 @@
 drop function if exists workhorse.enqueue_batch(uuid[], text[], text[], jsonb, timestamptz[], integer[], jsonb[], timestamptz[],
                                       bigint[], text[], text[], integer[], text[], text[], bytea[], text[], integer[],
                                       bigint[], bytea[], bytea[], boolean, text[], bigint[], boolean);
+-- The signature before migration 026 (no p_hold_untils), as in the single-node file.
+drop function if exists workhorse.enqueue_batch(uuid[], text[], text[], jsonb, timestamptz[], integer[], jsonb[], timestamptz[],
+                                      bigint[], text[], text[], integer[], text[], text[], bytea[], text[], integer[],
+                                      bigint[], bytea[], bytea[], boolean, text[], bigint[], boolean, text);
 
 create or replace function workhorse.enqueue_batch(
   p_ids uuid[], p_queues text[], p_types text[], p_payloads jsonb, p_run_ats timestamptz[],
@@ -19,7 +23,7 @@ create or replace function workhorse.enqueue_batch(
   p_concurrency_keys text[], p_tags text[], p_tag_counts integer[], p_modes text[], p_scopes text[],
   p_key_hashes bytea[], p_key_previews text[], p_key_lengths integer[], p_ttls bigint[], p_field_digests bytea[],
   p_legacy_key_hashes bytea[], p_notify boolean, p_schedules text[] default null, p_max_waits bigint[] default null,
-  p_retry boolean default false, p_trace_context text default null)
+  p_retry boolean default false, p_trace_context text default null, p_hold_untils text[] default null)
 returns table (ordinal integer, job_id uuid, outcome text, request_digest text, reason text)
 language plpgsql as $$
 #variable_conflict use_column
@@ -63,7 +67,8 @@ begin
              r.bucket, r.o::integer, r.id, r.queue, r.type, p_payloads -> (r.o::integer - 1), r.run_at,
              r.max_attempts, r.retry_policy, r.deadline, r.execution_timeout_ms, r.concurrency_key,
              coalesce(p_tags[r.tag_off + 1 : r.tag_off + r.tag_count], '{}'), r.mode, r.scope, r.kh, r.key_preview,
-             r.key_length, r.ttl_ms, r.fd, false, p_schedules[r.o], p_max_waits[r.o], false, p_trace_context);
+             r.key_length, r.ttl_ms, r.fd, false, p_schedules[r.o], p_max_waits[r.o], false, p_trace_context,
+             p_hold_untils[r.o]);
     if d.outcome = 'accepted' or (d.outcome = 'replaced' and p_notify) then
       v_queues := v_queues || r.queue;
     end if;

@@ -8,17 +8,23 @@
 drop function if exists workhorse.enqueue_debounce_at(integer, uuid, text, text, jsonb, integer, jsonb, timestamptz, bigint,
                                             text, text[], text, bytea, text, integer, bigint, bytea, text, bigint, boolean);
 
+-- The signature before migration 026 (no p_hold_until): dropped so the new one replaces it.
+drop function if exists workhorse.enqueue_debounce_at(integer, uuid, text, text, jsonb, integer, jsonb, timestamptz, bigint,
+                                            text, text[], text, bytea, text, integer, bigint, bytea, text, bigint, boolean,
+                                            text);
+
 create or replace function workhorse.enqueue_debounce_at(
   p_bucket integer, p_id uuid, p_queue text, p_type text, p_payload jsonb, p_max_attempts integer, p_retry_policy jsonb,
   p_deadline timestamptz, p_execution_timeout_ms bigint, p_concurrency_key text, p_tags text[], p_scope text,
   p_key_hash bytea, p_key_preview text, p_key_length integer, p_window_ms bigint, p_digests bytea,
   p_schedule text, p_max_wait_ms bigint, p_notify boolean, p_trace_context text default null,
-  out job_id uuid, out outcome text, out reason text, out request_digest text)
+  p_hold_until text default null, out job_id uuid, out outcome text, out reason text, out request_digest text)
 language plpgsql as $$
 #variable_conflict use_variable
 declare
-  v_rdigest bytea := sha256(p_digests);
+  v_rdigest bytea := sha256(p_digests || workhorse.hold_until_digest(p_hold_until));
   v_due timestamptz := now() + p_window_ms * interval '1 millisecond';
+  v_key_due timestamptz := case when p_hold_until is null then v_due else 'infinity' end;
   v_b record;
   v_j record;
   v_pending boolean;
@@ -38,9 +44,9 @@ begin
     if not found then
       insert into workhorse.key_binding
         (bucket, scope, key_hash, job_id, mode, key_preview, key_length, field_digests, request_digest, ttl_ms,
-         created_at, expires_at, schedule, max_wait_ms)
+         created_at, expires_at, schedule, max_wait_ms, hold_until)
       values (p_bucket, p_scope, p_key_hash, p_id, 'debounce', p_key_preview, p_key_length, p_digests, v_rdigest, p_window_ms,
-              now(), v_due, p_schedule, p_max_wait_ms)
+              now(), v_key_due, p_schedule, p_max_wait_ms, p_hold_until)
       on conflict (bucket, scope, key_hash) do nothing;
       v_bound := found;
       exit when v_bound;
@@ -89,16 +95,20 @@ begin
         v_run_at := least(v_due, v_b.created_at + v_max_wait * interval '1 millisecond');
         v_expires := v_run_at;
       end if;
+      if p_hold_until is not null then
+        v_expires := 'infinity';
+      end if;
       update workhorse.job j
          set queue = p_queue, type = p_type, payload = coalesce(p_payload, 'null'::jsonb),
              max_attempts = p_max_attempts, retry_policy = p_retry_policy, deadline = p_deadline,
              execution_timeout_ms = p_execution_timeout_ms, concurrency_key = p_concurrency_key, tags = p_tags,
-             request_digest = v_rdigest, run_at = v_run_at,
+             request_digest = v_rdigest, run_at = v_run_at, key_hold_until = p_hold_until,
+             key_field_digests = case when p_hold_until is not null then p_digests end,
              state = case when v_run_at > v_now then 'scheduled' else 'ready' end, updated_at = v_now
        where j.bucket = p_bucket and j.id = v_b.job_id;
       update workhorse.key_binding b
          set field_digests = p_digests, request_digest = v_rdigest, ttl_ms = p_window_ms, expires_at = v_expires,
-             schedule = p_schedule, max_wait_ms = v_max_wait
+             schedule = p_schedule, max_wait_ms = v_max_wait, hold_until = p_hold_until
        where b.bucket = p_bucket and b.scope = p_scope and b.key_hash = p_key_hash;
       insert into workhorse.job_event (job_id, kind, data)
       values (v_b.job_id, 'debounced', jsonb_build_object(
@@ -124,7 +134,7 @@ begin
     update workhorse.key_binding b
        set job_id = p_id, mode = 'debounce', key_preview = p_key_preview, key_length = p_key_length,
            field_digests = p_digests, request_digest = v_rdigest, ttl_ms = p_window_ms, created_at = now(),
-           expires_at = v_due, schedule = p_schedule, max_wait_ms = p_max_wait_ms
+           expires_at = v_key_due, schedule = p_schedule, max_wait_ms = p_max_wait_ms, hold_until = p_hold_until
      where b.bucket = p_bucket and b.scope = p_scope and b.key_hash = p_key_hash;
     v_bound := true;
     exit;
@@ -135,10 +145,12 @@ begin
   end if;
   insert into workhorse.job (bucket, id, queue, type, payload, state, run_at, max_attempts, retry_policy, deadline,
                              execution_timeout_ms, concurrency_key, tags, key_scope, key_hash, key_mode,
-                             key_preview, key_length, key_ttl_ms, request_digest, enqueued_run_at, trace_context)
+                             key_preview, key_length, key_ttl_ms, request_digest, enqueued_run_at, trace_context,
+                             key_hold_until, key_field_digests)
   values (p_bucket, p_id, p_queue, p_type, coalesce(p_payload, 'null'::jsonb), 'scheduled', v_due, p_max_attempts,
           p_retry_policy, p_deadline, p_execution_timeout_ms, p_concurrency_key, p_tags, p_scope, p_key_hash,
-          'debounce', p_key_preview, p_key_length, p_window_ms, v_rdigest, v_due, p_trace_context);
+          'debounce', p_key_preview, p_key_length, p_window_ms, v_rdigest, v_due, p_trace_context,
+          p_hold_until, case when p_hold_until is not null then p_digests end);
   job_id := p_id;
   outcome := 'accepted';
 end $$;

@@ -6,12 +6,16 @@ drop function if exists workhorse.enqueue_one_at(integer, integer, uuid, text, t
 drop function if exists workhorse.enqueue_one_at(integer, integer, uuid, text, text, jsonb, timestamptz, integer, jsonb,
   timestamptz, bigint, text, text[], text, text, bytea, text, integer, bigint, bytea, boolean, text, bigint, boolean);
 
+-- p_hold_until: as workhorse.enqueue_one's (migration 026), the key's lifetime.
+drop function if exists workhorse.enqueue_one_at(integer, integer, uuid, text, text, jsonb, timestamptz, integer, jsonb,
+  timestamptz, bigint, text, text[], text, text, bytea, text, integer, bigint, bytea, boolean, text, bigint, boolean, text);
+
 create or replace function workhorse.enqueue_one_at(
   p_bucket integer, p_ordinal integer, p_id uuid, p_queue text, p_type text, p_payload jsonb, p_run_at timestamptz, p_max_attempts integer,
   p_retry_policy jsonb, p_deadline timestamptz, p_execution_timeout_ms bigint, p_concurrency_key text,
   p_tags text[], p_mode text, p_scope text, p_key_hash bytea, p_key_preview text, p_key_length integer,
   p_ttl_ms bigint, p_field_digests bytea, p_notify boolean, p_schedule text, p_max_wait_ms bigint, p_retry boolean,
-  p_trace_context text default null,
+  p_trace_context text default null, p_hold_until text default null,
   out job_id uuid, out outcome text, out request_digest text, out reason text)
 language plpgsql as $$
 #variable_conflict use_variable
@@ -19,6 +23,7 @@ declare
   v_payload jsonb := coalesce(p_payload, 'null'::jsonb);
   v_run_at timestamptz := coalesce(p_run_at, now());
   v_digests bytea;
+  v_full bytea;
   v_rdigest bytea;
   v_live record;
   v_bound boolean := false;
@@ -31,21 +36,29 @@ begin
     outcome := 'replayed';
     return;
   end if;
+  -- The bounds a client could get wrong (as in enqueue_one).
+  if p_key_hash is not null and (p_ttl_ms is null or p_hold_until is not null)
+     and (p_hold_until is null or p_mode = 'throttle') then
+    raise exception using errcode = '22023',
+      message = 'workhorse: a key needs a TTL unless it is held until its job finishes or starts (not with throttle)';
+  end if;
   if p_mode = 'debounce' then
     select d.job_id, d.outcome, d.request_digest, d.reason into job_id, outcome, request_digest, reason
       from workhorse.enqueue_debounce_at(
              p_bucket, p_id, p_queue, p_type, v_payload, p_max_attempts, p_retry_policy, p_deadline, p_execution_timeout_ms,
              p_concurrency_key, p_tags, p_scope, p_key_hash, p_key_preview, p_key_length, p_ttl_ms,
              workhorse.full_field_digests(p_field_digests, v_payload),
-             coalesce(p_schedule, 'reset'), p_max_wait_ms, p_notify, p_trace_context) d;
+             coalesce(p_schedule, 'reset'), p_max_wait_ms, p_notify, p_trace_context, p_hold_until) d;
     return;
   end if;
   if p_key_hash is not null then
     v_digests := workhorse.full_field_digests(p_field_digests, v_payload);
-    v_rdigest := sha256(v_digests);
+    v_full := v_digests || workhorse.hold_until_digest(p_hold_until);
+    v_rdigest := sha256(v_full);
     for attempt in 1 .. 5 loop
       -- Live or not: a binding naming this call's own id was bound by an earlier try of it.
-      select b.job_id, b.mode, b.field_digests, b.request_digest, b.expires_at > v_now as live into v_live
+      select b.job_id, b.mode, b.field_digests, b.request_digest, b.hold_until, b.expires_at > v_now as live
+        into v_live
         from workhorse.key_binding b
        where b.bucket = p_bucket and b.scope = p_scope and b.key_hash = p_key_hash;
       if found and v_live.job_id = p_id then
@@ -61,19 +74,19 @@ begin
           return;
         end if;
         perform workhorse.raise_key_conflict(
-          p_ordinal, v_live.job_id, v_live.mode, v_live.field_digests, v_live.request_digest, p_mode, v_digests,
-          v_rdigest, (select j.payload from workhorse.job j where j.bucket = p_bucket and j.id = v_live.job_id), v_payload);
+          p_ordinal, v_live.job_id, v_live.mode, v_live.field_digests || workhorse.hold_until_digest(v_live.hold_until),
+          v_live.request_digest, p_mode, v_full, v_rdigest, (select j.payload from workhorse.job j where j.bucket = p_bucket and j.id = v_live.job_id), v_payload);
       end if;
       insert into workhorse.key_binding as b
         (bucket, scope, key_hash, job_id, mode, key_preview, key_length, field_digests, request_digest, ttl_ms,
-         created_at, expires_at)
+         created_at, expires_at, hold_until)
       values (p_bucket, p_scope, p_key_hash, p_id, p_mode, p_key_preview, p_key_length, v_digests, v_rdigest, p_ttl_ms,
-              now(), now() + p_ttl_ms * interval '1 millisecond')
+              now(), coalesce(now() + p_ttl_ms * interval '1 millisecond', 'infinity'), p_hold_until)
       on conflict (bucket, scope, key_hash) do update
         set job_id = excluded.job_id, mode = excluded.mode, key_preview = excluded.key_preview,
             key_length = excluded.key_length, field_digests = excluded.field_digests,
             request_digest = excluded.request_digest, ttl_ms = excluded.ttl_ms,
-            created_at = excluded.created_at, expires_at = excluded.expires_at
+            created_at = excluded.created_at, expires_at = excluded.expires_at, hold_until = excluded.hold_until
         where b.expires_at <= v_now and b.job_id <> excluded.job_id; -- Citus: no now() in ON CONFLICT .. WHERE
       v_bound := found;
       exit when v_bound;
@@ -88,10 +101,12 @@ begin
 
   insert into workhorse.job (bucket, id, queue, type, payload, state, run_at, max_attempts, retry_policy, deadline,
                              execution_timeout_ms, concurrency_key, tags, key_scope, key_hash, key_mode,
-                             key_preview, key_length, key_ttl_ms, request_digest, enqueued_run_at, trace_context)
+                             key_preview, key_length, key_ttl_ms, request_digest, enqueued_run_at, trace_context,
+                             key_hold_until, key_field_digests)
   values (p_bucket, p_id, p_queue, p_type, v_payload, case when v_run_at > now() then 'scheduled' else 'ready' end, v_run_at,
           p_max_attempts, p_retry_policy, p_deadline, p_execution_timeout_ms, p_concurrency_key, p_tags,
-          p_scope, p_key_hash, p_mode, p_key_preview, p_key_length, p_ttl_ms, v_rdigest, p_run_at, p_trace_context);
+          p_scope, p_key_hash, p_mode, p_key_preview, p_key_length, p_ttl_ms, v_rdigest, p_run_at, p_trace_context,
+          p_hold_until, case when p_hold_until is not null then v_digests end);
   if p_notify then
     perform pg_notify('workhorse_jobs', p_queue);
   end if;
@@ -100,5 +115,5 @@ begin
 end $$;
 
 select create_distributed_function(
-  'workhorse.enqueue_one_at(integer, integer, uuid, text, text, jsonb, timestamptz, integer, jsonb, timestamptz, bigint, text, text[], text, text, bytea, text, integer, bigint, bytea, boolean, text, bigint, boolean, text)',
+  'workhorse.enqueue_one_at(integer, integer, uuid, text, text, jsonb, timestamptz, integer, jsonb, timestamptz, bigint, text, text[], text, text, bytea, text, integer, bigint, bytea, boolean, text, bigint, boolean, text, text)',
   'p_bucket', colocate_with => 'workhorse.job');

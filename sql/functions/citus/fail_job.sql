@@ -1,5 +1,5 @@
 -- The Citus variant of sql/functions/fail_job.sql (docs/scale-out.md); bring it in line when that file changes.
--- follows: sql/functions/fail_job.sql 1e424dcd47140255
+-- follows: sql/functions/fail_job.sql 5a338e08a409621e
 
 -- A failed attempt and a checkpoint: the single-node functions (fail_job as of migration 012) with
 -- the job's bucket (from its id) in every statement on workhorse.job, so they reach one shard.
@@ -21,7 +21,7 @@ declare
   v_bucket integer := workhorse.id_bucket(p_id);
   v_now timestamptz := now();
 begin
-  select x.id, x.attempt, x.max_attempts, x.deadline, x.retry_policy
+  select x.id, x.attempt, x.max_attempts, x.deadline, x.retry_policy, x.key_hold_until
     into j
     from workhorse.job x
    where x.bucket = v_bucket and x.id = p_id and x.attempt = p_attempt and x.lease_owner = p_owner and x.state = 'active'
@@ -51,6 +51,12 @@ begin
          updated_at = now()
    where x.bucket = v_bucket and x.id = p_id
   returning x.state into v_actual;
+
+  -- A held key (docs/enqueue.md, "Key lifetimes") is released with its job dead-lettered or canceled;
+  -- an attempt that will be retried keeps it.
+  if j.key_hold_until is not null and v_actual in ('failed', 'canceled') then
+    perform workhorse.release_held_keys(array[p_id], array[v_actual]);
+  end if;
 
   -- An operator asked to cancel this job before its worker saw it: the would-be retry became
   -- 'canceled' (trigger job_cancel_instead_of_retry, which wrote the 'canceled' event). Say so, and

@@ -1,5 +1,5 @@
 -- The Citus variant of sql/functions/reap_expired_leases.sql (docs/scale-out.md); bring it in line when that file changes.
--- follows: sql/functions/reap_expired_leases.sql 90a9fd8d0f897656
+-- follows: sql/functions/reap_expired_leases.sql 9115b5eb5372efc9
 
 -- Lapsed leases, shard by shard (FOR UPDATE SKIP LOCKED within one shard), as on one node: each gets
 -- a lease_expired event and goes back to 'ready' for a new attempt (canceled instead when an
@@ -56,6 +56,13 @@ begin
      ) as e(ord, kind, data)
      where e.kind is not null
      order by r.id, e.ord;
+    -- Jobs that end here (dead-lettered, or canceled instead of retried) release a held key (docs/
+    -- enqueue.md, "Key lifetimes"); release_held_keys skips jobs without a lifetime. Rare, so no filter.
+    perform workhorse.release_held_keys(array_agg(r.id),
+                                        array_agg(case when r.next_state = 'failed' then 'failed' else 'canceled' end))
+       from unnest(v_rows) r
+     where r.next_state = 'failed' or r.cancel_requested
+    having count(*) > 0;
   end loop;
   return v_count;
 end $$;

@@ -1,11 +1,19 @@
 -- The Citus variant of sql/functions/redrive_jobs.sql (docs/scale-out.md); bring it in line when that file changes.
--- follows: sql/functions/redrive_jobs.sql 373f2830b7faaf3a
+-- follows: sql/functions/redrive_jobs.sql a42a3c2314bed9af
 
 -- p_again (redrive a source that was redriven before) came with migration 016.
 drop function if exists workhorse.redrive_jobs(uuid[], uuid[], bytea, text, text, boolean);
+-- Until migration 026 the result had no key_status column (see the single-node file).
+do $$
+begin
+  if pg_get_function_result(to_regprocedure('workhorse.redrive_jobs(uuid[], uuid[], bytea, text, text, boolean, boolean)'))
+     not like '%key_status%' then
+    drop function workhorse.redrive_jobs(uuid[], uuid[], bytea, text, text, boolean, boolean);
+  end if;
+end $$;
 create or replace function workhorse.redrive_jobs(p_sources uuid[], p_new_ids uuid[], p_request_hash bytea, p_actor text,
                                        p_reason text, p_dry_run boolean, p_again boolean)
-returns table (source_job_id uuid, status text, job_id uuid)
+returns table (source_job_id uuid, status text, job_id uuid, key_status text)
 language plpgsql as $$
 #variable_conflict use_column
 declare
@@ -14,6 +22,8 @@ declare
   v_status text[] := '{}';
   v_src_ids uuid[] := '{}';
   v_job_ids uuid[] := '{}';
+  v_keys text[] := '{}';
+  v_one integer;
   v_moved integer := 0;
   v_queues text[] := '{}';
   v_lock uuid;
@@ -35,6 +45,7 @@ begin
       v_status := v_status || (case when v_status[array_position(v_src_ids, r.src)] = 'redriven' then 'replayed'
                                     else v_status[array_position(v_src_ids, r.src)] end);
       v_job_ids := v_job_ids || v_job_ids[array_position(v_src_ids, r.src)];
+      v_keys := v_keys || null::text;
       continue;
     end if;
     select q.job_id, q.requested_by, q.reason into v_src
@@ -53,13 +64,15 @@ begin
       v_src_ids := v_src_ids || r.src;
       v_status := v_status || 'replayed'::text;
       v_job_ids := v_job_ids || v_src.job_id;
+      v_keys := v_keys || null::text;
       continue;
     end if;
     select j.id, j.state, j.queue, j.type, j.payload, j.tags, j.concurrency_key, j.retry_policy, j.max_attempts,
-           j.execution_timeout_ms, j.redriven_to
+           j.execution_timeout_ms, j.redriven_to, j.key_hash, j.key_hold_until
       into v_src
       from workhorse.job j where j.bucket = workhorse.id_bucket(r.src) and j.id = r.src for update;
     v_src_ids := v_src_ids || r.src;
+    v_keys := v_keys || null::text;
     if not found then
       v_status := v_status || 'not_found'::text;
       v_job_ids := v_job_ids || null::uuid;
@@ -83,7 +96,14 @@ begin
       insert into workhorse.redrive_request (source_job_id, request_hash, requested_by, reason, job_id)
       values (r.src, p_request_hash, p_actor, p_reason, r.new_id);
       update workhorse.job j set redriven_to = r.new_id where j.bucket = workhorse.id_bucket(r.src) and j.id = r.src;
-      v_moved := v_moved + workhorse.move_live_keys(r.src, r.new_id);
+      v_one := workhorse.move_live_keys(r.src, r.new_id);
+      if v_one = 0 and v_src.key_hold_until is not null then
+        v_one := workhorse.rebind_released_key(r.src, r.new_id);
+        v_keys[cardinality(v_keys)] := case when v_one > 0 then 'bound' else 'taken' end;
+      elsif v_src.key_hash is not null then
+        v_keys[cardinality(v_keys)] := case when v_one > 0 then 'moved' else 'expired' end;
+      end if;
+      v_moved := v_moved + v_one;
       insert into workhorse.job_event (job_id, kind, data)
       values (r.new_id, 'enqueued', jsonb_build_object('queue', v_src.queue, 'runAt', now(), 'redrivenFrom', r.src,
                                                        'actor', p_actor, 'reason', p_reason)),
@@ -104,5 +124,5 @@ begin
              || coalesce((select jsonb_object_agg(s.status, s.n)
                             from (select u.st as status, count(*) as n from unnest(v_status) u(st) group by 1) s), '{}');
   end if;
-  return query select * from unnest(v_src_ids, v_status, v_job_ids);
+  return query select * from unnest(v_src_ids, v_status, v_job_ids, v_keys);
 end $$;

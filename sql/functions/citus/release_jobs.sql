@@ -1,5 +1,5 @@
 -- The Citus variant of sql/functions/release_jobs.sql (docs/scale-out.md); bring it in line when that file changes.
--- follows: sql/functions/release_jobs.sql 318dc5870bfef233
+-- follows: sql/functions/release_jobs.sql 979757657fab936e
 
 create or replace function workhorse.release_jobs(p_ids uuid[], p_attempts integer[], p_owners text[], p_reason text)
 returns table (id uuid)
@@ -40,6 +40,11 @@ begin
   select u.id, 'canceled', jsonb_build_object('attempt', u.attempt, 'actor', u.by, 'reason', u.reason)
     from unnest(v_ids, v_attempts, v_canceled, v_by, v_reasons) as u(id, attempt, canceled, by, reason)
    where u.canceled;
+  -- A job canceled here releases a held key (docs/enqueue.md, "Key lifetimes"). Rare, so no filter.
+  perform workhorse.release_held_keys(array_agg(u.id), array_agg('canceled'::text))
+     from unnest(v_ids, v_canceled) as u(id, canceled)
+   where u.canceled
+  having count(*) > 0;
   insert into workhorse.job_event (job_id, kind, data)
   select u.id, 'released', jsonb_build_object('attempt', u.attempt, 'worker', u.owner, 'reason', p_reason)
     from unnest(v_ids, v_attempts, v_owners) as u(id, attempt, owner);
