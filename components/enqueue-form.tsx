@@ -26,7 +26,7 @@ const MODE_HINTS: Record<Mode, string> = {
 };
 
 /** The fields that belong to a key mode: each mode keeps its own values (a debounce window is never a TTL). */
-type ModeField = "ttlMs" | "windowMs" | "schedule" | "maxWaitMs" | "runAt";
+type ModeField = "ttlMs" | "holdUntil" | "windowMs" | "schedule" | "maxWaitMs" | "runAt";
 
 /**
  * `action`: the enqueue-test-job server action, passed down by the page (components never import
@@ -168,6 +168,22 @@ export function EnqueueForm({
                 }
               >
                 {modeInput("windowMs", { inputMode: "numeric", placeholder: "60000", required: true })}
+              </Field>
+            )}
+            {mode === "throttle" ? null : (
+              <Field label={F.holdUntil.label} name="holdUntil" error={errors.holdUntil} hint={F.holdUntil.hint}>
+                <select
+                  key={`${mode}-holdUntil`}
+                  id="holdUntil"
+                  name="holdUntil"
+                  className={inputClass}
+                  {...keep("holdUntil")}
+                  defaultValue={modeValues[mode].holdUntil ?? ""}
+                >
+                  <option value="">the TTL alone</option>
+                  <option value="finished">until the job finishes</option>
+                  <option value="started">until the job starts</option>
+                </select>
               </Field>
             )}
             {mode === "debounce" ? (

@@ -41,6 +41,35 @@ function DebouncedLine({ data }: { data: unknown }) {
   );
 }
 
+/** Why a held key was released, in words: the job's state change its `key_released` event names. */
+const RELEASE_WORDS: Record<string, string> = {
+  started: "a worker started this job",
+  succeeded: "this job succeeded",
+  failed: "this job failed for good",
+  canceled: "this job was canceled",
+  purged: "this job was purged",
+};
+
+/** The job's `key_released` event (docs/enqueue.md, "Key lifetimes"): its lifetime, reason and time. */
+function keyRelease(job: JobDetailDto): { holdUntil: string; reason: string; at: string } | null {
+  const e = job.events.find((x) => x.kind === "key_released");
+  if (!e) return null;
+  const d = (e.data ?? {}) as { holdUntil?: string; reason?: string };
+  return { holdUntil: d.holdUntil ?? "finished", reason: d.reason ?? "", at: e.at };
+}
+
+/** A `key_released` timeline entry in words. */
+function KeyReleasedLine({ data }: { data: unknown }) {
+  const d = (data ?? {}) as { holdUntil?: string; reason?: string };
+  return (
+    <p className="mt-1 text-sm text-slate-700" data-testid="key-released-entry">
+      The key, held until this job {d.holdUntil === "started" ? "started" : "finished"}, was released:{" "}
+      {RELEASE_WORDS[d.reason ?? ""] ?? d.reason ?? "its job changed state"}. The next request with it creates a new
+      job.
+    </p>
+  );
+}
+
 /** An active job whose lease lapsed: its worker stopped renewing it (crashed, stalled or cut off). */
 function LeaseNotice({ job }: { job: JobDetailDto }) {
   if (job.state !== "active" || !job.leaseExpiresAt) return null;
@@ -69,6 +98,7 @@ export function JobLive({
   const { data: job, error, dataUpdatedAt } = useLive(liveUrl.job(initial.id), initial);
   const purgeAllowed = canPurge(job.state);
   const key = enqueuedKey(job);
+  const release = keyRelease(job);
   const retrying = job.state === "scheduled" && !!job.lastErrorJson;
   return (
     <div className="grid gap-4 lg:grid-cols-3">
@@ -169,6 +199,7 @@ export function JobLive({
                     <span className="text-slate-600">{formatTime(e.at)}</span>
                   </div>
                   {e.kind === "debounced" ? <DebouncedLine data={e.data} /> : null}
+                  {e.kind === "key_released" ? <KeyReleasedLine data={e.data} /> : null}
                   {e.data ? (
                     <JsonWithStacks
                       value={e.data}
@@ -185,6 +216,13 @@ export function JobLive({
         <Card title={BINDING_TITLE[job.binding?.mode ?? "idempotency"]}>
           {job.binding ? (
             <BindingDetails binding={job.binding} now={job.now} />
+          ) : key && release ? (
+            <p className="text-sm text-slate-700" data-testid="binding-released">
+              Held until this job {release.holdUntil === "started" ? "started" : "finished"}; released at{" "}
+              {formatTime(release.at)}, when {RELEASE_WORDS[release.reason] ?? "its state changed"}. The key (digest{" "}
+              <DigestLink digest={key.keyDigest} />, scope “{key.scope}”) is free, and the next request with it creates
+              a new job.
+            </p>
           ) : job.purgedAt && key && (!key.expiresAt || key.expiresAt > job.purgedAt) ? (
             <p className="text-sm text-slate-700" data-testid="binding-released">
               Released by this job's purge at {formatTime(job.purgedAt)}

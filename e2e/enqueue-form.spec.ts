@@ -88,3 +88,70 @@ test("the form says whether a running worker serves the chosen queue and type", 
     await pool.end();
   }
 });
+
+test("a key held until its job finishes: the job page says what holds it, then that the finish released it", async ({
+  signedIn,
+}) => {
+  const form = new EnqueuePage(signedIn);
+  const queue = `e2e-held-${run}`;
+  const input = {
+    type: "report.nightly",
+    queue,
+    payload: '{"day": "2026-12-01"}',
+    key: `nightly-${run}`,
+    scope: `e2e-held-${run}`,
+    holdUntil: "finished" as const,
+  };
+  await form.goto();
+  await form.fill(input);
+  await form.submit();
+  expect(await form.outcome()).toBe("accepted");
+  const first = await form.jobId();
+  await form.submit();
+  expect(await form.outcome()).toBe("replayed");
+  expect(await form.jobId()).toBe(first);
+
+  await signedIn.goto(`/jobs/${first}`);
+  const card = signedIn
+    .locator("section")
+    .filter({ has: signedIn.getByRole("heading", { name: "Idempotency binding" }) });
+  await expect(
+    card
+      .getByRole("term")
+      .filter({ hasText: /^Held until$/ })
+      .locator("+ dd"),
+  ).toHaveText("this job finishes");
+
+  // A worker runs the job: its finish releases the key in the same transaction.
+  const pool = new pg.Pool({ connectionString: process.env.E2E_DATABASE_URL, max: 3 });
+  const worker = new Worker({
+    pool,
+    workerId: `e2e-held-${run}`,
+    queues: [queue],
+    pollIntervalMs: 100,
+    handlers: { "report.nightly": () => null },
+    onError: () => {},
+  });
+  try {
+    await worker.start();
+    await expect
+      .poll(async () => (await pool.query("select state from workhorse.job where id = $1", [first])).rows[0]?.state, {
+        timeout: 20_000,
+      })
+      .toBe("succeeded");
+  } finally {
+    await worker.stop({ graceMs: 0 });
+    await pool.end();
+  }
+  await signedIn.goto(`/jobs/${first}`);
+  await expect(signedIn.getByTestId("binding-released")).toContainText("released at");
+  await expect(signedIn.getByTestId("binding-released")).toContainText("this job succeeded");
+  await expect(signedIn.getByTestId("key-released-entry")).toContainText("held until this job finished");
+
+  // The same request now makes a new job.
+  await form.goto();
+  await form.fill(input);
+  await form.submit();
+  expect(await form.outcome()).toBe("accepted");
+  expect(await form.jobId()).not.toBe(first);
+});

@@ -207,6 +207,39 @@ describe("enqueueTestJob", () => {
     expect(await t.count("job")).toBe(before);
   });
 
+  test("a key lifetime from the form holds the key until its job finishes; refused for throttle and without a key", async () => {
+    const q = t.queue();
+    const key = "report:nightly-2026-secret";
+    const values = { type: "report.nightly", payload: "{}", key, scope: "reports", holdUntil: "finished" };
+    const a = await enqueueTestJob(q, "erin", form(values));
+    expect(a).toMatchObject({ status: "done", outcome: "accepted" });
+    expect(await q.findBinding({ key, scope: "reports" })).toMatchObject({ holdUntil: "finished" });
+    // The same request again, still held: a replay; a different lifetime is a conflict naming it.
+    expect(await enqueueTestJob(q, "erin", form(values))).toMatchObject({ status: "done", outcome: "replayed" });
+    const other = await enqueueTestJob(q, "erin", form({ ...values, holdUntil: "started" }));
+    expect(other).toMatchObject({ status: "conflict" });
+    expect(JSON.stringify(other)).toContain("holdUntil");
+    const throttled = await enqueueTestJob(
+      q,
+      "erin",
+      form({ type: "x", payload: "{}", key: "t-1", mode: "throttle", windowMs: "1000", holdUntil: "finished" }),
+    );
+    expect(throttled).toMatchObject({
+      status: "error",
+      fieldErrors: { holdUntil: expect.stringContaining("throttle") },
+    });
+    const keyless = await enqueueTestJob(q, "erin", form({ type: "x", payload: "{}", holdUntil: "started" }));
+    expect(keyless).toMatchObject({
+      status: "error",
+      fieldErrors: { holdUntil: expect.stringContaining("enter a key") },
+    });
+    const bad = await enqueueTestJob(q, "erin", form({ type: "x", payload: "{}", key: "k", holdUntil: "forever" }));
+    expect(bad).toMatchObject({
+      status: "error",
+      fieldErrors: { holdUntil: expect.stringContaining("finished or started") },
+    });
+  });
+
   test("run at is read as the browser's local time", () => {
     expect(parseRunAt("2026-12-01T09:00", -60)?.toISOString()).toBe("2026-12-01T08:00:00.000Z");
     expect(parseRunAt("2026-12-01T09:00:30Z", undefined)?.toISOString()).toBe("2026-12-01T09:00:30.000Z");

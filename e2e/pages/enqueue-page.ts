@@ -11,6 +11,8 @@ export interface EnqueueInput {
   windowMs?: string;
   schedule?: "reset" | "preserve";
   maxWaitMs?: string;
+  /** The key lifetime select: "" (the TTL alone), "finished" or "started". */
+  holdUntil?: "" | "finished" | "started";
 }
 
 const KEY_LABEL = { idempotency: "Idempotency key", debounce: "Debounce key", throttle: "Throttle key" } as const;
@@ -39,6 +41,9 @@ export class EnqueuePage {
       await p.getByLabel("TTL (ms)", { exact: true }).fill(input.ttlMs ?? "");
     } else {
       await p.getByLabel("Window (ms)", { exact: true }).fill(input.windowMs ?? "");
+    }
+    if (mode !== "throttle") {
+      await p.getByLabel("Key lifetime", { exact: true }).selectOption(input.holdUntil ?? "");
     }
     if (mode === "debounce") {
       await p.getByLabel("Schedule", { exact: true }).selectOption(input.schedule ?? "reset");

@@ -35,6 +35,13 @@ export const ENQUEUE_FIELDS = {
     max: LIMITS.maxWindowMs,
     hint: `1 to ${n(LIMITS.maxWindowMs)}; default ${n(LIMITS.defaultTtlMs)} (24 h)`,
   },
+  holdUntil: {
+    kind: "choice",
+    label: "Key lifetime",
+    values: ["finished", "started"],
+    error: "Key lifetime must be finished or started (or empty: the TTL alone)",
+    hint: "Empty: the key is held for its TTL. finished: also until its job finishes; started: until a worker starts it (docs/enqueue.md, Key lifetimes)",
+  },
   windowMs: { kind: "int", label: "Window", min: 1, max: LIMITS.maxWindowMs, hint: windowHint },
   schedule: {
     kind: "choice",

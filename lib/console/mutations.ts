@@ -109,6 +109,7 @@ function keyedOption(
     key?: string;
     scope?: string;
     ttlMs?: number;
+    holdUntil?: "finished" | "started";
     windowMs?: number;
     schedule?: "reset" | "preserve";
     maxWaitMs?: number;
@@ -116,8 +117,11 @@ function keyedOption(
 ): EnqueueOptions {
   if (!f.key) return {};
   const scope = f.scope ? { scope: f.scope } : {};
+  const holdUntil = f.holdUntil ? { holdUntil: f.holdUntil } : {};
   if (mode === "idempotency") {
-    return { idempotency: { key: f.key, ...scope, ...(f.ttlMs !== undefined ? { ttlMs: f.ttlMs } : {}) } };
+    return {
+      idempotency: { key: f.key, ...scope, ...(f.ttlMs !== undefined ? { ttlMs: f.ttlMs } : {}), ...holdUntil },
+    };
   }
   const windowMs = f.windowMs as number;
   if (mode === "throttle") return { throttle: { key: f.key, ...scope, windowMs } };
@@ -126,6 +130,7 @@ function keyedOption(
       key: f.key,
       ...scope,
       windowMs,
+      ...holdUntil,
       ...(f.schedule ? { schedule: f.schedule } : {}),
       ...(f.maxWaitMs !== undefined ? { maxWaitMs: f.maxWaitMs } : {}),
     },
@@ -165,6 +170,12 @@ export async function enqueueTestJob(queue: Queue, actor: string, form: FormData
   } else {
     if (!f.key) fieldErrors.key = `${keyLabel} is required: ${mode} works on a key`;
     if (f.windowMs === undefined) fieldErrors.windowMs = `Window is required for ${mode} (milliseconds)`;
+  }
+  if (f.holdUntil !== undefined && (mode === "throttle" || !f.key)) {
+    fieldErrors.holdUntil =
+      mode === "throttle"
+        ? "A key lifetime applies to idempotency and debounce keys, not throttle: clear Key lifetime"
+        : "Key lifetime applies to a key: enter a key, or clear Key lifetime";
   }
   if (mode !== "debounce" && (f.schedule !== undefined || f.maxWaitMs !== undefined)) {
     fieldErrors[f.maxWaitMs !== undefined ? "maxWaitMs" : "schedule"] =
