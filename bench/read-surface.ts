@@ -7,8 +7,19 @@
  *
  * The reads are the console's read models (lib/console) when this process may import them, else
  * SQL equivalent to theirs and the store functions they call.
+ *
+ * Several databases (`fleetSurface`, and this file run on its own with `--fleet`): that many
+ * databases seeded alike, and the fleet page's read and the find by key and by digest across them
+ * (lib/console: readFleet, findKeyEverywhere, findDigestEverywhere, as the pages call them) timed
+ * against the same read of each database alone; the target is a p95 under 2x the slowest single
+ * database's p95 of the same kind:
+ *
+ *   npx tsx --conditions=react-server bench/read-surface.ts --fleet [--rows=1000000] [--databases=3] [--runs=200]
  */
 import { createHash } from "node:crypto";
+import { mkdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
 import type pg from "pg";
 import { migrate, Queue } from "../lib/enqueue";
 import { bindingScopes, deadLetterGroupRows } from "../lib/enqueue/store/console-reads";
@@ -20,7 +31,8 @@ import { jobIdsEndingWith } from "../lib/enqueue/store/jobs";
 import { sqlOf } from "../lib/enqueue/store/layout";
 import { rollupRunTimesBatch } from "../lib/enqueue/store/runtime-rollups";
 import { benchPool } from "./contenders";
-import { percentile, rng, runUntil, type Summary, summarize } from "./lib/measure";
+import { startBenchServer } from "./lib/env";
+import { percentile, rng, runUntil, type Summary, shuffled, summarize } from "./lib/measure";
 
 export const QUEUES = ["default", "billing", "email", "reports"] as const;
 export const SCOPES = ["invoice-capture", "email-send", "report-build", "webhook"] as const;
@@ -641,4 +653,195 @@ export async function readSurface(
   await queue.close();
   await pool.end();
   return { seedMs, reads, readSource: source, prune };
+}
+
+/** One kind of read over every database at once, against the same read of each database alone. */
+export interface FleetReadResult {
+  kind: string;
+  label: string;
+  runs: number;
+  /** The read over every database at once. */
+  all: { p50: number; p95: number; max: number };
+  /** The same read of each database alone, by name. */
+  single: Record<string, { p50: number; p95: number; max: number }>;
+  /** The database whose single read had the highest p95, and that p95. */
+  slowest: { database: string; p95: number };
+  /** `all.p95 / slowest.p95`; the target is under 2. */
+  ratio: number;
+}
+
+/** The lib/console modules the fleet and find pages call (server-only: tsx needs the react-server condition). */
+async function fleetReadModels() {
+  try {
+    const [fleet, find, session] = await Promise.all([
+      import("../lib/console/fleet"),
+      import("../lib/console/find-everywhere"),
+      import("../lib/console/database-session"),
+    ]);
+    return { ...fleet, ...find, ...session };
+  } catch (err) {
+    throw new Error(
+      `the fleet bench times lib/console's reads, which need \`npx tsx --conditions=react-server\` (${(err as Error).message.split("\n")[0]})`,
+    );
+  }
+}
+
+const FIND_SCOPE = "checkout";
+
+/**
+ * `databases` fresh databases on one server, each seeded with `n` rows as `seed` does and 200 keyed
+ * jobs of its own (keys `fleet-<database>-<j>` in scope "checkout", hashed with that database's own
+ * secret as a console of several databases hashes them); then, interleaved run by run in a shuffled
+ * order, the fleet read, the find by key and by digest across every database, and the same reads of
+ * each database alone. A key lives in one database: the read across them finds it there and misses
+ * in the others, the single reads of the same key hit in one database and miss in the rest.
+ */
+export async function fleetSurface(options: {
+  n: number;
+  databases: number;
+  runs: number;
+  log: (s: string) => void;
+}): Promise<{ seedMs: Record<string, Record<string, number>>; reads: FleetReadResult[] }> {
+  const models = await fleetReadModels();
+  const server = await startBenchServer();
+  const names = Array.from({ length: options.databases }, (_, i) => `bench_fleet_${i + 1}`);
+  const opened: { config: import("../lib/console/databases").DatabaseConfig; pool: pg.Pool; queue: Queue }[] = [];
+  const seedMs: Record<string, Record<string, number>> = {};
+  const keys: { key: string; digest: string }[] = [];
+  try {
+    for (const name of names) {
+      const url = await server.freshDatabase(name);
+      const setup = benchPool({ connectionString: url, max: 4 }, name);
+      await migrate(setup);
+      options.log(`${name}: seeding ${options.n.toLocaleString("en-US")} jobs and bindings…`);
+      seedMs[name] = await seed(setup, options.n);
+      await setup.end();
+      // As lib/console/db.ts opens a database when several are configured.
+      const config = { name, url, readonly: false, production: false, distributed: false, keySecretEnv: null };
+      const pool = models.databasePool(config, { max: 10, connectionTimeoutMillis: 10_000 });
+      const queue = new Queue({ pool, maintenance: false, source: "console", keySecret: "" });
+      for (let j = 0; j < 200; j++) {
+        const key = `fleet-${name}-${j}`;
+        const r = await queue.enqueueWithResult("order.ship", { j }, { idempotency: { key, scope: FIND_SCOPE } });
+        keys.push({ key, digest: r.keyDigest as string });
+      }
+      opened.push({ config, pool, queue });
+    }
+    const configs = opened.map((o) => o.config);
+    const open = (d: { name: string }) => {
+      const o = opened.find((x) => x.config.name === d.name);
+      if (!o) throw new Error(`no database ${d.name}`);
+      return o;
+    };
+    const pick = (p: number) => keys[Math.floor(p * keys.length)] as { key: string; digest: string };
+    const kinds: { kind: string; label: string; read: (ds: typeof configs, p: number) => Promise<unknown> }[] = [
+      { kind: "fleet", label: "fleet page (readFleet)", read: (ds) => models.readFleet(ds, open) },
+      {
+        kind: "find_key",
+        label: "find by key (findKeyEverywhere)",
+        read: (ds, p) => models.findKeyEverywhere(ds, open, pick(p).key, FIND_SCOPE),
+      },
+      {
+        kind: "find_digest",
+        label: "find by digest (findDigestEverywhere)",
+        read: (ds, p) => models.findDigestEverywhere(ds, open, pick(p).digest),
+      },
+    ];
+    const reads: FleetReadResult[] = [];
+    for (const k of kinds) {
+      options.log(`timing ${k.label}, ${options.runs} runs of each variant…`);
+      const variants = [{ id: "all", ds: configs }, ...configs.map((c) => ({ id: c.name, ds: [c] }))];
+      const lat = new Map<string, number[]>(variants.map((v) => [v.id, []]));
+      const random = rng(11);
+      for (let i = 0; i < 10; i++) for (const v of variants) await k.read(v.ds, random()); // warm plans and caches
+      for (let i = 0; i < options.runs; i++) {
+        const p = random();
+        for (const v of shuffled(variants, random)) {
+          const t0 = performance.now();
+          await k.read(v.ds, p);
+          lat.get(v.id)?.push(performance.now() - t0);
+        }
+      }
+      const stats = (xs: number[]) => {
+        const sorted = [...xs].sort((a, b) => a - b);
+        return { p50: percentile(sorted, 50), p95: percentile(sorted, 95), max: sorted[sorted.length - 1] as number };
+      };
+      const single = Object.fromEntries(configs.map((c) => [c.name, stats(lat.get(c.name) as number[])]));
+      const [slowestName, slowestStats] = Object.entries(single).sort((a, b) => b[1].p95 - a[1].p95)[0] as [
+        string,
+        { p95: number },
+      ];
+      const all = stats(lat.get("all") as number[]);
+      reads.push({
+        kind: k.kind,
+        label: k.label,
+        runs: options.runs,
+        all,
+        single,
+        slowest: { database: slowestName, p95: slowestStats.p95 },
+        ratio: all.p95 / slowestStats.p95,
+      });
+    }
+    return { seedMs, reads };
+  } finally {
+    for (const o of opened) {
+      await o.queue.close();
+      await o.pool.end();
+    }
+    for (const name of names) await server.dropDatabase(name).catch(() => {});
+    await server.stop();
+  }
+}
+
+/** `--fleet`: the fleet bench from the command line; prints a table and writes bench/results/fleet-<time>.json. */
+async function main(): Promise<void> {
+  const flags = new Map(
+    process.argv.slice(2).map((a) => {
+      const [k, v] = a.replace(/^--/, "").split("=");
+      return [k as string, v ?? ""] as const;
+    }),
+  );
+  if (!flags.has("fleet")) {
+    process.stderr.write(
+      "usage: npx tsx --conditions=react-server bench/read-surface.ts --fleet [--rows=1000000] [--databases=3] [--runs=200]\n" +
+        "(the single-database read surface runs with `npm run bench -- --scenarios=read,prune`)\n",
+    );
+    process.exitCode = 2;
+    return;
+  }
+  const n = Number(flags.get("rows") || 1_000_000);
+  const databases = Number(flags.get("databases") || 3);
+  const runs = Number(flags.get("runs") || 200);
+  const log = (m: string) => process.stdout.write(`[bench] ${m}\n`);
+  const startedAt = new Date();
+  const result = await fleetSurface({ n, databases, runs, log });
+  const ms = (x: number) => x.toFixed(2).padStart(8);
+  const out = [
+    `\n${databases} databases of ${n.toLocaleString("en-US")} jobs and bindings each, ${runs} runs per variant (ms)`,
+    `${"read".padEnd(54)}${"p50".padStart(8)}${"p95".padStart(8)}  slowest alone (p95)       ratio  target < 2x`,
+  ];
+  for (const r of result.reads) {
+    out.push(
+      `${`${r.label}, all at once`.padEnd(54)}${ms(r.all.p50)}${ms(r.all.p95)}  ${`${r.slowest.database} ${r.slowest.p95.toFixed(2)}`.padEnd(24)}${r.ratio.toFixed(2).padStart(7)}  ${r.ratio < 2 ? "met" : "MISSED"}`,
+    );
+    for (const [name, st] of Object.entries(r.single)) {
+      out.push(`${`  ${name} alone`.padEnd(54)}${ms(st.p50)}${ms(st.p95)}`);
+    }
+  }
+  process.stdout.write(`${out.join("\n")}\n`);
+  const dir = path.join(import.meta.dirname, "results");
+  mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, `fleet-${startedAt.toISOString().replace(/[:.]/g, "-")}.json`);
+  writeFileSync(
+    file,
+    `${JSON.stringify({ startedAt: startedAt.toISOString(), rows: n, databases, runs, ...result }, null, 2)}\n`,
+  );
+  log(`wrote ${path.relative(process.cwd(), file)}`);
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main().catch((err) => {
+    process.stderr.write(`[bench] ${(err as Error).stack ?? String(err)}\n`);
+    process.exitCode = 1;
+  });
 }

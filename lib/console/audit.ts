@@ -18,6 +18,7 @@ export async function listAudit(db: Db, f: AuditFilters, limit = AUDIT_PAGE_SIZE
       at: iso(r.at),
       actor: r.actor,
       action: r.action,
+      database: r.database,
       target: r.target,
       reason: r.reason,
       result: r.result,

@@ -1,8 +1,9 @@
 import "server-only";
 import { headers } from "next/headers";
-import pg from "pg";
+import type pg from "pg";
 import { Queue } from "@/lib/enqueue";
 import { DATABASE_HEADER, DATABASE_IN_URL_HEADER, databaseHref } from "./database-paths";
+import { databaseMeterProvider, databasePool } from "./database-session";
 import { type DatabaseConfig, type DatabasesSetup, loadDatabases } from "./databases";
 import { consoleMetrics, metricsToken } from "./meter";
 
@@ -47,12 +48,13 @@ export function openDatabase(config: DatabaseConfig): ConsoleDb {
   let db = r.open.get(config.name);
   if (!db) {
     // A database that does not answer (a dropped packet, not a refusal) fails a read after 10 s.
-    const pool = new pg.Pool({ connectionString: config.url, max: 10, connectionTimeoutMillis: 10_000 });
-    pool.on("error", () => {
-      // An idle client lost its connection; the pool replaces it on the next query.
-    });
-    // With metrics on, this process's enqueues and operator actions are counted for GET /metrics.
-    const telemetry = metricsToken() ? { meterProvider: consoleMetrics().meterProvider } : undefined;
+    // Its connections carry the database's name, which the audit rows written through them record.
+    const pool = databasePool(config, { max: 10, connectionTimeoutMillis: 10_000 });
+    // With metrics on, this process's enqueues and operator actions are counted for GET /metrics,
+    // each with the database it ran on.
+    const telemetry = metricsToken()
+      ? { meterProvider: databaseMeterProvider(consoleMetrics().meterProvider, config.name) }
+      : undefined;
     // Several databases: each its own secret ("" means the one the database keeps, never WORKHORSE_KEY_SECRET).
     const keySecret = config.keySecretEnv
       ? process.env[config.keySecretEnv]

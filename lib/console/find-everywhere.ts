@@ -29,6 +29,14 @@ function none(d: DatabaseConfig): Row {
   return { database: d.name, status: "none", jobId: null, jobState: null, queue: null, message: null };
 }
 
+/** `read` in every database at once, each within `EVERYWHERE_TIMEOUT_MS`, in the configured order. */
+async function everywhere(
+  databases: readonly DatabaseConfig[],
+  read: (d: DatabaseConfig) => Promise<Row>,
+): Promise<KeyEverywhere> {
+  return (await eachDatabase(databases, EVERYWHERE_TIMEOUT_MS, read, outcomes)).map((r) => r.value);
+}
+
 /** The key (in `scope`) in every database: where a binding holds it, and the job that owns it. */
 export async function findKeyEverywhere(
   databases: readonly DatabaseConfig[],
@@ -36,26 +44,20 @@ export async function findKeyEverywhere(
   key: string,
   scope: string,
 ): Promise<KeyEverywhere> {
-  const results = await eachDatabase(
-    databases,
-    EVERYWHERE_TIMEOUT_MS,
-    async (d): Promise<Row> => {
-      const db = open(d);
-      const binding = await db.queue.findBinding({ key, scope });
-      if (!binding) return none(d);
-      const job = await owningJob(db.pool, binding.jobId);
-      return {
-        database: d.name,
-        status: "found",
-        jobId: binding.jobId,
-        jobState: job?.id ? job.state : null,
-        queue: job?.id ? job.queue : null,
-        message: null,
-      };
-    },
-    outcomes,
-  );
-  return results.map((r) => r.value);
+  return everywhere(databases, async (d) => {
+    const db = open(d);
+    const binding = await db.queue.findBinding({ key, scope });
+    if (!binding) return none(d);
+    const job = await owningJob(db.pool, binding.jobId);
+    return {
+      database: d.name,
+      status: "found",
+      jobId: binding.jobId,
+      jobState: job?.id ? job.state : null,
+      queue: job?.id ? job.queue : null,
+      message: null,
+    };
+  });
 }
 
 /** The digest in every database: bindings (with their jobs) or observations under it. */
@@ -64,28 +66,22 @@ export async function findDigestEverywhere(
   open: (d: DatabaseConfig) => ConsoleDb,
   digest: string,
 ): Promise<KeyEverywhere> {
-  const results = await eachDatabase(
-    databases,
-    EVERYWHERE_TIMEOUT_MS,
-    async (d): Promise<Row> => {
-      const found = await lookupDigest(open(d).pool, digest);
-      const first = found.bindings[0];
-      if (!first && found.observations.length === 0 && found.released.length === 0) return none(d);
-      return {
-        database: d.name,
-        status: "found",
-        jobId: first?.binding.jobId ?? found.observations[0]?.jobId ?? found.released[0]?.jobId ?? null,
-        jobState: first?.job?.state ?? null,
-        queue: first?.job?.queue ?? null,
-        message:
-          found.bindings.length > 1
-            ? `${found.bindings.length} bindings`
-            : first
-              ? null
-              : "no live binding; seen in the log",
-      };
-    },
-    outcomes,
-  );
-  return results.map((r) => r.value);
+  return everywhere(databases, async (d) => {
+    const found = await lookupDigest(open(d).pool, digest);
+    const first = found.bindings[0];
+    if (!first && found.observations.length === 0 && found.released.length === 0) return none(d);
+    return {
+      database: d.name,
+      status: "found",
+      jobId: first?.binding.jobId ?? found.observations[0]?.jobId ?? found.released[0]?.jobId ?? null,
+      jobState: first?.job?.state ?? null,
+      queue: first?.job?.queue ?? null,
+      message:
+        found.bindings.length > 1
+          ? `${found.bindings.length} bindings`
+          : first
+            ? null
+            : "no live binding; seen in the log",
+    };
+  });
 }

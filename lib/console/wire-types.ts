@@ -146,6 +146,8 @@ export interface AuditDto {
   at: string;
   actor: string;
   action: string;
+  /** The configured name of the database the action ran on (null: written outside a console, or before it was recorded). */
+  database: string | null;
   target: string;
   reason: string | null;
   result: Record<string, unknown>;

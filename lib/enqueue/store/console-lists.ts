@@ -289,13 +289,14 @@ export async function auditListRows(
     at: Date;
     actor: string;
     action: string;
+    database: string | null;
     target: string;
     reason: string | null;
     result: Record<string, unknown>;
     at_us: string;
     now: Date;
   }>(
-    `select id, at, actor, action, target, reason, result, now() as now,
+    `select id, at, actor, action, database, target, reason, result, now() as now,
             (extract(epoch from at) * 1000000)::bigint::text as at_us from workhorse.operator_audit ${w}
       order by at desc, id desc limit ${limit + 1}`,
     w.values,

@@ -1,8 +1,8 @@
 import type { Metadata } from "next";
-import { DatabaseForm } from "@/components/db-link";
 import { HealthChart } from "@/components/health-chart";
+import { OpenJobForm } from "@/components/open-job-form";
 import { OverviewLive } from "@/components/overview-live";
-import { buttonClass, inputClass, PageHeader } from "@/components/ui";
+import { PageHeader } from "@/components/ui";
 import { consolePool } from "@/lib/console/db";
 import { overview } from "@/lib/console/overview";
 import { series } from "@/lib/console/series";
@@ -21,25 +21,7 @@ export default async function OverviewPage() {
         description="What the queue decided lately, and what it holds now."
         actions={
           // The page's search box: `/` focuses it, as on the other pages.
-          <DatabaseForm method="get" action="/jobs" className="flex items-end gap-2" aria-label="Open a job by id">
-            <div>
-              <label htmlFor="overview-id" className="mb-1 block text-sm font-medium text-slate-900">
-                Job id
-              </label>
-              <input
-                id="overview-id"
-                name="id"
-                data-search
-                className={inputClass}
-                placeholder="Id, or its first or last hex digits"
-                autoComplete="off"
-                spellCheck={false}
-              />
-            </div>
-            <button type="submit" className={buttonClass}>
-              Open job
-            </button>
-          </DatabaseForm>
+          <OpenJobForm inputId="overview-id" className="flex items-end gap-2" search />
         }
       />
       <div className="space-y-6">

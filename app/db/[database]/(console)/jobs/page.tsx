@@ -1,11 +1,12 @@
 import type { Metadata } from "next";
 import { redirect } from "next/navigation";
-import { DatabaseForm, Link } from "@/components/db-link";
+import { Link } from "@/components/db-link";
 import { FilterForm, FilterText } from "@/components/filter-form";
 import { JobsBulk } from "@/components/jobs-bulk";
 import { JobsTable } from "@/components/jobs-table";
+import { OpenJobForm } from "@/components/open-job-form";
 import { StateTabs } from "@/components/state-tabs";
-import { buttonClass, inputClass, linkClass, Notice, PageHeader, secondaryButtonClass } from "@/components/ui";
+import { linkClass, Notice, PageHeader, secondaryButtonClass } from "@/components/ui";
 import { consolePool, databasePath } from "@/lib/console/db";
 import { parseJobFilters, toQuery } from "@/lib/console/filters";
 import { listJobs, stateTabCounts } from "@/lib/console/jobs";
@@ -71,29 +72,11 @@ export default async function JobsPage({ searchParams }: { searchParams: Search 
           )
         }
       />
-      <DatabaseForm
-        method="get"
-        action="/jobs"
+      <OpenJobForm
+        inputId="id"
         className="mb-3 flex flex-wrap items-end gap-2"
-        aria-label="Open a job by id"
-      >
-        <div className="min-w-0 grow sm:max-w-md">
-          <label htmlFor="id" className="mb-1 block text-sm font-medium text-slate-900">
-            Job id
-          </label>
-          <input
-            id="id"
-            name="id"
-            className={inputClass}
-            placeholder="UUID, or its first or last hex digits"
-            autoComplete="off"
-            spellCheck={false}
-          />
-        </div>
-        <button type="submit" className={buttonClass}>
-          Open job
-        </button>
-      </DatabaseForm>
+        fieldClassName="min-w-0 grow sm:max-w-md"
+      />
       {idNotice ? (
         <div className="mb-3">
           <Notice tone="warn" role="alert">
