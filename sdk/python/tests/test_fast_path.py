@@ -4,12 +4,13 @@ conflicts and validation as the adapted path does."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
-from psycopg_pool import ConnectionPool
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
 import pytest
 
-from workhorse import EnqueueIdempotencyConflictError, EnqueueOptions, Idempotency, Queue
+from workhorse import EnqueueIdempotencyConflictError, EnqueueOptions, Idempotency, Queue, aio
 
 
 def test_prepared_once_per_connection_and_again_after_the_session_lost_it(database_url: str) -> None:
@@ -45,3 +46,37 @@ def test_tags_and_a_conflict_through_the_prepared_call(database_url: str) -> Non
             queue.enqueue("t", {"a": 2}, EnqueueOptions(queue="fast", tags=tags, idempotency=Idempotency(key=k)))
         assert (caught.value.existing_job_id, caught.value.conflicting_fields) == (job, ["payload"])
         assert caught.value.payload_paths == ["$.a"]
+
+
+def test_the_asyncio_queue_takes_the_same_prepared_call(database_url: str) -> None:
+    """workhorse.aio.Queue: prepared once per connection, again after DEALLOCATE, a conflict named as
+    the adapted path names it, and a broken session's error as psycopg's own."""
+
+    async def main() -> None:
+        async with AsyncConnectionPool(database_url, min_size=1, max_size=1) as pool:
+            queue = aio.Queue(pool, notify=False)
+            k = f"fast-aio-{uuid.uuid4()}"
+            tags = ["eu", 'with "quotes"', "back\\slash", "comma,brace}"]
+            options = EnqueueOptions(queue="fast", tags=tags, idempotency=Idempotency(key=k))
+            first = await queue.enqueue_with_result("t", {"a": 1, "n": 1e-7}, options)
+            assert first.outcome == "accepted"
+            async with pool.connection() as conn:
+                cur = await conn.execute("select name from pg_prepared_statements")
+                names = [r[0] for r in await cur.fetchall()]
+                assert names.count("workhorse_enqueue_one_py") == 1
+                cur = await conn.execute("select payload::text, tags from workhorse.job where id = %s::uuid", [first.job_id])
+                row = await cur.fetchone()
+                assert row is not None and row[0] == '{"a": 1, "n": 0.0000001}' and sorted(row[1]) == sorted(tags)
+                await conn.execute("deallocate all")
+            again = await queue.enqueue_with_result("t", {"n": 1e-7, "a": 1}, options)
+            assert (again.job_id, again.outcome) == (first.job_id, "replayed")
+            with pytest.raises(EnqueueIdempotencyConflictError) as caught:
+                await queue.enqueue("t", {"a": 2, "n": 1e-7}, options)
+            assert (caught.value.existing_job_id, caught.value.conflicting_fields) == (first.job_id, ["payload"])
+            assert caught.value.payload_paths == ["$.a"]
+            # The connection is usable after the conflict: the next call on it is answered.
+            other = await queue.enqueue_with_result("t", {}, EnqueueOptions(queue="fast", idempotency=Idempotency(key=f"{k}-2")))
+            assert other.outcome == "accepted"
+            await queue.close()
+
+    asyncio.run(main())

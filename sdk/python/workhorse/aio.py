@@ -30,10 +30,13 @@ from ._calls import (
     unpack_batch,
 )
 from ._input import DEFAULT_PAYLOAD_BYTES, Normalized, RequestConfig, normalize_request
+from ._fast import exec_one_async
 from .errors import EnqueueIdempotencyConflictError, EnqueueValidationError, ValidationIssue, WorkhorseDatabaseError
 from .queue import (
     _LAYOUT_SQL,
     _OBSERVATION_SQL,
+    _ONE_SQL,
+    _ONE_SQL_POSITIONAL,
     _WAKE_SQL,
     WAKE_CHANNEL,
     _check_conn,
@@ -198,6 +201,9 @@ class Queue(QueueCore):
                 return await (await caller.execute(sql, params)).fetchall()
             async with self._pool.connection() as conn, _autocommit(conn):
                 sql, params = _statement_of(requests, ids, retry, False, self._distributed)
+                if sql is _ONE_SQL:
+                    # One request, no legacy hash, one node: through libpq's prepared call (_fast.py).
+                    return await exec_one_async(conn, _ONE_SQL_POSITIONAL, list(params.values()))
                 return await (await conn.execute(sql, params)).fetchall()
         except psycopg.Error as err:
             translated = _translate(err, requests)
