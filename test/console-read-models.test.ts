@@ -1,5 +1,6 @@
 // Console read models (lib/console/*) and access helpers against the real test database.
 
+import type pg from "pg";
 import { v7 as uuidv7 } from "uuid";
 import { beforeAll, describe, expect, test, vi } from "vitest";
 import { distributedTests } from "./citus";
@@ -171,6 +172,38 @@ test("bindings: live soonest-expiring first, expired separately, keyset pages", 
   expect(p3.next).toBeNull();
   const expired = await listBindings(t.pool, { status: "expired", scope: "bindings" });
   expect(expired.rows.map((b) => [b.ttlMs, b.expired])).toEqual([[1, true]]);
+});
+
+test("the bindings list walks the expiry index for a page, live and expired, first page and after a cursor", async () => {
+  // 3,000 bindings in a scope of their own: a plan that sorts the table instead of walking
+  // key_binding_expires_idx reads them all. (The list's ORDER BY once named the select list's
+  // `nullif(expires_at, 'infinity')` alias instead of the column, and no index could order it.)
+  await t.sql(
+    `insert into workhorse.key_binding (scope, key_hash, job_id, mode, key_preview, key_length, field_digests,
+                                        request_digest, ttl_ms, created_at, expires_at)
+     select 'plan-walk', sha256(('plan-walk-' || g)::bytea), gen_random_uuid(), 'idempotency', 'p…', 12,
+            decode(repeat('ab', 88), 'hex'), sha256(g::text::bytea), 60000, now(),
+            now() + (case when g % 2 = 0 then 1 else -1 end) * g * interval '1 second'
+       from generate_series(1, 3000) g`,
+  );
+  await t.sql("analyze workhorse.key_binding");
+  const statements: { text: string; values: unknown[] }[] = [];
+  const db = {
+    query: <R extends pg.QueryResultRow>(text: string, values: unknown[] = []) => {
+      statements.push({ text, values });
+      return t.pool.query<R>(text, values);
+    },
+  };
+  const first = await listBindings(db, { status: "live" }, 20);
+  await listBindings(db, parseBindingFilters({ status: "live", after: first.next ?? "" }), 20);
+  await listBindings(db, { status: "expired" }, 20);
+  expect(statements.length).toBe(3);
+  for (const s of statements) {
+    const { rows } = await t.pool.query(`explain (analyze, format json) ${s.text}`, s.values);
+    const plan = JSON.stringify(rows[0]["QUERY PLAN"]);
+    expect(plan, s.text).toContain('"Index Name":"key_binding_expires_idx"');
+    expect(plan, s.text).not.toContain('"Seq Scan"');
+  }
 });
 
 test("audit pages do not skip or repeat rows written in the same millisecond", async () => {

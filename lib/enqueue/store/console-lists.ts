@@ -231,7 +231,7 @@ export async function bindingListRows(
             case when expires_at = 'infinity' then '${INFINITE_US}'
                  else (extract(epoch from expires_at) * 1000000)::bigint::text end as exp_us
        from workhorse.key_binding b ${w}
-      order by expires_at, job_id limit ${limit + 1}`,
+      order by b.expires_at, b.job_id limit ${limit + 1}`,
     w.values,
   );
   return rows;
