@@ -402,6 +402,17 @@ describe("the fingerprint and the input rules", () => {
     expect(err2).toBeInstanceOf(EnqueueValidationError);
     expect(err2.issues).toEqual([{ option: "options.idempotency.holdUntil", rule: 'must be "finished" or "started"' }]);
   });
+
+  test("PostgreSQL refuses an unknown lifetime from a direct SQL caller; nothing is written", async () => {
+    const call = `select * from workhorse.enqueue_one(gen_random_uuid(), 'sql-bound', 't', '{}'::jsonb, null, 3, null,
+      null, null, null, '{}'::text[], 'idempotency', 'sql-bound', sha256('sql-bound'::bytea), 'sq…', 9, null,
+      decode(repeat('ab', 80), 'hex'), false, null, null, false, null, $1)`;
+    const err = await t.sql(call, ["forever"]).catch((e) => e);
+    expect(err?.code).toBe("23514"); // the workhorse.key_hold_until domain's check
+    expect(await t.sql("select 1 from workhorse.job where queue = 'sql-bound'")).toEqual([]);
+    expect(await t.sql("select 1 from workhorse.key_binding where scope = 'sql-bound'")).toEqual([]);
+    expect((await t.sql(call, ["finished"]))[0]).toMatchObject({ outcome: "accepted" });
+  });
 });
 
 describe("redrive after the release", () => {
