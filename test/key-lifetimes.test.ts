@@ -5,6 +5,7 @@ import { createHash } from "node:crypto";
 import { beforeAll, describe, expect, test } from "vitest";
 import { EnqueueIdempotencyConflictError, type EnqueueOptions, EnqueueValidationError } from "../lib/enqueue";
 import { bindingListRows } from "../lib/enqueue/store/console-lists";
+import { distributedTests } from "./citus";
 import { setupQueueTests, waitFor, workerStarter } from "./helpers";
 
 const t = setupQueueTests({ max: 45 });
@@ -404,7 +405,11 @@ describe("the fingerprint and the input rules", () => {
   });
 
   test("PostgreSQL refuses an unknown lifetime from a direct SQL caller; nothing is written", async () => {
-    const call = `select * from workhorse.enqueue_one(gen_random_uuid(), 'sql-bound', 't', '{}'::jsonb, null, 3, null,
+    // On Citus the SQL entry point is enqueue_one_at, which takes the key's bucket first.
+    const entry = distributedTests()
+      ? "workhorse.enqueue_one_at(workhorse.key_bucket('sql-bound', sha256('sql-bound'::bytea)), 1, "
+      : "workhorse.enqueue_one(";
+    const call = `select * from ${entry}gen_random_uuid(), 'sql-bound', 't', '{}'::jsonb, null, 3, null,
       null, null, null, '{}'::text[], 'idempotency', 'sql-bound', sha256('sql-bound'::bytea), 'sq…', 9, null,
       decode(repeat('ab', 80), 'hex'), false, null, null, false, null, $1)`;
     const err = await t.sql(call, ["forever"]).catch((e) => e);
