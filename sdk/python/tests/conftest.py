@@ -57,15 +57,21 @@ def _as_postgres() -> list[str]:
 
 def _fresh_database(url: str) -> Iterator[str]:
     """A new, empty database on the server `url` names, dropped afterwards: a run against a shared
-    DATABASE_URL starts from no rows, however often it runs (the TypeScript suites do the same)."""
+    DATABASE_URL starts from no rows, however often it runs (the TypeScript suites do the same).
+
+    The database `url` names need not exist: creating and dropping go through WORKHORSE_ADMIN_URL
+    when it is set. With WORKHORSE_DISTRIBUTED=1 the database is left for the migrate step to create,
+    which makes it a Citus database on the coordinator and every worker (test/client-schema.ts)."""
     name = f"workhorse_py_{secrets.token_hex(6)}"
-    parts = urlsplit(url)
-    with psycopg.connect(url, autocommit=True) as admin:
-        admin.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
+    admin_url = os.environ.get("WORKHORSE_ADMIN_URL") or url
+    distributed = os.environ.get("WORKHORSE_DISTRIBUTED") == "1"
+    if not distributed:
+        with psycopg.connect(admin_url, autocommit=True) as admin:
+            admin.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
     try:
-        yield urlunsplit(parts._replace(path=f"/{name}"))
+        yield urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
     finally:
-        with psycopg.connect(url, autocommit=True) as admin:
+        with psycopg.connect(admin_url, autocommit=True) as admin:
             admin.execute(sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name)))
 
 
