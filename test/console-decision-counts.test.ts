@@ -2,6 +2,7 @@
 // span: every outcome of another producer's traffic once, and nothing twice across spans. Runs on
 // one node and, in CI's Citus pass (test/console-*), on the distributed layout.
 import { beforeAll, expect, test } from "vitest";
+import { stateGaugesText } from "../lib/console/state-text";
 import { EnqueueIdempotencyConflictError } from "../lib/enqueue";
 import { DecisionTally } from "../lib/enqueue/decision-counts";
 import { selectDecisionCounts } from "../lib/enqueue/store/decision-counts";
@@ -76,4 +77,50 @@ test("the first read reaches back since the process started (here: a minute), so
     );
   expect(totals(back)).toEqual(EXPECTED);
   expect(totals(none)).toEqual({});
+});
+
+test("key releases are counted per queue and reason, apart from the enqueue decisions, and /metrics writes them", async () => {
+  const tally = new DecisionTally(0);
+  await tally.advance(t.pool);
+  const q = t.queue();
+  const queue = "dc-released";
+  const held = (key: string, holdUntil: "finished" | "started") => ({
+    queue,
+    idempotency: { key: `${queue}-${key}`, holdUntil },
+  });
+  await q.enqueue("t", { n: 1 }, held("a", "finished"));
+  const canceled = await q.enqueue("t", { n: 2 }, held("b", "finished"));
+  await q.enqueue("t", { n: 3 }, held("c", "started"));
+  await q.cancel({ jobIds: [canceled] }, { actor: "test", reason: "test" });
+  const claimed = await t.sql<{ id: string; attempt: number }>(
+    "select id, attempt from workhorse.claim_jobs(array[$1], null, 'w~1', 10, 60000, false)",
+    [queue],
+  );
+  expect(claimed).toHaveLength(2);
+  for (const c of claimed) {
+    await t.sql(
+      "select id from workhorse.complete_jobs(array[$1::uuid], array[$2::integer], array['w~1'], array['null'::jsonb])",
+      [c.id, c.attempt],
+    );
+  }
+  await tally.advance(t.pool);
+  const got = tally.releases().filter((r) => r.queue === queue);
+  expect(got).toEqual([
+    { queue, reason: "canceled", total: 1 },
+    { queue, reason: "started", total: 1 },
+    { queue, reason: "succeeded", total: 1 },
+  ]);
+  expect(tally.list().filter((d) => d.queue === queue)).toEqual([{ queue, outcome: "accepted", total: 3 }]);
+  const text = stateGaugesText({
+    readAt: new Date(0),
+    queues: [],
+    decisions: [],
+    keyReleases: got,
+    bindings: { live: 0, expired: 0, oldestExpiredAgeSeconds: 0, exact: { live: true, expired: true } },
+  });
+  expect(text).toContain("# TYPE workhorse_key_releases_total counter");
+  expect(text).toContain(
+    `workhorse_key_releases_total{messaging_system="workhorse",messaging_destination_name="${queue}",workhorse_key_release_reason="started",otel_scope_name="workhorse"} 1`,
+  );
+  await q.close();
 });

@@ -1,13 +1,14 @@
 /**
  * The state gauges of `GET /metrics` in the Prometheus text format (version 0.0.4), and the decisions
- * counted from the database (`workhorse_queue_decisions_total`), written straight from one
+ * and key releases counted from the database (`workhorse_queue_decisions_total`,
+ * `workhorse_key_releases_total`), written straight from one
  * `StateSnapshot` (docs/observability.md): every queue of the snapshot and nothing else, so
  * a queue that is gone leaves the page at the next read, and there is no series limit. (Through the
  * OpenTelemetry SDK a collection repeats every attribute set it has ever seen, caps an instrument
  * at 2,000 of them, and costs seconds for 5,000 queues.) Names, labels, help and units are those the
  * SDK's serializer gives the same gauges (`StateGauges.register`).
  */
-import { DECISION_COUNTS, STATE_GAUGES, type StateSnapshot } from "@/lib/enqueue";
+import { DECISION_COUNTS, KEY_RELEASE_COUNTS, STATE_GAUGES, type StateSnapshot } from "@/lib/enqueue";
 
 type Key = keyof typeof STATE_GAUGES;
 
@@ -54,19 +55,29 @@ export function stateGaugesText(s: StateSnapshot, database?: string): string {
   out.push(`${b}{workhorse_binding_state="live",${SCOPE}} ${s.bindings.live}`);
   out.push(`${b}{workhorse_binding_state="expired",${SCOPE}} ${s.bindings.expired}`);
   out.push(`${head("oldestExpired")}{${SCOPE}} ${s.bindings.oldestExpiredAgeSeconds}`);
-  if (s.decisions.length > 0) {
-    const d = familyHead(
-      out,
-      `${DECISION_COUNTS.name}_total`,
-      DECISION_COUNTS.description,
-      DECISION_COUNTS.unit,
-      "counter",
-    );
-    for (const x of s.decisions) {
+  /** A counter family per queue and one more label; absent while it has no series. */
+  const counter = (
+    metric: { name: string; description: string; unit: string },
+    label: string,
+    rows: Array<{ queue: string; label: string; total: number }>,
+  ) => {
+    if (rows.length === 0) return;
+    const name = familyHead(out, `${metric.name}_total`, metric.description, metric.unit, "counter");
+    for (const x of rows) {
       out.push(
-        `${d}{messaging_system="workhorse",messaging_destination_name="${labelValue(x.queue)}",workhorse_enqueue_outcome="${x.outcome}",${SCOPE}} ${x.total}`,
+        `${name}{messaging_system="workhorse",messaging_destination_name="${labelValue(x.queue)}",${label}="${labelValue(x.label)}",${SCOPE}} ${x.total}`,
       );
     }
-  }
+  };
+  counter(
+    DECISION_COUNTS,
+    "workhorse_enqueue_outcome",
+    s.decisions.map((x) => ({ queue: x.queue, label: x.outcome, total: x.total })),
+  );
+  counter(
+    KEY_RELEASE_COUNTS,
+    "workhorse_key_release_reason",
+    s.keyReleases.map((x) => ({ queue: x.queue, label: x.reason, total: x.total })),
+  );
   return `${out.join("\n")}\n`;
 }

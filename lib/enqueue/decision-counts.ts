@@ -17,6 +17,17 @@ export const DECISION_COUNTS = {
     "Enqueue decisions of every producer per queue and outcome, as the database recorded them (jobs accepted, observation log, debounce replacements), since this process started.",
 } as const;
 
+/**
+ * The counter of key releases (Prometheus: `workhorse_key_releases_total`), per queue and reason:
+ * the state change that released a key held with a lifetime (docs/enqueue.md, "Key lifetimes").
+ */
+export const KEY_RELEASE_COUNTS = {
+  name: "workhorse.key.releases",
+  unit: "{key}",
+  description:
+    "Keys held with a lifetime (holdUntil) released per queue and reason (the job's new state: started, succeeded, failed, canceled, purged), as the database recorded them, since this process started.",
+} as const;
+
 /** The outcomes counted (the observation log's `conflict` is `EnqueueIdempotencyConflictError`). */
 export type DecisionOutcome = "accepted" | "replayed" | "conflict" | "replaced" | "coalesced" | "non_replaceable";
 
@@ -57,19 +68,38 @@ export class DecisionTally {
   async advance(db: Queryable): Promise<void> {
     const span = await selectDecisionCounts(db, this.from, this.settleMs, this.from ? 0 : this.firstSpanMs());
     for (const r of span.rows) {
-      const k = JSON.stringify([r.queue, r.outcome]);
+      const k = JSON.stringify([r.queue, r.outcome, r.reason]);
       this.totals.set(k, (this.totals.get(k) ?? 0) + r.n);
     }
     this.from = span.until;
   }
 
-  /** The totals, sorted by queue then outcome. */
+  /** The enqueue decisions' totals, sorted by queue then outcome. */
   list(): Array<{ queue: string; outcome: DecisionOutcome; total: number }> {
+    return this.sorted()
+      .filter((t) => t.outcome !== "key_released")
+      .map(({ queue, outcome, total }) => ({ queue, outcome: outcome as DecisionOutcome, total }));
+  }
+
+  /** The key releases' totals, sorted by queue then reason. */
+  releases(): Array<{ queue: string; reason: string; total: number }> {
+    return this.sorted()
+      .filter((t) => t.outcome === "key_released")
+      .map(({ queue, reason, total }) => ({ queue, reason: reason ?? "unknown", total }));
+  }
+
+  private sorted(): Array<{ queue: string; outcome: string; reason: string | null; total: number }> {
+    const key = (t: { queue: string; outcome: string; reason: string | null }) => [t.queue, t.outcome, t.reason ?? ""];
     return [...this.totals]
       .map(([k, total]) => {
-        const [queue, outcome] = JSON.parse(k) as [string, DecisionOutcome];
-        return { queue, outcome, total };
+        const [queue, outcome, reason] = JSON.parse(k) as [string, string, string | null];
+        return { queue, outcome, reason, total };
       })
-      .sort((a, b) => (a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : a.outcome < b.outcome ? -1 : 1));
+      .sort((a, b) => {
+        const x = key(a);
+        const y = key(b);
+        for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return (x[i] as string) < (y[i] as string) ? -1 : 1;
+        return 0;
+      });
   }
 }

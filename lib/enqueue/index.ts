@@ -21,6 +21,7 @@ export {
   DECISION_FIRST_SPAN_MAX_MS,
   DECISION_SETTLE_MS,
   type DecisionOutcome,
+  KEY_RELEASE_COUNTS,
 } from "./decision-counts";
 export { keyDigestOf, keyLengthOf, keyPreviewOf } from "./keys";
 export { type MigrateOptions, type MigrateResult, migrate, type SchemaStatus, schemaStatus } from "./migrate";

@@ -5,7 +5,7 @@
  * registered as observable gauges on any meter provider.
  */
 import { type BatchObservableResult, type MeterProvider, metrics, type ObservableGauge } from "@opentelemetry/api";
-import { DECISION_COUNTS, type DecisionOutcome, DecisionTally } from "./decision-counts";
+import { DECISION_COUNTS, type DecisionOutcome, DecisionTally, KEY_RELEASE_COUNTS } from "./decision-counts";
 import { EnqueueValidationError } from "./errors";
 import type { Queryable } from "./store/layout";
 import { type StateRow, selectStateRows } from "./store/state-gauges";
@@ -42,6 +42,11 @@ export interface StateSnapshot {
    * before the read.
    */
   decisions: Array<{ queue: string; outcome: DecisionOutcome; total: number }>;
+  /**
+   * Keys held with a lifetime released per queue and reason (the job's new state: `started`,
+   * `succeeded`, `failed`, `canceled`, `purged`), totals counted like `decisions`.
+   */
+  keyReleases: Array<{ queue: string; reason: string; total: number }>;
   /**
    * Key bindings. `expired` is exact below `EXACT_BINDINGS_CAP` (10,000), else an estimate of at
    * least that; `live` is an estimate (the table's row estimate minus the expired ones) unless the
@@ -102,7 +107,7 @@ export const STATE_GAUGE_VIEWS: ReadonlyArray<{
   meterName: string;
   instrumentName: string;
   aggregationCardinalityLimit: number;
-}> = [...Object.values(STATE_GAUGES), DECISION_COUNTS].map((g) => ({
+}> = [...Object.values(STATE_GAUGES), DECISION_COUNTS, KEY_RELEASE_COUNTS].map((g) => ({
   meterName: INSTRUMENTATION_NAME,
   instrumentName: g.name,
   aggregationCardinalityLimit: Number.POSITIVE_INFINITY,
@@ -120,7 +125,7 @@ export function emptyQueue(queue: string): StateSnapshot["queues"][number] {
   };
 }
 
-function snapshotOf(rows: StateRow[], decisions: StateSnapshot["decisions"], readAt: Date): StateSnapshot {
+function snapshotOf(rows: StateRow[], tally: DecisionTally, readAt: Date): StateSnapshot {
   const byQueue = new Map<string, StateSnapshot["queues"][number]>();
   const queue = (name: string) => {
     let q = byQueue.get(name);
@@ -145,7 +150,7 @@ function snapshotOf(rows: StateRow[], decisions: StateSnapshot["decisions"], rea
     }
   }
   const queues = [...byQueue.values()].sort((a, b) => (a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : 0));
-  return { readAt, queues, decisions, bindings };
+  return { readAt, queues, decisions: tally.list(), keyReleases: tally.releases(), bindings };
 }
 
 /**
@@ -203,7 +208,7 @@ export class StateGauges {
       this.reads++;
       this.inflight = Promise.all([selectStateRows(this.db), this.decisions.advance(this.db)])
         .then(([rows]) => {
-          const snapshot = snapshotOf(rows, this.decisions.list(), new Date());
+          const snapshot = snapshotOf(rows, this.decisions, new Date());
           this.last = { at: performance.now(), snapshot };
           return snapshot;
         })
@@ -255,7 +260,11 @@ export class StateGauges {
       description: DECISION_COUNTS.description,
       unit: DECISION_COUNTS.unit,
     });
-    const all = [depth, lag, dead, workers, paused, bindings, oldest, decided];
+    const released = meter.createObservableCounter(KEY_RELEASE_COUNTS.name, {
+      description: KEY_RELEASE_COUNTS.description,
+      unit: KEY_RELEASE_COUNTS.unit,
+    });
+    const all = [depth, lag, dead, workers, paused, bindings, oldest, decided, released];
     const callback = async (observer: BatchObservableResult) => {
       const s = await this.read();
       for (const q of [...s.queues, ...this.goneFrom(s).map(emptyQueue)]) {
@@ -273,6 +282,13 @@ export class StateGauges {
           "messaging.system": "workhorse",
           "messaging.destination.name": d.queue,
           "workhorse.enqueue.outcome": d.outcome,
+        });
+      }
+      for (const r of s.keyReleases) {
+        observer.observe(released, r.total, {
+          "messaging.system": "workhorse",
+          "messaging.destination.name": r.queue,
+          "workhorse.key.release_reason": r.reason,
         });
       }
       observer.observe(bindings, s.bindings.live, { "workhorse.binding.state": "live" });

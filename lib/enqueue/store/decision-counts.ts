@@ -4,7 +4,9 @@
  *   accepted - jobs created in the span (not redrive copies): a primary-key range (ids are UUIDv7,
  *              so time-ordered) over created_at;
  *   replayed, conflict, coalesced, non_replaceable - the observation log over its `at` index;
- *   replaced - `debounced` job events over their partial `at` index (migration 009).
+ *   replaced - `debounced` job events over their partial `at` index (migration 009);
+ *   key_released - `key_released` job events per reason (the job's new state: started, succeeded,
+ *              failed, canceled, purged) over their partial `at` index (migration 028).
  * Each part is bounded by the span's traffic, never by the size of the tables. The span ends
  * `settleMs` before PostgreSQL's now(), so rows written a little after their time (observations
  * are flushed in batches, a job's created_at is its transaction's start) are in place when counted.
@@ -13,8 +15,11 @@ import { uuidv7Floor } from "./console-series";
 import { type Queryable, sqlOf } from "./layout";
 
 export interface DecisionCountRow {
+  /** An enqueue outcome, or `key_released` for a key's release. */
   outcome: string;
   queue: string;
+  /** For `key_released`, what released the key; null for the enqueue outcomes. */
+  reason: string | null;
   n: number;
 }
 
@@ -34,23 +39,24 @@ const END = `select t::text as hi, (extract(epoch from t) * 1000)::float8 as ms,
   from (select now() - $1::integer * interval '1 millisecond' as t) s`;
 
 const ACCEPTED = `
-select 'accepted' as outcome, j.queue::text as queue, count(*)::float8 as n
+select 'accepted' as outcome, j.queue::text as queue, null::text as reason, count(*)::float8 as n
   from workhorse.job j
  where j.id >= $3::uuid and j.created_at > $1::timestamptz and j.created_at <= $2::timestamptz
    and j.redriven_from is null
  group by j.queue`;
 
 const OBSERVED = `
-select o.outcome, o.queue, sum(o.count)::float8 as n
+select o.outcome, o.queue, null::text as reason, sum(o.count)::float8 as n
   from workhorse.enqueue_observation o
  where o.at > $1::timestamptz and o.at <= $2::timestamptz
  group by o.outcome, o.queue`;
 
-const REPLACED = `
-select 'replaced' as outcome, j.queue::text as queue, count(*)::float8 as n
+const EVENTS = `
+select case e.kind when 'debounced' then 'replaced' else e.kind end as outcome, j.queue::text as queue,
+       case e.kind when 'key_released' then e.data->>'reason' end as reason, count(*)::float8 as n
   from workhorse.job_event e join workhorse.job j on j.id = e.job_id
- where e.kind = 'debounced' and e.at > $1::timestamptz and e.at <= $2::timestamptz
- group by j.queue`;
+ where e.kind in ('debounced', 'key_released') and e.at > $1::timestamptz and e.at <= $2::timestamptz
+ group by 1, 2, 3`;
 
 /**
  * Counts the decisions of `(from, now() - settleMs]`. With `from` null, the first span starts
@@ -83,12 +89,12 @@ export async function selectDecisionCounts(
       await Promise.all([
         sql.query<DecisionCountRow>({ text: ACCEPTED, values: [...span, floor] }).then((r) => r.rows),
         sql.query<DecisionCountRow>({ text: OBSERVED, values: span }).then((r) => r.rows),
-        replacedDistributed(db, from.text, until.text),
+        eventsDistributed(db, from.text, until.text),
       ])
     : [
         (
           await sql.query<DecisionCountRow>({
-            text: `${ACCEPTED}\nunion all${OBSERVED}\nunion all${REPLACED}`,
+            text: `${ACCEPTED}\nunion all${OBSERVED}\nunion all${EVENTS}`,
             values: [...span, floor],
           })
         ).rows,
@@ -97,23 +103,30 @@ export async function selectDecisionCounts(
   return { rows: out, until };
 }
 
-async function replacedDistributed(db: Queryable, from: string, until: string): Promise<DecisionCountRow[]> {
+async function eventsDistributed(db: Queryable, from: string, until: string): Promise<DecisionCountRow[]> {
   const sql = sqlOf(db);
-  const { rows: events } = await sql.query<{ job_id: string; n: string }>({
-    text: `select e.job_id, count(*) as n from workhorse.job_event e
-            where e.kind = 'debounced' and e.at > $1::timestamptz and e.at <= $2::timestamptz group by e.job_id`,
+  const { rows: events } = await sql.query<{ job_id: string; outcome: string; reason: string | null; n: string }>({
+    text: `select e.job_id, case e.kind when 'debounced' then 'replaced' else e.kind end as outcome,
+                  case e.kind when 'key_released' then e.data->>'reason' end as reason, count(*) as n
+             from workhorse.job_event e
+            where e.kind in ('debounced', 'key_released') and e.at > $1::timestamptz and e.at <= $2::timestamptz
+            group by 1, 2, 3`,
     values: [from, until],
   });
   if (events.length === 0) return [];
   const { rows: jobs } = await sql.query<{ id: string; queue: string }>({
     text: "select id, queue::text as queue from workhorse.job where id = any($1::uuid[])",
-    values: [events.map((e) => e.job_id)],
+    values: [[...new Set(events.map((e) => e.job_id))]],
   });
   const queueOf = new Map(jobs.map((j) => [j.id, j.queue]));
-  const byQueue = new Map<string, number>();
+  const counted = new Map<string, DecisionCountRow>();
   for (const e of events) {
-    const q = queueOf.get(e.job_id);
-    if (q !== undefined) byQueue.set(q, (byQueue.get(q) ?? 0) + Number(e.n));
+    const queue = queueOf.get(e.job_id);
+    if (queue === undefined) continue;
+    const k = JSON.stringify([queue, e.outcome, e.reason]);
+    const row = counted.get(k) ?? { outcome: e.outcome, queue, reason: e.reason, n: 0 };
+    row.n += Number(e.n);
+    counted.set(k, row);
   }
-  return [...byQueue].map(([queue, n]) => ({ outcome: "replaced", queue, n }));
+  return [...counted.values()];
 }
