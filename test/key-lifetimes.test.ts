@@ -1,10 +1,11 @@
 // Key lifetimes (docs/enqueue.md, "Key lifetimes"): a key held until its job finishes or starts,
 // released by the SQL that changes the job (the same for every worker), exactly one answer for a
 // request racing the release, and a redrive that binds a released key again when it is free.
-import { createHash } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, test } from "vitest";
 import { EnqueueIdempotencyConflictError, type EnqueueOptions, EnqueueValidationError } from "../lib/enqueue";
 import { bindingListRows } from "../lib/enqueue/store/console-lists";
+import { bucketedId, keyBucket } from "../lib/enqueue/store/enqueue";
 import { distributedTests } from "./citus";
 import { setupQueueTests, waitFor, workerStarter } from "./helpers";
 
@@ -417,6 +418,77 @@ describe("the fingerprint and the input rules", () => {
     expect(await t.sql("select 1 from workhorse.job where queue = 'sql-bound'")).toEqual([]);
     expect(await t.sql("select 1 from workhorse.key_binding where scope = 'sql-bound'")).toEqual([]);
     expect((await t.sql(call, ["finished"]))[0]).toMatchObject({ outcome: "accepted" });
+  });
+
+  test("a direct SQL call without a key: a bad lifetime is refused, a good one is not stored (nothing to hold)", async () => {
+    const one = distributedTests() ? "workhorse.enqueue_one_at(0, 1, " : "workhorse.enqueue_one(";
+    const single = (holdUntil: string) =>
+      t.sql<{ job_id: string; outcome: string }>(
+        `select * from ${one}gen_random_uuid(), 'sql-keyless', 't', '{}'::jsonb, null, 3, null,
+          null, null, null, '{}'::text[], null, null, null, null, null, null, null, false, null, null, false, null, $1)`,
+        [holdUntil],
+      );
+    const batch = (holdUntil: string) =>
+      t.sql<{ job_id: string; outcome: string }>(
+        `select b.job_id, b.outcome from workhorse.enqueue_batch(
+           p_ids => array[gen_random_uuid()], p_queues => array['sql-keyless'], p_types => array['t'],
+           p_payloads => '[{}]'::jsonb, p_run_ats => array[null::timestamptz], p_max_attempts => array[3],
+           p_retry_policies => array[null::jsonb], p_deadlines => array[null::timestamptz],
+           p_execution_timeouts => array[null::bigint], p_concurrency_keys => array[null::text],
+           p_tags => '{}'::text[], p_tag_counts => array[0], p_modes => array[null::text],
+           p_scopes => array[null::text], p_key_hashes => array[null::bytea], p_key_previews => array[null::text],
+           p_key_lengths => array[null::integer], p_ttls => array[null::bigint], p_field_digests => array[null::bytea],
+           p_legacy_key_hashes => null, p_notify => false, p_hold_untils => array[$1]) b`,
+        [holdUntil],
+      );
+    for (const call of [single, batch]) {
+      expect((await call("forever").catch((e) => e))?.code).toBe("23514");
+    }
+    expect(await t.sql("select 1 from workhorse.job where queue = 'sql-keyless'")).toEqual([]);
+    const ids = [(await single("finished"))[0]?.job_id, (await batch("finished"))[0]?.job_id];
+    const stored = await t.sql<{ id: string; key_hold_until: string | null }>(
+      "select id, key_hold_until from workhorse.job where queue = 'sql-keyless' order by id",
+    );
+    expect(stored.map((r) => r.id).sort()).toEqual(ids.sort());
+    expect(stored.map((r) => r.key_hold_until)).toEqual([null, null]);
+  });
+});
+
+describe("a batch retried after its first try committed", () => {
+  test("reads back the request digests the first try reported, lifetime included", async () => {
+    const scope = "recall";
+    const key = fresh("recall");
+    const hash = createHash("sha256").update(key).digest();
+    const ids = [randomUUID(), randomUUID()].map((id) => bucketedId(id, keyBucket(scope, hash)));
+    // Two requests for one key in one batch: the first is accepted, the second replays it.
+    const call = (retry: boolean) =>
+      t.sql<{ job_id: string; outcome: string; request_digest: string | null }>(
+        `select b.job_id, b.outcome, b.request_digest from workhorse.enqueue_batch(
+           p_ids => $1::uuid[], p_queues => array['recall', 'recall'], p_types => array['t', 't'],
+           p_payloads => '[{}, {}]'::jsonb, p_run_ats => array[null, null]::timestamptz[],
+           p_max_attempts => array[3, 3], p_retry_policies => array[null, null]::jsonb[],
+           p_deadlines => array[null, null]::timestamptz[], p_execution_timeouts => array[null, null]::bigint[],
+           p_concurrency_keys => array[null, null]::text[], p_tags => '{}'::text[], p_tag_counts => array[0, 0],
+           p_modes => array['idempotency', 'idempotency'], p_scopes => array[$2, $2],
+           p_key_hashes => array[$3::bytea, $3::bytea], p_key_previews => array['re…', 're…'],
+           p_key_lengths => array[9, 9], p_ttls => array[null, null]::bigint[],
+           p_field_digests => array[decode(repeat('ab', 80), 'hex'), decode(repeat('ab', 80), 'hex')],
+           p_legacy_key_hashes => null, p_notify => false, p_retry => $4,
+           p_hold_untils => array['finished', 'finished']) b order by b.ordinal`,
+        [ids, scope, hash, retry],
+      );
+    const first = await call(false);
+    expect(first.map((r) => [r.job_id, r.outcome])).toEqual([
+      [ids[0], "accepted"],
+      [ids[0], "replayed"],
+    ]);
+    expect(first[1]?.request_digest).toMatch(/^[0-9a-f]{64}$/);
+    const again = await call(true);
+    expect(again.map((r) => [r.job_id, r.outcome])).toEqual([
+      [ids[0], "replayed"], // its own id: the client reports it accepted
+      [ids[0], "replayed"],
+    ]);
+    expect(again[1]?.request_digest).toBe(first[1]?.request_digest);
   });
 });
 

@@ -75,7 +75,7 @@ begin
   -- what it stored; nothing is written. Only a retry looks (p_retry).
   if p_retry and exists (select 1 from workhorse.job j where j.id = any (p_ids)) then
     return query select * from workhorse.enqueue_batch_recall(p_ids, p_modes, p_scopes, v_hashes, p_payloads,
-                                                             p_field_digests);
+                                                             p_field_digests, p_hold_untils);
     return;
   end if;
   -- A batch holding a debounce request: each request in turn through enqueue_one (one statement per
@@ -204,7 +204,7 @@ begin
       select s.id, s.queue, s.type, s.payload, case when s.run_at > now() then 'scheduled' else 'ready' end,
              s.run_at, s.max_attempts, s.retry_policy, s.deadline, s.execution_timeout_ms, s.concurrency_key, s.tags,
              s.scope, s.kh, s.mode, s.key_preview, s.key_length, s.ttl_ms, s.rdigest, s.given_run_at, p_trace_context,
-             s.hold, case when s.hold is not null then s.digests end
+             case when s.kh is not null then s.hold end, case when s.hold is not null then s.digests end
         from seen s
        where s.kh is null or s.id in (select c.job_id from claimed c)
       returning id, queue

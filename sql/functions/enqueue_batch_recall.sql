@@ -8,8 +8,12 @@
 --     the key's newest job), `replayed` / `coalesced`, or for debounce `replaced` when the job still
 --     carries this request's digest (or is pending inside its window: replaced again since),
 --     otherwise `non_replaceable` with the reason the job's state gives.
+-- p_hold_untils: each request's key lifetime as enqueue_batch got it, part of its request digest.
+-- The signature before migration 028 (no p_hold_untils): CREATE OR REPLACE cannot add a parameter.
+drop function if exists workhorse.enqueue_batch_recall(uuid[], text[], text[], bytea[], jsonb, bytea[]);
 create or replace function workhorse.enqueue_batch_recall(
-  p_ids uuid[], p_modes text[], p_scopes text[], p_key_hashes bytea[], p_payloads jsonb, p_field_digests bytea[])
+  p_ids uuid[], p_modes text[], p_scopes text[], p_key_hashes bytea[], p_payloads jsonb, p_field_digests bytea[],
+  p_hold_untils text[] default null)
 returns table (ordinal integer, job_id uuid, outcome text, request_digest text, reason text)
 language plpgsql as $$
 #variable_conflict use_column
@@ -26,7 +30,8 @@ begin
     from unnest(p_ids) u(id) where exists (select 1 from workhorse.job j where j.id = u.id);
   for r in
     select x.id, x.mode, x.scope, x.kh, x.o::integer as o,
-           sha256(workhorse.full_field_digests(x.fd, coalesce(p_payloads -> (x.o::integer - 1), 'null'::jsonb))) as rdigest
+           sha256(workhorse.full_field_digests(x.fd, coalesce(p_payloads -> (x.o::integer - 1), 'null'::jsonb))
+                  || workhorse.hold_until_digest(p_hold_untils[x.o::integer])) as rdigest
       from unnest(p_ids, p_modes, p_scopes, p_key_hashes, p_field_digests) with ordinality as x(id, mode, scope, kh, fd, o)
      order by x.o
   loop

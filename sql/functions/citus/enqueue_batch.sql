@@ -1,5 +1,5 @@
 -- The Citus variant of sql/functions/enqueue_batch.sql (docs/scale-out.md); bring it in line when that file changes.
--- follows: sql/functions/enqueue_batch.sql 78a386bfbee4fd29
+-- follows: sql/functions/enqueue_batch.sql c641927f608b904b
 
 -- A batch on the coordinator, one transaction (two-phase commit across the workers it touched, so a
 -- conflict anywhere leaves nothing anywhere): the requests go shard by shard, each decided by
@@ -45,7 +45,7 @@ begin
     foreach v_id in array p_ids loop
       if exists (select 1 from workhorse.job j where j.bucket = workhorse.id_bucket(v_id) and j.id = v_id) then
         return query select * from workhorse.enqueue_batch_recall(p_ids, p_modes, p_scopes, p_key_hashes, p_payloads,
-                                                                 p_field_digests);
+                                                                 p_field_digests, p_hold_untils);
         return;
       end if;
     end loop;

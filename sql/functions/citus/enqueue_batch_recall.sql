@@ -1,10 +1,13 @@
 -- The Citus variant of sql/functions/enqueue_batch_recall.sql (docs/scale-out.md); bring it in line when that file changes.
--- follows: sql/functions/enqueue_batch_recall.sql 7f4e0f169998edf3
+-- follows: sql/functions/enqueue_batch_recall.sql 43af98fcd54556b9
 
 -- workhorse.enqueue_batch_recall (migration 013) on the distributed layout: the same answers, each
 -- read a router query on its bucket (a job's from its id, a binding's from its key).
+-- The signature before migration 028 (no p_hold_untils): CREATE OR REPLACE cannot add a parameter.
+drop function if exists workhorse.enqueue_batch_recall(uuid[], text[], text[], bytea[], jsonb, bytea[]);
 create or replace function workhorse.enqueue_batch_recall(
-  p_ids uuid[], p_modes text[], p_scopes text[], p_key_hashes bytea[], p_payloads jsonb, p_field_digests bytea[])
+  p_ids uuid[], p_modes text[], p_scopes text[], p_key_hashes bytea[], p_payloads jsonb, p_field_digests bytea[],
+  p_hold_untils text[] default null)
 returns table (ordinal integer, job_id uuid, outcome text, request_digest text, reason text)
 language plpgsql as $$
 #variable_conflict use_column
@@ -26,7 +29,8 @@ begin
   end loop;
   for r in
     select x.id, x.mode, x.scope, x.kh, x.o::integer as o, workhorse.key_bucket(x.scope, x.kh) as kb,
-           sha256(workhorse.full_field_digests(x.fd, coalesce(p_payloads -> (x.o::integer - 1), 'null'::jsonb))) as rdigest
+           sha256(workhorse.full_field_digests(x.fd, coalesce(p_payloads -> (x.o::integer - 1), 'null'::jsonb))
+                  || workhorse.hold_until_digest(p_hold_untils[x.o::integer])) as rdigest
       from unnest(p_ids, p_modes, p_scopes, p_key_hashes, p_field_digests) with ordinality as x(id, mode, scope, kh, fd, o)
      order by x.o
   loop

@@ -42,6 +42,11 @@ begin
     raise exception using errcode = '22023',
       message = 'workhorse: a key needs a TTL unless it is held until its job finishes or starts (not with throttle)';
   end if;
+  -- A lifetime without a key holds nothing and is not stored, but it is still checked: bad input is
+  -- refused the same way with or without a key (hold_until_digest casts it to its domain).
+  if p_key_hash is null and p_hold_until is not null then
+    perform workhorse.hold_until_digest(p_hold_until);
+  end if;
   if p_mode = 'debounce' then
     select d.job_id, d.outcome, d.request_digest, d.reason into job_id, outcome, request_digest, reason
       from workhorse.enqueue_debounce_at(
@@ -106,7 +111,8 @@ begin
   values (p_bucket, p_id, p_queue, p_type, v_payload, case when v_run_at > now() then 'scheduled' else 'ready' end, v_run_at,
           p_max_attempts, p_retry_policy, p_deadline, p_execution_timeout_ms, p_concurrency_key, p_tags,
           p_scope, p_key_hash, p_mode, p_key_preview, p_key_length, p_ttl_ms, v_rdigest, p_run_at, p_trace_context,
-          p_hold_until, case when p_hold_until is not null then v_digests end);
+          case when p_key_hash is not null then p_hold_until end,
+          case when p_hold_until is not null then v_digests end);
   if p_notify then
     perform pg_notify('workhorse_jobs', p_queue);
   end if;
