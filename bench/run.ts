@@ -8,6 +8,7 @@
  *   npm run bench -- --scenarios=accept --contenders=floor,ours,ours-uninstrumented   (instrumentation, no SDK)
  *   npm run bench -- --rounds=8 --read-rows=1000000 --no-docs --prototype=bench/prototypes/x.sql
  *   npm run bench -- --citus [--quick]    one node against Citus with two workers (bench/citus.ts; root)
+ *   npm run bench -- --lifetimes          what key lifetimes cost claim, complete and accept (bench/key-lifetimes.ts)
  *
  * One PostgreSQL (a private embedded server, or DATABASE_URL), a fresh database per contender on it,
  * default durability. Contenders run one at a time, in a shuffled order each round, so drift (WAL
@@ -367,6 +368,10 @@ async function main() {
     // One node against Citus (coordinator + 2 workers): bench/citus.ts.
     const { runCitusBench } = await import("./citus");
     await runCitusBench(process.argv.includes("--quick"));
+    return;
+  }
+  if (process.argv.includes("--lifetimes")) {
+    await import("./key-lifetimes"); // runs on import, with its own arguments (--rounds, --jobs, --calls)
     return;
   }
   const opts = parseArgs(process.argv.slice(2));

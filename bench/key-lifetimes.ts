@@ -1,0 +1,182 @@
+/**
+ * Key lifetimes (docs/enqueue.md, "Key lifetimes"): what the release step costs, in one interleaved
+ * run on one PostgreSQL.
+ *
+ *   npm run bench -- --lifetimes                        5 rounds (~3 minutes on 2 cores)
+ *   npx tsx bench/key-lifetimes.ts --rounds=3 --jobs=2000 --calls=2000
+ *
+ * Each round, in a rotated order, a fresh database per variant:
+ *   claim+complete (a Worker, concurrency 8, no-op handler, `--jobs` keyed jobs queued beforehand):
+ *     - `before`: keyed jobs without a lifetime, claim_jobs and complete_jobs as they were before
+ *       lifetimes existed (bench/prototypes/before-key-lifetimes.sql installed over the current ones);
+ *     - `ttl`: the same jobs on the current SQL (the release step present, never taken);
+ *     - `finished`: keyed jobs with `holdUntil: "finished"` (each completion deletes its binding and
+ *       writes a `key_released` event).
+ *   keyed accept (`--calls` calls of a new key each, 8 callers, `coalesce: false`):
+ *     - `ttl`: `idempotency: { key }`; `finished`: `idempotency: { key, holdUntil: "finished" }`.
+ * Prints per-round rates, the medians and the ratios (`ttl ÷ before` is what jobs without a lifetime
+ * pay; the target is >= 0.97), and writes JSON to bench/results/.
+ */
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import pg from "pg";
+import { startPrivateServer, stopEmbeddedPostgres } from "../lib/db";
+import { migrate, Queue, Worker } from "../lib/enqueue";
+
+function arg(name: string, fallback: string): string {
+  const hit = process.argv.find((a) => a.startsWith(`--${name}=`));
+  return hit ? hit.slice(name.length + 3) : fallback;
+}
+
+const ROUNDS = Number(arg("rounds", "5"));
+const JOBS = Number(arg("jobs", "3000"));
+const CALLS = Number(arg("calls", "3000"));
+const CALLERS = 8;
+const BEFORE_SQL = readFileSync(path.join(import.meta.dirname, "prototypes/before-key-lifetimes.sql"), "utf8");
+
+type Variant = "claim:before" | "claim:ttl" | "claim:finished" | "accept:ttl" | "accept:finished";
+const VARIANTS: Variant[] = ["claim:before", "claim:ttl", "claim:finished", "accept:ttl", "accept:finished"];
+
+interface Server {
+  adminUrl: string;
+  urlFor: (db: string) => string;
+}
+
+async function withDatabase<T>(server: Server, name: string, run: (pool: pg.Pool) => Promise<T>): Promise<T> {
+  const admin = new pg.Client({ connectionString: server.adminUrl });
+  await admin.connect();
+  await admin.query(`drop database if exists ${name} with (force)`);
+  await admin.query(`create database ${name}`);
+  const pool = new pg.Pool({ connectionString: server.urlFor(name), max: 10 });
+  pool.on("error", () => {}); // the drop below ends connections the pool may still hold
+  try {
+    await migrate(pool);
+    return await run(pool);
+  } finally {
+    await pool.end();
+    await admin.query(`drop database if exists ${name} with (force)`);
+    await admin.end();
+  }
+}
+
+const idempotency = (i: number, lifetime: boolean) =>
+  lifetime ? { key: `k-${i}`, holdUntil: "finished" as const } : { key: `k-${i}` };
+
+/** Jobs/s one Worker (concurrency 8) records as succeeded, from start until the last completion. */
+async function claimComplete(pool: pg.Pool, variant: Variant): Promise<number> {
+  if (variant === "claim:before") await pool.query(BEFORE_SQL);
+  const lifetime = variant === "claim:finished";
+  const queue = new Queue({ pool, maintenance: false, notify: false });
+  for (let done = 0; done < JOBS; done += 1000) {
+    const n = Math.min(1000, JOBS - done);
+    await queue.enqueueMany(
+      Array.from({ length: n }, (_, k) => ({
+        type: "noop",
+        payload: { k: done + k },
+        options: { idempotency: idempotency(done + k, lifetime) },
+      })),
+    );
+  }
+  await queue.close();
+  await pool.query("vacuum analyze workhorse.job, workhorse.key_binding");
+  let succeeded = 0;
+  let finish: () => void = () => {};
+  const finished = new Promise<void>((r) => {
+    finish = r;
+  });
+  const worker = new Worker({
+    pool,
+    concurrency: 8,
+    handlers: { noop: () => null },
+    onEvent: (e) => {
+      if (e.kind === "succeeded" && ++succeeded === JOBS) finish();
+    },
+  });
+  const t0 = performance.now();
+  await worker.start();
+  await finished;
+  const seconds = (performance.now() - t0) / 1000;
+  await worker.stop({ graceMs: 1000 });
+  const { rows } = await pool.query<{ done: string; held: string }>(
+    `select (select count(*) from workhorse.job where state = 'succeeded') as done,
+            (select count(*) from workhorse.key_binding) as held`,
+  );
+  const expectHeld = lifetime ? 0 : JOBS;
+  if (Number(rows[0]?.done) !== JOBS || Number(rows[0]?.held) !== expectHeld) {
+    throw new Error(
+      `${variant}: ${rows[0]?.done} succeeded (want ${JOBS}), ${rows[0]?.held} bindings (want ${expectHeld})`,
+    );
+  }
+  return JOBS / seconds;
+}
+
+/** Accepted calls/s: `CALLS` keyed calls of new keys from 8 callers on one Queue. */
+async function accept(pool: pg.Pool, variant: Variant): Promise<number> {
+  const lifetime = variant === "accept:finished";
+  const queue = new Queue({ pool, maintenance: false, notify: false, coalesce: false });
+  const warm = Array.from({ length: 100 }, (_, i) => i);
+  for (const i of warm) await queue.enqueue("t", { i }, { idempotency: idempotency(-1 - i, lifetime) });
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: CALLERS }, async () => {
+      for (let i = next++; i < CALLS; i = next++) {
+        await queue.enqueue("t", { i }, { idempotency: idempotency(i, lifetime) });
+      }
+    }),
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  await queue.close();
+  return CALLS / seconds;
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
+}
+
+async function main() {
+  const info = await startPrivateServer({ ephemeral: true });
+  const rates = new Map<Variant, number[]>(VARIANTS.map((v) => [v, []]));
+  const started = new Date();
+  try {
+    console.log(`key lifetimes bench: ${ROUNDS} rounds, ${JOBS} jobs per claim run, ${CALLS} calls per accept run`);
+    for (let r = 0; r < ROUNDS; r++) {
+      const order = VARIANTS.map((_, i) => VARIANTS[(i + r) % VARIANTS.length] as Variant);
+      for (const v of order) {
+        const name = `workhorse_bench_lifetimes_${process.pid}`;
+        const rate = await withDatabase(info, name, (pool) =>
+          v.startsWith("claim:") ? claimComplete(pool, v) : accept(pool, v),
+        );
+        rates.get(v)?.push(rate);
+        console.log(`  round ${r + 1} ${v.padEnd(16)} ${rate.toFixed(0)}/s`);
+      }
+    }
+  } finally {
+    await stopEmbeddedPostgres();
+  }
+  const m = Object.fromEntries(VARIANTS.map((v) => [v, median(rates.get(v) ?? [])])) as Record<Variant, number>;
+  const ratios = {
+    "claim+complete without a lifetime ÷ before lifetimes (target >= 0.97)": m["claim:ttl"] / m["claim:before"],
+    "claim+complete with holdUntil ÷ without": m["claim:finished"] / m["claim:ttl"],
+    "keyed accept with holdUntil ÷ without": m["accept:finished"] / m["accept:ttl"],
+  };
+  console.log("medians (jobs/s):");
+  for (const v of VARIANTS) console.log(`  ${v.padEnd(16)} ${m[v].toFixed(0)}`);
+  console.log("ratios:");
+  for (const [k, x] of Object.entries(ratios)) console.log(`  ${k}: ${x.toFixed(3)}x`);
+  const out = path.join(import.meta.dirname, "results");
+  mkdirSync(out, { recursive: true });
+  const file = path.join(out, `key-lifetimes-${started.toISOString().replace(/[:.]/g, "-")}.json`);
+  writeFileSync(
+    file,
+    `${JSON.stringify({ bench: "key-lifetimes", rounds: ROUNDS, jobs: JOBS, calls: CALLS, rates: Object.fromEntries(rates), medians: m, ratios }, null, 2)}\n`,
+  );
+  console.log(`wrote ${path.relative(process.cwd(), file)}`);
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
