@@ -5,8 +5,7 @@ import "server-only";
  * while the others answer. Never migrates; an old schema comes with the command that migrates it.
  */
 import { schemaStatus } from "@/lib/enqueue";
-import { fleetExtras } from "@/lib/enqueue/store/console-fleet";
-import { selectStateRows } from "@/lib/enqueue/store/state-gauges";
+import { FLEET_COUNT_CAP, fleetFigures } from "@/lib/enqueue/store/console-fleet";
 import { type DatabaseConfig, migrateCommand } from "./databases";
 import type { ConsoleDb } from "./db";
 import { eachDatabase, errorText } from "./deadline";
@@ -14,16 +13,25 @@ import { eachDatabase, errorText } from "./deadline";
 /** How long one database's read may take before the page shows it as slow. */
 export const FLEET_TIMEOUT_MS = 1500;
 
+export { FLEET_COUNT_CAP };
+
+/**
+ * One database's figures. Counts stop at `FLEET_COUNT_CAP` (10,000): past it the number is the cap
+ * and its `...Capped` flag is set (the page shows "10,000+"), so the read is bounded whatever the
+ * database's size (lib/enqueue/store/console-fleet.ts).
+ */
 export interface FleetFigures {
-  /** Due pending jobs (ready to be claimed) over every queue. */
+  /** Due pending jobs (ready to be claimed) over every queue, up to the cap. */
   ready: number;
-  scheduled: number;
-  active: number;
+  readyCapped: boolean;
   /** Seconds since the oldest due job became due (0 when none is). */
   oldestReadySeconds: number;
+  /** Failed jobs not redriven, up to the cap. */
   deadLetters: number;
+  deadLettersCapped: boolean;
   conflictsLastHour: number;
   replaysLastHour: number;
+  /** Running workers (each counted once, whatever queues it lists). */
   workers: number;
 }
 
@@ -41,29 +49,31 @@ export interface FleetEntry {
 }
 
 async function figuresOf(db: ConsoleDb): Promise<FleetFigures> {
-  const [rows, extras] = await Promise.all([selectStateRows(db.pool), fleetExtras(db.pool)]);
-  const f: FleetFigures = {
-    ready: 0,
-    scheduled: 0,
-    active: 0,
-    oldestReadySeconds: 0,
-    deadLetters: 0,
-    conflictsLastHour: Number(extras?.conflicts ?? 0),
-    replaysLastHour: Number(extras?.replays ?? 0),
-    workers: Number(extras?.workers ?? 0),
+  const f = await fleetFigures(db.pool);
+  return {
+    ready: f.ready,
+    readyCapped: f.ready_capped,
+    oldestReadySeconds: f.oldest_ready_seconds,
+    deadLetters: f.dead_letters,
+    deadLettersCapped: f.dead_letters_capped,
+    conflictsLastHour: f.conflicts,
+    replaysLastHour: f.replays,
+    workers: f.workers,
   };
-  for (const r of rows) {
-    if (r.metric === "depth" && (r.label === "ready" || r.label === "scheduled" || r.label === "active")) {
-      f[r.label] += r.value;
-    } else if (r.metric === "lag") f.oldestReadySeconds = Math.max(f.oldestReadySeconds, r.value);
-    else if (r.metric === "dead_letters") f.deadLetters += r.value;
-  }
-  return f;
 }
 
 async function readOne(config: DatabaseConfig, db: ConsoleDb): Promise<Omit<FleetEntry, "readMs">> {
   const base = { name: config.name, production: config.production, readonly: config.readonly };
-  const schema = await schemaStatus(db.pool);
+  // Both at once: the figures' statement fails on a database without the schema, and then only the
+  // schema's answer is shown.
+  const [schema, read] = await Promise.all([
+    schemaStatus(db.pool),
+    figuresOf(db).then(
+      (f) => ({ ok: true as const, f }),
+      (err: unknown) => ({ ok: false as const, err }),
+    ),
+  ]);
+  const figures = read.ok ? read.f : null;
   if (schema.state === "missing") {
     return {
       ...base,
@@ -73,7 +83,6 @@ async function readOne(config: DatabaseConfig, db: ConsoleDb): Promise<Omit<Flee
       figures: null,
     };
   }
-  const figures = await figuresOf(db).catch(() => null);
   if (schema.state === "old") {
     return {
       ...base,
@@ -92,12 +101,13 @@ async function readOne(config: DatabaseConfig, db: ConsoleDb): Promise<Omit<Flee
       figures,
     };
   }
+  if (!read.ok) throw read.err; // the schema is current, so the database itself failed: shown as down
   return {
     ...base,
     status: "ok",
     message: null,
     schemaVersion: schema.version,
-    figures: figures ?? (await figuresOf(db)),
+    figures: read.f,
   };
 }
 

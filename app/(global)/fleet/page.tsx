@@ -2,7 +2,7 @@ import type { Metadata } from "next";
 import NextLink from "next/link";
 import { PageHeader, Table, Td } from "@/components/ui";
 import { consoleDatabases, openDatabase } from "@/lib/console/db";
-import { FLEET_TIMEOUT_MS, type FleetEntry, readFleet } from "@/lib/console/fleet";
+import { FLEET_COUNT_CAP, FLEET_TIMEOUT_MS, type FleetEntry, readFleet } from "@/lib/console/fleet";
 import { formatDuration } from "@/lib/console/format";
 import { requireViewer } from "@/lib/console/viewer";
 
@@ -18,6 +18,8 @@ const STATUS: Record<FleetEntry["status"], { label: string; className: string }>
 };
 
 const n = (v: number) => v.toLocaleString("en-US");
+/** A count that stopped at the cap reads "10,000+". */
+const counted = (v: number, capped: boolean) => (capped ? `${n(v)}+` : n(v));
 
 export default async function FleetPage() {
   await requireViewer();
@@ -26,7 +28,7 @@ export default async function FleetPage() {
     <>
       <PageHeader
         title="Fleet"
-        description={`Every configured database at a glance, each read at once with its own ${n(FLEET_TIMEOUT_MS)} ms limit: one that is down, slow or on another schema says so here while the others answer. Ready counts due jobs waiting for a worker; oldest ready is how long the longest-waiting one has waited; conflicts and replays are the last hour's.`}
+        description={`Every configured database at a glance, each read at once with its own ${n(FLEET_TIMEOUT_MS)} ms limit: one that is down, slow or on another schema says so here while the others answer. Ready counts due jobs waiting for a worker; oldest ready is how long the longest-waiting one has waited; conflicts and replays are the last hour's. Ready and dead letters are counted up to ${n(FLEET_COUNT_CAP)} ("${n(FLEET_COUNT_CAP)}+" past it): the database's own pages count them all.`}
       />
       <Table
         caption="Databases"
@@ -58,11 +60,11 @@ export default async function FleetPage() {
                 <span className={`rounded px-1.5 py-0.5 text-xs font-semibold ${s.className}`}>{s.label}</span>
                 {d.message ? <p className="mt-1 text-xs break-words text-slate-700">{d.message}</p> : null}
               </Td>
-              <Td className="tabular-nums">{f ? n(f.ready) : "–"}</Td>
+              <Td className="tabular-nums">{f ? counted(f.ready, f.readyCapped) : "–"}</Td>
               <Td className="tabular-nums">
                 {f ? (f.ready > 0 ? formatDuration(f.oldestReadySeconds * 1000) : "none waiting") : "–"}
               </Td>
-              <Td className="tabular-nums">{f ? n(f.deadLetters) : "–"}</Td>
+              <Td className="tabular-nums">{f ? counted(f.deadLetters, f.deadLettersCapped) : "–"}</Td>
               <Td className="tabular-nums">{f ? n(f.conflictsLastHour) : "–"}</Td>
               <Td className="tabular-nums">{f ? n(f.replaysLastHour) : "–"}</Td>
               <Td className="tabular-nums">{f ? n(f.workers) : "–"}</Td>
