@@ -10,7 +10,8 @@ import { everyPage, timeFor } from "./pages/every-page";
 /**
  * The console serving several databases (scripts/e2e.mjs: "Main" is the e2e database, "Staging" a
  * production one, "Archive" a read-only one, "Gone" one on a server of its own, which the fleet test
- * stops for real). Jobs are seeded through the core into each real database.
+ * stops for real; in CI's Citus pass also "Citus", a distributed database on a Citus cluster, where
+ * the find test enqueues its job). Jobs are seeded through the core into each real database.
  */
 
 const run = randomBytes(3).toString("hex");
@@ -29,6 +30,13 @@ async function withQueue<T>(url: string | undefined, fn: (q: Queue, pool: pg.Poo
 
 const staging = <T>(fn: (q: Queue, pool: pg.Pool) => Promise<T>) => withQueue(process.env.E2E_STAGING_DATABASE_URL, fn);
 const archive = <T>(fn: (q: Queue, pool: pg.Pool) => Promise<T>) => withQueue(process.env.E2E_ARCHIVE_DATABASE_URL, fn);
+const citusUrl = process.env.E2E_CITUS_DATABASE_URL || undefined;
+const citus = <T>(fn: (q: Queue, pool: pg.Pool) => Promise<T>) => withQueue(citusUrl, fn);
+/** The configured databases in order ("Citus" only when scripts/e2e.mjs was given a cluster). */
+const DATABASES = ["Main", "Staging", "Archive", ...(citusUrl ? ["Citus"] : []), "Gone"];
+const ANSWERING = DATABASES.filter((d) => d !== "Gone");
+/** Where the find test's job lives: the distributed database when there is one. */
+const [HOME, home] = citusUrl ? (["Citus", citus] as const) : (["Staging", staging] as const);
 
 /** Whether something accepts connections on 127.0.0.1:`port`. */
 function listening(port: number): Promise<boolean> {
@@ -74,7 +82,7 @@ test("the fleet page: a database stopped for real shows as down while the others
   // (Reloaded until then: the console's first reads of a database open its connections.)
   await expect(async () => {
     await signedIn.goto("/fleet");
-    for (const name of ["Main", "Staging", "Archive", "Gone"]) {
+    for (const name of DATABASES) {
       await expect(row(name)).toContainText("Up", { timeout: 1000 });
     }
   }).toPass({ timeout: 30_000 });
@@ -84,15 +92,14 @@ test("the fleet page: a database stopped for real shows as down while the others
   // animation frame while the page arrives (the rows are in the server's HTML; scripts come after).
   const res = await signedIn.goto("/fleet", { waitUntil: "commit" });
   const shown = await signedIn.waitForFunction(
-    () => {
+    (answering) => {
       const text = (name: string) => document.querySelector(`table tr[data-database="${name}"]`)?.textContent ?? "";
-      const ready =
-        text("Gone").includes("Down") && ["Main", "Staging", "Archive"].every((n) => text(n).includes("Up"));
+      const ready = text("Gone").includes("Down") && answering.every((n) => text(n).includes("Up"));
       if (!ready) return false;
       const n = performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming | undefined;
       return { visibleMs: Math.round(performance.now()), responseEndMs: Math.round(n?.responseEnd ?? -1) };
     },
-    undefined,
+    ANSWERING,
     { polling: "raf", timeout: 10_000 },
   );
   const timing = (await shown.jsonValue()) as { visibleMs: number; responseEndMs: number };
@@ -100,7 +107,7 @@ test("the fleet page: a database stopped for real shows as down while the others
   test.info().annotations.push({ type: "fleet page", description: JSON.stringify(timing) });
   expect(timing.visibleMs, `the rows were shown ${JSON.stringify(timing)}`).toBeLessThan(2000);
   await expect(row("Gone")).toContainText("Down");
-  for (const name of ["Main", "Staging", "Archive"]) await expect(row(name)).toContainText("Up");
+  for (const name of ANSWERING) await expect(row(name)).toContainText("Up");
   // Its error says why: the server refuses connections, or ended the console's session as it stopped.
   await expect(row("Gone")).toContainText(/ECONNREFUSED|terminat/i);
   await expect(signedIn.getByTestId("current-database")).toHaveText("All databases");
@@ -123,7 +130,7 @@ test("an old link goes to the first database; the header names it; switching kee
   // A name that is not configured is a 404 naming the databases, not a page of another one.
   const res = await signedIn.request.get("/db/Nowhere/jobs");
   expect(res.status()).toBe(404);
-  expect(await res.text()).toContain("its databases are Main, Staging, Archive, Gone");
+  expect(await res.text()).toContain(`its databases are ${DATABASES.join(", ")}`);
 });
 
 test("a job enqueued in one database is found by key from the find page, in that database only", async ({
@@ -131,7 +138,7 @@ test("a job enqueued in one database is found by key from the find page, in that
 }) => {
   await stopGone();
   const key = `order:ORD-${run}`;
-  const jobId = await staging((q) =>
+  const jobId = await home((q) =>
     q.enqueue("order.ship", { order: run }, { queue: `orders-${run}`, idempotency: { key, scope: "checkout" } }),
   );
   await signedIn.goto("/db/Main/find");
@@ -140,14 +147,15 @@ test("a job enqueued in one database is found by key from the find page, in that
   await signedIn.getByRole("button", { name: "Find", exact: true }).click();
   const everywhere = signedIn.getByRole("table", { name: "The key in every database" });
   await expect(everywhere).toBeVisible();
-  await expect(signedIn.getByText("1 of 4 databases hold this key.")).toBeVisible();
-  await expect(everywhere.locator("tr[data-database=Staging]")).toContainText("Found");
-  await expect(everywhere.locator("tr[data-database=Main]")).toContainText("Not here");
-  await expect(everywhere.locator("tr[data-database=Archive]")).toContainText("Not here");
+  await expect(signedIn.getByText(`1 of ${DATABASES.length} databases hold this key.`)).toBeVisible();
+  await expect(everywhere.locator(`tr[data-database=${HOME}]`)).toContainText("Found");
+  for (const name of ANSWERING.filter((d) => d !== HOME)) {
+    await expect(everywhere.locator(`tr[data-database=${name}]`)).toContainText("Not here");
+  }
   await expect(everywhere.locator("tr[data-database=Gone]")).toContainText("Down");
   await everywhere.getByRole("link", { name: jobId }).click();
-  await expect(signedIn).toHaveURL(new RegExp(`/db/Staging/jobs/${jobId}$`));
-  await expect(signedIn.getByTestId("current-database")).toContainText("Staging");
+  await expect(signedIn).toHaveURL(new RegExp(`/db/${HOME}/jobs/${jobId}$`));
+  await expect(signedIn.getByTestId("current-database")).toContainText(HOME);
   // The job's id does not exist in Main: its page there is a 404.
   const res = await signedIn.request.get(`/db/Main/jobs/${jobId}`);
   expect(res.status()).toBe(404);
@@ -201,7 +209,7 @@ test("/metrics labels every database's state with its name; a stopped one is lef
   const res = await request.get("/metrics", { headers: { authorization: `Bearer ${process.env.E2E_METRICS_TOKEN}` } });
   expect(res.status()).toBe(200);
   const body = await res.text();
-  for (const name of ["Main", "Staging", "Archive"]) {
+  for (const name of ANSWERING) {
     expect(body).toMatch(new RegExp(`^workhorse_bindings\\{[^}]*database="${name}"[^}]*\\} `, "m"));
   }
   expect(body).not.toContain('database="Gone"');
@@ -261,13 +269,13 @@ test("every page of the first database passes axe and fits 390 px", async ({ sig
   expect(await checkPages(signedIn, urls, [390])).toEqual([]);
 });
 
+const KIND: Record<string, string> = { Staging: "production", Archive: "read-only", Citus: "distributed" };
 for (const [name, seed] of [
   ["Staging", staging],
   ["Archive", archive],
+  ...(citusUrl ? ([["Citus", citus]] as const) : []),
 ] as const) {
-  test(`every page of ${name} (${name === "Staging" ? "production" : "read-only"}) passes axe and fits 390 px`, async ({
-    signedIn,
-  }) => {
+  test(`every page of ${name} (${KIND[name]}) passes axe and fits 390 px`, async ({ signedIn }) => {
     const queueName = `pages-${name.toLowerCase()}-${run}`;
     const id = await seed((q) =>
       q.enqueue("pages.check", { n: 1 }, { queue: queueName, idempotency: { key: `pages-${run}`, scope: "e2e" } }),

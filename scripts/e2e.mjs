@@ -10,7 +10,9 @@
  *    stale): read-write and read-only (WORKHORSE_CONSOLE_READONLY=1), and one serving several
  *    databases (WORKHORSE_DATABASES: the e2e database as "Main", two more on the same server as
  *    "Staging" (production) and "Archive" (readonly), and "Gone" on a PostgreSQL server of its own that
- *    the databases spec stops for real, E2E_GONE_PID), on free loopback ports, with a password. Their
+ *    the databases spec stops for real, E2E_GONE_PID), on free loopback ports, with a password. With
+ *    E2E_CITUS_ADMIN_URL (a Citus coordinator's admin URL, as scripts/citus-cluster.sh prints it), a
+ *    fresh Citus database on that cluster joins them as "Citus" (distributed). Their
  *    stdout/stderr go to log files that the no-raw-keys test scans.
  * 3. `playwright test` (that Chromium).
  * 4. Stops everything it started, whatever happened.
@@ -49,6 +51,7 @@ function freePort() {
 const children = [];
 let dropDb = null;
 let gone = null;
+let dropCitus = null;
 let exitCode = 1;
 
 /**
@@ -116,6 +119,7 @@ async function cleanup() {
   }
   if (dropDb) await dropDb().catch((e) => log(`could not drop the e2e database: ${e.message}`));
   if (gone) await gone.stop().catch((e) => log(`could not stop the "Gone" server: ${e.message}`));
+  if (dropCitus) await dropCitus().catch((e) => log(`could not drop the Citus database: ${e.message}`));
   await db.stopEmbeddedPostgres().catch(() => {});
 }
 
@@ -163,6 +167,25 @@ try {
   }
   log(`database ${new URL(databaseUrl).host}${new URL(databaseUrl).pathname}`);
 
+  // "Citus": a database of its own on a Citus cluster (the extension on the coordinator and every
+  // worker), which the databases console migrates to the distributed layout.
+  let citusUrl = null;
+  if (process.env.E2E_CITUS_ADMIN_URL) {
+    const adminUrl = process.env.E2E_CITUS_ADMIN_URL;
+    const u = new URL(adminUrl);
+    u.pathname = `/workhorse_e2e_citus_${process.pid}`;
+    citusUrl = u.toString();
+    const citus = await tsImport("../test/citus.ts", import.meta.url);
+    await citus.ensureCitusDatabase(adminUrl, citusUrl);
+    dropCitus = async () => {
+      const admin = new pg.Client({ connectionString: adminUrl });
+      await admin.connect();
+      await admin.query(`drop database if exists ${u.pathname.slice(1)} with (force)`);
+      await admin.end();
+    };
+    log(`Citus database ${u.host}${u.pathname}`);
+  }
+
   const password = `e2e-${randomBytes(6).toString("hex")}`;
   // GET /metrics is on for the read-write console only (the read-only one shows it off).
   const metricsToken = randomBytes(24).toString("hex");
@@ -204,6 +227,7 @@ try {
       `Main=${databaseUrl}`,
       `Staging=${otherUrls[0]};production`,
       `Archive=${otherUrls[1]};readonly`,
+      ...(citusUrl ? [`Citus=${citusUrl};distributed`] : []),
       `Gone=${gone.url}`,
     ].join("|"),
   });
@@ -216,6 +240,7 @@ try {
     E2E_DATABASES_URL: databases.url,
     E2E_STAGING_DATABASE_URL: otherUrls[0],
     E2E_ARCHIVE_DATABASE_URL: otherUrls[1],
+    E2E_CITUS_DATABASE_URL: citusUrl ?? "",
     E2E_GONE_PID: String(gone.pid),
     E2E_GONE_PORT: String(gone.port),
     E2E_DATABASE_URL: databaseUrl,
