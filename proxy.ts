@@ -21,15 +21,15 @@
  * next.config.js for every response, static files included.
  */
 import { type NextRequest, NextResponse } from "next/server";
+import { HOST_HEADER, isSameOrigin, PATH_HEADER, PROTO_HEADER } from "./lib/console/auth/request-info";
+import { type DatabasesSetup, loadDatabases } from "./lib/console/databases/databases";
 import {
   DATABASE_HEADER,
   DATABASE_IN_URL_HEADER,
   databaseHref,
   isGlobalPath,
   splitDatabasePath,
-} from "./lib/console/database-paths";
-import { type DatabasesSetup, loadDatabases } from "./lib/console/databases";
-import { HOST_HEADER, isSameOrigin, PATH_HEADER, PROTO_HEADER } from "./lib/console/request-info";
+} from "./lib/console/wire/database-paths";
 
 let databases: DatabasesSetup | null = null;
 

@@ -8,11 +8,11 @@ import { KeyboardShortcuts } from "@/components/keyboard-shortcuts";
 import { Nav } from "@/components/nav";
 import { ReadOnlyProvider } from "@/components/read-only";
 import { LiveIndicator } from "@/components/refresh-policy";
-import { DATABASE_IN_URL_HEADER } from "@/lib/console/database-paths";
-import { consoleDatabases, currentDatabase, openDatabase } from "@/lib/console/db";
-import { consolePathMissing } from "@/lib/console/open-queue";
-import { PATH_HEADER } from "@/lib/console/request-info";
-import { requireViewer } from "@/lib/console/viewer";
+import { PATH_HEADER } from "@/lib/console/auth/request-info";
+import { requireViewer } from "@/lib/console/auth/viewer";
+import { consoleDatabases, currentDatabase, openDatabase } from "@/lib/console/databases/db";
+import { consolePathMissing } from "@/lib/console/reads/open-queue";
+import { DATABASE_IN_URL_HEADER } from "@/lib/console/wire/database-paths";
 
 /**
  * The console's frame (header with the database and its switcher, navigation, banners) around a

@@ -1,9 +1,9 @@
 import { headers } from "next/headers";
 import { Link } from "@/components/db-link";
 import { QueueNotFound } from "@/components/queue-not-found";
-import { pagePath } from "@/lib/console/database-paths";
-import { queuePath } from "@/lib/console/open-queue";
-import { PATH_HEADER } from "@/lib/console/request-info";
+import { PATH_HEADER } from "@/lib/console/auth/request-info";
+import { queuePath } from "@/lib/console/reads/open-queue";
+import { pagePath } from "@/lib/console/wire/database-paths";
 
 export default async function NotFound() {
   const path = (await headers()).get(PATH_HEADER) ?? "";

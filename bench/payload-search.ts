@@ -1,5 +1,5 @@
 /**
- * One-off measurement of the console's bounded payload search (lib/console/payload-search.ts) at
+ * One-off measurement of the console's bounded payload search (lib/console/reads/payload-search.ts) at
  * 1,000,000 jobs: a private embedded PostgreSQL (deleted after), jobs seeded set-based like
  * bench/read-surface.ts (UUIDv7 ids 500 ms apart, so a day holds 172,800 jobs; payload
  * {orderId, amount, currency, items: [{sku, qty}, {sku, qty}]}), then p50/p95 of `payloadSearchRows` over 200 runs per case.
@@ -8,12 +8,12 @@
 import pg from "pg";
 import { startPrivateServer, stopEmbeddedPostgres } from "../lib/db";
 import { migrate } from "../lib/enqueue";
-import { payloadSearchRows } from "../lib/enqueue/store/console-search";
+import { payloadSearchRows } from "../lib/store/console/search";
 import { percentile } from "./lib/measure";
 
-/** The console's SEARCH_SCAN_CAP (lib/console/payload-search.ts), or SCAN_CAP to try another. */
+/** The console's SEARCH_SCAN_CAP (lib/console/reads/payload-search.ts), or SCAN_CAP to try another. */
 const SCAN_CAP = Number(process.env.SCAN_CAP ?? 10_000);
-/** The console's payload test for `orderId = <id>` (matchOf in lib/console/payload-search.ts). */
+/** The console's payload test for `orderId = <id>` (matchOf in lib/console/reads/payload-search.ts). */
 const matchForBench = (orderId: string) => ({ jsonpath: '$."orderId" ? (@ == $v0)', vars: { v0: orderId } });
 
 const n = Number(process.argv[2] ?? 1_000_000);

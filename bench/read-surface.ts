@@ -22,14 +22,14 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import type pg from "pg";
 import { migrate, Queue } from "../lib/enqueue";
-import { bindingScopes, deadLetterGroupRows } from "../lib/enqueue/store/console-reads";
-import { replacedListRows } from "../lib/enqueue/store/console-replaced";
-import { payloadSearchRows } from "../lib/enqueue/store/console-search";
-import { uuidv7Floor } from "../lib/enqueue/store/console-series";
-import { workerHeartbeatRows } from "../lib/enqueue/store/console-status";
-import { jobIdsEndingWith } from "../lib/enqueue/store/jobs";
-import { sqlOf } from "../lib/enqueue/store/layout";
-import { rollupRunTimesBatch } from "../lib/enqueue/store/runtime-rollups";
+import { bindingScopes, deadLetterGroupRows } from "../lib/store/console/reads";
+import { replacedListRows } from "../lib/store/console/replaced";
+import { payloadSearchRows } from "../lib/store/console/search";
+import { uuidv7Floor } from "../lib/store/console/series";
+import { workerHeartbeatRows } from "../lib/store/console/status";
+import { jobIdsEndingWith } from "../lib/store/core/jobs";
+import { rollupRunTimesBatch } from "../lib/store/core/runtime-rollups";
+import { sqlOf } from "../lib/store/layout";
 import { benchPool } from "./contenders";
 import { startBenchServer } from "./lib/env";
 import { percentile, rng, runUntil, type Summary, shuffled, summarize } from "./lib/measure";
@@ -248,27 +248,27 @@ function capturing(pool: pg.Pool): Capturing {
 /** The console's read models (lib/console), loaded when this process may import server-only modules. */
 async function consoleReadModels(): Promise<
   | {
-      listJobs: typeof import("../lib/console/jobs").listJobs;
-      listBindings: typeof import("../lib/console/bindings").listBindings;
-      listObservations: typeof import("../lib/console/observation-reads").listObservations;
-      listWorkers: typeof import("../lib/console/workers").listWorkers;
-      searchPayload: typeof import("../lib/console/payload-search").searchPayload;
-      runTimes: typeof import("../lib/console/run-times").runTimes;
-      resolveJobId: typeof import("../lib/console/open-job").resolveJobId;
-      deadLetterGroups: typeof import("../lib/console/operator-reads").deadLetterGroups;
+      listJobs: typeof import("../lib/console/reads/jobs").listJobs;
+      listBindings: typeof import("../lib/console/reads/bindings").listBindings;
+      listObservations: typeof import("../lib/console/reads/observation-reads").listObservations;
+      listWorkers: typeof import("../lib/console/reads/workers").listWorkers;
+      searchPayload: typeof import("../lib/console/reads/payload-search").searchPayload;
+      runTimes: typeof import("../lib/console/reads/run-times").runTimes;
+      resolveJobId: typeof import("../lib/console/reads/open-job").resolveJobId;
+      deadLetterGroups: typeof import("../lib/console/reads/operator-reads").deadLetterGroups;
     }
   | { unavailable: string }
 > {
   try {
     const [jobs, bindings, observations, workers, search, runTimes, openJob, operator] = await Promise.all([
-      import("../lib/console/jobs"),
-      import("../lib/console/bindings"),
-      import("../lib/console/observation-reads"),
-      import("../lib/console/workers"),
-      import("../lib/console/payload-search"),
-      import("../lib/console/run-times"),
-      import("../lib/console/open-job"),
-      import("../lib/console/operator-reads"),
+      import("../lib/console/reads/jobs"),
+      import("../lib/console/reads/bindings"),
+      import("../lib/console/reads/observation-reads"),
+      import("../lib/console/reads/workers"),
+      import("../lib/console/reads/payload-search"),
+      import("../lib/console/reads/run-times"),
+      import("../lib/console/reads/open-job"),
+      import("../lib/console/reads/operator-reads"),
     ]);
     return {
       listJobs: jobs.listJobs,
@@ -674,9 +674,9 @@ export interface FleetReadResult {
 async function fleetReadModels() {
   try {
     const [fleet, find, session] = await Promise.all([
-      import("../lib/console/fleet"),
-      import("../lib/console/find-everywhere"),
-      import("../lib/console/database-session"),
+      import("../lib/console/reads/fleet"),
+      import("../lib/console/reads/find-everywhere"),
+      import("../lib/console/databases/session"),
     ]);
     return { ...fleet, ...find, ...session };
   } catch (err) {
@@ -705,7 +705,8 @@ export async function fleetSurface(options: {
   const models = await fleetReadModels();
   const server = await startBenchServer();
   const names = Array.from({ length: options.databases }, (_, i) => `bench_fleet_${i + 1}`);
-  const opened: { config: import("../lib/console/databases").DatabaseConfig; pool: pg.Pool; queue: Queue }[] = [];
+  const opened: { config: import("../lib/console/databases/databases").DatabaseConfig; pool: pg.Pool; queue: Queue }[] =
+    [];
   const seedMs: Record<string, Record<string, number>> = {};
   const keys: { key: string; digest: string }[] = [];
   try {
@@ -716,7 +717,7 @@ export async function fleetSurface(options: {
       options.log(`${name}: seeding ${options.n.toLocaleString("en-US")} jobs and bindings…`);
       seedMs[name] = await seed(setup, options.n);
       await setup.end();
-      // As lib/console/db.ts opens a database when several are configured.
+      // As lib/console/databases/db.ts opens a database when several are configured.
       const config = { name, url, readonly: false, production: false, distributed: false, keySecretEnv: null };
       const pool = models.databasePool(config, { max: 10, connectionTimeoutMillis: 10_000 });
       const queue = new Queue({ pool, maintenance: false, source: "console", keySecret: "" });

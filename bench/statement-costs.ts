@@ -16,7 +16,7 @@ import { v7 } from "uuid";
 import { migrate } from "../lib/enqueue";
 import { type NormalizedRequest, normalizeRequest } from "../lib/enqueue/enqueue-input";
 import { KeyRing } from "../lib/enqueue/keys";
-import { batchValues, ENQUEUE_BATCH_SQL, oneRequestStatement, oneRequestValues } from "../lib/enqueue/store/enqueue";
+import { batchValues, ENQUEUE_BATCH_SQL, oneRequestStatement, oneRequestValues } from "../lib/store/core/enqueue";
 
 const adminUrl = process.argv[2];
 if (!adminUrl?.startsWith("postgres")) throw new Error("usage: npx tsx bench/statement-costs.ts <admin url>");

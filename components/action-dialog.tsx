@@ -1,7 +1,7 @@
 "use client";
 import { useActionState, useId, useState } from "react";
 import { Link } from "@/components/db-link";
-import type { OperatorActionState, RedriveState } from "@/lib/console/action-state";
+import type { OperatorActionState, RedriveState } from "@/lib/console/wire/action-state";
 import { ConfirmDialog, ConfirmForm, type FormAction, ReasonForm, useSettled } from "./confirm-dialog";
 import { Refusal } from "./purge-dialog";
 import { buttonClass, linkClass, Notice } from "./ui";

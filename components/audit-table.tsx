@@ -1,7 +1,7 @@
 "use client";
 import { Link } from "@/components/db-link";
-import { liveUrl } from "@/lib/console/live-urls";
-import type { AuditDto } from "@/lib/console/wire-types";
+import { liveUrl } from "@/lib/console/wire/live-urls";
+import type { AuditDto } from "@/lib/console/wire/types";
 import { RelativeTime } from "./relative-time";
 import { LiveTable, type LiveTableProps, newestOlderLinks } from "./table-footer";
 import { Badge, EmptyState, linkClass, Td } from "./ui";

@@ -1,6 +1,6 @@
 import { Link } from "@/components/db-link";
-import { formatDuration, formatTime } from "@/lib/console/format";
-import type { BindingDto } from "@/lib/console/wire-types";
+import { formatDuration, formatTime } from "@/lib/console/wire/format";
+import type { BindingDto } from "@/lib/console/wire/types";
 import { Countdown } from "./countdown";
 import { Badge, DefinitionList, DigestLink, linkClass, Mono } from "./ui";
 

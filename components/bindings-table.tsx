@@ -1,7 +1,7 @@
 "use client";
-import { formatDuration } from "@/lib/console/format";
-import { liveUrl } from "@/lib/console/live-urls";
-import type { BindingDto } from "@/lib/console/wire-types";
+import { formatDuration } from "@/lib/console/wire/format";
+import { liveUrl } from "@/lib/console/wire/live-urls";
+import type { BindingDto } from "@/lib/console/wire/types";
 import { Countdown } from "./countdown";
 import { RelativeTime } from "./relative-time";
 import { LiveTable, type LiveTableProps, pageHref } from "./table-footer";

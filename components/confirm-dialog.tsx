@@ -2,7 +2,7 @@
 import { useQueryClient } from "@tanstack/react-query";
 import { useRouter } from "next/navigation";
 import { type ReactNode, useActionState, useEffect, useId, useRef, useState } from "react";
-import { CONFIRM_DATABASE_FIELD } from "@/lib/console/database-paths";
+import { CONFIRM_DATABASE_FIELD } from "@/lib/console/wire/database-paths";
 import { useProductionDatabase } from "./db-link";
 import { buttonClass, dangerButtonClass, Field, inputClass, secondaryButtonClass } from "./ui";
 

@@ -1,6 +1,6 @@
 "use client";
 import { useEffect, useState } from "react";
-import { formatDuration } from "@/lib/console/format";
+import { formatDuration } from "@/lib/console/wire/format";
 
 /**
  * TTL remaining, ticking every second. `serverNow` anchors the clock to PostgreSQL's, so a browser

@@ -1,7 +1,7 @@
 "use client";
 import NextLink from "next/link";
 import { usePathname, useSearchParams } from "next/navigation";
-import { databaseHref, pagePath } from "@/lib/console/database-paths";
+import { databaseHref, pagePath } from "@/lib/console/wire/database-paths";
 import { cx } from "./ui";
 
 export interface DatabaseChoice {

@@ -1,7 +1,7 @@
 "use client";
 import NextLink from "next/link";
 import { type ComponentProps, createContext, type ReactNode, useContext } from "react";
-import { databaseHref } from "@/lib/console/database-paths";
+import { databaseHref } from "@/lib/console/wire/database-paths";
 
 /** The database the page is under (its `/db/<name>/` prefix), or null when its URL names none. */
 const Database = createContext<string | null>(null);

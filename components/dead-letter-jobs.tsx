@@ -1,7 +1,7 @@
 "use client";
 import { useState } from "react";
-import type { OperatorActionState, RedriveState } from "@/lib/console/action-state";
-import { formatTime } from "@/lib/console/format";
+import type { OperatorActionState, RedriveState } from "@/lib/console/wire/action-state";
+import { formatTime } from "@/lib/console/wire/format";
 import { RedriveDialog } from "./action-dialog";
 import { DeleteDeadLettersDialog } from "./delete-dead-letters";
 import { Badge, EmptyState, MonoLink, Table, Td } from "./ui";

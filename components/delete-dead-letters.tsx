@@ -1,6 +1,6 @@
 "use client";
 import { useActionState, useId, useState } from "react";
-import type { OperatorActionState } from "@/lib/console/action-state";
+import type { OperatorActionState } from "@/lib/console/wire/action-state";
 import { ActionResult } from "./action-dialog";
 import { ConfirmDialog, type FormAction, ReasonForm, useSettled } from "./confirm-dialog";
 import { dangerButtonClass } from "./ui";

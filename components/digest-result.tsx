@@ -1,6 +1,6 @@
 import { Link } from "@/components/db-link";
-import { formatTime } from "@/lib/console/format";
-import type { DigestLookupDto } from "@/lib/console/wire-types";
+import { formatTime } from "@/lib/console/wire/format";
+import type { DigestLookupDto } from "@/lib/console/wire/types";
 import { BindingDetails } from "./binding-card";
 import { ObservationCount } from "./observation-count";
 import { Badge, Card, DefinitionList, EmptyState, JobLink, linkClass, Mono, Notice, Table, Td } from "./ui";

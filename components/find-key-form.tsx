@@ -1,8 +1,8 @@
 "use client";
 import { useActionState, useState } from "react";
 import { Link } from "@/components/db-link";
-import type { FindKeyState, KeyElsewhere, KeyWhitespace } from "@/lib/console/action-state";
-import { formatTime } from "@/lib/console/format";
+import type { FindKeyState, KeyElsewhere, KeyWhitespace } from "@/lib/console/wire/action-state";
+import { formatTime } from "@/lib/console/wire/format";
 import { DEFAULT_SCOPE } from "@/lib/enqueue/client";
 import { BindingDetails } from "./binding-card";
 import { KeyEverywhereTable } from "./key-everywhere";

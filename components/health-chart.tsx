@@ -2,9 +2,9 @@
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { CartesianGrid, Line, LineChart, Tooltip, XAxis, YAxis } from "recharts";
-import { formatCount } from "@/lib/console/format";
-import { liveUrl } from "@/lib/console/live-urls";
-import type { SeriesDto, SeriesName, SeriesWindow } from "@/lib/console/wire-types";
+import { formatCount } from "@/lib/console/wire/format";
+import { liveUrl } from "@/lib/console/wire/live-urls";
+import type { SeriesDto, SeriesName, SeriesWindow } from "@/lib/console/wire/types";
 import { LiveStatus } from "./live-status";
 import { useRefreshPolicy } from "./refresh-policy";
 import { Card, cx } from "./ui";

@@ -1,7 +1,7 @@
 "use client";
 import { createContext, type ReactNode, useContext } from "react";
-import type { OperatorActionState, RedriveState } from "@/lib/console/action-state";
-import type { JobStateName } from "@/lib/console/wire-types";
+import type { OperatorActionState, RedriveState } from "@/lib/console/wire/action-state";
+import type { JobStateName } from "@/lib/console/wire/types";
 import { ActionDialogs } from "./action-dialog";
 
 /** The job's live state, provided by the job page's live view to the actions below it. */

@@ -1,7 +1,7 @@
 "use client";
-import { formatDuration, formatTime } from "@/lib/console/format";
-import { liveUrl } from "@/lib/console/live-urls";
-import type { JobDetailDto } from "@/lib/console/wire-types";
+import { formatDuration, formatTime } from "@/lib/console/wire/format";
+import { liveUrl } from "@/lib/console/wire/live-urls";
+import type { JobDetailDto } from "@/lib/console/wire/types";
 import { canPurge } from "@/lib/enqueue/client";
 import { BindingDetails } from "./binding-card";
 import { JsonWithStacks } from "./error-block";

@@ -1,7 +1,7 @@
 "use client";
 import { createContext, type ReactNode, useContext, useEffect, useState } from "react";
-import type { OperatorActionState, RedriveState } from "@/lib/console/action-state";
-import type { CappedCount } from "@/lib/console/wire-types";
+import type { OperatorActionState, RedriveState } from "@/lib/console/wire/action-state";
+import type { CappedCount } from "@/lib/console/wire/types";
 import { ActionDialogs } from "./action-dialog";
 import { secondaryButtonClass } from "./ui";
 

@@ -1,7 +1,7 @@
 "use client";
 import { Link } from "@/components/db-link";
-import { liveUrl } from "@/lib/console/live-urls";
-import type { JobRowDto } from "@/lib/console/wire-types";
+import { liveUrl } from "@/lib/console/wire/live-urls";
+import type { JobRowDto } from "@/lib/console/wire/types";
 import { useJobsSelection, useVisibleJobs } from "./jobs-bulk";
 import { RelativeTime } from "./relative-time";
 import { LiveTable, type LiveTableProps, pageHref } from "./table-footer";

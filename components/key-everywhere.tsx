@@ -1,5 +1,5 @@
 import NextLink from "next/link";
-import type { KeyEverywhere } from "@/lib/console/wire-types";
+import type { KeyEverywhere } from "@/lib/console/wire/types";
 import { Badge, Card, linkClass, Table, Td } from "./ui";
 
 const LABEL: Record<KeyEverywhere[number]["status"], string> = {

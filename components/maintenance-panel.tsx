@@ -2,10 +2,10 @@
 import { useQueryClient } from "@tanstack/react-query";
 import { useRouter } from "next/navigation";
 import { useActionState, useEffect } from "react";
-import type { MaintenanceState } from "@/lib/console/action-state";
-import { formatCount, formatTime } from "@/lib/console/format";
-import { liveUrl } from "@/lib/console/live-urls";
-import type { MaintenanceDto } from "@/lib/console/wire-types";
+import type { MaintenanceState } from "@/lib/console/wire/action-state";
+import { formatCount, formatTime } from "@/lib/console/wire/format";
+import { liveUrl } from "@/lib/console/wire/live-urls";
+import type { MaintenanceDto } from "@/lib/console/wire/types";
 import { MAINTENANCE_TASK_NAMES } from "@/lib/enqueue/client";
 import { LiveStatus } from "./live-status";
 import { Badge, buttonClass, Card, EmptyState, Notice, Stat, Table, Td } from "./ui";

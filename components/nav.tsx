@@ -2,7 +2,7 @@
 import { usePathname } from "next/navigation";
 import { useEffect, useState } from "react";
 import { Link } from "@/components/db-link";
-import { pagePath } from "@/lib/console/database-paths";
+import { pagePath } from "@/lib/console/wire/database-paths";
 import { cx } from "./ui";
 
 export const NAV = [

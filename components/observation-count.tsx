@@ -1,4 +1,4 @@
-import { formatTime } from "@/lib/console/format";
+import { formatTime } from "@/lib/console/wire/format";
 
 /**
  * "× 500" beside an outcome that the observation log stored as one row for identical decisions

@@ -1,7 +1,7 @@
 "use client";
-import { liveUrl } from "@/lib/console/live-urls";
-import { explainOutcome, REASON_LABELS } from "@/lib/console/outcomes";
-import type { ObservationDto } from "@/lib/console/wire-types";
+import { liveUrl } from "@/lib/console/wire/live-urls";
+import { explainOutcome, REASON_LABELS } from "@/lib/console/wire/outcome-text";
+import type { ObservationDto } from "@/lib/console/wire/types";
 import { ObservationCount } from "./observation-count";
 import { RelativeTime } from "./relative-time";
 import { LiveTable, type LiveTableProps, newestOlderLinks } from "./table-footer";

@@ -3,7 +3,7 @@ import { buttonClass, inputClass } from "@/components/ui";
 
 /**
  * "Open job": a job id (whole, or its first or last hex digits) sent to `/jobs?id=…` in the page's
- * database, where lib/console/open-job.ts resolves it. On the overview it is the page's search box
+ * database, where lib/console/reads/open-job.ts resolves it. On the overview it is the page's search box
  * (`search`: the `/` key focuses it).
  */
 export function OpenJobForm({

@@ -1,8 +1,8 @@
 "use client";
 import { Link } from "@/components/db-link";
-import { ago, formatCount } from "@/lib/console/format";
-import { liveUrl } from "@/lib/console/live-urls";
-import { JOB_STATES, type OverviewDto } from "@/lib/console/wire-types";
+import { ago, formatCount } from "@/lib/console/wire/format";
+import { liveUrl } from "@/lib/console/wire/live-urls";
+import { JOB_STATES, type OverviewDto } from "@/lib/console/wire/types";
 import { LiveStatus } from "./live-status";
 import { Card, DemoHint, EmptyState, linkClass, Stat, Table, Td } from "./ui";
 import { useLive } from "./use-live";

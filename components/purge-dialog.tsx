@@ -1,6 +1,6 @@
 "use client";
 import { createContext, useContext } from "react";
-import type { PurgeState } from "@/lib/console/action-state";
+import type { PurgeState } from "@/lib/console/wire/action-state";
 import { ConfirmDialog, ConfirmForm, type FormAction } from "./confirm-dialog";
 import { Notice } from "./ui";
 

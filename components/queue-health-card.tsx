@@ -1,8 +1,8 @@
 "use client";
 import { Link } from "@/components/db-link";
-import { formatCount } from "@/lib/console/format";
-import { liveUrl } from "@/lib/console/live-urls";
-import { JOB_STATES, type QueueHealthDto } from "@/lib/console/wire-types";
+import { formatCount } from "@/lib/console/wire/format";
+import { liveUrl } from "@/lib/console/wire/live-urls";
+import { JOB_STATES, type QueueHealthDto } from "@/lib/console/wire/types";
 import { LiveStatus } from "./live-status";
 import { failureRateText, QueueFlags } from "./queues-live";
 import { RelativeTime } from "./relative-time";

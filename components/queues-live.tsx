@@ -1,8 +1,8 @@
 "use client";
 import { Link } from "@/components/db-link";
-import { formatCount, formatDuration } from "@/lib/console/format";
-import { liveUrl } from "@/lib/console/live-urls";
-import type { QueueHealthDto } from "@/lib/console/wire-types";
+import { formatCount, formatDuration } from "@/lib/console/wire/format";
+import { liveUrl } from "@/lib/console/wire/live-urls";
+import type { QueueHealthDto } from "@/lib/console/wire/types";
 import { LiveStatus } from "./live-status";
 import { RelativeTime } from "./relative-time";
 import { Badge, DemoHint, EmptyState, linkClass, Table, Td } from "./ui";

@@ -1,4 +1,4 @@
-import { formatTime, relative } from "@/lib/console/format";
+import { formatTime, relative } from "@/lib/console/wire/format";
 
 /**
  * A time read both ways: "3 min ago" relative to the server's clock (`now`, so server and browser

@@ -1,6 +1,6 @@
 "use client";
 import { useActionState } from "react";
-import type { SignInState } from "@/lib/console/action-state";
+import type { SignInState } from "@/lib/console/wire/action-state";
 import { buttonClass, Field, inputClass, Notice } from "./ui";
 
 /** `action`: the sign-in server action, passed down by the page (components never import from app/). */

@@ -1,6 +1,6 @@
 import type { ReactNode } from "react";
 import { Link } from "@/components/db-link";
-import type { Page } from "@/lib/console/wire-types";
+import type { Page } from "@/lib/console/wire/types";
 import { LiveStatus } from "./live-status";
 import { linkClass, Table } from "./ui";
 

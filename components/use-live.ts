@@ -1,6 +1,6 @@
 "use client";
 import { useQuery } from "@tanstack/react-query";
-import { databaseHref, splitDatabasePath } from "@/lib/console/database-paths";
+import { databaseHref, splitDatabasePath } from "@/lib/console/wire/database-paths";
 import { useRefreshPolicy } from "./refresh-policy";
 
 export class ApiError extends Error {

@@ -1,7 +1,7 @@
 "use client";
 import { Link } from "@/components/db-link";
-import { liveUrl } from "@/lib/console/live-urls";
-import type { WorkersDto } from "@/lib/console/wire-types";
+import { liveUrl } from "@/lib/console/wire/live-urls";
+import type { WorkersDto } from "@/lib/console/wire/types";
 import { LiveStatus } from "./live-status";
 import { RelativeTime } from "./relative-time";
 import { Badge, EmptyState, JobLink, linkClass, Table, Td } from "./ui";

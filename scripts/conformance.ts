@@ -11,15 +11,15 @@ import { KeyRing, legacyKeyHash } from "../lib/enqueue/keys";
 import { LIMITS } from "../lib/enqueue/limits";
 import { encodePayload } from "../lib/enqueue/payload";
 import { jsonbText, payloadDigestOf } from "../lib/enqueue/payload-text";
+import { FINGERPRINT_FIELDS } from "../lib/enqueue/vocabulary";
 import {
   bucketedId,
   ENQUEUE_HOLD_PARAM,
   ENQUEUE_ONE_PARAMS,
   keyBucket,
   oneRequestValues,
-} from "../lib/enqueue/store/enqueue";
-import { WORKER_FUNCTIONS } from "../lib/enqueue/store/worker-calls";
-import { FINGERPRINT_FIELDS } from "../lib/enqueue/vocabulary";
+} from "../lib/store/core/enqueue";
+import { WORKER_FUNCTIONS } from "../lib/store/worker/calls";
 import { writeOrCheck } from "./generated-file.mjs";
 
 const OUT = new URL("../sdk/conformance/enqueue.json", import.meta.url);
@@ -507,7 +507,7 @@ const file = {
   cases: cases.map((c) => ({ ...c, expect: expected(c) })),
   buckets,
   // The worker's SQL functions: each call's argument types in order and the result columns a client
-  // may select (lib/enqueue/store/worker-calls.ts, checked against pg_proc).
+  // may select (lib/store/worker/calls.ts, checked against pg_proc).
   workerCalls: Object.entries(WORKER_FUNCTIONS).map(([fn, f]) => ({ function: `workhorse.${fn}`, ...f })),
 };
 // Written as the repository's formatter writes JSON, so `biome check` and `--check` agree.

@@ -4,7 +4,7 @@
  * every one). Without either configured, migrates DATABASE_URL. Prints the version reached.
  */
 import pg from "pg";
-import { DatabaseConfigError, loadDatabases } from "../lib/console/databases";
+import { DatabaseConfigError, loadDatabases } from "../lib/console/databases/databases";
 import { migrate } from "../lib/enqueue";
 
 const log = (msg: string) => process.stdout.write(`[workhorse] ${msg}\n`);

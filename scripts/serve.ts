@@ -1,7 +1,7 @@
 /**
  * The console's HTTP server (run by scripts/start.ts; not meant to be started by hand): Next.js
  * behind a plain Node server that decides, from the socket, who is asking and through which
- * origin, before Next.js sees the request (lib/console/request-info.ts). `next start` would instead
+ * origin, before Next.js sees the request (lib/console/auth/request-info.ts). `next start` would instead
  * believe any client's `X-Forwarded-*` headers.
  *
  * Arguments: `--dev` for development mode. Environment: HOST, PORT, WORKHORSE_TRUSTED_PROXY, and
@@ -11,7 +11,7 @@ import http from "node:http";
 import path from "node:path";
 import type { TLSSocket } from "node:tls";
 import next from "next";
-import { sanitizeRequestHeaders, trustedProxies } from "../lib/console/request-info";
+import { sanitizeRequestHeaders, trustedProxies } from "../lib/console/auth/request-info";
 
 const root = path.resolve(import.meta.dirname, "..");
 const dev = process.argv.includes("--dev");

@@ -20,14 +20,14 @@ import { createRequire } from "node:module";
 import { isIP } from "node:net";
 import path from "node:path";
 import pg from "pg";
-import { consoleConfig, hashPassword, isLoopbackHost, metricsTokenProblem } from "../lib/console/config";
+import { consoleConfig, hashPassword, isLoopbackHost, metricsTokenProblem } from "../lib/console/databases/config";
 import {
   type DatabaseConfig,
   DatabaseConfigError,
   loadDatabases,
   migrateCommand,
   migratePolicy,
-} from "../lib/console/databases";
+} from "../lib/console/databases/databases";
 import { DEFAULT_DATABASE, ensureDatabase, ensureServer, shownUrl, stopEmbeddedPostgres } from "../lib/db";
 import { migrate, schemaStatus } from "../lib/enqueue";
 import { waitForHttp } from "./wait-for-http.mjs";

@@ -1,14 +1,16 @@
-// The console's server-action logic (lib/console/mutations) against the real test database.
+// The console's server-action logic (lib/console/actions/mutations) against the real test database.
 import { beforeAll, describe, expect, test, vi } from "vitest";
 import { setupQueueTests } from "./helpers";
 
 vi.mock("server-only", () => ({}));
 
-const { enqueueTestJob, purgeJob, purgeQueue, runMaintenanceNow, parseRunAt } = await import("@/lib/console/mutations");
-const { findByKey } = await import("@/lib/console/find-key");
-const { listAudit } = await import("@/lib/console/audit");
-const { jobDetail } = await import("@/lib/console/jobs");
-const { listObservations } = await import("@/lib/console/observation-reads");
+const { enqueueTestJob, purgeJob, purgeQueue, runMaintenanceNow, parseRunAt } = await import(
+  "@/lib/console/actions/mutations"
+);
+const { findByKey } = await import("@/lib/console/reads/find-key");
+const { listAudit } = await import("@/lib/console/reads/audit");
+const { jobDetail } = await import("@/lib/console/reads/jobs");
+const { listObservations } = await import("@/lib/console/reads/observation-reads");
 
 const t = setupQueueTests();
 beforeAll(() => t.ready());

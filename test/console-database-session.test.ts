@@ -1,14 +1,14 @@
-// The console's connections and instruments name their database (lib/console/database-session.ts),
+// The console's connections and instruments name their database (lib/console/databases/session.ts),
 // on two real databases: the audit rows of operator actions record the database they ran on, and the
 // console process's counters carry a `database` attribute.
 import type { Attributes } from "@opentelemetry/api";
 import { MeterProvider, type MetricData, MetricReader } from "@opentelemetry/sdk-metrics";
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
-import { listAudit } from "../lib/console/audit";
-import { DATABASE_ATTRIBUTE, databaseMeterProvider, databasePool } from "../lib/console/database-session";
-import type { DatabaseConfig } from "../lib/console/databases";
-import { enqueueTestJob, purgeJob } from "../lib/console/mutations";
+import { enqueueTestJob, purgeJob } from "../lib/console/actions/mutations";
+import type { DatabaseConfig } from "../lib/console/databases/databases";
+import { DATABASE_ATTRIBUTE, databaseMeterProvider, databasePool } from "../lib/console/databases/session";
+import { listAudit } from "../lib/console/reads/audit";
 import { TELEMETRY_METRICS as METRICS, Queue } from "../lib/enqueue";
 import { setupQueueTests } from "./helpers";
 
@@ -32,7 +32,7 @@ const consoles: { name: string; pool: pg.Pool; queue: Queue }[] = [];
 
 beforeAll(async () => {
   await Promise.all([eu.ready(), us.ready()]);
-  // As lib/console/db.ts opens each configured database.
+  // As lib/console/databases/db.ts opens each configured database.
   for (const [name, url] of [
     ["EU", eu.url],
     ["US-East", us.url],

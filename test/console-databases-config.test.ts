@@ -1,7 +1,12 @@
 // The console's list of databases: WORKHORSE_DATABASES, WORKHORSE_DATABASES_FILE, or DATABASE_URL
 // alone; every bad entry is named in one sentence that never repeats a URL.
 import { describe, expect, test } from "vitest";
-import { DatabaseConfigError, loadDatabases, parseDatabasesJson, parseDatabasesString } from "../lib/console/databases";
+import {
+  DatabaseConfigError,
+  loadDatabases,
+  parseDatabasesJson,
+  parseDatabasesString,
+} from "../lib/console/databases/databases";
 
 const A = "postgres://u:secret-pw@db-a.example:5432/workhorse";
 const B = "postgresql://u@db-b.example/workhorse";

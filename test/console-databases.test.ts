@@ -4,10 +4,10 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, test, vi } from "vitest";
-import type { DatabaseConfig } from "../lib/console/databases";
-import type { ConsoleDb } from "../lib/console/db";
-import { findDigestEverywhere, findKeyEverywhere } from "../lib/console/find-everywhere";
-import { readFleet } from "../lib/console/fleet";
+import type { DatabaseConfig } from "../lib/console/databases/databases";
+import type { ConsoleDb } from "../lib/console/databases/db";
+import { findDigestEverywhere, findKeyEverywhere } from "../lib/console/reads/find-everywhere";
+import { readFleet } from "../lib/console/reads/fleet";
 import { freePort } from "../lib/db";
 import { Queue, schemaStatus } from "../lib/enqueue";
 import { dropDatabase, setupQueueTests } from "./helpers";

@@ -1,11 +1,11 @@
-// The decisions /metrics counts from the database (lib/enqueue/store/decision-counts.ts), span by
+// The decisions /metrics counts from the database (lib/store/core/decision-counts.ts), span by
 // span: every outcome of another producer's traffic once, and nothing twice across spans. Runs on
 // one node and, in CI's Citus pass (test/console-*), on the distributed layout.
 import { beforeAll, expect, test } from "vitest";
-import { stateGaugesText } from "../lib/console/state-text";
+import { stateGaugesText } from "../lib/console/metrics/state-text";
 import { EnqueueIdempotencyConflictError } from "../lib/enqueue";
 import { DecisionTally } from "../lib/enqueue/decision-counts";
-import { selectDecisionCounts } from "../lib/enqueue/store/decision-counts";
+import { selectDecisionCounts } from "../lib/store/core/decision-counts";
 import { setupQueueTests } from "./helpers";
 
 const t = setupQueueTests();

@@ -1,9 +1,9 @@
-// The fleet page's figures of one database (lib/enqueue/store/console-fleet.ts): bounded counts that
+// The fleet page's figures of one database (lib/store/console/fleet.ts): bounded counts that
 // say when they stopped at the cap, the oldest due job over every queue (a loose index scan), and the
 // last hour's replays and conflicts. Runs on one node and, in CI's Citus pass (test/console-*), on
 // the distributed layout.
 import { beforeAll, expect, test } from "vitest";
-import { fleetFigures } from "../lib/enqueue/store/console-fleet";
+import { fleetFigures } from "../lib/store/console/fleet";
 import { setupQueueTests } from "./helpers";
 
 const t = setupQueueTests();

@@ -1,4 +1,4 @@
-// The console's health read models (lib/console/series.ts, queue health, state tabs) against real
+// The console's health read models (lib/console/metrics/series.ts, queue health, state tabs) against real
 // PostgreSQL, with jobs enqueued and run through lib/enqueue.
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import { EnqueueIdempotencyConflictError, Worker } from "../lib/enqueue";
@@ -6,8 +6,8 @@ import { setupQueueTests } from "./helpers";
 
 vi.mock("server-only", () => ({}));
 
-const { series, invalidateSeries, SERIES_MINUTES } = await import("@/lib/console/series");
-const { parseSeriesParams } = await import("@/lib/console/filters");
+const { series, invalidateSeries, SERIES_MINUTES } = await import("@/lib/console/metrics/series");
+const { parseSeriesParams } = await import("@/lib/console/reads/filters");
 
 const t = setupQueueTests();
 beforeAll(() => t.ready());
@@ -145,7 +145,7 @@ describe("per-minute series", () => {
 
 describe("find by key digest", () => {
   test("finds the binding in every scope, its job and its observations; unknown digests find nothing", async () => {
-    const { lookupDigest } = await import("@/lib/console/digest");
+    const { lookupDigest } = await import("@/lib/console/reads/digest");
     const q = t.queue();
     const key = { key: "digest-order-77", scope: "digest-shop" };
     const id = await q.enqueue("d.capture", { amount: 1 }, { queue: "digest-q", idempotency: key });
@@ -188,8 +188,8 @@ describe("find by key digest", () => {
 
 describe("jobs: state tabs, retrying, prefixes; queue health", () => {
   test("tab counts, retrying jobs and the has-error filter; queue, type and tag match by prefix", async () => {
-    const { listJobs, stateTabCounts } = await import("@/lib/console/jobs");
-    const { invalidateCounts } = await import("@/lib/console/overview");
+    const { listJobs, stateTabCounts } = await import("@/lib/console/reads/jobs");
+    const { invalidateCounts } = await import("@/lib/console/reads/overview");
     const q = t.queue();
     const a = await q.enqueue("invoice.capture", {}, { queue: "tabs-invoice-eu", tags: ["vip-gold"] });
     const b = await q.enqueue("invoice.refund", {}, { queue: "tabs-invoice-us" });
@@ -232,8 +232,8 @@ describe("jobs: state tabs, retrying, prefixes; queue health", () => {
   });
 
   test("queue health: depth by state, latency, overdue jobs, lapsed leases, last hour's failure rate", async () => {
-    const { queueHealth } = await import("@/lib/console/queues");
-    const { invalidateCounts } = await import("@/lib/console/overview");
+    const { queueHealth } = await import("@/lib/console/reads/queues");
+    const { invalidateCounts } = await import("@/lib/console/reads/overview");
     const q = t.queue();
     const late = await q.enqueue("qh.job", {}, { queue: "qh" });
     await q.enqueue("qh.job", {}, { queue: "qh" });
@@ -277,7 +277,7 @@ describe("jobs: state tabs, retrying, prefixes; queue health", () => {
   });
 
   test("queue health: a due scheduled job is waiting as ready, as /metrics counts it, not as scheduled", async () => {
-    const { queueHealth } = await import("@/lib/console/queues");
+    const { queueHealth } = await import("@/lib/console/reads/queues");
     const q = t.queue();
     const due = await q.enqueue("qd.job", {}, { queue: "qd", runAt: new Date(Date.now() + 600_000) });
     await q.enqueue("qd.job", {}, { queue: "qd", runAt: new Date(Date.now() + 600_000) });
@@ -288,8 +288,8 @@ describe("jobs: state tabs, retrying, prefixes; queue health", () => {
     expect(h?.waiting).toEqual({ ready: { value: 2, capped: false }, scheduled: { value: 1, capped: false } });
     expect(h?.pending).toEqual({ value: 3, capped: false });
     // The queues page links "2 ready" to the jobs list with due=1: the same two jobs, counted alike.
-    const { listJobs, stateTabCounts } = await import("@/lib/console/jobs");
-    const { parseJobFilters } = await import("@/lib/console/filters");
+    const { listJobs, stateTabCounts } = await import("@/lib/console/reads/jobs");
+    const { parseJobFilters } = await import("@/lib/console/reads/filters");
     const f = parseJobFilters(new URLSearchParams("queue=qd&due=1"));
     expect(f.due).toBe(true);
     const listed = (await listJobs(t.pool, f)).rows;
@@ -303,7 +303,7 @@ describe("jobs: state tabs, retrying, prefixes; queue health", () => {
 
 describe("sign-in return path", () => {
   test("only same-site paths come back; everything else is refused", async () => {
-    const { safeReturnPath, signInHref } = await import("@/lib/console/return-to");
+    const { safeReturnPath, signInHref } = await import("@/lib/console/auth/return-to");
     expect(safeReturnPath("/jobs/0193a1b2-0000-7000-8000-000000000001")).toBe(
       "/jobs/0193a1b2-0000-7000-8000-000000000001",
     );

@@ -1,4 +1,4 @@
-// The console's operator actions (lib/console/operator-action-forms, operator-reads) against the real test database.
+// The console's operator actions (lib/console/actions/operator-action-forms, operator-reads) against the real test database.
 import { randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, test, vi } from "vitest";
 import { setupQueueTests } from "./helpers";
@@ -6,10 +6,10 @@ import { setupQueueTests } from "./helpers";
 vi.mock("server-only", () => ({}));
 
 const { cancelJobs, purgeSelected, runJobsNow, redriveJobs, redriveSummary, setQueuePaused } = await import(
-  "@/lib/console/operator-action-forms"
+  "@/lib/console/actions/operator-action-forms"
 );
 const { countMatchingJobs, deadLetterGroups, pausedQueues, pendingQueueNames } = await import(
-  "@/lib/console/operator-reads"
+  "@/lib/console/reads/operator-reads"
 );
 
 const t = setupQueueTests();

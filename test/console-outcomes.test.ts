@@ -1,7 +1,7 @@
 // The enqueue form's explanation of an outcome names what it knows: a debounce request refused
 // because its key is held in another mode says which mode holds it.
 import { describe, expect, it } from "vitest";
-import { explainOutcome } from "../lib/console/outcomes";
+import { explainOutcome } from "../lib/console/wire/outcome-text";
 
 describe("explainOutcome", () => {
   it("names the mode that holds the key when it is known", () => {

@@ -1,13 +1,13 @@
-// Search by payload field (lib/console/payload-search.ts) against real PostgreSQL, seeded through
+// Search by payload field (lib/console/reads/payload-search.ts) against real PostgreSQL, seeded through
 // the core: bounded in time (the UUIDv7 key range of the window) and rows (the newest N jobs).
 import { beforeAll, describe, expect, test, vi } from "vitest";
 import { setupQueueTests } from "./helpers";
 
 vi.mock("server-only", () => ({}));
 
-const { parseSearch, searchPayload, matchOf, SEARCH_SCAN_CAP } = await import("@/lib/console/payload-search");
-const { payloadSearchRows } = await import("@/lib/enqueue/store/console-search");
-const { uuidv7Floor } = await import("@/lib/console/read-queries");
+const { parseSearch, searchPayload, matchOf, SEARCH_SCAN_CAP } = await import("@/lib/console/reads/payload-search");
+const { payloadSearchRows } = await import("@/lib/store/console/search");
+const { uuidv7Floor } = await import("@/lib/console/reads/read-queries");
 
 const t = setupQueueTests();
 beforeAll(() => t.ready());

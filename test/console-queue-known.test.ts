@@ -1,14 +1,14 @@
-// Whether /queues/<name> names a known queue (lib/console/open-queue.ts, queueKnown in
-// lib/enqueue/store/console-status.ts) against real PostgreSQL: a queue is known when it holds a
+// Whether /queues/<name> names a known queue (lib/console/reads/open-queue.ts, queueKnown in
+// lib/store/console/status.ts) against real PostgreSQL: a queue is known when it holds a
 // job in any state or is paused; a few index probes, then the console's shared state counts.
 import { beforeAll, describe, expect, test, vi } from "vitest";
 import { setupQueueTests } from "./helpers";
 
 vi.mock("server-only", () => ({}));
 
-const { consolePathMissing, queueKnown, queuePath, queuePathMissing } = await import("@/lib/console/open-queue");
-const { invalidateCounts } = await import("@/lib/console/overview");
-const { queueProbed } = await import("@/lib/enqueue/store/console-status");
+const { consolePathMissing, queueKnown, queuePath, queuePathMissing } = await import("@/lib/console/reads/open-queue");
+const { invalidateCounts } = await import("@/lib/console/reads/overview");
+const { queueProbed } = await import("@/lib/store/console/status");
 
 const t = setupQueueTests();
 beforeAll(() => t.ready());

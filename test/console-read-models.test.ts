@@ -8,16 +8,16 @@ import { setupQueueTests } from "./helpers";
 
 vi.mock("server-only", () => ({}));
 
-const { listJobs, jobDetail, jobPayload, PAYLOAD_PREVIEW_CHARS } = await import("@/lib/console/jobs");
-const { resolveJobId, jobPathMissing } = await import("@/lib/console/open-job");
-const { listBindings } = await import("@/lib/console/bindings");
-const { listAudit } = await import("@/lib/console/audit");
-const { overview, invalidateCounts } = await import("@/lib/console/overview");
+const { listJobs, jobDetail, jobPayload, PAYLOAD_PREVIEW_CHARS } = await import("@/lib/console/reads/jobs");
+const { resolveJobId, jobPathMissing } = await import("@/lib/console/reads/open-job");
+const { listBindings } = await import("@/lib/console/reads/bindings");
+const { listAudit } = await import("@/lib/console/reads/audit");
+const { overview, invalidateCounts } = await import("@/lib/console/reads/overview");
 const { parseJobFilters, parseBindingFilters, parseAuditFilters, parseObservationFilters } = await import(
-  "@/lib/console/filters"
+  "@/lib/console/reads/filters"
 );
-const { consoleConfig, hashPassword, passwordMatches, isLoopbackHost } = await import("@/lib/console/config");
-const { uuidv7Floor } = await import("@/lib/console/read-queries");
+const { consoleConfig, hashPassword, passwordMatches, isLoopbackHost } = await import("@/lib/console/databases/config");
+const { uuidv7Floor } = await import("@/lib/console/reads/read-queries");
 
 const t = setupQueueTests();
 beforeAll(() => t.ready());
@@ -289,7 +289,7 @@ describe("access", () => {
 
 describe("find by key digest at volume", () => {
   test("the observation search is an index scan on the digest, not a table scan", async () => {
-    const { OBSERVATIONS_BY_DIGEST_SQL } = await import("@/lib/console/digest");
+    const { OBSERVATIONS_BY_DIGEST_SQL } = await import("@/lib/console/reads/digest");
     // 200,000 observations over 50,000 digests: a plan that reads the table would show here.
     await t.sql(
       `insert into workhorse.enqueue_observation (at, outcome, queue, type, scope, key_preview, key_digest, key_length)
@@ -315,8 +315,8 @@ describe("find by key digest at volume", () => {
 
 describe("digest lookup rate limit", () => {
   test("a session gets a clear 'wait N s' answer past its lookups per minute; other sessions are not affected", async () => {
-    const { lookupDigestLimited, DIGEST_LOOKUPS_PER_MINUTE } = await import("@/lib/console/digest");
-    const { RequestLimiter } = await import("@/lib/console/rate-limit");
+    const { lookupDigestLimited, DIGEST_LOOKUPS_PER_MINUTE } = await import("@/lib/console/reads/digest");
+    const { RequestLimiter } = await import("@/lib/console/auth/rate-limit");
     const limiter = new RequestLimiter({ perKey: DIGEST_LOOKUPS_PER_MINUTE, windowMs: 60_000 });
     const now = 1_000_000;
     for (let i = 0; i < DIGEST_LOOKUPS_PER_MINUTE; i++) {

@@ -10,12 +10,12 @@ import { setupQueueTests } from "./helpers";
 
 vi.mock("server-only", () => ({}));
 
-const { enqueueTestJob } = await import("@/lib/console/mutations");
+const { enqueueTestJob } = await import("@/lib/console/actions/mutations");
 const { parseAuditFilters, parseBindingFilters, parseJobFilters, parseObservationFilters } = await import(
-  "@/lib/console/filters"
+  "@/lib/console/reads/filters"
 );
-const { listJobs, stateTabCounts } = await import("@/lib/console/jobs");
-const { lookupDigest } = await import("@/lib/console/digest");
+const { listJobs, stateTabCounts } = await import("@/lib/console/reads/jobs");
+const { lookupDigest } = await import("@/lib/console/reads/digest");
 
 const t = setupQueueTests();
 beforeAll(() => t.ready());

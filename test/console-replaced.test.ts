@@ -1,16 +1,14 @@
-// Debounce "replaced" decisions listed beside the observations (lib/console/observation-reads.ts,
-// lib/enqueue/store/console-replaced.ts) against real PostgreSQL, seeded through the core.
+// Debounce "replaced" decisions listed beside the observations (lib/console/reads/observation-reads.ts,
+// lib/store/console/replaced.ts) against real PostgreSQL, seeded through the core.
 import { beforeAll, describe, expect, test, vi } from "vitest";
 import { distributedTests } from "./citus";
 import { setupQueueTests } from "./helpers";
 
 vi.mock("server-only", () => ({}));
 
-const { listObservations } = await import("@/lib/console/observation-reads");
-const { parseObservationFilters } = await import("@/lib/console/filters");
-const { replacedListRows, replacedPageBatched, replacedPageJoined } = await import(
-  "@/lib/enqueue/store/console-replaced"
-);
+const { listObservations } = await import("@/lib/console/reads/observation-reads");
+const { parseObservationFilters } = await import("@/lib/console/reads/filters");
+const { replacedListRows, replacedPageBatched, replacedPageJoined } = await import("@/lib/store/console/replaced");
 
 const t = setupQueueTests();
 beforeAll(() => t.ready());

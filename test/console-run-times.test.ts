@@ -1,18 +1,18 @@
-// Run times (lib/console/run-times.ts, lib/enqueue/store/console-runtimes.ts, runtime-rollups.ts)
+// Run times (lib/console/reads/run-times.ts, lib/store/console/runtimes.ts, runtime-rollups.ts)
 // against real PostgreSQL: durations as bucket histograms, the rollups maintenance keeps, the
 // page's window and the dead-letter groups' error trend. Nothing here reads the wall clock: the page
 // and maintenance are given their time, and the jobs their finish times relative to it (a worker
 // cannot finish a job hours ago), so each scenario runs the same at every hour boundary, at
 // midnight UTC and at any minute.
 import { beforeAll, describe, expect, test, vi } from "vitest";
-import { sqlOf } from "@/lib/enqueue/store/layout";
-import { refreshRunTimeWindow, rollupRunTimesBatch } from "@/lib/enqueue/store/runtime-rollups";
+import { refreshRunTimeWindow, rollupRunTimesBatch } from "@/lib/store/core/runtime-rollups";
+import { sqlOf } from "@/lib/store/layout";
 import { distributedTests } from "./citus";
 import { setupQueueTests } from "./helpers";
 
 vi.mock("server-only", () => ({}));
 
-const { runTimes, percentileOf, trendWord } = await import("@/lib/console/run-times");
+const { runTimes, percentileOf, trendWord } = await import("@/lib/console/reads/run-times");
 
 const t = setupQueueTests();
 beforeAll(() => t.ready());

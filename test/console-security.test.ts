@@ -6,13 +6,13 @@ import { setupQueueTests } from "./helpers";
 
 vi.mock("server-only", () => ({}));
 
-const { FailureLimiter } = await import("@/lib/console/rate-limit");
-const { safeReturnPath } = await import("@/lib/console/return-to");
-const { consoleConfig } = await import("@/lib/console/config");
+const { FailureLimiter } = await import("@/lib/console/auth/rate-limit");
+const { safeReturnPath } = await import("@/lib/console/auth/return-to");
+const { consoleConfig } = await import("@/lib/console/databases/config");
 const { isSameOrigin, sanitizeRequestHeaders, trustedProxies, CLIENT_ADDRESS_HEADER, HOST_HEADER, PROTO_HEADER } =
-  await import("@/lib/console/request-info");
+  await import("@/lib/console/auth/request-info");
 const { createSession, deleteAllSessions, deleteSession, listSessions, lookupSession, passwordFingerprint } =
-  await import("@/lib/console/session-store");
+  await import("@/lib/console/auth/session-store");
 
 const t = setupQueueTests();
 beforeAll(() => t.ready());

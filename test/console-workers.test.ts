@@ -1,12 +1,12 @@
-// The console's Workers page read model (lib/console/workers.ts) against real PostgreSQL: every
-// running Worker keeps a heartbeat row (lib/enqueue/worker/check-in.ts), idle or busy; gone ones
+// The console's Workers page read model (lib/console/reads/workers.ts) against real PostgreSQL: every
+// running Worker keeps a heartbeat row (lib/worker/check-in.ts), idle or busy; gone ones
 // age out through maintenance.
 import { beforeAll, describe, expect, test, vi } from "vitest";
 import { setupQueueTests, waitFor, workerStarter } from "./helpers";
 
 vi.mock("server-only", () => ({}));
 
-const { listWorkers } = await import("@/lib/console/workers");
+const { listWorkers } = await import("@/lib/console/reads/workers");
 
 const t = setupQueueTests();
 beforeAll(() => t.ready());

@@ -14,7 +14,7 @@ import {
 } from "../lib/enqueue";
 import { sqlStateOf } from "../lib/enqueue/errors";
 import { LIMITS } from "../lib/enqueue/limits";
-import { isTransientDbError } from "../lib/enqueue/worker/error-summary";
+import { isTransientDbError } from "../lib/worker/error-summary";
 import { setupQueueTests } from "./helpers";
 
 const t = setupQueueTests();

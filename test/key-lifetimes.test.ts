@@ -4,8 +4,8 @@
 import { createHash, randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, test } from "vitest";
 import { EnqueueIdempotencyConflictError, type EnqueueOptions, EnqueueValidationError } from "../lib/enqueue";
-import { bindingListRows } from "../lib/enqueue/store/console-lists";
-import { bucketedId, keyBucket } from "../lib/enqueue/store/enqueue";
+import { bindingListRows } from "../lib/store/console/lists";
+import { bucketedId, keyBucket } from "../lib/store/core/enqueue";
 import { distributedTests } from "./citus";
 import { setupQueueTests, waitFor, workerStarter } from "./helpers";
 

@@ -16,8 +16,8 @@ beforeAll(async () => {
 });
 const startWorker = workerStarter(t.pool, { pollIntervalMs: 25, reapIntervalMs: 0, leaseMs: 5000 });
 
-const { metricsResponse } = await import("@/lib/console/metrics");
-const { consoleMetrics } = await import("@/lib/console/meter");
+const { metricsResponse } = await import("@/lib/console/metrics/metrics");
+const { consoleMetrics } = await import("@/lib/console/metrics/meter");
 const { proxy } = await import("@/proxy");
 
 const scrape = (authorization?: string) =>

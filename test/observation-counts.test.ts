@@ -3,12 +3,12 @@
 // counts, and the console shows them.
 import { beforeAll, expect, test, vi } from "vitest";
 import { EnqueueIdempotencyConflictError } from "../lib/enqueue";
-import { selectDecisionCounts } from "../lib/enqueue/store/decision-counts";
+import { selectDecisionCounts } from "../lib/store/core/decision-counts";
 import { setupQueueTests } from "./helpers";
 
 vi.mock("server-only", () => ({}));
-const { listObservations } = await import("@/lib/console/observation-reads");
-const { parseObservationFilters } = await import("@/lib/console/filters");
+const { listObservations } = await import("@/lib/console/reads/observation-reads");
+const { parseObservationFilters } = await import("@/lib/console/reads/filters");
 
 const t = setupQueueTests();
 beforeAll(() => t.ready());

@@ -18,9 +18,9 @@ const PROMETHEUS = "/usr/bin/prometheus";
 const TOKEN = `prom-token-${Date.now()}-abcdefgh`;
 const t = setupQueueTests();
 
-const { metricsResponse } = await import("@/lib/console/metrics");
-const { consoleMetrics } = await import("@/lib/console/meter");
-const { consoleDb } = await import("@/lib/console/db");
+const { metricsResponse } = await import("@/lib/console/metrics/metrics");
+const { consoleMetrics } = await import("@/lib/console/metrics/meter");
+const { consoleDb } = await import("@/lib/console/databases/db");
 
 let dir = "";
 let server: http.Server | null = null;

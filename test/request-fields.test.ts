@@ -1,4 +1,4 @@
-// The request's field table (lib/enqueue/store/enqueue.ts) and the worker's calls (store/worker-calls.ts) against the functions' signatures
+// The request's field table (lib/store/core/enqueue.ts) and the worker's calls (store/worker/calls.ts) against the functions' signatures
 // in pg_proc: a parameter added, removed, renamed or retyped on one side only fails here.
 import { beforeAll, expect, test } from "vitest";
 import {
@@ -6,8 +6,8 @@ import {
   ENQUEUE_HOLD_PARAM,
   ENQUEUE_ONE_PARAMS,
   ENQUEUE_TRACE_PARAM,
-} from "../lib/enqueue/store/enqueue";
-import { WORKER_FUNCTIONS } from "../lib/enqueue/store/worker-calls";
+} from "../lib/store/core/enqueue";
+import { WORKER_FUNCTIONS } from "../lib/store/worker/calls";
 import { setupQueueTests } from "./helpers";
 
 const t = setupQueueTests();
@@ -58,7 +58,7 @@ test("the trace context and the key lifetime are optional (defaulted), so client
   ]);
 });
 
-test("the worker's calls (lib/enqueue/store/worker-calls.ts, carried to every client) are the worker functions' signatures", async () => {
+test("the worker's calls (lib/store/worker/calls.ts, carried to every client) are the worker functions' signatures", async () => {
   const rows = await t.sql<{ fn: string; args: string[]; columns: { name: string; type: string }[] }>(
     `select p.proname as fn,
             array(select format_type(a.t, null) from unnest(p.proargtypes::oid[]) with ordinality as a(t, o)

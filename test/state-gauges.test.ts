@@ -4,7 +4,7 @@
 import { MeterProvider, MetricReader } from "@opentelemetry/sdk-metrics";
 import { beforeAll, describe, expect, test } from "vitest";
 import { STATE_GAUGE_VIEWS, StateGauges } from "../lib/enqueue";
-import { EXACT_BINDINGS_CAP } from "../lib/enqueue/store/state-gauges";
+import { EXACT_BINDINGS_CAP } from "../lib/store/core/state-gauges";
 import { distributedTests } from "./citus";
 import { setupQueueTests, waitFor, workerStarter } from "./helpers";
 

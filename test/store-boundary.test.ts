@@ -1,4 +1,4 @@
-// Where SQL lives: every statement the core and the console send is in lib/enqueue/store (one
+// Where SQL lives: every statement the core and the console send is in lib/store (one
 // typed function per operation), and only the store asks which layout (one node or Citus) it runs
 // on. Plain vitest, no database: the files are read as TypeScript and their string and template
 // literals checked.
@@ -8,7 +8,7 @@ import ts from "typescript";
 import { expect, test } from "vitest";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
-const STORE = path.join("lib", "enqueue", "store");
+const STORE = path.join("lib", "store");
 
 function sourceFiles(dir: string): string[] {
   const out: string[] = [];
@@ -48,7 +48,7 @@ const NOT_SQL: Record<string, string> = {
   "lib/enqueue/telemetry.ts": "OpenTelemetry metric and attribute names (workhorse.enqueue.decisions, ...)",
   "lib/enqueue/state-gauges.ts": "OpenTelemetry gauge and attribute names (workhorse.queue.depth, ...)",
   "lib/enqueue/decision-counts.ts": "the OpenTelemetry counter name workhorse.queue.decisions",
-  "lib/console/database-session.ts": "the session setting workhorse.database (a configuration name, not a table)",
+  "lib/console/databases/session.ts": "the session setting workhorse.database (a configuration name, not a table)",
 };
 
 /** migrate() lays the schema out as asked (its SQL is sql/, embedded by build-sql): it chooses the layout rather than reading it. */
@@ -56,14 +56,14 @@ const LAYOUT_CHOSEN_HERE = new Set(["lib/enqueue/migrate.ts"]);
 
 const files = ["lib", "app", "components"].flatMap(sourceFiles).filter((f) => !f.startsWith(STORE));
 
-test("no statement against workhorse.* outside lib/enqueue/store (lib, app, components)", () => {
+test("no statement against workhorse.* outside lib/store (lib, app, components)", () => {
   const offenders = files.filter(
     (f) => !(f in NOT_SQL) && !LAYOUT_CHOSEN_HERE.has(f) && literals(f).some((l) => SQL.test(l)),
   );
   expect(offenders).toEqual([]);
 });
 
-test("no layout branch outside lib/enqueue/store", () => {
+test("no layout branch outside lib/store", () => {
   const offenders = files.filter(
     (f) => !LAYOUT_CHOSEN_HERE.has(f) && LAYOUT_BRANCH.test(readFileSync(path.join(ROOT, f), "utf8")),
   );

@@ -1,4 +1,4 @@
-import { metricsResponse } from "@/lib/console/metrics";
+import { metricsResponse } from "@/lib/console/metrics/metrics";
 
 export const dynamic = "force-dynamic";
 

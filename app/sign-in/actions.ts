@@ -1,13 +1,13 @@
 "use server";
 import { redirect } from "next/navigation";
 import { z } from "zod";
-import type { SignInState } from "@/lib/console/action-state";
-import { consoleConfig, passwordMatches } from "@/lib/console/config";
-import { primaryDb } from "@/lib/console/db";
-import { signInLimiter } from "@/lib/console/rate-limit";
-import { safeReturnPath } from "@/lib/console/return-to";
-import { createSession, deleteSession, lookupSession, passwordFingerprint } from "@/lib/console/session-store";
-import { getSession, requestInfo, sameOriginRequest } from "@/lib/console/viewer";
+import { signInLimiter } from "@/lib/console/auth/rate-limit";
+import { safeReturnPath } from "@/lib/console/auth/return-to";
+import { createSession, deleteSession, lookupSession, passwordFingerprint } from "@/lib/console/auth/session-store";
+import { getSession, requestInfo, sameOriginRequest } from "@/lib/console/auth/viewer";
+import { consoleConfig, passwordMatches } from "@/lib/console/databases/config";
+import { primaryDb } from "@/lib/console/databases/db";
+import type { SignInState } from "@/lib/console/wire/action-state";
 import { LIMITS } from "@/lib/enqueue";
 
 /** The name typed, given back after a failed sign-in so it need not be typed again. */

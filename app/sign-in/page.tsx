@@ -2,8 +2,8 @@ import type { Metadata } from "next";
 import { redirect } from "next/navigation";
 import { SignInForm } from "@/components/sign-in-form";
 import { Notice } from "@/components/ui";
-import { safeReturnPath } from "@/lib/console/return-to";
-import { currentViewer } from "@/lib/console/viewer";
+import { safeReturnPath } from "@/lib/console/auth/return-to";
+import { currentViewer } from "@/lib/console/auth/viewer";
 import { signIn } from "./actions";
 
 export const metadata: Metadata = { title: "Sign in" };

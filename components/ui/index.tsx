@@ -2,7 +2,7 @@
 
 import type { CSSProperties, ReactNode } from "react";
 import { Link } from "@/components/db-link";
-import { shortId } from "@/lib/console/format";
+import { shortId } from "@/lib/console/wire/format";
 
 /**
  * For text that may hold a user-supplied value (a queue name, a filter value echoed in an error):

@@ -1,5 +1,5 @@
 import { expect, type Locator, type Page } from "@playwright/test";
-import type { SeriesName } from "../../lib/console/wire-types";
+import type { SeriesName } from "../../lib/console/wire/types";
 
 /** The health chart (overview and queue pages): its per-window totals and the drawn lines. */
 export class HealthChartPart {

@@ -2,12 +2,12 @@
  * Enqueue decisions of every producer, counted from the database (docs/observability.md,
  * "Decisions from the database"): what `StateGauges` exports as `workhorse.queue.decisions`
  * beside the state gauges. Each read of the state counts the decisions made since the previous
- * read (store/decision-counts.ts: a span bounded by its traffic) and adds them to totals kept in
+ * read (store/core/decision-counts.ts: a span bounded by its traffic) and adds them to totals kept in
  * this process, so the totals count from this process's start (at most an hour before its first
  * read) on.
  */
-import { type DecisionSpan, selectDecisionCounts } from "./store/decision-counts";
-import type { Queryable } from "./store/layout";
+import { type DecisionSpan, selectDecisionCounts } from "../store/core/decision-counts";
+import type { Queryable } from "../store/layout";
 
 /** The counter's name, unit and description (Prometheus: `workhorse_queue_decisions_total`). */
 export const DECISION_COUNTS = {

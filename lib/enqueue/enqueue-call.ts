@@ -1,9 +1,11 @@
 /**
- * One enqueue call from normalised requests to results: send the statement (store/enqueue.ts), repeat
+ * One enqueue call from normalised requests to results: send the statement (store/core/enqueue.ts), repeat
  * it when keyed and the connection broke, report what PostgreSQL decided as `EnqueueResult`s (with
  * observations and wake-ups), and translate its SQLSTATEs into typed errors.
  */
 import { v7 as uuidv7 } from "uuid";
+import { type ConflictDetail, type EnqueueRow, enqueueRows } from "../store/core/enqueue";
+import { sqlOver } from "../store/layout";
 import type { NormalizedRequest } from "./enqueue-input";
 import {
   EnqueueIdempotencyConflictError,
@@ -16,8 +18,6 @@ import {
 } from "./errors";
 import { LIMITS } from "./limits";
 import type { Executor, QueueContext } from "./queue-context";
-import { type ConflictDetail, type EnqueueRow, enqueueRows } from "./store/enqueue";
-import { sqlOver } from "./store/layout";
 import { traceparentOf } from "./telemetry";
 import type { EnqueueResult, NonReplaceableReason } from "./types";
 

@@ -361,7 +361,7 @@ export function readSafely(read: () => unknown): unknown {
   }
 }
 
-// The worker's errors (lib/enqueue/worker): its configuration, and the reasons a handler's signal fires.
+// The worker's errors (lib/worker): its configuration, and the reasons a handler's signal fires.
 
 /** A worker's option was out of range. Thrown by `new Worker(...)`. */
 export class WorkerConfigError extends WorkhorseError {

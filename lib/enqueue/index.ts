@@ -13,6 +13,28 @@
  * ```
  */
 
+/** How a read model tells the Citus layout from one node (one row: `distributed boolean`). */
+export { LAYOUT_SQL } from "../store/layout";
+/** For read models (the console): binding and observation rows mapped as the core maps them. */
+export {
+  BINDING_COLUMNS,
+  type BindingRow,
+  bindingFromRow,
+  type ObservationRow,
+  observationFromRow,
+} from "../store/rows";
+export { type ErrorSummary, summarizeError } from "../worker/error-summary";
+export {
+  type ClaimedJob,
+  type FailureCause,
+  type HandlerContext,
+  type JobHandler,
+  Worker,
+  type WorkerEvent,
+  type WorkerOptions,
+  type WorkerStats,
+} from "../worker/index";
+export { retryDelayMs } from "../worker/timing";
 /** Vocabulary, bounds, result types and typed errors: also importable alone, from browser code (client.ts). */
 export * from "./client";
 export type { CoalesceStats } from "./coalesce";
@@ -42,27 +64,5 @@ export {
   StateGauges,
   type StateSnapshot,
 } from "./state-gauges";
-/** How a read model tells the Citus layout from one node (one row: `distributed boolean`). */
-export { LAYOUT_SQL } from "./store/layout";
-/** For read models (the console): binding and observation rows mapped as the core maps them. */
-export {
-  BINDING_COLUMNS,
-  type BindingRow,
-  bindingFromRow,
-  type ObservationRow,
-  observationFromRow,
-} from "./store/rows";
 /** Metrics and traces through @opentelemetry/api (docs/observability.md): the options and the names. */
 export { ATTR as TELEMETRY_ATTRIBUTES, METRICS as TELEMETRY_METRICS, type TelemetryOptions } from "./telemetry";
-export { type ErrorSummary, summarizeError } from "./worker/error-summary";
-export {
-  type ClaimedJob,
-  type FailureCause,
-  type HandlerContext,
-  type JobHandler,
-  Worker,
-  type WorkerEvent,
-  type WorkerOptions,
-  type WorkerStats,
-} from "./worker/index";
-export { retryDelayMs } from "./worker/timing";

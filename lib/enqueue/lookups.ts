@@ -2,13 +2,14 @@
  * Reads by id and by key: a job with its redrives, the binding of a scoped key (live or expired,
  * found by either hash during the pre-HMAC upgrade window), and what operators may see of a key.
  * The public methods and their docs are on `QueueOperations` (queue-operations.ts); the statements
- * are in store/jobs.ts and store/bindings.ts.
+ * are in store/core/jobs.ts and store/core/bindings.ts.
  */
+
+import { selectBinding, selectBindingsInScopes } from "../store/core/bindings";
+import { selectJob } from "../store/core/jobs";
 import { keyDigestOf, keyLengthOf, keyPreviewOf, legacyKeyHash } from "./keys";
 import { parseJobId, parseScopedKey } from "./operator-input";
 import type { OperationsDb } from "./queue-context";
-import { selectBinding, selectBindingsInScopes } from "./store/bindings";
-import { selectJob } from "./store/jobs";
 import type { BindingInfo, Job } from "./types";
 
 export async function getJob(db: OperationsDb, jobId: string): Promise<Job | null> {

@@ -1,15 +1,15 @@
 /**
  * Maintenance (docs/enqueue.md, expiry): expired bindings, old observations, lapsed leases and
  * finished jobs past their retention, each in short bounded statements, and `runMaintenance`, which
- * runs them all and records the run. The statements are in store/maintenance.ts. Public methods and docs are on `QueueOperations` (queue-operations.ts).
+ * runs them all and records the run. The statements are in store/core/maintenance.ts. Public methods and docs are on `QueueOperations` (queue-operations.ts).
  */
 
+import * as store from "../store/core/maintenance";
+import { rollupRunTimesBatch } from "../store/core/runtime-rollups";
 import { parseOptions } from "./input-rules";
 import { pruneFinishedJobs } from "./operator-actions";
 import { pruneBindingsSchema, pruneObservationsSchema, reapLeasesSchema } from "./operator-input";
 import type { OperationsDb } from "./queue-context";
-import * as store from "./store/maintenance";
-import { rollupRunTimesBatch } from "./store/runtime-rollups";
 
 export interface MaintenanceResult {
   expiredBindingsDeleted: number;

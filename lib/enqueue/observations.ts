@@ -1,8 +1,8 @@
 import type pg from "pg";
-import { insertObservations } from "./store/observations";
-import type { ObservationRow } from "./store/rows";
+import { insertObservations } from "../store/core/observations";
+import type { ObservationRow } from "../store/rows";
+import { OneShotTimer } from "../worker/timing";
 import type { Observation } from "./types";
-import { OneShotTimer } from "./worker/timing";
 
 export type { Observation, StoredObservation } from "./types";
 

@@ -2,8 +2,11 @@
  * Operator actions (docs/operator-actions.md) and purge: each one round trip to one SQL function
  * (sql/migrations 007, 008), audited there. The public methods and their docs are on
  * `QueueOperations` (queue-operations.ts); these are their bodies, over the view's `OperationsDb`;
- * the statements are in store/operator-actions.ts.
+ * the statements are in store/core/operator-actions.ts.
  */
+
+import { selectDeadLetters } from "../store/core/jobs";
+import * as store from "../store/core/operator-actions";
 import {
   EnqueueValidationError,
   JobNotFoundError,
@@ -27,8 +30,6 @@ import {
   pruneFinishedJobsSchema,
 } from "./operator-input";
 import type { OperationsDb } from "./queue-context";
-import { selectDeadLetters } from "./store/jobs";
-import * as store from "./store/operator-actions";
 import type * as T from "./types";
 
 /** The scope a redrive request id is hashed under (kept apart from every caller's key scope by the 0x1F separator and name). */

@@ -4,11 +4,11 @@
  * timer, and the accounting that lets `close()` wait for calls in flight.
  */
 import type pg from "pg";
+import type { Sql } from "../store/layout";
 import { EXPECTED_SQLSTATES, QueueClosedError, sqlStateOf } from "./errors";
 import type { KeyRing } from "./keys";
 import { ObservationRecorder, type ObservationRecorderOptions } from "./observations";
 import { withPoolClient } from "./pool-client";
-import type { Sql } from "./store/layout";
 import { QueueTelemetry, type TelemetryOptions } from "./telemetry";
 
 /** Channel that workers LISTEN on; the payload is the queue name. */

@@ -6,6 +6,8 @@
  * queue-context.ts.
  */
 import type pg from "pg";
+import { selectInstallation } from "../store/core/key-upgrade";
+import { sqlOver } from "../store/layout";
 import { Coalescer } from "./coalesce";
 import { type CallView, mayRetry, repeating, runEnqueue } from "./enqueue-call";
 import { checkBatch, namesAKey, normalizeBatch, normalizeRequest } from "./enqueue-input";
@@ -16,8 +18,6 @@ import type { MaintenanceResult } from "./maintenance";
 import * as maintenance from "./maintenance";
 import * as actions from "./operator-actions";
 import type { Executor, OperationsDb, QueueContext } from "./queue-context";
-import { selectInstallation } from "./store/key-upgrade";
-import { sqlOver } from "./store/layout";
 import type {
   BindingInfo,
   CancelResult,

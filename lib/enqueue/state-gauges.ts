@@ -1,14 +1,14 @@
 /**
  * Gauges that need the database (docs/observability.md): queue depth by state, lag, dead letters,
- * workers (by heartbeat), paused queues, live (estimated) and expired bindings. One statement (store/state-gauges.ts), read at
+ * workers (by heartbeat), paused queues, live (estimated) and expired bindings. One statement (store/core/state-gauges.ts), read at
  * most once per `maxAgeMs` however many collections ask (concurrent asks share the read), and
  * registered as observable gauges on any meter provider.
  */
 import { type BatchObservableResult, type MeterProvider, metrics, type ObservableGauge } from "@opentelemetry/api";
+import { type StateRow, selectStateRows } from "../store/core/state-gauges";
+import type { Queryable } from "../store/layout";
 import { DECISION_COUNTS, type DecisionOutcome, DecisionTally, KEY_RELEASE_COUNTS } from "./decision-counts";
 import { EnqueueValidationError } from "./errors";
-import type { Queryable } from "./store/layout";
-import { type StateRow, selectStateRows } from "./store/state-gauges";
 import { INSTRUMENTATION_NAME } from "./telemetry";
 
 export interface StateGaugeOptions {

@@ -1,10 +1,10 @@
 import type { Metadata } from "next";
 import NextLink from "next/link";
 import { PageHeader, Table, Td } from "@/components/ui";
-import { consoleDatabases, openDatabase } from "@/lib/console/db";
-import { FLEET_COUNT_CAP, FLEET_TIMEOUT_MS, type FleetEntry, readFleet } from "@/lib/console/fleet";
-import { formatDuration } from "@/lib/console/format";
-import { requireViewer } from "@/lib/console/viewer";
+import { requireViewer } from "@/lib/console/auth/viewer";
+import { consoleDatabases, openDatabase } from "@/lib/console/databases/db";
+import { FLEET_COUNT_CAP, FLEET_TIMEOUT_MS, type FleetEntry, readFleet } from "@/lib/console/reads/fleet";
+import { formatDuration } from "@/lib/console/wire/format";
 
 export const metadata: Metadata = { title: "Fleet" };
 

@@ -1,5 +1,5 @@
 """Every statement the worker sends, one function each: the same SQL functions, arguments and
-meaning as the TypeScript worker's (lib/enqueue/store/worker.ts). Writes about a running attempt
+meaning as the TypeScript worker's (lib/store/worker/claims.ts). Writes about a running attempt
 are fenced by (job id, attempt, lease token): a stale attempt's write matches no row."""
 
 from __future__ import annotations

@@ -3,10 +3,10 @@ import { HealthChart } from "@/components/health-chart";
 import { OpenJobForm } from "@/components/open-job-form";
 import { OverviewLive } from "@/components/overview-live";
 import { PageHeader } from "@/components/ui";
-import { consolePool } from "@/lib/console/db";
-import { overview } from "@/lib/console/overview";
-import { series } from "@/lib/console/series";
-import { requireViewer } from "@/lib/console/viewer";
+import { requireViewer } from "@/lib/console/auth/viewer";
+import { consolePool } from "@/lib/console/databases/db";
+import { series } from "@/lib/console/metrics/series";
+import { overview } from "@/lib/console/reads/overview";
 
 export const metadata: Metadata = { title: "Overview" };
 

@@ -2,10 +2,10 @@ import type { Metadata } from "next";
 import { AuditTable } from "@/components/audit-table";
 import { FilterForm, FilterSelect, FilterText } from "@/components/filter-form";
 import { PageHeader } from "@/components/ui";
-import { listAudit } from "@/lib/console/audit";
-import { consolePool } from "@/lib/console/db";
-import { AUDIT_ACTIONS, parseAuditFilters, toQuery } from "@/lib/console/filters";
-import { requireViewer } from "@/lib/console/viewer";
+import { requireViewer } from "@/lib/console/auth/viewer";
+import { consolePool } from "@/lib/console/databases/db";
+import { listAudit } from "@/lib/console/reads/audit";
+import { AUDIT_ACTIONS, parseAuditFilters, toQuery } from "@/lib/console/reads/filters";
 
 export const metadata: Metadata = { title: "Audit log" };
 

@@ -3,11 +3,11 @@ import { BindingsTable } from "@/components/bindings-table";
 import { Link } from "@/components/db-link";
 import { FilterForm, FilterSelect, FilterText } from "@/components/filter-form";
 import { cx, PageHeader } from "@/components/ui";
-import { listBindings } from "@/lib/console/bindings";
-import { consolePool } from "@/lib/console/db";
-import { parseBindingFilters, toQuery } from "@/lib/console/filters";
-import { requireViewer } from "@/lib/console/viewer";
-import { BINDING_MODES } from "@/lib/console/wire-types";
+import { requireViewer } from "@/lib/console/auth/viewer";
+import { consolePool } from "@/lib/console/databases/db";
+import { listBindings } from "@/lib/console/reads/bindings";
+import { parseBindingFilters, toQuery } from "@/lib/console/reads/filters";
+import { BINDING_MODES } from "@/lib/console/wire/types";
 
 export const metadata: Metadata = { title: "Bindings" };
 

@@ -2,12 +2,12 @@ import type { Metadata } from "next";
 import { FilterForm, FilterSelect, FilterText } from "@/components/filter-form";
 import { ObservationsTable } from "@/components/observations-table";
 import { Badge, Notice, PageHeader } from "@/components/ui";
-import { consolePool } from "@/lib/console/db";
-import { parseObservationFilters, TIME_WINDOWS, toQuery } from "@/lib/console/filters";
-import { listObservations } from "@/lib/console/observation-reads";
-import { explainOutcome, REASON_LABELS } from "@/lib/console/outcomes";
-import { requireViewer } from "@/lib/console/viewer";
-import { LISTED_OUTCOMES } from "@/lib/console/wire-types";
+import { requireViewer } from "@/lib/console/auth/viewer";
+import { consolePool } from "@/lib/console/databases/db";
+import { parseObservationFilters, TIME_WINDOWS, toQuery } from "@/lib/console/reads/filters";
+import { listObservations } from "@/lib/console/reads/observation-reads";
+import { explainOutcome, REASON_LABELS } from "@/lib/console/wire/outcome-text";
+import { LISTED_OUTCOMES } from "@/lib/console/wire/types";
 
 export const metadata: Metadata = { title: "Conflicts & replays" };
 
@@ -32,7 +32,7 @@ const OUTCOME_HELP: [string, string][] = [
   ],
 ];
 
-/** Why a debounce request was non-replaceable, and what to do (lib/console/outcomes.ts). */
+/** Why a debounce request was non-replaceable, and what to do (lib/console/wire/outcome-text.ts). */
 const REASON_HELP = (["incompatible_key_mode", "not_pending", "window_elapsed_pending"] as const).map(
   (r) => [r, explainOutcome("non_replaceable", r)] as const,
 );

@@ -1,10 +1,10 @@
 "use server";
 import { revalidatePath } from "next/cache";
-import type { OperatorActionState } from "@/lib/console/action-state";
-import { consoleDb } from "@/lib/console/db";
-import { deleteDeadLetters } from "@/lib/console/dead-letter-delete";
-import { invalidateCounts } from "@/lib/console/overview";
-import { requireMutator } from "@/lib/console/viewer";
+import { deleteDeadLetters } from "@/lib/console/actions/dead-letter-delete";
+import { requireMutator } from "@/lib/console/auth/viewer";
+import { consoleDb } from "@/lib/console/databases/db";
+import { invalidateCounts } from "@/lib/console/reads/overview";
+import type { OperatorActionState } from "@/lib/console/wire/action-state";
 
 /** Deletes failed jobs (a selection or a dead-letter group) as the signed-in operator. */
 export async function deleteDeadLettersAction(

@@ -1,9 +1,9 @@
 "use server";
-import type { EnqueueFormState } from "@/lib/console/action-state";
-import { consoleDb } from "@/lib/console/db";
-import { enqueueTestJob } from "@/lib/console/mutations";
-import { invalidateCounts } from "@/lib/console/overview";
-import { requireMutator } from "@/lib/console/viewer";
+import { enqueueTestJob } from "@/lib/console/actions/mutations";
+import { requireMutator } from "@/lib/console/auth/viewer";
+import { consoleDb } from "@/lib/console/databases/db";
+import { invalidateCounts } from "@/lib/console/reads/overview";
+import type { EnqueueFormState } from "@/lib/console/wire/action-state";
 
 export async function enqueueTestJobAction(_prev: EnqueueFormState, data: FormData): Promise<EnqueueFormState> {
   const m = await requireMutator();

@@ -1,9 +1,9 @@
 import type { Metadata } from "next";
 import { EnqueueForm } from "@/components/enqueue-form";
 import { Notice, PageHeader } from "@/components/ui";
-import { consolePool } from "@/lib/console/db";
-import { requireViewer } from "@/lib/console/viewer";
-import { listWorkers } from "@/lib/console/workers";
+import { requireViewer } from "@/lib/console/auth/viewer";
+import { consolePool } from "@/lib/console/databases/db";
+import { listWorkers } from "@/lib/console/reads/workers";
 import { enqueueTestJobAction } from "./actions";
 
 export const metadata: Metadata = { title: "Enqueue test job" };

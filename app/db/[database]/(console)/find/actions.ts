@@ -1,9 +1,9 @@
 "use server";
-import type { FindKeyState } from "@/lib/console/action-state";
-import { consoleDatabases, consoleDb, openDatabase } from "@/lib/console/db";
-import { findKeyEverywhere } from "@/lib/console/find-everywhere";
-import { findByKey } from "@/lib/console/find-key";
-import { currentViewer, sameOriginRequest } from "@/lib/console/viewer";
+import { currentViewer, sameOriginRequest } from "@/lib/console/auth/viewer";
+import { consoleDatabases, consoleDb, openDatabase } from "@/lib/console/databases/db";
+import { findKeyEverywhere } from "@/lib/console/reads/find-everywhere";
+import { findByKey } from "@/lib/console/reads/find-key";
+import type { FindKeyState } from "@/lib/console/wire/action-state";
 import { DEFAULT_SCOPE } from "@/lib/enqueue";
 
 /**

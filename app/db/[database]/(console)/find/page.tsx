@@ -4,10 +4,10 @@ import { DigestResult } from "@/components/digest-result";
 import { FindKeyForm } from "@/components/find-key-form";
 import { KeyEverywhereTable } from "@/components/key-everywhere";
 import { buttonClass, Card, Field, inputClass, Notice, PageHeader } from "@/components/ui";
-import { consoleDatabases, consolePool, openDatabase } from "@/lib/console/db";
-import { DIGEST_RE, lookupDigestLimited } from "@/lib/console/digest";
-import { findDigestEverywhere } from "@/lib/console/find-everywhere";
-import { requestInfo, requireViewer } from "@/lib/console/viewer";
+import { requestInfo, requireViewer } from "@/lib/console/auth/viewer";
+import { consoleDatabases, consolePool, openDatabase } from "@/lib/console/databases/db";
+import { DIGEST_RE, lookupDigestLimited } from "@/lib/console/reads/digest";
+import { findDigestEverywhere } from "@/lib/console/reads/find-everywhere";
 import { findByKeyAction } from "./actions";
 
 export const metadata: Metadata = { title: "Find by key" };

@@ -1,14 +1,14 @@
 "use server";
 import { revalidatePath } from "next/cache";
 import type { Pool } from "pg";
-import type { OperatorActionState, PurgeState, RedriveState } from "@/lib/console/action-state";
-import { consoleDb } from "@/lib/console/db";
-import { parseJobFilters } from "@/lib/console/filters";
-import { purgeJob, purgeQueue } from "@/lib/console/mutations";
-import { cancelJobs, purgeSelected, redriveJobs, runJobsNow } from "@/lib/console/operator-action-forms";
-import { countMatchingJobs } from "@/lib/console/operator-reads";
-import { invalidateCounts } from "@/lib/console/overview";
-import { requireMutator } from "@/lib/console/viewer";
+import { purgeJob, purgeQueue } from "@/lib/console/actions/mutations";
+import { cancelJobs, purgeSelected, redriveJobs, runJobsNow } from "@/lib/console/actions/operator-action-forms";
+import { requireMutator } from "@/lib/console/auth/viewer";
+import { consoleDb } from "@/lib/console/databases/db";
+import { parseJobFilters } from "@/lib/console/reads/filters";
+import { countMatchingJobs } from "@/lib/console/reads/operator-reads";
+import { invalidateCounts } from "@/lib/console/reads/overview";
+import type { OperatorActionState, PurgeState, RedriveState } from "@/lib/console/wire/action-state";
 import type { Queue } from "@/lib/enqueue";
 
 type Refused = { status: "refused"; message: string };

@@ -7,12 +7,12 @@ import { JobsTable } from "@/components/jobs-table";
 import { OpenJobForm } from "@/components/open-job-form";
 import { StateTabs } from "@/components/state-tabs";
 import { linkClass, Notice, PageHeader, secondaryButtonClass } from "@/components/ui";
-import { consolePool, databasePath } from "@/lib/console/db";
-import { parseJobFilters, toQuery } from "@/lib/console/filters";
-import { listJobs, stateTabCounts } from "@/lib/console/jobs";
-import { resolveJobId } from "@/lib/console/open-job";
-import { MAX_BULK_JOBS } from "@/lib/console/operator-reads";
-import { requireViewer } from "@/lib/console/viewer";
+import { requireViewer } from "@/lib/console/auth/viewer";
+import { consolePool, databasePath } from "@/lib/console/databases/db";
+import { parseJobFilters, toQuery } from "@/lib/console/reads/filters";
+import { listJobs, stateTabCounts } from "@/lib/console/reads/jobs";
+import { resolveJobId } from "@/lib/console/reads/open-job";
+import { MAX_BULK_JOBS } from "@/lib/console/reads/operator-reads";
 import { cancelJobsAction, countMatchingAction, purgeSelectedAction, redriveAction, runNowAction } from "./actions";
 
 export const metadata: Metadata = { title: "Jobs" };

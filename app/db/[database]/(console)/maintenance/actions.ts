@@ -1,8 +1,8 @@
 "use server";
-import type { MaintenanceState } from "@/lib/console/action-state";
-import { consoleDb } from "@/lib/console/db";
-import { runMaintenanceNow } from "@/lib/console/mutations";
-import { requireMutator } from "@/lib/console/viewer";
+import { runMaintenanceNow } from "@/lib/console/actions/mutations";
+import { requireMutator } from "@/lib/console/auth/viewer";
+import { consoleDb } from "@/lib/console/databases/db";
+import type { MaintenanceState } from "@/lib/console/wire/action-state";
 
 export async function runMaintenanceAction(_prev: MaintenanceState, _data: FormData): Promise<MaintenanceState> {
   const m = await requireMutator();

@@ -1,9 +1,9 @@
 import type { Metadata } from "next";
 import { MaintenancePanel } from "@/components/maintenance-panel";
 import { PageHeader } from "@/components/ui";
-import { consolePool } from "@/lib/console/db";
-import { maintenanceStatus } from "@/lib/console/maintenance-status";
-import { requireViewer } from "@/lib/console/viewer";
+import { requireViewer } from "@/lib/console/auth/viewer";
+import { consolePool } from "@/lib/console/databases/db";
+import { maintenanceStatus } from "@/lib/console/reads/maintenance-status";
 import { runMaintenanceAction } from "./actions";
 
 export const metadata: Metadata = { title: "Maintenance" };

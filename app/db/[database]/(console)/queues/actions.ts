@@ -1,9 +1,9 @@
 "use server";
 import { revalidatePath } from "next/cache";
-import type { OperatorActionState } from "@/lib/console/action-state";
-import { consoleDb } from "@/lib/console/db";
-import { setQueuePaused } from "@/lib/console/operator-action-forms";
-import { requireMutator } from "@/lib/console/viewer";
+import { setQueuePaused } from "@/lib/console/actions/operator-action-forms";
+import { requireMutator } from "@/lib/console/auth/viewer";
+import { consoleDb } from "@/lib/console/databases/db";
+import type { OperatorActionState } from "@/lib/console/wire/action-state";
 
 /** Pause or resume a queue (`action` = `pause` | `resume`); the actor comes from the session. */
 export async function queuePauseAction(_prev: OperatorActionState, data: FormData): Promise<OperatorActionState> {

@@ -3,10 +3,10 @@ import { PurgeDialog } from "@/components/purge-dialog";
 import { QueuePausePanel } from "@/components/queue-pause-panel";
 import { QueuesLive } from "@/components/queues-live";
 import { PageHeader } from "@/components/ui";
-import { consolePool } from "@/lib/console/db";
-import { pausedQueues, pendingQueueNames } from "@/lib/console/operator-reads";
-import { queueHealth } from "@/lib/console/queues";
-import { requireViewer } from "@/lib/console/viewer";
+import { requireViewer } from "@/lib/console/auth/viewer";
+import { consolePool } from "@/lib/console/databases/db";
+import { pausedQueues, pendingQueueNames } from "@/lib/console/reads/operator-reads";
+import { queueHealth } from "@/lib/console/reads/queues";
 import { purgeQueueAction } from "../jobs/actions";
 import { queuePauseAction } from "./actions";
 

@@ -1,10 +1,10 @@
 import type { Metadata } from "next";
 import { Link } from "@/components/db-link";
 import { Card, EmptyState, linkClass, PageHeader, Table, Td } from "@/components/ui";
-import { consolePool } from "@/lib/console/db";
-import { formatTime } from "@/lib/console/format";
-import { LIVE_SAMPLE, runTimes, type SpanStats, trendWord } from "@/lib/console/run-times";
-import { requireViewer } from "@/lib/console/viewer";
+import { requireViewer } from "@/lib/console/auth/viewer";
+import { consolePool } from "@/lib/console/databases/db";
+import { LIVE_SAMPLE, runTimes, type SpanStats, trendWord } from "@/lib/console/reads/run-times";
+import { formatTime } from "@/lib/console/wire/format";
 
 export const metadata: Metadata = { title: "Run times" };
 export const dynamic = "force-dynamic";

@@ -14,7 +14,8 @@ import {
   Table,
   Td,
 } from "@/components/ui";
-import { consolePool } from "@/lib/console/db";
+import { requireViewer } from "@/lib/console/auth/viewer";
+import { consolePool } from "@/lib/console/databases/db";
 import {
   parseSearch,
   SEARCH_LIMIT,
@@ -22,8 +23,7 @@ import {
   SEARCH_WINDOWS,
   type SearchWindow,
   searchPayload,
-} from "@/lib/console/payload-search";
-import { requireViewer } from "@/lib/console/viewer";
+} from "@/lib/console/reads/payload-search";
 
 export const metadata: Metadata = { title: "Search by payload" };
 

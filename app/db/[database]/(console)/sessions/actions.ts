@@ -1,8 +1,8 @@
 "use server";
 import { redirect } from "next/navigation";
-import { primaryDb } from "@/lib/console/db";
-import { deleteAllSessions } from "@/lib/console/session-store";
-import { getSession, requireMutator } from "@/lib/console/viewer";
+import { deleteAllSessions } from "@/lib/console/auth/session-store";
+import { getSession, requireMutator } from "@/lib/console/auth/viewer";
+import { primaryDb } from "@/lib/console/databases/db";
 
 /**
  * Ends every console session, this one included (audited). Allowed in read-only mode: it changes

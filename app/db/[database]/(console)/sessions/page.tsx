@@ -1,9 +1,9 @@
 import type { Metadata } from "next";
 import { EmptyState, Notice, PageHeader, secondaryButtonClass, Table, Td } from "@/components/ui";
-import { primaryDb } from "@/lib/console/db";
-import { formatTime } from "@/lib/console/format";
-import { listSessions, SESSION_IDLE_MS, SESSION_MAX_MS } from "@/lib/console/session-store";
-import { currentFingerprint, requireViewer } from "@/lib/console/viewer";
+import { listSessions, SESSION_IDLE_MS, SESSION_MAX_MS } from "@/lib/console/auth/session-store";
+import { currentFingerprint, requireViewer } from "@/lib/console/auth/viewer";
+import { primaryDb } from "@/lib/console/databases/db";
+import { formatTime } from "@/lib/console/wire/format";
 import { signOutEverywhere } from "./actions";
 
 export const metadata: Metadata = { title: "Sessions" };

@@ -1,9 +1,9 @@
 import type { Metadata } from "next";
 import { PageHeader } from "@/components/ui";
 import { WorkersLive } from "@/components/workers-live";
-import { consolePool } from "@/lib/console/db";
-import { requireViewer } from "@/lib/console/viewer";
-import { listWorkers } from "@/lib/console/workers";
+import { requireViewer } from "@/lib/console/auth/viewer";
+import { consolePool } from "@/lib/console/databases/db";
+import { listWorkers } from "@/lib/console/reads/workers";
 
 export const metadata: Metadata = { title: "Workers" };
 

@@ -1,7 +1,7 @@
 import type { NextRequest } from "next/server";
-import { jsonRead } from "@/lib/console/api";
-import { listAudit } from "@/lib/console/audit";
-import { parseAuditFilters } from "@/lib/console/filters";
+import { jsonRead } from "@/lib/console/reads/api";
+import { listAudit } from "@/lib/console/reads/audit";
+import { parseAuditFilters } from "@/lib/console/reads/filters";
 
 export const dynamic = "force-dynamic";
 

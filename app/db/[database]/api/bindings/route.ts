@@ -1,7 +1,7 @@
 import type { NextRequest } from "next/server";
-import { jsonRead } from "@/lib/console/api";
-import { listBindings } from "@/lib/console/bindings";
-import { parseBindingFilters } from "@/lib/console/filters";
+import { jsonRead } from "@/lib/console/reads/api";
+import { listBindings } from "@/lib/console/reads/bindings";
+import { parseBindingFilters } from "@/lib/console/reads/filters";
 
 export const dynamic = "force-dynamic";
 

@@ -1,7 +1,7 @@
 import type { NextRequest } from "next/server";
-import { jsonRead } from "@/lib/console/api";
-import { parseObservationFilters } from "@/lib/console/filters";
-import { listObservations } from "@/lib/console/observation-reads";
+import { jsonRead } from "@/lib/console/reads/api";
+import { parseObservationFilters } from "@/lib/console/reads/filters";
+import { listObservations } from "@/lib/console/reads/observation-reads";
 
 export const dynamic = "force-dynamic";
 

@@ -1,7 +1,7 @@
 import type { NextRequest } from "next/server";
-import { jsonRead } from "@/lib/console/api";
-import { parseJobFilters } from "@/lib/console/filters";
-import { listJobs } from "@/lib/console/jobs";
+import { jsonRead } from "@/lib/console/reads/api";
+import { parseJobFilters } from "@/lib/console/reads/filters";
+import { listJobs } from "@/lib/console/reads/jobs";
 
 export const dynamic = "force-dynamic";
 

@@ -1,5 +1,5 @@
-import { jsonRead } from "@/lib/console/api";
-import { maintenanceStatus } from "@/lib/console/maintenance-status";
+import { jsonRead } from "@/lib/console/reads/api";
+import { maintenanceStatus } from "@/lib/console/reads/maintenance-status";
 
 export const dynamic = "force-dynamic";
 

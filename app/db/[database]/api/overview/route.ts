@@ -1,5 +1,5 @@
-import { jsonRead } from "@/lib/console/api";
-import { overview } from "@/lib/console/overview";
+import { jsonRead } from "@/lib/console/reads/api";
+import { overview } from "@/lib/console/reads/overview";
 
 export const dynamic = "force-dynamic";
 

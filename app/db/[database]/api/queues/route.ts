@@ -1,7 +1,7 @@
 import type { NextRequest } from "next/server";
-import { jsonRead } from "@/lib/console/api";
-import { parseQueueName } from "@/lib/console/filters";
-import { queueHealth } from "@/lib/console/queues";
+import { jsonRead } from "@/lib/console/reads/api";
+import { parseQueueName } from "@/lib/console/reads/filters";
+import { queueHealth } from "@/lib/console/reads/queues";
 
 export const dynamic = "force-dynamic";
 

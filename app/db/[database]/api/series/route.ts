@@ -1,7 +1,7 @@
 import type { NextRequest } from "next/server";
-import { jsonRead } from "@/lib/console/api";
-import { parseSeriesParams } from "@/lib/console/filters";
-import { series } from "@/lib/console/series";
+import { series } from "@/lib/console/metrics/series";
+import { jsonRead } from "@/lib/console/reads/api";
+import { parseSeriesParams } from "@/lib/console/reads/filters";
 
 export const dynamic = "force-dynamic";
 

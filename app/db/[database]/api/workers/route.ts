@@ -1,5 +1,5 @@
-import { jsonRead } from "@/lib/console/api";
-import { listWorkers } from "@/lib/console/workers";
+import { jsonRead } from "@/lib/console/reads/api";
+import { listWorkers } from "@/lib/console/reads/workers";
 
 export const dynamic = "force-dynamic";
 

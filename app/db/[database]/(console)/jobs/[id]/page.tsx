@@ -5,10 +5,10 @@ import { JobLive } from "@/components/job-live";
 import { PayloadCard } from "@/components/payload-card";
 import { PurgeDialog } from "@/components/purge-dialog";
 import { BackLink, PageHeader } from "@/components/ui";
-import { consolePool } from "@/lib/console/db";
-import { UUID_RE } from "@/lib/console/filters";
-import { jobDetail, jobPayload } from "@/lib/console/jobs";
-import { requireViewer } from "@/lib/console/viewer";
+import { requireViewer } from "@/lib/console/auth/viewer";
+import { consolePool } from "@/lib/console/databases/db";
+import { UUID_RE } from "@/lib/console/reads/filters";
+import { jobDetail, jobPayload } from "@/lib/console/reads/jobs";
 import { cancelJobsAction, purgeJobAction, redriveAction, runNowAction } from "../actions";
 
 export const metadata: Metadata = { title: "Job" };

@@ -1,7 +1,7 @@
 import { headers } from "next/headers";
 import { QueueNotFound } from "@/components/queue-not-found";
-import { queuePath } from "@/lib/console/open-queue";
-import { PATH_HEADER } from "@/lib/console/request-info";
+import { PATH_HEADER } from "@/lib/console/auth/request-info";
+import { queuePath } from "@/lib/console/reads/open-queue";
 
 /** The queue page's notFound() after a client navigation (a full load is decided by the layout). */
 export default async function QueuePageNotFound() {

@@ -1,7 +1,7 @@
 import { NextResponse } from "next/server";
-import { jsonRead, NotFound } from "@/lib/console/api";
-import { UUID_RE } from "@/lib/console/filters";
-import { jobDetail } from "@/lib/console/jobs";
+import { jsonRead, NotFound } from "@/lib/console/reads/api";
+import { UUID_RE } from "@/lib/console/reads/filters";
+import { jobDetail } from "@/lib/console/reads/jobs";
 
 export const dynamic = "force-dynamic";
 

@@ -1,8 +1,8 @@
 import { NextResponse } from "next/server";
-import { consolePool } from "@/lib/console/db";
-import { UUID_RE } from "@/lib/console/filters";
-import { jobPayloadJson } from "@/lib/console/jobs";
-import { apiAccess } from "@/lib/console/viewer";
+import { apiAccess } from "@/lib/console/auth/viewer";
+import { consolePool } from "@/lib/console/databases/db";
+import { UUID_RE } from "@/lib/console/reads/filters";
+import { jobPayloadJson } from "@/lib/console/reads/jobs";
 
 export const dynamic = "force-dynamic";
 

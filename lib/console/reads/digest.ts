@@ -1,0 +1,92 @@
+import "server-only";
+import type pg from "pg";
+import { OBSERVATIONS_BY_DIGEST_SQL, observationsByDigest, purgedJobsUnderDigest } from "@/lib/store/console/keys";
+import { bindingsByDigest } from "@/lib/store/console/reads";
+import { DIGEST_LOOKUPS_PER_MINUTE, digestLookupLimiter, type RequestLimiter } from "../auth/rate-limit";
+import type { DigestLookupDto } from "../wire/types";
+import { bindingDto } from "./jobs";
+import { observationDto } from "./observation-reads";
+import { iso, readWithTimeout } from "./read-queries";
+
+/** A key digest: the first 12 hex characters of the key's SHA-256 (what errors and logs carry). */
+export const DIGEST_RE = /^[0-9a-f]{12}$/;
+
+export { DIGEST_LOOKUPS_PER_MINUTE };
+
+/** How long the observation search (an index range since migration 015) may take before we say so. */
+const DIGEST_SEARCH_TIMEOUT_MS = 500;
+/** Scopes walked for bindings; beyond this the answer says the search stopped. */
+const DIGEST_MAX_SCOPES = 1000;
+
+type LimitedDigestLookup =
+  | { status: "ok"; result: DigestLookupDto }
+  | { status: "limited"; retryInSeconds: number; message: string };
+
+/**
+ * lookupDigest, at most DIGEST_LOOKUPS_PER_MINUTE times a minute per `who` (the console session, or
+ * the client address without sign-in). Past that, no query runs and the answer says how long to wait.
+ */
+export async function lookupDigestLimited(
+  pool: pg.Pool,
+  digest: string,
+  who: string,
+  limiter: RequestLimiter = digestLookupLimiter,
+  now = Date.now(),
+): Promise<LimitedDigestLookup> {
+  const waitMs = limiter.take(who, now);
+  if (waitMs > 0) {
+    const retryInSeconds = Math.ceil(waitMs / 1000);
+    return {
+      status: "limited",
+      retryInSeconds,
+      message: `Too many digest lookups from this session (${DIGEST_LOOKUPS_PER_MINUTE} a minute): wait ${retryInSeconds} s and try again.`,
+    };
+  }
+  return { status: "ok", result: await lookupDigest(pool, digest) };
+}
+
+/**
+ * Everything the console knows under one key digest, across scopes:
+ * - live and expired bindings whose key hash starts with the digest. The binding's primary key is
+ *   (scope, key_hash): the scopes are walked with a recursive "skip scan" over that index (one index
+ *   probe per scope) and each scope is a key_hash range probe, so no table scan;
+ * - the jobs those bindings hold (state, queue, type);
+ * - the newest observations (replays, conflicts) under the digest: an index range on
+ *   (key_digest, id) (migration 015), still read-only under a statement timeout, and the answer says
+ *   when it was cut short.
+ * - purged jobs whose key had the digest (the purge released it), newest first, at most 5: no index
+ *   serves it, so it runs under the same statement timeout and the answer says when it was cut short.
+ * Six bytes of digest can, rarely, match two keys: every binding found is listed with its scope.
+ */
+export async function lookupDigest(pool: pg.Pool, digest: string): Promise<DigestLookupDto> {
+  const lo = Buffer.concat([Buffer.from(digest, "hex"), Buffer.alloc(26, 0)]);
+  const hi = Buffer.concat([Buffer.from(digest, "hex"), Buffer.alloc(26, 0xff)]);
+  const [bindings, observations, released] = await Promise.all([
+    bindingsByDigest(pool, lo, hi, DIGEST_MAX_SCOPES),
+    searchObservations(pool, digest),
+    readWithTimeout(pool, DIGEST_SEARCH_TIMEOUT_MS, (client) => purgedJobsUnderDigest(client, digest)),
+  ]);
+  const first = bindings.rows[0];
+  return {
+    digest,
+    bindings: bindings.rows.map((r) => ({
+      binding: bindingDto(r),
+      job: r.job_state ? { state: r.job_state, queue: r.job_queue ?? "", type: r.job_type ?? "" } : null,
+    })),
+    scopesSearchedAll: first ? Number(first.scopes) < DIGEST_MAX_SCOPES : true,
+    observations: observations.rows,
+    observationsComplete: observations.complete,
+    released: released.timedOut
+      ? []
+      : released.value.map((r) => ({ jobId: r.job_id, scope: r.scope, purgedAt: iso(r.purged_at) })),
+    releasedComplete: !released.timedOut,
+    now: iso(first?.now ?? new Date()),
+  };
+}
+
+export { OBSERVATIONS_BY_DIGEST_SQL };
+
+async function searchObservations(pool: pg.Pool, digest: string) {
+  const r = await readWithTimeout(pool, DIGEST_SEARCH_TIMEOUT_MS, (client) => observationsByDigest(client, digest));
+  return r.timedOut ? { rows: [], complete: false } : { rows: r.value.map(observationDto), complete: true };
+}

@@ -1,0 +1,37 @@
+import "server-only";
+import { dbNow, workerHeartbeatRows } from "@/lib/store/console/status";
+import { GONE_AFTER_MISSED_CHECK_INS } from "@/lib/store/core/maintenance";
+import type { WorkersDto } from "../wire/types";
+import { type Db, iso } from "./read-queries";
+
+/** At most this many workers are listed. */
+const WORKERS_LIMIT = 500;
+
+/**
+ * Every worker that checked in, from `workhorse.worker_heartbeat` (each running worker upserts its
+ * row every heartbeat interval and deletes it when it stops): busy or idle, its queues,
+ * concurrency and jobs in hand. One that missed three check-ins in a row is `gone` (crashed,
+ * killed, or cut off from the database) until maintenance deletes its row.
+ */
+export async function listWorkers(db: Db): Promise<WorkersDto> {
+  const rows = await workerHeartbeatRows(db, WORKERS_LIMIT, GONE_AFTER_MISSED_CHECK_INS);
+  const clock = rows[0]?.now ?? (await dbNow(db)) ?? new Date();
+  return {
+    now: iso(clock),
+    workers: rows.map((r) => ({
+      worker: r.worker_id,
+      host: r.host,
+      pid: r.pid,
+      queues: r.queues,
+      types: r.types,
+      concurrency: r.concurrency,
+      running: r.running,
+      held: r.held,
+      jobIds: r.job_ids,
+      state: r.gone ? "gone" : r.status === "stopping" ? "stopping" : r.held > 0 ? "busy" : "idle",
+      startedAt: iso(r.started_at),
+      checkedAt: iso(r.checked_at),
+      intervalMs: r.interval_ms,
+    })),
+  };
+}
