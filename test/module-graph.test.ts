@@ -125,3 +125,64 @@ test("lib/enqueue/client.ts, what browser code imports, reaches no Node or datab
   visit(path.join(ROOT, "lib/enqueue/client.ts"));
   expect([...packages].filter((p) => p === "pg" || p.startsWith("node:") || p === "server-only")).toEqual([]);
 });
+
+/** Each import of a file: the file it names and whether it is type-only (`import type` / `export type`). */
+function importsWithKind(file: string): Array<{ target: string; typeOnly: boolean }> {
+  const source = ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.Latest, false);
+  const out: Array<{ target: string; typeOnly: boolean }> = [];
+  for (const s of source.statements) {
+    if (!(ts.isImportDeclaration(s) || ts.isExportDeclaration(s))) continue;
+    if (!s.moduleSpecifier || !ts.isStringLiteral(s.moduleSpecifier)) continue;
+    const target = resolve(file, s.moduleSpecifier.text);
+    if (!target) continue;
+    const typeOnly = ts.isImportDeclaration(s) ? (s.importClause?.isTypeOnly ?? false) : s.isTypeOnly;
+    out.push({ target: path.relative(ROOT, target).split(path.sep).join("/"), typeOnly });
+  }
+  return out;
+}
+
+/**
+ * The layers of lib/ (docs/architecture.md), lowest first: the store (lib/store: its root, the
+ * layout handle and row mapping, then core, worker and console statements), the core (lib/enqueue),
+ * the worker runtime (lib/worker), the core's public surface (lib/enqueue/index.ts, which also
+ * exports the worker), and the console (lib/console). A module imports from its own layer or lower.
+ * The store may name the core's types (type-only imports): they are what its rows map to.
+ */
+function layerOf(file: string): number {
+  if (/^lib\/store\/[^/]+\.ts$/.test(file)) return 0;
+  if (file.startsWith("lib/store/core/")) return 1;
+  if (file.startsWith("lib/store/worker/")) return 2;
+  if (file.startsWith("lib/store/console/")) return 3;
+  if (file === "lib/enqueue/index.ts") return 6;
+  if (file.startsWith("lib/enqueue/")) return 4;
+  if (file.startsWith("lib/worker/")) return 5;
+  if (file.startsWith("lib/console/")) return 7;
+  return 8;
+}
+
+test("lib/ imports only downwards: store, core, worker, the public surface, console", () => {
+  const upward: string[] = [];
+  for (const f of files) {
+    const from = path.relative(ROOT, f).split(path.sep).join("/");
+    if (!from.startsWith("lib/")) continue;
+    for (const { target, typeOnly } of importsWithKind(f)) {
+      if (!target.startsWith("lib/")) continue;
+      const modelType = typeOnly && from.startsWith("lib/store/") && target.startsWith("lib/enqueue/");
+      if (layerOf(target) > layerOf(from) && !modelType) upward.push(`${from} -> ${target}`);
+    }
+  }
+  expect(upward).toEqual([]);
+});
+
+test("browser code (lib/console/wire) reaches no server module", () => {
+  const server: string[] = [];
+  for (const f of files) {
+    const from = path.relative(ROOT, f).split(path.sep).join("/");
+    if (!from.startsWith("lib/console/wire/")) continue;
+    for (const { target, typeOnly } of importsWithKind(f)) {
+      const browserSafe = target.startsWith("lib/console/wire/") || target === "lib/enqueue/client.ts";
+      if (!typeOnly && !browserSafe) server.push(`${from} -> ${target}`);
+    }
+  }
+  expect(server).toEqual([]);
+});

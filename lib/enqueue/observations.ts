@@ -1,7 +1,7 @@
 import type pg from "pg";
 import { insertObservations } from "../store/core/observations";
 import type { ObservationRow } from "../store/rows";
-import { OneShotTimer } from "../worker/timing";
+import { OneShotTimer } from "./one-shot-timer";
 import type { Observation } from "./types";
 
 export type { Observation, StoredObservation } from "./types";

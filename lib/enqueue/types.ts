@@ -335,3 +335,29 @@ export interface Observation {
 
 /** An observation as `workhorse.enqueue_observation` holds it: every field present, `null` when absent. */
 export type StoredObservation = { id: string } & { [K in keyof Observation]-?: Exclude<Observation[K], undefined> };
+
+/** A job as its handler receives it: the claimed attempt. */
+export interface ClaimedJob {
+  id: string;
+  queue: string;
+  type: string;
+  payload: unknown;
+  /** 1-based attempt number of this run. */
+  attempt: number;
+  maxAttempts: number;
+  runAt: Date;
+  deadline: Date | null;
+  executionTimeoutMs: number | null;
+  concurrencyKey: string | null;
+  tags: string[];
+  createdAt: Date;
+  /** When the lease lapses unless heartbeats extend it (PostgreSQL's clock). */
+  leaseExpiresAt: Date;
+  /** The lease token stored as `lease_owner`: `<workerId>~<claim>`, new for every claim call. */
+  leaseOwner: string;
+  /**
+   * The W3C `traceparent` of the enqueue call that made the job, when that call ran in a sampled
+   * OpenTelemetry span (docs/observability.md, "Traces"); the attempt's span links to it. Else null.
+   */
+  traceContext: string | null;
+}

@@ -3,8 +3,14 @@
  * column list and mapping written once, for the core's own reads, the worker's claim and read
  * models such as the console's (exported from index.ts).
  */
-import type { BindingInfo, Job, JobState, NormalizedRetryPolicy, StoredObservation } from "../enqueue/types";
-import type { ClaimedJob } from "../worker/types";
+import type {
+  BindingInfo,
+  ClaimedJob,
+  Job,
+  JobState,
+  NormalizedRetryPolicy,
+  StoredObservation,
+} from "../enqueue/types";
 
 /** `workhorse.key_binding` (alias `b`) as a `BindingRow`: digests as hex, `expired` by the server's clock. */
 export const BINDING_COLUMNS = `b.scope, b.key_hash, b.job_id, b.mode, b.key_preview, b.key_length,

@@ -1,6 +1,6 @@
 import pg from "pg";
+import { OneShotTimer } from "../enqueue/one-shot-timer";
 import { WAKE_CHANNEL } from "../enqueue/queue-context";
-import { OneShotTimer } from "./timing";
 
 /** The dedicated LISTEN connection, reconnected with backoff; `onReconnect` covers notifications missed meanwhile. */
 export class Listener {

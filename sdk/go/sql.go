@@ -7,7 +7,8 @@ import (
 )
 
 // The parameters of workhorse.enqueue_one, in order (the TypeScript core's FIELDS table in
-// lib/enqueue/enqueue-sql.ts), then its tail: p_notify, p_schedule, p_max_wait_ms, p_retry.
+// lib/store/core/enqueue.ts; the conformance file's enqueueOneParams pins them), then its tail:
+// p_notify, p_schedule, p_max_wait_ms, p_retry (holdParamTypes adds the last two).
 var oneParamTypes = []string{
 	"uuid", "text", "text", "jsonb", "timestamptz", "integer", "jsonb", "timestamptz", "bigint", "text",
 	"text[]", "text", "text", "bytea", "text", "integer", "bigint", "bytea",

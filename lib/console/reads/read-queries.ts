@@ -29,7 +29,7 @@ export const iso = (d: Date | string): string => (d instanceof Date ? d : new Da
 export const isoOrNull = (d: Date | string | null): string | null => (d === null ? null : iso(d));
 
 export { cappedCount, Where } from "@/lib/store/console/lists";
-export { uuidv7Floor } from "@/lib/store/console/series";
+export { uuidv7Floor } from "@/lib/store/core/jobs";
 
 /** A connection that broke under the query (backend terminated, server restart, socket reset), not an answer. */
 function connectionLost(err: unknown): boolean {

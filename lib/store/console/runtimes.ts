@@ -12,17 +12,16 @@
  * newest LIVE_SAMPLE finished since the newest rolled hour. Every read takes the clock as a
  * parameter (null: the database's `now()`) and is bounded whatever the throughput.
  */
+import {
+  bucketOf,
+  clock,
+  RUN_TIME_BOUNDS_MS,
+  RUN_TIME_HOURS_PER_RUN,
+  RUN_TIME_RETENTION_HOURS,
+} from "../core/runtime-rollups";
 import { type Queryable, queryPrepared, sqlOf } from "../layout";
 
-/** Upper bounds of the duration buckets, in ms (bucket i: below bound i; the last: at least the last bound). */
-export const RUN_TIME_BOUNDS_MS = [
-  1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 60_000, 120_000, 300_000, 600_000, 1_800_000,
-  3_600_000,
-] as const;
-
-/** Hours the rollup keeps, and the most one maintenance run rolls up (a long pause catches up over runs). */
-export const RUN_TIME_RETENTION_HOURS = 30 * 24;
-export const RUN_TIME_HOURS_PER_RUN = 48;
+export { bucketOf, clock, RUN_TIME_BOUNDS_MS, RUN_TIME_HOURS_PER_RUN, RUN_TIME_RETENTION_HOURS };
 
 export interface BucketRow {
   queue: string;
@@ -31,13 +30,6 @@ export interface BucketRow {
   succeeded: number;
   failed: number;
 }
-
-// date_part gives float8 (extract gives numeric, whose arithmetic is most of the cost of a 1,000-job read).
-export const bucketOf = (bounds: string) =>
-  `width_bucket(date_part('epoch', j.finished_at - j.started_at) * 1000, ${bounds})`;
-
-/** The clock of a statement: the time given as parameter `$n`, else the database's `now()`. */
-export const clock = (n: number) => `coalesce($${n}::timestamptz, now())`;
 
 /**
  * The read of the newest finished jobs (liveBuckets), over SQL expressions for its bounds: the

@@ -2,18 +2,10 @@
  * The console's per-minute series (lib/console/metrics/series.ts keeps the settled minutes in memory): the
  * statement that counts a span of minutes, and its Citus form for the "replaced" count.
  */
+import { uuidv7Floor } from "../core/jobs";
 import { type Queryable, sqlOf } from "../layout";
 
 const MINUTE = 60_000;
-
-/**
- * Lowest UUIDv7 of a millisecond: job ids are UUIDv7 (time-ordered), so `id >= uuidv7Floor(t)` is an
- * index range over the primary key for "jobs created since t".
- */
-export function uuidv7Floor(ms: number): string {
-  const hex = Math.max(0, Math.floor(ms)).toString(16).padStart(12, "0");
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-0000-0000-000000000000`;
-}
 
 export interface SeriesRow {
   minute: Date;

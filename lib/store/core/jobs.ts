@@ -182,3 +182,12 @@ export async function jobIdsEndingWith(sql: Sql, hex: string, limit: number): Pr
   });
   return rows.map((r) => r.id);
 }
+
+/**
+ * Lowest UUIDv7 of a millisecond: job ids are UUIDv7 (time-ordered), so `id >= uuidv7Floor(t)` is an
+ * index range over the primary key for "jobs created since t".
+ */
+export function uuidv7Floor(ms: number): string {
+  const hex = Math.max(0, Math.floor(ms)).toString(16).padStart(12, "0");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-0000-0000-000000000000`;
+}

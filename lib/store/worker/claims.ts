@@ -5,7 +5,7 @@
  * comes back empty. Statements the worker repeats are named, so PostgreSQL keeps their plans.
  */
 import type pg from "pg";
-import type { ClaimedJob } from "../../worker/types";
+import type { ClaimedJob } from "../../enqueue/types";
 import { type ClaimRow, claimedJobFromRow } from "../rows";
 import { workerCall } from "./calls";
 
