@@ -1,4 +1,4 @@
-// The console's health read models (lib/console/metrics/series.ts, queue health, state tabs) against real
+// The console's health read models (lib/console/reads/series.ts, queue health, state tabs) against real
 // PostgreSQL, with jobs enqueued and run through lib/enqueue.
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import { EnqueueIdempotencyConflictError, Worker } from "../lib/enqueue";
@@ -6,7 +6,7 @@ import { setupQueueTests } from "./helpers";
 
 vi.mock("server-only", () => ({}));
 
-const { series, invalidateSeries, SERIES_MINUTES } = await import("@/lib/console/metrics/series");
+const { series, invalidateSeries, SERIES_MINUTES } = await import("@/lib/console/reads/series");
 const { parseSeriesParams } = await import("@/lib/console/reads/filters");
 
 const t = setupQueueTests();

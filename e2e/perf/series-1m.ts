@@ -1,5 +1,5 @@
 /**
- * The health chart's series query (lib/console/metrics/series.ts) on 1,000,000 jobs.
+ * The health chart's series query (lib/console/reads/series.ts) on 1,000,000 jobs.
  *
  *   npx tsx --conditions=react-server e2e/perf/series-1m.ts [--jobs 1000000] [--runs 15]
  *
@@ -10,7 +10,7 @@
  * scans the whole window) and later reads (settled minutes come from memory), median of `runs`.
  */
 import pg from "pg";
-import { invalidateSeries, series } from "../../lib/console/metrics/series";
+import { invalidateSeries, series } from "../../lib/console/reads/series";
 import { ensureDatabase, startPrivateServer, stopEmbeddedPostgres } from "../../lib/db";
 import { migrate } from "../../lib/enqueue";
 

@@ -39,7 +39,7 @@ export function invalidateCounts(db: Db): void {
   countsCache.delete(db);
 }
 
-/** The overview's figures besides the chart (lib/console/metrics/series.ts): keys now, jobs by queue and state. */
+/** The overview's figures besides the chart (lib/console/reads/series.ts): keys now, jobs by queue and state. */
 export async function overview(db: Db): Promise<OverviewDto> {
   const [counts, bindings, clock] = await Promise.all([stateCounts(db), bindingCounts(db, COUNT_CAP), dbNow(db)]);
   const byQueueMap = new Map<string, { queue: string; counts: Partial<Record<JobStateName, number>>; total: number }>();

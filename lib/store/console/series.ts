@@ -1,5 +1,5 @@
 /**
- * The console's per-minute series (lib/console/metrics/series.ts keeps the settled minutes in memory): the
+ * The console's per-minute series (lib/console/reads/series.ts keeps the settled minutes in memory): the
  * statement that counts a span of minutes, and its Citus form for the "replaced" count.
  */
 import { uuidv7Floor } from "../core/jobs";

@@ -5,8 +5,8 @@ import { OverviewLive } from "@/components/overview-live";
 import { PageHeader } from "@/components/ui";
 import { requireViewer } from "@/lib/console/auth/viewer";
 import { consolePool } from "@/lib/console/databases/db";
-import { series } from "@/lib/console/metrics/series";
 import { overview } from "@/lib/console/reads/overview";
+import { series } from "@/lib/console/reads/series";
 
 export const metadata: Metadata = { title: "Overview" };
 

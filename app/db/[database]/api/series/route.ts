@@ -1,7 +1,7 @@
 import type { NextRequest } from "next/server";
-import { series } from "@/lib/console/metrics/series";
 import { jsonRead } from "@/lib/console/reads/api";
 import { parseSeriesParams } from "@/lib/console/reads/filters";
+import { series } from "@/lib/console/reads/series";
 
 export const dynamic = "force-dynamic";
 

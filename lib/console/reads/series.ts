@@ -1,7 +1,7 @@
 import "server-only";
 import { readMinutes } from "@/lib/store/console/series";
-import { type Db, iso } from "../reads/read-queries";
 import type { SeriesDto, SeriesName, SeriesPoint, SeriesWindow } from "../wire/types";
+import { type Db, iso } from "./read-queries";
 
 /** Minutes per window: one point per minute, the last one being the current (partial) minute. */
 export const SERIES_MINUTES: Record<SeriesWindow, number> = { "1h": 60, "24h": 1440 };
