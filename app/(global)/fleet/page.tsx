@@ -18,7 +18,7 @@ const STATUS: Record<FleetEntry["status"], { label: string; className: string }>
 };
 
 const n = (v: number) => v.toLocaleString("en-US");
-/** A count that stopped at the cap reads "10,000+". */
+/** A count that stopped at the cap reads "1,000+". */
 const counted = (v: number, capped: boolean) => (capped ? `${n(v)}+` : n(v));
 
 export default async function FleetPage() {

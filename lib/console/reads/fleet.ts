@@ -16,8 +16,8 @@ export const FLEET_TIMEOUT_MS = 1500;
 export { FLEET_COUNT_CAP };
 
 /**
- * One database's figures. Counts stop at `FLEET_COUNT_CAP` (10,000): past it the number is the cap
- * and its `...Capped` flag is set (the page shows "10,000+"), so the read is bounded whatever the
+ * One database's figures. Counts stop at `FLEET_COUNT_CAP` (1,000): past it the number is the cap
+ * and its `...Capped` flag is set (the page shows "1,000+"), so the read is bounded whatever the
  * database's size (lib/store/console/fleet.ts).
  */
 export interface FleetFigures {

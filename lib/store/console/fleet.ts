@@ -3,7 +3,7 @@
  * so a database of any size answers in a few milliseconds and several of them read at once still
  * share two cores well.
  *   ready, dead letters: counted exactly up to `cap` (`FLEET_COUNT_CAP`), past it reported as
- *     `cap` with `capped` set (the page shows "10,000+"; the database's own pages count exactly);
+ *     `cap` with `capped` set (the page shows "1,000+"; the database's own pages count exactly);
  *   oldest ready: the oldest due run_at per queue, one index probe per queue of pending jobs (a
  *     loose index scan over job_pending_idx (queue, run_at, id)), so it costs the number of queues,
  *     not of jobs;
@@ -17,8 +17,8 @@
 import { GONE_AFTER_MISSED_CHECK_INS } from "../core/maintenance";
 import { type Queryable, sqlOf } from "../layout";
 
-/** Counts on the fleet page stop here: past it the page says "10,000+". */
-export const FLEET_COUNT_CAP = 10_000;
+/** Counts on the fleet page stop here: past it the page says "1,000+" (a fleet overview asks "is it piling up?"; reading 1,000 index entries per count keeps three databases at once within 2x of one on two cores, docs/benchmarks.md). */
+export const FLEET_COUNT_CAP = 1_000;
 
 export interface FleetFiguresRow {
   ready: number;
