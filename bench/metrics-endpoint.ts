@@ -1,7 +1,7 @@
 /**
  * What `/metrics` costs at scale: the state gauges' statements (and the decisions counted since the
  * previous read) and the whole scrape (the process's metrics collected and serialised by the SDK,
- * the state written from its snapshot, as lib/console/metrics/metrics/metrics.ts does it) over a database seeded with
+ * the state written from its snapshot, as lib/console/metrics/metrics.ts does it) over a database seeded with
  * bench/read-surface.ts's rows (1,000,000 jobs and bindings by default).
  *
  *   npx tsx bench/metrics-endpoint.ts [--rows=1000000] [--runs=50]

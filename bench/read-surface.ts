@@ -716,7 +716,7 @@ export async function fleetSurface(options: {
       options.log(`${name}: seeding ${options.n.toLocaleString("en-US")} jobs and bindings…`);
       seedMs[name] = await seed(setup, options.n);
       await setup.end();
-      // As lib/console/databases/databases/db.ts opens a database when several are configured.
+      // As lib/console/databases/db.ts opens a database when several are configured.
       const config = { name, url, readonly: false, production: false, distributed: false, keySecretEnv: null };
       const pool = models.databasePool(config, { max: 10, connectionTimeoutMillis: 10_000 });
       const queue = new Queue({ pool, maintenance: false, source: "console", keySecret: "" });

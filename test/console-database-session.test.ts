@@ -1,4 +1,4 @@
-// The console's connections and instruments name their database (lib/console/databases/databases/session.ts),
+// The console's connections and instruments name their database (lib/console/databases/session.ts),
 // on two real databases: the audit rows of operator actions record the database they ran on, and the
 // console process's counters carry a `database` attribute.
 import type { Attributes } from "@opentelemetry/api";
@@ -32,7 +32,7 @@ const consoles: { name: string; pool: pg.Pool; queue: Queue }[] = [];
 
 beforeAll(async () => {
   await Promise.all([eu.ready(), us.ready()]);
-  // As lib/console/databases/databases/db.ts opens each configured database.
+  // As lib/console/databases/db.ts opens each configured database.
   for (const [name, url] of [
     ["EU", eu.url],
     ["US-East", us.url],

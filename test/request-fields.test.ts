@@ -1,4 +1,4 @@
-// The request's field table (lib/store/core/enqueue.ts) and the worker's calls (store/worker/claims/calls.ts) against the functions' signatures
+// The request's field table (lib/store/core/enqueue.ts) and the worker's calls (store/worker/calls.ts) against the functions' signatures
 // in pg_proc: a parameter added, removed, renamed or retyped on one side only fails here.
 import { beforeAll, expect, test } from "vitest";
 import {

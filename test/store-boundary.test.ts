@@ -48,7 +48,7 @@ const NOT_SQL: Record<string, string> = {
   "lib/enqueue/telemetry.ts": "OpenTelemetry metric and attribute names (workhorse.enqueue.decisions, ...)",
   "lib/enqueue/state-gauges.ts": "OpenTelemetry gauge and attribute names (workhorse.queue.depth, ...)",
   "lib/enqueue/decision-counts.ts": "the OpenTelemetry counter name workhorse.queue.decisions",
-  "lib/console/databases/databases/session.ts": "the session setting workhorse.database (a configuration name, not a table)",
+  "lib/console/databases/session.ts": "the session setting workhorse.database (a configuration name, not a table)",
 };
 
 /** migrate() lays the schema out as asked (its SQL is sql/, embedded by build-sql): it chooses the layout rather than reading it. */

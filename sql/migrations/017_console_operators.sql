@@ -4,7 +4,7 @@
 -- heartbeat interval (queues, concurrency, the attempts it holds), marked 'stopping' while it shuts
 -- down and deleted when it has stopped. A worker that misses three check-ins in a row is shown as
 -- gone; maintenance deletes rows whose last check-in is older than that plus a retention
--- (store/core/maintenance.ts). One small row per process, rewritten in place (HOT: no indexed column
+-- (store/maintenance.ts). One small row per process, rewritten in place (HOT: no indexed column
 -- changes but checked_at, which the maintenance index needs only for gone rows, so it stays small).
 -- On the distributed layout (Citus) it is a local table on the coordinator, like the other
 -- operator tables: workers connect to the coordinator.
@@ -28,10 +28,10 @@ create table if not exists workhorse.worker_heartbeat (
 );
 create index if not exists worker_heartbeat_checked_idx on workhorse.worker_heartbeat (checked_at);
 
--- run_time_bucket: run times beyond the last day, kept by maintenance (store/core/maintenance.ts
+-- run_time_bucket: run times beyond the last day, kept by maintenance (store/maintenance.ts
 -- rollupRunTimes) as an hourly histogram per queue and type: for each finished hour, how many
 -- attempts that ended the job (succeeded or failed) took a duration in each bucket (bucket i holds
--- durations below RUN_TIME_BOUNDS_MS[i], lib/store/console/runtimes.ts). Histograms add up,
+-- durations below RUN_TIME_BOUNDS_MS[i], lib/enqueue/store/console-runtimes.ts). Histograms add up,
 -- so any span's p50/p95 is read from the sum of its hours (to a bucket's bound). Bounded: hours older
 -- than 30 days are deleted by the same task; one row per (hour, queue, type, bucket) in use.
 create table if not exists workhorse.run_time_bucket (

@@ -1,4 +1,4 @@
--- Dead letters per queue for the state gauges (lib/store/core/state-gauges.ts): the failed jobs'
+-- Dead letters per queue for the state gauges (lib/enqueue/store/state-gauges.ts): the failed jobs'
 -- queues alone, so the count per queue is an index-only scan of a small index (its queue values are
 -- deduplicated: about 45 pages for 50,000 failed jobs) instead of a visit of every failed job's heap
 -- page. An entry is written when a job fails (that update changes `state`, so it is never HOT and

@@ -1,6 +1,6 @@
--- Rollups that keep the run-times page (lib/console/reads/run-times.ts) bounded however many jobs finish,
+-- Rollups that keep the run-times page (lib/console/run-times.ts) bounded however many jobs finish,
 -- written by the same maintenance step as run_time_bucket (rollupRunTimesBatch,
--- lib/store/console/runtimes.ts). Local tables (on Citus: on the coordinator, like
+-- lib/enqueue/store/console-runtimes.ts). Local tables (on Citus: on the coordinator, like
 -- run_time_bucket), a few rows per hour or day, kept 30 days.
 --
 -- failure_bucket: failed jobs per finished hour, queue, type and error name (`last_error ->> 'name'`,

@@ -1,5 +1,5 @@
 -- run_time_window: the run-times page's rolled-up part, summed by maintenance (rollupRunTimesBatch,
--- lib/store/console/runtimes.ts) instead of by every page view. Each maintenance run writes
+-- lib/enqueue/store/console-runtimes.ts) instead of by every page view. Each maintenance run writes
 -- two rows: for a page read in its own hour, and for one read in the next hour before maintenance
 -- runs again. A row per hour the page is read in (`ends_at`); `rolled_to` is where the rolled-up
 -- hours end (ends_at, or the hour before it) and the page reads the jobs from there. Rows of past

@@ -1,7 +1,7 @@
 -- run_time_window (migration 022) also counts the jobs finished since its rolled hours, up to the
 -- maintenance run that wrote it, so the run-times page reads from the jobs only those finished since
 -- that run (and those that left its last hour since then), not every job since the rolled hours:
--- however many jobs finish in an hour, its counts stay exact (lib/console/reads/run-times.ts).
+-- however many jobs finish in an hour, its counts stay exact (lib/console/run-times.ts).
 --
 -- taken_at: when maintenance counted `recent` (its clock).
 -- recent:   [queue, type, bucket, error name, since succeeded, since failed, hour succeeded, hour

@@ -1,4 +1,4 @@
--- Dead letters per queue for the state gauges (lib/store/core/state-gauges.ts) count what the
+-- Dead letters per queue for the state gauges (lib/enqueue/store/state-gauges.ts) count what the
 -- dead-letter list shows by default: failed jobs not redriven yet (a redriven source keeps state
 -- 'failed' and names its new job in redriven_to, migration 016). This index holds exactly those, so
 -- the count stays an index-only scan of their queue values. job_failed_queue_idx (migration 019)

@@ -8,7 +8,7 @@ import { type DatabaseConfig, type DatabasesSetup, loadDatabases } from "./datab
 import { databaseMeterProvider, databasePool } from "./session";
 
 /**
- * The console's databases (lib/console/databases/databases/databases.ts), each with its own pool and `Queue` made on
+ * The console's databases (lib/console/databases/databases.ts), each with its own pool and `Queue` made on
  * first use and kept on globalThis so dev-mode reloads reuse them. Each `Queue` hashes keys with its
  * own installation's secret: the one its database keeps, or the variable its `keySecretEnv` names.
  * With `DATABASE_URL` alone (scripts/start.ts sets it to the embedded server when the user gave

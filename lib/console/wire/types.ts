@@ -129,7 +129,7 @@ export interface JobDetailDto {
 export const LISTED_OUTCOMES = [...OBSERVATION_OUTCOMES, "replaced"] as const;
 
 /**
- * An observation as the core maps it (lib/enqueue/rows.ts), its time as an ISO string. A `replaced`
+ * An observation as the core maps it (lib/store/rows.ts), its time as an ISO string. A `replaced`
  * row is a `debounced` job event: `storedRequestDigest` is the request it replaced,
  * `rejectedRequestDigest` the one that replaced it; no source; `keyPreview` and `keyLength` come from
  * the job row (kept after its binding is cleaned up).
