@@ -8,12 +8,49 @@
 //   --@citus-file <name>   alone on its line, once: the Citus text is the Citus-only function file
 //                          citus/<name>, and this file is applied on Citus unchanged beside it.
 //
-// A mark's text keeps the mark's indentation. A mark that names no line, an unknown `--@` mark or a
-// mark without text is an error naming the file and line.
+// A mark's text keeps the mark's indentation. A mark that names no line, an unknown `--@` mark, a
+// mark without text, or a mark inside a function body that holds the body's closing quote (`$$`: on
+// one node the comment would end the body there) is an error naming the file and line.
 
 const SINGLE = /^(.*\S)\s*--@single\s*$/;
 const CITUS = /^(\s*)--@citus(\+?)(?:\s(.*))?$/;
 const CITUS_FILE = /^\s*--@citus-file(?:\s+(.*?))?\s*$/;
+
+/**
+ * The dollar quote open at the start of each line (null outside one), as PostgreSQL reads the text:
+ * inside a dollar-quoted body a `--` is no comment, so a mark there that holds the closing quote ends
+ * the body on one node. (Block comments and strings over several lines do not occur in these files.)
+ */
+function openDollarQuotes(lines) {
+  const open = [];
+  let tag = null;
+  for (const line of lines) {
+    open.push(tag);
+    let i = 0;
+    while (i < line.length) {
+      if (tag) {
+        const end = line.indexOf(tag, i);
+        if (end < 0) break;
+        i = end + tag.length;
+        tag = null;
+      } else if (line.startsWith("--", i)) {
+        break;
+      } else if (line[i] === "'") {
+        const end = line.indexOf("'", i + 1);
+        i = end < 0 ? line.length : end + 1;
+      } else {
+        const m = /^\$([A-Za-z_]\w*)?\$/.exec(line.slice(i));
+        if (m && !/\w/.test(line[i - 1] ?? "")) {
+          tag = m[0];
+          i += tag.length;
+        } else {
+          i++;
+        }
+      }
+    }
+  }
+  return open;
+}
 
 /** Whether a file's text carries Citus marks (then its Citus variant is generated from it). */
 export function hasCitusMarks(text) {
@@ -49,11 +86,18 @@ export function citusVariant(file, text) {
   // "mark" (a --@citus/--@citus+ line), or "none" (start of file, blank or comment-only line).
   let above = "none";
   const lines = text.split("\n");
+  const quotes = openDollarQuotes(lines);
   lines.forEach((line, i) => {
     const where = `${file}:${i + 1}`;
     const fail = (why) => {
       throw new Error(`${where}: ${why}\n  ${line.trim()}`);
     };
+    const quote = quotes[i];
+    if (quote && /^\s*--@/.test(line) && line.includes(quote)) {
+      fail(
+        `a mark inside a ${quote} body that holds ${quote}: on one node it ends the body there (mark lines outside it)`,
+      );
+    }
     if (CITUS_FILE.test(line)) {
       above = "mark";
       return;

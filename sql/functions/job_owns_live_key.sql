@@ -2,8 +2,9 @@
 -- One primary-key probe on the job, one on the binding.
 create or replace function workhorse.job_owns_live_key(p_job uuid) returns boolean
 -- On Citus a PL/pgSQL body (Citus plans no parameterised statements in SQL functions).
-language sql stable as $$
---@citus language plpgsql stable as $$
+language sql stable --@single
+--@citus+ language plpgsql stable
+as $$
 --@citus+ begin
   select exists (
   --@citus return exists (
