@@ -26,8 +26,9 @@ export interface MigrateOptions {
    * colocated by a bucket of the key, the decision functions delegated to the node holding the key
    * (docs/scale-out.md). Needs the citus extension in the database and its workers registered, and an
    * empty schema the first time. Default: `process.env.WORKHORSE_DISTRIBUTED === "1"`. Once applied,
-   * every later `migrate()` keeps the layout (applies the Citus variants of sql/functions/citus in
-   * place of their single-node files), whatever this option says.
+   * every later `migrate()` keeps the layout (applies the Citus variants, hand-written in
+   * sql/functions/citus or generated from the marks in sql/functions, in place of their single-node
+   * files), whatever this option says.
    */
   distributed?: boolean;
 }

@@ -19,17 +19,27 @@ language plpgsql as $$
 #variable_conflict use_column
 declare
   v_made uuid[];
+  --@citus v_made uuid[] := '{}';
+  --@citus+ v_id uuid;
   r record;
   v_job uuid;
   v_in_batch boolean;
   v_bmode text;
   v_bexpires timestamptz;
   v_j record;
+  --@citus+ v_now timestamptz := now();
 begin
-  select coalesce(array_agg(u.id), '{}') into v_made
-    from unnest(p_ids) u(id) where exists (select 1 from workhorse.job j where j.id = u.id);
+  -- On Citus each read is a router query on its bucket (a job's from its id, a binding's from its key).
+  select coalesce(array_agg(u.id), '{}') into v_made --@single
+    from unnest(p_ids) u(id) where exists (select 1 from workhorse.job j where j.id = u.id); --@single
+  --@citus+ foreach v_id in array p_ids loop
+  --@citus+   if exists (select 1 from workhorse.job j where j.bucket = workhorse.id_bucket(v_id) and j.id = v_id) then
+  --@citus+     v_made := v_made || v_id;
+  --@citus+   end if;
+  --@citus+ end loop;
   for r in
     select x.id, x.mode, x.scope, x.kh, x.o::integer as o,
+    --@citus select x.id, x.mode, x.scope, x.kh, x.o::integer as o, workhorse.key_bucket(x.scope, x.kh) as kb,
            sha256(workhorse.full_field_digests(x.fd, coalesce(p_payloads -> (x.o::integer - 1), 'null'::jsonb))
                   || workhorse.hold_until_digest(p_hold_untils[x.o::integer])) as rdigest
       from unnest(p_ids, p_modes, p_scopes, p_key_hashes, p_field_digests) with ordinality as x(id, mode, scope, kh, fd, o)
@@ -54,9 +64,11 @@ begin
     if not v_in_batch then
       select b.job_id, b.mode, b.expires_at into v_job, v_bmode, v_bexpires
         from workhorse.key_binding b where b.scope = r.scope and b.key_hash = r.kh;
+        --@citus from workhorse.key_binding b where b.bucket = r.kb and b.scope = r.scope and b.key_hash = r.kh;
       if v_job is null then
         select j.id into v_job from workhorse.job j
          where j.key_scope = r.scope and j.key_hash = r.kh order by j.created_at desc limit 1;
+         --@citus where j.bucket = r.kb and j.key_scope = r.scope and j.key_hash = r.kh order by j.created_at desc limit 1;
       end if;
       if v_job is null then
         raise exception 'workhorse: this batch committed on an earlier try, but request % has neither a binding nor a job for its key now', r.o;
@@ -65,6 +77,7 @@ begin
     select j.key_mode, j.request_digest,
            j.state in ('scheduled', 'ready') and j.attempt = 0 and j.started_at is null as pending
       into v_j from workhorse.job j where j.id = v_job;
+      --@citus into v_j from workhorse.job j where j.bucket = workhorse.id_bucket(v_job) and j.id = v_job;
     job_id := v_job;
     if r.mode = 'throttle' then
       outcome := 'coalesced';
@@ -79,6 +92,7 @@ begin
       outcome := 'non_replaceable';
       reason := 'not_pending';
     elsif v_bexpires <= now() then
+    --@citus elsif v_bexpires <= v_now then
       outcome := 'non_replaceable';
       reason := 'window_elapsed_pending';
     else

@@ -28,12 +28,16 @@ declare
   v_one integer;
   v_moved integer := 0;
   v_queues text[] := '{}';
+  --@citus+ v_lock uuid;
 begin
   -- Every source is locked up front, in id order: overlapping bulk redrives queue instead of
   -- deadlocking, and a concurrent identical request, once the first commits, finds its
   -- redrive_request (each statement below reads a fresh snapshot) and replays.
   if not p_dry_run then
     perform 1 from workhorse.job j where j.id = any (p_sources) order by j.id for update;
+    --@citus for v_lock in select distinct u.id from unnest(p_sources) u(id) order by 1 loop
+    --@citus+   perform 1 from workhorse.job j where j.bucket = workhorse.id_bucket(v_lock) and j.id = v_lock for update;
+    --@citus+ end loop;
   end if;
   for r in select s.src, s.new_id, s.ord
              from unnest(p_sources, p_new_ids) with ordinality as s(src, new_id, ord)
@@ -68,9 +72,11 @@ begin
     end if;
     select j.id, j.state, j.queue, j.type, j.payload, j.tags, j.concurrency_key, j.retry_policy, j.max_attempts,
            j.execution_timeout_ms, j.redriven_to, j.key_scope, j.key_hash, j.key_mode, j.key_preview, j.key_length,
-           j.key_ttl_ms, j.request_digest, j.key_hold_until, j.key_field_digests
+           --@citus j.execution_timeout_ms, j.redriven_to, j.key_hash, j.key_hold_until
+           j.key_ttl_ms, j.request_digest, j.key_hold_until, j.key_field_digests --@single
       into v_src
       from workhorse.job j where j.id = r.src for update;
+      --@citus from workhorse.job j where j.bucket = workhorse.id_bucket(r.src) and j.id = r.src for update;
     v_src_ids := v_src_ids || r.src;
     v_keys := v_keys || null::text;
     if not found then
@@ -90,12 +96,15 @@ begin
       -- enqueued_inline null: this job's timeline starts with the explicit `enqueued` event below
       -- (it names the source and the operator), not with an entry made from key columns.
       insert into workhorse.job (id, queue, type, payload, state, run_at, max_attempts, retry_policy,
+      --@citus insert into workhorse.job (bucket, id, queue, type, payload, state, run_at, max_attempts, retry_policy,
                                  execution_timeout_ms, concurrency_key, tags, redriven_from, enqueued_inline)
       values (r.new_id, v_src.queue, v_src.type, v_src.payload, 'ready', now(), v_src.max_attempts,
+      --@citus values (workhorse.id_bucket(r.new_id), r.new_id, v_src.queue, v_src.type, v_src.payload, 'ready', now(), v_src.max_attempts,
               v_src.retry_policy, v_src.execution_timeout_ms, v_src.concurrency_key, v_src.tags, r.src, null);
       insert into workhorse.redrive_request (source_job_id, request_hash, requested_by, reason, job_id)
       values (r.src, p_request_hash, p_actor, p_reason, r.new_id);
       update workhorse.job j set redriven_to = r.new_id where j.id = r.src;
+      --@citus update workhorse.job j set redriven_to = r.new_id where j.bucket = workhorse.id_bucket(r.src) and j.id = r.src;
       v_one := workhorse.move_live_keys(r.src, r.new_id);
       if v_one = 0 and v_src.key_hold_until is not null then
         v_one := workhorse.rebind_released_key(r.src, r.new_id);

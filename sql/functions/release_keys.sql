@@ -7,6 +7,8 @@ begin
   delete from workhorse.key_binding b
    using workhorse.job j
    where j.id = any (p_jobs) and b.scope = j.key_scope and b.key_hash = j.key_hash and b.job_id = j.id;
+   --@citus where j.id = any (p_jobs) and b.bucket = j.bucket and b.scope = j.key_scope and b.key_hash = j.key_hash
+   --@citus+   and b.job_id = j.id;
   get diagnostics v_released = row_count;
   return v_released;
 end $$;

@@ -12,6 +12,7 @@ begin
   update workhorse.job j
      set lease_expires_at = now() + p_lease_ms * interval '1 millisecond'
    where j.id = p_id and j.attempt = p_attempt and j.lease_owner = p_owner and j.state = 'active';
+   --@citus where j.bucket = workhorse.id_bucket(p_id) and j.id = p_id and j.attempt = p_attempt and j.lease_owner = p_owner and j.state = 'active';
   if not found then
     return query select 'stale'::text, null::jsonb;
     return;

@@ -34,6 +34,16 @@ test("the Citus set is recorded, and a new digest re-applies it with the same de
   expect(before.delegated.map((d) => d.sig)).toEqual([expect.stringMatching(/^workhorse\.enqueue_one_at\(/)]);
   // The body of the Citus variant, not the single-node one, is what the coordinator holds.
   expect(before.defs.find((d) => d.sig.startsWith("workhorse.claim_jobs("))?.def).toContain("claim_shard");
+  // A variant scripts/build-sql.mjs generated from the marks in sql/functions/save_checkpoint.sql: its
+  // Citus text, with the bucket; no Citus variant, hand-written or generated, holds a mark.
+  expect(before.defs.find((d) => d.sig.startsWith("workhorse.save_checkpoint("))?.def).toContain(
+    "where j.bucket = workhorse.id_bucket(p_id) and j.id = p_id",
+  );
+  const variants = distributedFunctionSet.files.filter((f) => f.name.startsWith("citus/")).map((f) => f.name.slice(6));
+  expect(variants).toEqual(expect.arrayContaining(["save_checkpoint", "enqueue_one_at", "claim_jobs"]));
+  const ofVariants = before.defs.filter((d) => variants.includes(/^workhorse\.([a-z0-9_]+)\(/.exec(d.sig)?.[1] ?? ""));
+  expect(ofVariants.length).toBeGreaterThanOrEqual(variants.length);
+  expect(ofVariants.filter((d) => d.def.includes("--@")).map((d) => d.sig)).toEqual([]);
 
   // As an installation made by an older deploy: only another digest recorded.
   await t.pool.query("delete from workhorse.function_set");
