@@ -400,7 +400,9 @@ describe("deadlines and execution timeouts", () => {
     const overdue = await q.enqueue(
       "slow.forever",
       {},
-      { queue: "deadlines-late", deadline: new Date(Date.now() + 50), maxAttempts: 5 },
+      // 2 s ahead: the deadline must still be after the job's run_at (the server's now() at the insert),
+      // and a loaded Citus cluster took more than 50 ms to insert it.
+      { queue: "deadlines-late", deadline: new Date(Date.now() + 2000), maxAttempts: 5 },
     );
     let started = 0;
     const reasons: unknown[] = [];
