@@ -33,7 +33,6 @@ const ONLY_CITUS: Record<string, string> = {
   refresh_shard_buckets: "layout.sql: which buckets each shard holds",
   job_cancel_instead_of_retry_on_shard: "layout.sql: the trigger that replaces job_cancel_instead_of_retry on shards",
   job_deleted_on_shard: "layout.sql: the trigger that replaces job_deleted on shards",
-  release_held_keys: "the release of held keys, job by job on its shard (one node releases inside each statement)",
 };
 /** Functions only the single-node layout has, on purpose (none today). */
 const ONLY_SINGLE: Record<string, string> = {};

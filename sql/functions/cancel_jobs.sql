@@ -13,6 +13,7 @@ declare
   v_canceled integer;
   v_requested integer;
   v_unchanged jsonb;
+  v_held uuid[];
 begin
   with ids as (select distinct u.id from unnest(p_ids) u(id)),
   locked as (
@@ -24,7 +25,7 @@ begin
            cancel_requested_by = p_actor, cancel_reason = p_reason
       from locked l
      where j.id = l.id and l.state in ('scheduled', 'ready')
-    returning j.id, j.key_scope, j.key_hash, j.key_hold_until
+    returning j.id, j.key_hold_until
   ),
   requested as (
     update workhorse.job j
@@ -39,26 +40,20 @@ begin
     union all
     select r.id, 'cancel_requested', jsonb_build_object('actor', p_actor, 'reason', p_reason, 'attempt', r.attempt)
       from requested r
-  ),
-  -- A held key (docs/enqueue.md, "Key lifetimes") is released in the transaction that ends its job;
-  -- for a job without a lifetime (key_hold_until null) the binding is never looked at.
-  released as (
-    delete from workhorse.key_binding b using now_canceled x
-     where x.key_hold_until is not null and b.scope = x.key_scope and b.key_hash = x.key_hash and b.job_id = x.id
-    returning b.job_id, x.key_hold_until, 'canceled' as reason
-  ),
-  released_ev as (
-    insert into workhorse.job_event (job_id, kind, data)
-    select r.job_id, 'key_released', jsonb_build_object('holdUntil', r.key_hold_until, 'reason', r.reason)
-      from released r
   )
   select (select count(*) from now_canceled), (select count(*) from requested),
+         (select array_agg(c.id) from now_canceled c where c.key_hold_until is not null),
          (select coalesce(jsonb_object_agg(s.state, s.n), '{}')
             from (select coalesce(l.state, 'missing') as state, count(*) as n
                     from ids left join locked l on l.id = ids.id
                    where l.state is null or l.state not in ('scheduled', 'ready', 'active')
                    group by 1) s)
-    into v_canceled, v_requested, v_unchanged;
+    into v_canceled, v_requested, v_held, v_unchanged;
+  -- A held key (docs/enqueue.md, "Key lifetimes") is released in the transaction that ends its job;
+  -- a job without a lifetime never reaches key_binding.
+  if v_held is not null then
+    perform workhorse.release_held_keys(v_held, array_fill('canceled'::text, array[cardinality(v_held)]));
+  end if;
 
   insert into workhorse.operator_audit (actor, action, target, reason, result)
   values (p_actor, 'cancel',

@@ -95,36 +95,34 @@ begin
            jsonb_build_object('attempt', c.attempt, 'worker', p_owner, 'leaseExpiresAt', c.lease_expires_at)
       from claimed c
   ),
-  -- A key held until its job starts is released by the claim, and any held key by a failure at the
-  -- deadline, in this transaction (docs/enqueue.md, "Key lifetimes"). Jobs without a lifetime
-  -- (key_hold_until null) are filtered out before the binding is looked at.
+  -- Jobs whose key is released by this claim (docs/enqueue.md, "Key lifetimes"): held until the job
+  -- starts, or any held key of a job failed at its deadline. Their ids and reasons go to settings
+  -- (below), and release_held_keys runs after this statement only when there are any, so a claim of
+  -- jobs without a lifetime never opens key_binding.
   held as (
-    select o.id, o.key_scope, o.key_hash, o.key_hold_until, 'failed' as reason
-      from overdue o where o.key_hold_until is not null
+    select o.id, 'failed' as reason from overdue o where o.key_hold_until is not null
     union all
-    select c.id, c.key_scope, c.key_hash, c.key_hold_until, 'started'
-      from claimed c where c.key_hold_until = 'started'
-  ),
-  released as (
-    delete from workhorse.key_binding b using held h
-     where b.scope = h.key_scope and b.key_hash = h.key_hash and b.job_id = h.id
-    returning b.job_id, h.key_hold_until, h.reason
-  ),
-  released_ev as (
-    insert into workhorse.job_event (job_id, kind, data)
-    select r.job_id, 'key_released', jsonb_build_object('holdUntil', r.key_hold_until, 'reason', r.reason)
-      from released r
+    select c.id, 'started' from claimed c where c.key_hold_until = 'started'
   ),
   -- How many jobs this claim failed for their deadline, for the worker's stats (the claiming
   -- statement reads workhorse.claim_overdue in the same transaction).
   overdue_count as (
-    select set_config('workhorse.claim_overdue', count(*)::text, true) as n from overdue
+    select set_config('workhorse.claim_overdue', count(*)::text, true) as n,
+           set_config('workhorse.claim_held', coalesce((select array_agg(h.id)::text from held h), ''), true) as ids,
+           set_config('workhorse.claim_held_reasons', coalesce((select array_agg(h.reason)::text from held h), ''), true)
+             as reasons
+      from overdue
   )
   select c.id, c.queue::text, c.type::text, c.payload, c.attempt::integer, c.max_attempts::integer, c.run_at,
          c.deadline, c.execution_timeout_ms::bigint, c.concurrency_key, c.tags::text[], c.created_at,
          c.lease_expires_at, c.trace_context
     from claimed c
    -- A filter without a column of c: evaluated once, before the first row, even when none is claimed.
-   where (select o.n is not null from overdue_count o)
+   where (select o.n is not null and o.ids is not null and o.reasons is not null from overdue_count o)
    order by c.run_at, c.id;
+
+  if current_setting('workhorse.claim_held') <> '' then
+    perform workhorse.release_held_keys(current_setting('workhorse.claim_held')::uuid[],
+                                        current_setting('workhorse.claim_held_reasons')::text[]);
+  end if;
 end $$;

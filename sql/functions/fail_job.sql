@@ -62,15 +62,7 @@ begin
   -- A held key (docs/enqueue.md, "Key lifetimes") is released with its job dead-lettered or canceled;
   -- an attempt that will be retried keeps it.
   if j.key_hold_until is not null and v_actual in ('failed', 'canceled') then
-    with released as ( --@single
-      delete from workhorse.key_binding b --@single
-       where b.scope = j.key_scope and b.key_hash = j.key_hash and b.job_id = p_id --@single
-      returning b.job_id --@single
-    ) --@single
-    insert into workhorse.job_event (job_id, kind, data) --@single
-    select r.job_id, 'key_released', jsonb_build_object('holdUntil', j.key_hold_until, 'reason', v_actual) --@single
-      from released r; --@single
-    --@citus+ perform workhorse.release_held_keys(array[p_id], array[v_actual]);
+    perform workhorse.release_held_keys(array[p_id], array[v_actual]);
   end if;
 
   if v_actual = 'canceled' then

@@ -6,6 +6,8 @@ create or replace function workhorse.reap_expired_leases(p_queues text[], p_limi
 returns integer language plpgsql as $$
 declare
   v_count integer;
+  v_held uuid[];
+  v_reasons text[];
 begin
   with lapsed as (
     select j.id, j.lease_owner, j.lease_expires_at
@@ -27,8 +29,7 @@ begin
                                             l.lease_expires_at))
       from lapsed l
      where j.id = l.id
-    returning j.id, j.state, j.attempt, j.deadline, l.lease_owner, l.lease_expires_at, j.key_scope, j.key_hash,
-              j.key_hold_until
+    returning j.id, j.state, j.attempt, j.deadline, l.lease_owner, l.lease_expires_at, j.key_hold_until
   ),
   ev as (
     insert into workhorse.job_event (job_id, kind, data)
@@ -47,20 +48,15 @@ begin
      ) as e(ord, kind, data)
      where e.kind is not null
      order by u.id, e.ord
-  ),
-  -- A held key (docs/enqueue.md, "Key lifetimes") is released in the transaction that ends its job;
-  -- for a job without a lifetime (key_hold_until null) the binding is never looked at.
-  released as (
-    delete from workhorse.key_binding b using upd x
-     where x.key_hold_until is not null and x.state in ('failed', 'canceled') and b.scope = x.key_scope and b.key_hash = x.key_hash
-       and b.job_id = x.id
-    returning b.job_id, x.key_hold_until, x.state as reason
-  ),
-  released_ev as (
-    insert into workhorse.job_event (job_id, kind, data)
-    select r.job_id, 'key_released', jsonb_build_object('holdUntil', r.key_hold_until, 'reason', r.reason)
-      from released r
   )
-  select count(*) into v_count from upd;
+  select count(*), array_agg(u.id) filter (where u.key_hold_until is not null and u.state in ('failed', 'canceled')),
+         array_agg(u.state::text) filter (where u.key_hold_until is not null and u.state in ('failed', 'canceled'))
+    into v_count, v_held, v_reasons
+    from upd u;
+  -- A held key (docs/enqueue.md, "Key lifetimes") is released in the transaction that ends its job;
+  -- a job without a lifetime never reaches key_binding.
+  if v_held is not null then
+    perform workhorse.release_held_keys(v_held, v_reasons);
+  end if;
   return v_count;
 end $$;

@@ -1,5 +1,5 @@
 -- The Citus variant of sql/functions/cancel_jobs.sql (docs/scale-out.md); bring it in line when that file changes.
--- follows: sql/functions/cancel_jobs.sql 6cccaba316416ca5
+-- follows: sql/functions/cancel_jobs.sql 69fc0dc106f6c656
 
 -- Cancel (operator), job by job in id order: each job is locked on its shard (the bucket in its id),
 -- a pending one is canceled, an active one asked to stop (its worker sees it at the next heartbeat);

@@ -1,5 +1,5 @@
 -- The Citus variant of sql/functions/complete_jobs.sql (docs/scale-out.md); bring it in line when that file changes.
--- follows: sql/functions/complete_jobs.sql d1db676dd33b0f19
+-- follows: sql/functions/complete_jobs.sql b84e1d0ed0435b08
 
 -- Attempt outcomes, as on one node but in PL/pgSQL (Citus plans no parameterised statements in SQL
 -- functions): the job rows change where they are (each update reaches the shards of its ids' buckets),

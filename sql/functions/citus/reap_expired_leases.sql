@@ -1,5 +1,5 @@
 -- The Citus variant of sql/functions/reap_expired_leases.sql (docs/scale-out.md); bring it in line when that file changes.
--- follows: sql/functions/reap_expired_leases.sql 9115b5eb5372efc9
+-- follows: sql/functions/reap_expired_leases.sql 1e181fc90f5f5070
 
 -- Lapsed leases, shard by shard (FOR UPDATE SKIP LOCKED within one shard), as on one node: each gets
 -- a lease_expired event and goes back to 'ready' for a new attempt (canceled instead when an

@@ -1,9 +1,8 @@
--- Citus only: the release of keys held until their jobs finish or start (docs/enqueue.md, "Key
--- lifetimes"), for jobs a Citus function has just changed. On one node each function releases in its
--- own statement; here the Citus variants call this only when one of their jobs has a lifetime, so jobs
--- without one pay nothing. Job by job, on the job's shard: the binding shares the job's bucket, so the
--- delete and its join are one colocated shard query; a key_released event records each release.
--- p_reasons: the job's new state ('succeeded', 'failed', 'canceled', 'purged') or 'started'.
+-- The Citus variant of sql/functions/release_held_keys.sql (docs/scale-out.md); bring it in line when that file changes.
+-- follows: sql/functions/release_held_keys.sql 4ebe240a04d452f8
+
+-- Job by job, on the job's shard: the binding shares the job's bucket, so the delete and its join are
+-- one colocated shard query (a delete joining an unnest of ids would reach every shard).
 create or replace function workhorse.release_held_keys(p_ids uuid[], p_reasons text[]) returns integer
 language plpgsql as $$
 declare
