@@ -313,6 +313,47 @@ describe("holdUntil: started", () => {
   });
 });
 
+describe("jobs without a lifetime", () => {
+  /** The locks this transaction holds on key_binding and its indexes (a statement that names the table takes one). */
+  const bindingLocks = `select count(*)::int as n from pg_locks l join pg_class c on c.oid = l.relation
+                         where l.pid = pg_backend_pid()
+                           and (c.oid = 'workhorse.key_binding'::regclass
+                                or c.oid in (select indexrelid from pg_index where indrelid = 'workhorse.key_binding'::regclass))`;
+
+  test("claim and complete never open key_binding; with a lifetime, complete does", async () => {
+    const q = t.queue();
+    for (const holdUntil of [undefined, "finished" as const]) {
+      const queue = fresh("q");
+      const jobId = await q.enqueue("report.nightly", { day: 1 }, { queue, idempotency: idem(fresh(), { holdUntil }) });
+      const client = await t.pool.connect();
+      try {
+        await client.query("begin");
+        const claimed = await client.query(
+          "select id from workhorse.claim_jobs(array[$1], null, 'w~1', 10, 60000, false)",
+          [queue],
+        );
+        expect(claimed.rows).toEqual([{ id: jobId }]);
+        const afterClaim = (await client.query(bindingLocks)).rows[0].n;
+        await client.query(
+          "select id from workhorse.complete_jobs(array[$1::uuid], array[1], array['w~1'], array['null'::jsonb])",
+          [jobId],
+        );
+        const afterComplete = (await client.query(bindingLocks)).rows[0].n;
+        await client.query("commit");
+        if (holdUntil) {
+          expect(afterClaim).toBe(0); // held until finished: the claim releases nothing
+          expect(afterComplete).toBeGreaterThan(0);
+          expect(await releases(jobId)).toEqual([{ holdUntil: "finished", reason: "succeeded" }]);
+        } else {
+          expect([afterClaim, afterComplete]).toEqual([0, 0]);
+        }
+      } finally {
+        client.release();
+      }
+    }
+  });
+});
+
 describe("the fingerprint and the input rules", () => {
   test("a request that differs in holdUntil is a conflict naming holdUntil", async () => {
     const q = t.queue();
