@@ -11,7 +11,8 @@
  */
 import pg from "pg";
 import { startPrivateServer, stopEmbeddedPostgres } from "../lib/db";
-import { migrate, Queue, Worker } from "../lib/enqueue";
+import { Queue } from "../lib/enqueue";
+import { type BenchDatabaseServer, drainRate, withFreshDatabase } from "./lib/worker-drain";
 
 function arg(name: string, fallback: string): string {
   const hit = process.argv.find((a) => a.startsWith(`--${name}=`));
@@ -22,16 +23,8 @@ const JOBS = Number(arg("jobs", "3000"));
 const ROUNDS = Number(arg("rounds", "5"));
 const CONCURRENCY = arg("concurrency", "1,8").split(",").map(Number);
 
-async function round(adminUrl: string, urlFor: (db: string) => string, concurrency: number, i: number) {
-  const name = `workhorse_bench_worker_${process.pid}_${concurrency}_${i}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`drop database if exists ${name} with (force)`);
-  await admin.query(`create database ${name}`);
-  const pool = new pg.Pool({ connectionString: urlFor(name), max: 10 });
-  pool.on("error", () => {}); // the drop below ends connections the pool may still hold
-  try {
-    await migrate(pool);
+async function round(server: BenchDatabaseServer, concurrency: number, i: number) {
+  return withFreshDatabase(server, `workhorse_bench_worker_${process.pid}_${concurrency}_${i}`, async (pool) => {
     const queue = new Queue({ pool, maintenance: false, notify: false });
     for (let done = 0; done < JOBS; done += 1000) {
       const n = Math.min(1000, JOBS - done);
@@ -39,34 +32,8 @@ async function round(adminUrl: string, urlFor: (db: string) => string, concurren
     }
     await queue.close();
     await pool.query("vacuum analyze workhorse.job");
-    let succeeded = 0;
-    let finish: () => void = () => {};
-    const finished = new Promise<void>((r) => {
-      finish = r;
-    });
-    const worker = new Worker({
-      pool,
-      concurrency,
-      handlers: { noop: () => null },
-      onEvent: (e) => {
-        if (e.kind === "succeeded" && ++succeeded === JOBS) finish();
-      },
-    });
-    const t0 = performance.now();
-    await worker.start();
-    await finished;
-    const seconds = (performance.now() - t0) / 1000;
-    await worker.stop({ graceMs: 1000 });
-    const { rows } = await pool.query<{ n: string }>(
-      "select count(*) as n from workhorse.job where state = 'succeeded'",
-    );
-    if (Number(rows[0]?.n) !== JOBS) throw new Error(`expected ${JOBS} succeeded jobs, found ${rows[0]?.n}`);
-    return JOBS / seconds;
-  } finally {
-    await pool.end();
-    await admin.query(`drop database if exists ${name} with (force)`);
-    await admin.end();
-  }
+    return drainRate(pool, JOBS, concurrency);
+  });
 }
 
 async function main() {
@@ -84,7 +51,7 @@ async function main() {
     for (const c of CONCURRENCY) {
       const rates: number[] = [];
       for (let i = 0; i < ROUNDS; i++) {
-        const rate = await round(info.adminUrl, info.urlFor, c, i);
+        const rate = await round(info, c, i);
         rates.push(rate);
         console.log(`  concurrency ${c}, round ${i + 1}: ${rate.toFixed(0)} jobs/s`);
       }
