@@ -14,6 +14,8 @@ begin
        set state = 'succeeded', result = r.result, finished_at = now(), updated_at = now(), lease_expires_at = null
       from unnest(p_ids, p_attempts, p_owners, p_results) as r(id, attempt, owner, result)
      where j.id = r.id and j.attempt = r.attempt and j.lease_owner = r.owner and j.state = 'active'
+     --@citus where j.bucket = workhorse.id_bucket(r.id) and j.id = r.id and j.attempt = r.attempt and j.lease_owner = r.owner
+     --@citus+   and j.state = 'active'
     returning j.id, j.attempt, j.lease_owner, j.started_at, j.key_hold_until
   ),
   ev as (
