@@ -150,6 +150,28 @@ describe("holdUntil: finished", () => {
     expect((await q.enqueueWithResult("t", {}, o(purgedKey))).outcome).toBe("accepted");
   });
 
+  test("a worker giving back a job whose cancel was requested ends it, and releases the key; a plain give-back keeps it", async () => {
+    const q = t.queue();
+    const queue = fresh("q");
+    const o = (key: string) => ({ queue, idempotency: idem(key, { holdUntil: "finished" as const }) });
+    const canceledKey = fresh();
+    const canceled = await q.enqueue("t", {}, o(canceledKey));
+    const keptKey = fresh();
+    const kept = await q.enqueue("t", {}, o(keptKey));
+    expect((await claim(queue, "w~3")).map((c) => c.id).sort()).toEqual([canceled, kept].sort());
+    expect(await q.cancel({ jobIds: [canceled] }, ctx)).toMatchObject({ cancelRequested: 1 });
+    const given = await t.sql<{ id: string }>(
+      "select id from workhorse.release_jobs(array[$1::uuid, $2::uuid], array[1, 1], array['w~3', 'w~3'], 'shutdown')",
+      [canceled, kept],
+    );
+    expect(given.map((r) => r.id).sort()).toEqual([canceled, kept].sort());
+    expect([await stateOf(canceled), await stateOf(kept)]).toEqual(["canceled", "ready"]);
+    expect(await releases(canceled)).toEqual([{ holdUntil: "finished", reason: "canceled" }]);
+    expect(await releases(kept)).toEqual([]);
+    expect((await q.enqueueWithResult("t", {}, o(canceledKey))).outcome).toBe("accepted");
+    expect(await q.enqueueWithResult("t", {}, o(keptKey))).toMatchObject({ jobId: kept, outcome: "replayed" });
+  });
+
   test("a lapsed lease keeps the key until the job really finishes", async () => {
     const q = t.queue();
     const queue = fresh("q");

@@ -1,5 +1,5 @@
 -- The Citus variant of sql/functions/release_jobs.sql (docs/scale-out.md); bring it in line when that file changes.
--- follows: sql/functions/release_jobs.sql 979757657fab936e
+-- follows: sql/functions/release_jobs.sql e5b7c45d52a2a018
 
 create or replace function workhorse.release_jobs(p_ids uuid[], p_attempts integer[], p_owners text[], p_reason text)
 returns table (id uuid)
