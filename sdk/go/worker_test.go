@@ -236,11 +236,12 @@ func TestWorkerOperatorCancelAndLostLease(t *testing.T) {
 	}})
 	<-running
 	<-running
-	// An operator cancels one running job (seen at the next heartbeat); the other's lease is taken away.
+	// An operator cancels one running job (seen at the next heartbeat); the other is taken over by
+	// another owner with a lease of its own (an hour: no reaper hands it back before the test ends).
 	if _, err := pool.Exec(ctx, "select * from workhorse.cancel_jobs(array[$1::uuid], 'go-tests', 'testing cancel')", canceled); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pool.Exec(ctx, "update workhorse.job set lease_owner = 'someone-else' where id = $1::uuid", stolen); err != nil {
+	if _, err := pool.Exec(ctx, "update workhorse.job set lease_owner = 'someone-else', lease_expires_at = now() + interval '1 hour' where id = $1::uuid", stolen); err != nil {
 		t.Fatal(err)
 	}
 	got := map[error]bool{}

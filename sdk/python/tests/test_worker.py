@@ -371,7 +371,7 @@ def test_an_attempt_whose_lease_was_taken_records_nothing(queue: Queue, pool: Co
     with running(pool, {"t.long": long}, q, lease_ms=3000, heartbeat_interval_ms=100, on_event=lambda e: got.append(e.kind)) as worker:
         assert started.wait(30)
         with pool.connection() as conn:  # as if the lease had lapsed and another worker had claimed the job
-            conn.execute("update workhorse.job set lease_owner = 'elsewhere~1' where id = %s::uuid", (job_id,))
+            conn.execute("update workhorse.job set lease_owner = 'elsewhere~1', lease_expires_at = now() + interval '1 hour' where id = %s::uuid", (job_id,))
         wait_until("the stale outcome", lambda: worker.stats().stale == 1)
     assert reasons == ["LeaseLostError"]
     assert got == ["claimed", "lease_lost", "stale"]
