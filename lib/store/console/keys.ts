@@ -53,7 +53,7 @@ export async function newestJobUnderKey(client: pg.ClientBase, scope: string, di
  * purge first, at most 5. `prefix` is the digest's 6 bytes: the comparison is the expression of
  * job_purged_key_digest_idx (migration 029), so the read is one probe of that index.
  */
-export const PURGED_JOBS_UNDER_DIGEST_SQL = `select j.id as job_id, j.key_scope as scope, j.purged_at from workhorse.job j
+const PURGED_JOBS_UNDER_DIGEST_SQL = `select j.id as job_id, j.key_scope as scope, j.purged_at from workhorse.job j
       where j.state = 'purged' and j.key_hash is not null and substring(j.key_hash from 1 for 6) = $1::bytea
       order by j.purged_at desc limit 5`;
 
