@@ -1,6 +1,6 @@
 // Console read models (lib/console/*) and access helpers against the real test database.
 
-import type pg from "pg";
+import pg from "pg";
 import { v7 as uuidv7 } from "uuid";
 import { beforeAll, describe, expect, test, vi } from "vitest";
 import { distributedTests } from "./citus";
@@ -312,6 +312,145 @@ describe("find by key digest at volume", () => {
     expect(plan).toMatch(/"Node Type":"(Bitmap Index Scan|Index Scan|Index Only Scan)"/);
     expect(plan).toContain('"Index Name":"enqueue_observation_key_digest_idx"');
     expect(plan).toContain('"Actual Rows":4');
+  });
+});
+
+describe("find by key digest: purged jobs", () => {
+  const bucket = () => (distributedTests() ? ["bucket, ", "workhorse.id_bucket(x.id), "] : ["", ""]);
+  /** Jobs with chosen key hashes (hex), states and purge times (seconds ago). */
+  async function insertJobs(rows: { hash: string; state: string; purgedAgoS?: number }[]) {
+    const [col, val] = bucket();
+    const ids = rows.map(() => uuidv7());
+    await t.sql(
+      `insert into workhorse.job (${col}id, queue, type, payload, state, run_at, max_attempts, key_scope, key_hash, purged_at)
+       select ${val}x.id, 'digest-purged', 'd.t', '{}', x.state, now(), 1, 'digest-purged-scope', decode(x.hash, 'hex'),
+              case when x.state = 'purged' then now() - x.ago * interval '1 second' end
+         from unnest($1::uuid[], $2::text[], $3::text[], $4::int[]) as x(id, hash, state, ago)`,
+      [ids, rows.map((r) => r.hash), rows.map((r) => r.state), rows.map((r) => r.purgedAgoS ?? 0)],
+    );
+    return ids;
+  }
+  /** A 32-byte key hash (hex) starting with `prefix` (hex). */
+  const hashUnder = (prefix: string, tail: number) => prefix + tail.toString(16).padStart(64 - prefix.length, "0");
+
+  test("every statement of the digest read probes an index, the purged jobs' through their digest index", async () => {
+    const { lookupDigest } = await import("@/lib/console/reads/digest");
+    // 3,000 purged jobs with other digests: a plan that walks the purged jobs reads them all.
+    await t.sql(
+      `insert into workhorse.job (${bucket()[0]}id, queue, type, payload, state, run_at, max_attempts, key_scope, key_hash,
+                                  purged_at)
+       select ${bucket()[1]}x.id, 'digest-volume', 'd.t', '{}', 'purged', now(), 1, 'digest-volume', sha256(x.g::text::bytea),
+              now() - x.g * interval '1 second'
+         from (select g, gen_random_uuid() as id from generate_series(1, 3000) g) x`,
+    );
+    // Seven purged jobs under one digest: the read stops after the newest five.
+    const digest = "d16e57000001";
+    await insertJobs(
+      Array.from({ length: 7 }, (_, i) => ({ hash: hashUnder(digest, i), state: "purged", purgedAgoS: i })),
+    );
+    await t.sql("vacuum analyze workhorse.job");
+    // Every statement lookupDigest sends, whichever client of the pool sends it.
+    const sent: { text: string; values: unknown[] }[] = [];
+    class RecordingClient extends pg.Client {
+      override query(...args: unknown[]): never {
+        const [text, values] = args;
+        if (typeof text === "string" && /^\s*(select|with)\b/i.test(text)) {
+          sent.push({ text, values: Array.isArray(values) ? values : [] });
+        }
+        return (super.query as (...a: unknown[]) => never)(...args);
+      }
+    }
+    const recording = new pg.Pool({ connectionString: t.url, max: 3, Client: RecordingClient });
+    try {
+      const found = await lookupDigest(recording, digest);
+      expect(found.released.map((r) => r.purgedAt)).toHaveLength(5);
+      expect(found.releasedComplete).toBe(true);
+    } finally {
+      await recording.end();
+    }
+    const plans = new Map<string, string>();
+    for (const s of sent) {
+      if (/workhorse\.shard_bucket/.test(s.text)) continue; // the layout probe (lib/store/layout.ts)
+      const [row] = await t.sql<{ "QUERY PLAN": unknown }>(`explain (analyze, format json) ${s.text}`, s.values);
+      plans.set(s.text, JSON.stringify(row?.["QUERY PLAN"]));
+    }
+    await t.sql("delete from workhorse.job where queue in ('digest-volume', 'digest-purged')");
+    const planOf = (table: RegExp) => [...plans].filter(([text]) => table.test(text)).map(([, plan]) => plan);
+    // On Citus a plan holds a shard's remote plan, its index named with the shard's suffix.
+    const [purged] = planOf(/state = 'purged'/);
+    expect(purged).toContain('"Index Name":"job_purged_key_digest_idx');
+    expect(purged).not.toContain('"Seq Scan"');
+    expect(purged).toContain('"Actual Rows":5');
+    const [observations] = planOf(/from workhorse\.enqueue_observation/);
+    expect(observations).toContain('"Index Name":"enqueue_observation_key_digest_idx');
+    expect(observations).not.toContain('"Seq Scan"');
+    // The bindings: on one node a skip scan over the binding primary key. (On Citus each shard scans
+    // its bindings for the hash range: lib/store/console/reads.ts, bindingsByDigestDistributed.)
+    const [bindings] = planOf(/from workhorse\.key_binding/);
+    if (!distributedTests()) {
+      expect(bindings).toContain('"Index Name":"key_binding_pkey"');
+      expect(bindings).not.toContain('"Seq Scan"');
+    }
+    expect(plans.size).toBe(3);
+  });
+
+  test("the purged jobs under a digest are the ones the statement before migration 029 found", async () => {
+    const { lookupDigest } = await import("@/lib/console/reads/digest");
+    const { purgedJobsUnderDigest } = await import("@/lib/store/console/keys");
+    const digest = "d16e57000002";
+    const [older, newer] = await insertJobs([
+      { hash: hashUnder(digest, 1), state: "purged", purgedAgoS: 3600 },
+      { hash: hashUnder(digest, 2), state: "purged", purgedAgoS: 600 }, // another key, same digest
+    ]);
+    await insertJobs([
+      { hash: hashUnder(digest, 3), state: "failed" }, // not purged: its key is not released
+      { hash: hashUnder(digest, 4), state: "succeeded" },
+      { hash: hashUnder("d16e57000003", 1), state: "purged", purgedAgoS: 60 }, // the sixth byte differs
+      { hash: hashUnder("d16e570000", 5), state: "purged", purgedAgoS: 60 }, // five bytes alike only
+    ]);
+    const found = await lookupDigest(t.pool, digest);
+    expect(found.released).toEqual([
+      { jobId: newer, scope: "digest-purged-scope", purgedAt: expect.any(String) },
+      { jobId: older, scope: "digest-purged-scope", purgedAt: expect.any(String) },
+    ]);
+    expect((await lookupDigest(t.pool, "d16e57000004")).released).toEqual([]);
+    // The statement before migration 029 (hex-encoding every purged job's key hash) finds the same jobs.
+    const before = `select j.id as job_id, j.key_scope as scope, j.purged_at from workhorse.job j
+      where j.state = 'purged' and j.key_hash is not null and left(encode(j.key_hash, 'hex'), 12) = $1
+      order by j.purged_at desc limit 5`;
+    const client = await t.pool.connect();
+    try {
+      for (const d of [digest, "d16e57000003", "d16e57000004", "d16e57000005"]) {
+        const now = await purgedJobsUnderDigest(client, Buffer.from(d, "hex"));
+        expect(now, d).toEqual((await client.query(before, [d])).rows);
+      }
+    } finally {
+      client.release();
+    }
+    await t.sql("delete from workhorse.job where queue = 'digest-purged'");
+  });
+
+  test("a digest that is not 12 hex characters is the page's error, and the read refuses it before any SQL", async () => {
+    const { digestParam, lookupDigest, NotAKeyDigestError } = await import("@/lib/console/reads/digest");
+    expect(digestParam(" D16E57000001\n")).toEqual({ raw: "d16e57000001", digest: "d16e57000001" });
+    expect(digestParam(["d16e57000001", "ffffffffffff"])).toEqual({ raw: "d16e57000001", digest: "d16e57000001" });
+    // Twelve characters, not all hex: the page says "That is not a key digest" and reads nothing.
+    expect(digestParam("0123456789ag")).toEqual({ raw: "0123456789ag", digest: null });
+    expect(digestParam(undefined)).toEqual({ raw: "", digest: null });
+    // A binding whose hash starts with the five bytes before the "g": hex decoding stops at the "g",
+    // and a five-byte prefix would list it under a digest it does not have.
+    await t.sql(
+      `insert into workhorse.key_binding (${distributedTests() ? "bucket, " : ""}scope, key_hash, job_id, mode,
+                                          key_preview, key_length, field_digests, request_digest, ttl_ms, created_at,
+                                          expires_at)
+       select ${distributedTests() ? "workhorse.key_bucket('not-hex', decode($1, 'hex')), " : ""}'not-hex', decode($1, 'hex'),
+              gen_random_uuid(), 'idempotency', 'n…', 12, decode(repeat('ab', 88), 'hex'), sha256('n'::bytea), 60000,
+              now(), now() + interval '1 hour'`,
+      [hashUnder("0123456789", 1)],
+    );
+    await expect(lookupDigest(t.pool, "0123456789ag")).rejects.toBeInstanceOf(NotAKeyDigestError);
+    await expect(lookupDigest(t.pool, "0123456789AB")).rejects.toThrow("A key digest is 12 hex characters (0-9, a-f).");
+    await t.sql("delete from workhorse.key_binding where scope = 'not-hex'");
   });
 });
 

@@ -11,6 +11,27 @@ import { iso, readWithTimeout } from "./read-queries";
 /** A key digest: the first 12 hex characters of the key's SHA-256 (what errors and logs carry). */
 export const DIGEST_RE = /^[0-9a-f]{12}$/;
 
+/** lookupDigest was given something that is not a key digest (DIGEST_RE): nothing was read. */
+export class NotAKeyDigestError extends Error {
+  override name = "NotAKeyDigestError";
+  constructor() {
+    super("A key digest is 12 hex characters (0-9, a-f).");
+  }
+}
+
+/**
+ * The find page's `digest` parameter: `raw` is what the operator typed (the first value, control
+ * characters removed, trimmed, lower-cased), `digest` is it when it is a key digest, else null (the
+ * page then says so and reads nothing).
+ */
+export function digestParam(value: string | string[] | undefined): { raw: string; digest: string | null } {
+  const raw = ((Array.isArray(value) ? value[0] : value) ?? "")
+    .replace(/\p{Cc}/gu, "")
+    .trim()
+    .toLowerCase();
+  return { raw, digest: DIGEST_RE.test(raw) ? raw : null };
+}
+
 export { DIGEST_LOOKUPS_PER_MINUTE };
 
 /** How long the observation search (an index range since migration 015) may take before we say so. */
@@ -54,17 +75,22 @@ export async function lookupDigestLimited(
  * - the newest observations (replays, conflicts) under the digest: an index range on
  *   (key_digest, id) (migration 015), still read-only under a statement timeout, and the answer says
  *   when it was cut short.
- * - purged jobs whose key had the digest (the purge released it), newest first, at most 5: no index
- *   serves it, so it runs under the same statement timeout and the answer says when it was cut short.
+ * - purged jobs whose key had the digest (the purge released it), newest first, at most 5: a probe
+ *   of the purged jobs' digest index (migration 029), under the same statement timeout; the answer
+ *   says when it was cut short.
  * Six bytes of digest can, rarely, match two keys: every binding found is listed with its scope.
+ * Throws NotAKeyDigestError, before any read, when `digest` is not a key digest (DIGEST_RE).
  */
 export async function lookupDigest(pool: pg.Pool, digest: string): Promise<DigestLookupDto> {
-  const lo = Buffer.concat([Buffer.from(digest, "hex"), Buffer.alloc(26, 0)]);
-  const hi = Buffer.concat([Buffer.from(digest, "hex"), Buffer.alloc(26, 0xff)]);
+  // Buffer.from(…, "hex") stops at the first non-hex character: a shorter prefix would match more keys.
+  if (!DIGEST_RE.test(digest)) throw new NotAKeyDigestError();
+  const prefix = Buffer.from(digest, "hex");
+  const lo = Buffer.concat([prefix, Buffer.alloc(26, 0)]);
+  const hi = Buffer.concat([prefix, Buffer.alloc(26, 0xff)]);
   const [bindings, observations, released] = await Promise.all([
     bindingsByDigest(pool, lo, hi, DIGEST_MAX_SCOPES),
     searchObservations(pool, digest),
-    readWithTimeout(pool, DIGEST_SEARCH_TIMEOUT_MS, (client) => purgedJobsUnderDigest(client, digest)),
+    readWithTimeout(pool, DIGEST_SEARCH_TIMEOUT_MS, (client) => purgedJobsUnderDigest(client, prefix)),
   ]);
   const first = bindings.rows[0];
   return {

@@ -50,14 +50,17 @@ export async function newestJobUnderKey(client: pg.ClientBase, scope: string, di
 
 /**
  * Purged jobs whose key has this digest (jobs keep their scope and key hash after a purge), newest
- * purge first, at most 5. No index serves it: run it under a statement timeout.
+ * purge first, at most 5. `prefix` is the digest's 6 bytes: the comparison is the expression of
+ * job_purged_key_digest_idx (migration 029), so the read is one probe of that index.
  */
-export async function purgedJobsUnderDigest(client: pg.ClientBase, digest: string) {
+const PURGED_JOBS_UNDER_DIGEST_SQL = `select j.id as job_id, j.key_scope as scope, j.purged_at from workhorse.job j
+      where j.state = 'purged' and j.key_hash is not null and substring(j.key_hash from 1 for 6) = $1::bytea
+      order by j.purged_at desc limit 5`;
+
+export async function purgedJobsUnderDigest(client: pg.ClientBase, prefix: Buffer) {
   const { rows } = await client.query<{ job_id: string; scope: string; purged_at: Date }>(
-    `select j.id as job_id, j.key_scope as scope, j.purged_at from workhorse.job j
-      where j.state = 'purged' and j.key_hash is not null and left(encode(j.key_hash, 'hex'), 12) = $1
-      order by j.purged_at desc limit 5`,
-    [digest],
+    PURGED_JOBS_UNDER_DIGEST_SQL,
+    [prefix],
   );
   return rows;
 }

@@ -108,6 +108,10 @@ export type DigestBindingRow = BindingRow & {
  * queue and type, across at most `maxScopes` scopes (`scopes`: how many were walked; "0" on Citus,
  * where every scope is searched). The binding's primary key is (scope, key_hash): on one node the
  * scopes are walked with a recursive "skip scan" (one index probe per scope), each a key_hash range.
+ * Each scope's range is read in a subquery with its own LIMIT (its newest 50, so the newest 50 of
+ * all are among them): a subquery with a LIMIT is not merged into the join, so the planner cannot
+ * turn the probes into one scan of every binding filtered by the range, which it prefers for a table
+ * of a few thousand bindings.
  */
 export async function bindingsByDigest(
   pool: pg.Pool,
@@ -131,6 +135,7 @@ export async function bindingsByDigest(
         cross join lateral (
           select ${BINDING_COLUMNS} from workhorse.key_binding b
            where b.scope = s.scope and b.key_hash between $1::bytea and $2::bytea
+           order by b.created_at desc limit 50
         ) x
          left join workhorse.job j on j.id = x.job_id
         where s.scope is not null

@@ -6,7 +6,7 @@ import { KeyEverywhereTable } from "@/components/key-everywhere";
 import { buttonClass, Card, Field, inputClass, Notice, PageHeader } from "@/components/ui";
 import { requestInfo, requireViewer } from "@/lib/console/auth/viewer";
 import { consoleDatabases, consolePool, openDatabase } from "@/lib/console/databases/db";
-import { DIGEST_RE, lookupDigestLimited } from "@/lib/console/reads/digest";
+import { digestParam, lookupDigestLimited } from "@/lib/console/reads/digest";
 import { findDigestEverywhere } from "@/lib/console/reads/find-everywhere";
 import { findByKeyAction } from "./actions";
 
@@ -15,11 +15,7 @@ export const metadata: Metadata = { title: "Find by key" };
 export default async function FindPage({ searchParams }: { searchParams: Promise<Record<string, string | string[]>> }) {
   const viewer = await requireViewer();
   const sp = await searchParams;
-  const raw = ((Array.isArray(sp.digest) ? sp.digest[0] : sp.digest) ?? "")
-    .replace(/\p{Cc}/gu, "")
-    .trim()
-    .toLowerCase();
-  const digest = DIGEST_RE.test(raw) ? raw : null;
+  const { raw, digest } = digestParam(sp.digest);
   // Per session (per client address without sign-in): each lookup costs the database a search.
   const lookup = digest
     ? await lookupDigestLimited(
