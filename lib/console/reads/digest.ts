@@ -8,7 +8,7 @@ import { bindingDto } from "./jobs";
 import { observationDto } from "./observation-reads";
 import { iso, readWithTimeout } from "./read-queries";
 
-/** A key digest: the first 12 hex characters of the key's SHA-256 (what errors and logs carry). */
+/** A key digest: the first 12 hex characters of the key's keyed hash (HMAC-SHA256 under the installation secret, docs/enqueue.md), what errors and logs carry. */
 export const DIGEST_RE = /^[0-9a-f]{12}$/;
 
 /** lookupDigest was given something that is not a key digest (DIGEST_RE): nothing was read. */
