@@ -37,6 +37,16 @@ export interface JobRowDto {
   hasError: boolean;
 }
 
+/** The jobs list's filter as its URL's search params carry it (`error` and `due` are "1" when set). */
+export interface JobFilterParams {
+  queue?: string;
+  type?: string;
+  state?: string;
+  tag?: string;
+  error?: string;
+  due?: string;
+}
+
 /** A count for a tab: exact, or the planner's estimate. */
 export interface TabCount {
   value: number;
