@@ -2,7 +2,14 @@
 import { useActionState, useId, useState } from "react";
 import { Link } from "@/components/db-link";
 import type { OperatorActionState, RedriveState } from "@/lib/console/wire/action-state";
-import { ConfirmDialog, ConfirmForm, type FormAction, ReasonForm, useSettled } from "./confirm-dialog";
+import {
+  ConfirmDialog,
+  ConfirmForm,
+  type DialogFormProps,
+  type FormAction,
+  ReasonForm,
+  useSettled,
+} from "./confirm-dialog";
 import { Refusal } from "./purge-dialog";
 import { buttonClass, linkClass, Notice } from "./ui";
 
@@ -95,14 +102,7 @@ export function RedriveDialog(props: DialogProps<RedriveState>) {
   );
 }
 
-function RedriveForm(props: {
-  action: FormAction<RedriveState>;
-  hidden: Record<string, string>;
-  title: string;
-  statement: string;
-  onResult: (s: RedriveState) => void;
-  close: () => void;
-}) {
+function RedriveForm(props: DialogFormProps<RedriveState>) {
   const [state, formAction, pending] = useActionState(props.action, { status: "idle" });
   const [reason, setReason] = useState("");
   const [requestId] = useState(() => crypto.randomUUID());

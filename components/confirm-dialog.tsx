@@ -9,6 +9,16 @@ import { buttonClass, dangerButtonClass, Field, inputClass, secondaryButtonClass
 /** A server action as React's useActionState takes it. */
 export type FormAction<S> = (prev: S, data: FormData) => Promise<S>;
 
+/** What a dialog's form is given: its server action, the target as hidden fields, its words, and the frame's callbacks. */
+export type DialogFormProps<S> = {
+  action: FormAction<S>;
+  hidden: Record<string, string>;
+  title: string;
+  statement: string;
+  onResult: (s: S) => void;
+  close: () => void;
+};
+
 /**
  * The frame every confirming action shares (purge, cancel, run now, pause, resume, redrive): a
  * button that opens a modal dialog holding a fresh form each time (`form` gets `onResult` and
@@ -197,19 +207,17 @@ export function ReasonForm(props: {
  * A dialog's form for a one-step action (cancel, run now, pause, resume, purge): a reason, then one
  * confirm button. `result` renders the action's state (in the dialog, and later beside the button).
  */
-export function ConfirmForm<S extends { status: string; fieldErrors?: { reason?: string } }>(props: {
-  action: FormAction<S>;
-  hidden: Record<string, string>;
-  title: string;
-  statement: string;
-  hint: string;
-  confirmLabel: string;
-  pendingLabel: string;
-  danger?: boolean;
-  result: (state: S) => ReactNode;
-  onResult: (s: S) => void;
-  close: () => void;
-}) {
+export function ConfirmForm<S extends { status: string; fieldErrors?: { reason?: string } }>(
+  props: DialogFormProps<S> & {
+    hint: string;
+    confirmLabel: string;
+    pendingLabel: string;
+    danger?: boolean;
+    result: (state: S) => ReactNode;
+    /** Below the result until the action finished (e.g. an option of the action). */
+    options?: ReactNode;
+  },
+) {
   const [state, formAction, pending] = useActionState<S, FormData>(props.action, { status: "idle" } as Awaited<S>);
   const id = useId();
   const [reason, setReason] = useState("");
@@ -230,6 +238,7 @@ export function ConfirmForm<S extends { status: string; fieldErrors?: { reason?:
         onChange: setReason,
       }}
       result={props.result(state)}
+      after={finished ? null : props.options}
       destructive={props.danger}
       close={props.close}
       submit={

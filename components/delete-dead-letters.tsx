@@ -1,9 +1,8 @@
 "use client";
-import { useActionState, useId, useState } from "react";
+import { useState } from "react";
 import type { OperatorActionState } from "@/lib/console/wire/action-state";
 import { ActionResult } from "./action-dialog";
-import { ConfirmDialog, type FormAction, ReasonForm, useSettled } from "./confirm-dialog";
-import { dangerButtonClass } from "./ui";
+import { ConfirmDialog, ConfirmForm, type DialogFormProps, type FormAction } from "./confirm-dialog";
 
 /**
  * "Delete…" for dead letters (a selection or a whole group): a dialog that says what will be deleted,
@@ -34,59 +33,29 @@ export function DeleteDeadLettersDialog(props: {
   );
 }
 
-function DeleteForm(props: {
-  action: FormAction<OperatorActionState>;
-  hidden: Record<string, string>;
-  title: string;
-  statement: string;
-  confirmLabel: string;
-  onResult: (s: OperatorActionState) => void;
-  close: () => void;
-}) {
-  const [state, formAction, pending] = useActionState(props.action, { status: "idle" });
-  const [reason, setReason] = useState("");
+function DeleteForm(props: DialogFormProps<OperatorActionState> & { confirmLabel: string }) {
   const [releaseKeys, setReleaseKeys] = useState(false);
-  const id = useId();
-  useSettled(state, props.onResult, state.status === "done");
-  const finished = state.status === "done" || state.status === "refused";
   return (
-    <ReasonForm
-      formAction={formAction}
-      title={props.title}
-      statement={props.statement}
-      hidden={props.hidden}
-      finished={finished}
-      destructive
-      reason={{
-        id,
-        error: state.status === "error" ? state.fieldErrors.reason : undefined,
-        hint: "Kept in the audit log with what was deleted.",
-        value: reason,
-        onChange: setReason,
-      }}
-      result={<ActionResult state={state} />}
-      after={
-        finished ? null : (
-          <label className="flex items-start gap-2 text-sm text-slate-800">
-            <input
-              type="checkbox"
-              name="releaseKeys"
-              className="mt-1"
-              checked={releaseKeys}
-              onChange={(e) => setReleaseKeys(e.target.checked)}
-            />
-            <span>
-              Also delete jobs that own a live key. Their idempotency keys are released: a repeat of their request
-              becomes a new job. Left unticked, such jobs are kept and counted.
-            </span>
-          </label>
-        )
-      }
-      close={props.close}
-      submit={
-        <button type="submit" className={dangerButtonClass} disabled={pending}>
-          {pending ? "Deleting…" : props.confirmLabel}
-        </button>
+    <ConfirmForm<OperatorActionState>
+      {...props}
+      hint="Kept in the audit log with what was deleted."
+      pendingLabel="Deleting…"
+      danger
+      result={(state) => <ActionResult state={state} />}
+      options={
+        <label className="flex items-start gap-2 text-sm text-slate-800">
+          <input
+            type="checkbox"
+            name="releaseKeys"
+            className="mt-1"
+            checked={releaseKeys}
+            onChange={(e) => setReleaseKeys(e.target.checked)}
+          />
+          <span>
+            Also delete jobs that own a live key. Their idempotency keys are released: a repeat of their request becomes
+            a new job. Left unticked, such jobs are kept and counted.
+          </span>
+        </label>
       }
     />
   );

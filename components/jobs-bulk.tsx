@@ -1,7 +1,7 @@
 "use client";
 import { createContext, type ReactNode, useContext, useEffect, useState } from "react";
 import type { OperatorActionState, RedriveState } from "@/lib/console/wire/action-state";
-import type { CappedCount } from "@/lib/console/wire/types";
+import type { CappedCount, JobFilterParams } from "@/lib/console/wire/types";
 import { ActionDialogs } from "./action-dialog";
 import { secondaryButtonClass } from "./ui";
 
@@ -40,16 +40,9 @@ const plural = (n: number, one: string, many = `${one}s`) => `${n.toLocaleString
  * operator confirms; results say how many changed and why the rest did not.
  */
 export function JobsBulk(props: {
-  filter: { queue?: string; type?: string; state?: string; tag?: string; error?: string; due?: string };
+  filter: JobFilterParams;
   /** Counts the jobs matching `filter` (up to the cap) when the operator asks for "all matching". */
-  countMatching: (filter: {
-    queue?: string;
-    type?: string;
-    state?: string;
-    tag?: string;
-    error?: string;
-    due?: string;
-  }) => Promise<CappedCount | { error: string }>;
+  countMatching: (filter: JobFilterParams) => Promise<CappedCount | { error: string }>;
   cap: number;
   cancel: Act<OperatorActionState>;
   runNow: Act<OperatorActionState>;

@@ -128,17 +128,11 @@ export function retryAlone(
 }
 
 /** One round trip: the scalar function for one request, the set-based one for a batch. */
-export async function send(
-  view: CallView,
-  exec: Executor,
-  requests: NormalizedRequest[],
-  ids: string[],
-  retry: boolean,
-  trace: string | null,
-): Promise<EnqueueRow[]> {
+export async function send(...args: Parameters<typeof sendRaw>): Promise<EnqueueRow[]> {
   try {
-    return await sendRaw(view, exec, requests, ids, retry, trace);
+    return await sendRaw(...args);
   } catch (err) {
+    const [view, , requests] = args;
     throw translate(view, err, requests);
   }
 }

@@ -10,19 +10,9 @@ import { parseOptions } from "./input-rules";
 import { pruneFinishedJobs } from "./operator-actions";
 import { pruneBindingsSchema, pruneObservationsSchema, reapLeasesSchema } from "./operator-input";
 import type { OperationsDb } from "./queue-context";
+import type { MaintenanceResult } from "./types";
 
-export interface MaintenanceResult {
-  expiredBindingsDeleted: number;
-  observationsDeleted: number;
-  /** Active jobs whose lease had lapsed (their worker died or stalled), given back for a new attempt or failed. */
-  expiredLeasesReaped: number;
-  /** Terminal jobs past retention deleted (with their events); never one owning a live key. */
-  finishedJobsDeleted: number;
-  /** Heartbeat rows of workers gone (no check-in) for longer than `GONE_WORKER_RETENTION_MS`. */
-  goneWorkersDeleted: number;
-  /** Rows of the hourly run-time rollup written (finished hours not rolled up yet). */
-  runTimeRowsRolledUp: number;
-}
+export type { MaintenanceResult };
 
 /**
  * Runs `batch` (which handles at most `limit` rows and says how many it did) until one does fewer
@@ -77,24 +67,18 @@ export async function runMaintenance(
     olderThanMs: options.jobRetentionMs ?? (m ? m.jobRetentionMs : undefined),
     limit: m ? m.batchSize : 1000,
   });
-  const goneWorkersDeleted = await store.pruneGoneWorkers(db.store("pruneGoneWorkers"));
-  const runTimeRowsRolledUp = await rollupRunTimesBatch(db.store("rollupRunTimes"));
+  const result: MaintenanceResult = {
+    expiredBindingsDeleted,
+    observationsDeleted,
+    expiredLeasesReaped,
+    finishedJobsDeleted: pruned.jobsDeleted,
+    goneWorkersDeleted: await store.pruneGoneWorkers(db.store("pruneGoneWorkers")),
+    runTimeRowsRolledUp: await rollupRunTimesBatch(db.store("rollupRunTimes")),
+  };
   await store.insertMaintenanceRun(db.store("runMaintenance"), {
+    ...result,
     startedAt: started,
     trigger: options.trigger ?? "manual",
-    expiredBindingsDeleted,
-    observationsDeleted,
-    expiredLeasesReaped,
-    finishedJobsDeleted: pruned.jobsDeleted,
-    goneWorkersDeleted,
-    runTimeRowsRolledUp,
   });
-  return {
-    expiredBindingsDeleted,
-    observationsDeleted,
-    expiredLeasesReaped,
-    finishedJobsDeleted: pruned.jobsDeleted,
-    goneWorkersDeleted,
-    runTimeRowsRolledUp,
-  };
+  return result;
 }

@@ -57,6 +57,69 @@ export const METRICS = {
   operatorJobs: "workhorse.operator.jobs",
 } as const;
 
+/** The semantic conventions' advice for messaging durations, in seconds. */
+const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10];
+/** An attempt's duration, in seconds: handlers run longer than a producer's round trip. */
+const PROCESS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
+
+/** Each metric's unit and description; a duration's bucket boundaries. */
+const INSTRUMENTS: Record<keyof typeof METRICS, { unit: string; description: string; buckets?: number[] }> = {
+  sent: {
+    unit: "{message}",
+    description: "Requests the producer sent to PostgreSQL, by queue (error.type when the call failed).",
+  },
+  operationDuration: {
+    unit: "s",
+    description: "Duration of an enqueue call (one round trip, or several when a keyed call repeats itself).",
+    buckets: DURATION_BUCKETS,
+  },
+  consumed: { unit: "{message}", description: "Jobs this worker claimed, by queue." },
+  processDuration: {
+    unit: "s",
+    description: "Duration of an attempt, from its claim to its recorded outcome (error.type when it did not succeed).",
+    buckets: PROCESS_BUCKETS,
+  },
+  decisions: {
+    unit: "{request}",
+    description:
+      "What PostgreSQL decided per enqueue request, by queue and outcome (accepted, replayed, conflict, replaced, non_replaceable with its reason, coalesced).",
+  },
+  retries: {
+    unit: "{try}",
+    description: "Extra tries of keyed calls after a connection loss or a retryable SQLSTATE.",
+  },
+  retriesExhausted: {
+    unit: "{call}",
+    description: "Keyed calls that failed after their last try (the caller got the error).",
+  },
+  recoveredAccepts: {
+    unit: "{request}",
+    description: "Requests a retry found accepted by an earlier try whose answer was lost (reported as accepted).",
+  },
+  attempts: {
+    unit: "{attempt}",
+    description:
+      "Attempts by queue and result: succeeded, retry_scheduled, failed, lease_lost, canceled, released (given back at shutdown).",
+  },
+  operatorJobs: {
+    unit: "{job}",
+    description:
+      "Jobs operators canceled (or asked to stop), redrove, purged, ran now or deleted from the dead letters.",
+  },
+};
+
+/** The counter of `METRICS[metric]`, with its unit and description. */
+export function counterOf(meter: Meter, metric: keyof typeof METRICS): Counter {
+  const { unit, description } = INSTRUMENTS[metric];
+  return meter.createCounter(METRICS[metric], { description, unit });
+}
+
+/** The histogram of `METRICS[metric]`, with its unit, description and bucket boundaries. */
+export function histogramOf(meter: Meter, metric: keyof typeof METRICS): Histogram {
+  const { unit, description, buckets } = INSTRUMENTS[metric];
+  return meter.createHistogram(METRICS[metric], { description, unit, advice: { explicitBucketBoundaries: buckets } });
+}
+
 /** Attribute names: the messaging conventions' and ours. */
 export const ATTR = {
   system: "messaging.system",
@@ -75,9 +138,6 @@ export const ATTR = {
 } as const;
 
 export const MESSAGING_SYSTEM = "workhorse";
-
-/** The semantic conventions' advice for messaging durations, in seconds. */
-const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10];
 
 /** Beyond this many distinct queues, attribute sets are made per call instead of cached. */
 const MAX_CACHED_QUEUES = 1000;
@@ -134,37 +194,13 @@ export class QueueTelemetry {
     const meter = meterOf(options);
     this.tracer = tracerOf(options);
     this.scopes = new Set(options.scopes ?? []);
-    this.sent = meter.createCounter(METRICS.sent, {
-      description: "Requests the producer sent to PostgreSQL, by queue (error.type when the call failed).",
-      unit: "{message}",
-    });
-    this.duration = meter.createHistogram(METRICS.operationDuration, {
-      description: "Duration of an enqueue call (one round trip, or several when a keyed call repeats itself).",
-      unit: "s",
-      advice: { explicitBucketBoundaries: DURATION_BUCKETS },
-    });
-    this.decisions = meter.createCounter(METRICS.decisions, {
-      description:
-        "What PostgreSQL decided per enqueue request, by queue and outcome (accepted, replayed, conflict, replaced, non_replaceable with its reason, coalesced).",
-      unit: "{request}",
-    });
-    this.retries = meter.createCounter(METRICS.retries, {
-      description: "Extra tries of keyed calls after a connection loss or a retryable SQLSTATE.",
-      unit: "{try}",
-    });
-    this.exhausted = meter.createCounter(METRICS.retriesExhausted, {
-      description: "Keyed calls that failed after their last try (the caller got the error).",
-      unit: "{call}",
-    });
-    this.recovered = meter.createCounter(METRICS.recoveredAccepts, {
-      description: "Requests a retry found accepted by an earlier try whose answer was lost (reported as accepted).",
-      unit: "{request}",
-    });
-    this.operator = meter.createCounter(METRICS.operatorJobs, {
-      description:
-        "Jobs operators canceled (or asked to stop), redrove, purged, ran now or deleted from the dead letters.",
-      unit: "{job}",
-    });
+    this.sent = counterOf(meter, "sent");
+    this.duration = histogramOf(meter, "operationDuration");
+    this.decisions = counterOf(meter, "decisions");
+    this.retries = counterOf(meter, "retries");
+    this.exhausted = counterOf(meter, "retriesExhausted");
+    this.recovered = counterOf(meter, "recoveredAccepts");
+    this.operator = counterOf(meter, "operatorJobs");
   }
 
   private queueAttrs(queue: string): Attributes {

@@ -307,6 +307,20 @@ export interface PruneFinishedJobsResult {
   eventsDeleted: number;
 }
 
+/** What a maintenance run removed or wrote, by task (each task's count is also recorded in `workhorse.maintenance_run`). */
+export interface MaintenanceResult {
+  expiredBindingsDeleted: number;
+  observationsDeleted: number;
+  /** Active jobs whose lease had lapsed (their worker died or stalled), given back for a new attempt or failed. */
+  expiredLeasesReaped: number;
+  /** Terminal jobs past retention deleted (with their events); never one owning a live key. */
+  finishedJobsDeleted: number;
+  /** Heartbeat rows of workers gone (no check-in) for longer than `GONE_WORKER_RETENTION_MS`. */
+  goneWorkersDeleted: number;
+  /** Rows of the hourly run-time rollup written (finished hours not rolled up yet). */
+  runTimeRowsRolledUp: number;
+}
+
 /** One replay, conflict, coalesce or non-replaceable decision, as operators see it (docs/enqueue.md, observations). */
 export interface Observation {
   at: Date;

@@ -8,16 +8,15 @@ import { type Attributes, context, type Span, SpanKind, SpanStatusCode, trace } 
 import {
   ATTR,
   AttributeCache,
+  counterOf,
+  histogramOf,
   MESSAGING_SYSTEM,
-  METRICS,
   meterOf,
   spanContextOf,
   type TelemetryOptions,
   tracerOf,
 } from "../enqueue/telemetry";
 import type { ClaimedJob, WorkerEvent } from "./types";
-
-const PROCESS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
 
 /** What became of an attempt (`workhorse.attempt.result`). */
 export type AttemptResult = "succeeded" | "retry_scheduled" | "failed" | "lease_lost" | "canceled" | "released";
@@ -43,21 +42,9 @@ export class WorkerTelemetry {
   ) {
     const meter = meterOf(options);
     this.tracer = tracerOf(options);
-    this.consumed = meter.createCounter(METRICS.consumed, {
-      description: "Jobs this worker claimed, by queue.",
-      unit: "{message}",
-    });
-    this.duration = meter.createHistogram(METRICS.processDuration, {
-      description:
-        "Duration of an attempt, from its claim to its recorded outcome (error.type when it did not succeed).",
-      unit: "s",
-      advice: { explicitBucketBoundaries: PROCESS_BUCKETS },
-    });
-    this.attempts = meter.createCounter(METRICS.attempts, {
-      description:
-        "Attempts by queue and result: succeeded, retry_scheduled, failed, lease_lost, canceled, released (given back at shutdown).",
-      unit: "{attempt}",
-    });
+    this.consumed = counterOf(meter, "consumed");
+    this.duration = histogramOf(meter, "processDuration");
+    this.attempts = counterOf(meter, "attempts");
   }
 
   private queueAttrs(queue: string, operation: string): Attributes {

@@ -18,20 +18,12 @@ export async function listWorkers(db: Db): Promise<WorkersDto> {
   const clock = rows[0]?.now ?? (await dbNow(db)) ?? new Date();
   return {
     now: iso(clock),
-    workers: rows.map((r) => ({
-      worker: r.worker_id,
-      host: r.host,
-      pid: r.pid,
-      queues: r.queues,
-      types: r.types,
-      concurrency: r.concurrency,
-      running: r.running,
-      held: r.held,
-      jobIds: r.job_ids,
-      state: r.gone ? "gone" : r.status === "stopping" ? "stopping" : r.held > 0 ? "busy" : "idle",
-      startedAt: iso(r.started_at),
-      checkedAt: iso(r.checked_at),
-      intervalMs: r.interval_ms,
+    workers: rows.map(({ workerId, status, startedAt, checkedAt, gone, now: _, ...r }) => ({
+      ...r,
+      worker: workerId,
+      state: gone ? "gone" : status === "stopping" ? "stopping" : r.held > 0 ? "busy" : "idle",
+      startedAt: iso(startedAt),
+      checkedAt: iso(checkedAt),
     })),
   };
 }

@@ -14,6 +14,8 @@ import {
   type ObservationOutcome,
   type StoredObservation,
 } from "@/lib/enqueue/client";
+import type { AuditRow } from "@/lib/store/console/lists";
+import type { CheckIn } from "@/lib/store/worker/claims";
 
 export type { ObservationOutcome };
 export { JOB_STATES, OBSERVATION_OUTCOMES };
@@ -33,6 +35,16 @@ export interface JobRowDto {
   createdAt: string;
   /** An error is recorded (last_error): with state scheduled, the job is retrying. */
   hasError: boolean;
+}
+
+/** The jobs list's filter as its URL's search params carry it (`error` and `due` are "1" when set). */
+export interface JobFilterParams {
+  queue?: string;
+  type?: string;
+  state?: string;
+  tag?: string;
+  error?: string;
+  due?: string;
 }
 
 /** A count for a tab: exact, or the planner's estimate. */
@@ -88,16 +100,8 @@ interface JobEventDto {
   data: unknown;
 }
 
-export interface JobDetailDto {
-  id: string;
-  queue: string;
-  type: string;
-  state: JobStateName;
-  attempt: number;
-  maxAttempts: number;
-  tags: string[];
-  runAt: string;
-  createdAt: string;
+/** A job's page: its list row's fields (but `hasError`: the error itself is here) and the rest of the job. */
+export interface JobDetailDto extends Omit<JobRowDto, "hasError"> {
   updatedAt: string;
   startedAt: string | null;
   finishedAt: string | null;
@@ -141,17 +145,8 @@ export type ObservationDto = Omit<StoredObservation, "at" | "outcome" | "lastAt"
   lastAt: string | null;
 };
 
-export interface AuditDto {
-  id: string;
-  at: string;
-  actor: string;
-  action: string;
-  /** The configured name of the database the action ran on (null: written outside a console, or before it was recorded). */
-  database: string | null;
-  target: string;
-  reason: string | null;
-  result: Record<string, unknown>;
-}
+/** An operator audit entry (lib/store/console/lists.ts), its time as an ISO string. */
+export type AuditDto = Omit<AuditRow, "at"> & { at: string };
 
 /** A capped count: `value` is exact unless `capped`, in which case there are at least `value`. */
 export interface CappedCount {
@@ -260,28 +255,16 @@ export interface QueueHealthDto {
   failureRate: number | null;
 }
 
-interface WorkerDto {
-  /** The worker id (`WorkerOptions.workerId`; lease tokens are `<workerId>~<claim>`). */
+/** A worker's last check-in as the Workers page lists it, its times as ISO strings. */
+type WorkerDto = Omit<CheckIn, "workerId" | "status" | "startedAt"> & {
+  /** The worker id. */
   worker: string;
-  host: string;
-  pid: number;
-  queues: string[];
-  /** The job types it claims; null: every type. */
-  types: string[] | null;
-  concurrency: number;
-  /** Attempts whose handler is running (at most `concurrency`). */
-  running: number;
-  /** Attempts it holds, running or writing their outcome. */
-  held: number;
-  /** Up to 20 of the jobs it holds. */
-  jobIds: string[];
   /** `busy`: running a job; `idle`; `stopping`: shutting down; `gone`: missed its last check-ins. */
   state: "busy" | "idle" | "stopping" | "gone";
   startedAt: string;
   /** Its last check-in (PostgreSQL's clock). */
   checkedAt: string;
-  intervalMs: number;
-}
+};
 
 export interface WorkersDto {
   now: string;

@@ -63,15 +63,15 @@ const OLDEST_READY_DISTRIBUTED = `
 select coalesce(extract(epoch from now() - min(run_at)), 0)::float8 as oldest_ready_seconds
   from workhorse.job where state in ('scheduled', 'ready') and run_at <= now()`;
 
-// $2: how many missed check-ins make a worker gone (the console's age-out).
-const LOCAL = `
+// `gone`: the parameter holding how many missed check-ins make a worker gone (the console's age-out).
+const localFigures = (gone: "$1" | "$2") => `
 select coalesce((select sum(o.count) from workhorse.enqueue_observation o
                   where o.outcome = 'replayed' and o.at >= now() - interval '1 hour'), 0)::float8 as replays,
        coalesce((select sum(o.count) from workhorse.enqueue_observation o
                   where o.outcome = 'conflict' and o.at >= now() - interval '1 hour'), 0)::float8 as conflicts,
        (select count(*) from workhorse.worker_heartbeat w
          where w.status = 'running'
-           and w.checked_at >= now() - $2::integer * w.interval_ms * interval '1 millisecond')::float8 as workers`;
+           and w.checked_at >= now() - ${gone}::integer * w.interval_ms * interval '1 millisecond')::float8 as workers`;
 
 /** The fleet page's figures of one database; see the module comment for what each costs. */
 export async function fleetFigures(db: Queryable, cap = FLEET_COUNT_CAP): Promise<FleetFiguresRow> {
@@ -81,12 +81,12 @@ export async function fleetFigures(db: Queryable, cap = FLEET_COUNT_CAP): Promis
     const [jobs, oldest, local] = await Promise.all([
       sql.query({ text: JOBS, values: [cap] }),
       sql.query({ text: OLDEST_READY_DISTRIBUTED }),
-      sql.query({ text: LOCAL.replace("$2", "$1"), values: [GONE_AFTER_MISSED_CHECK_INS] }),
+      sql.query({ text: localFigures("$1"), values: [GONE_AFTER_MISSED_CHECK_INS] }),
     ]);
     row = { ...jobs.rows[0], ...oldest.rows[0], ...local.rows[0] };
   } else {
     const { rows } = await sql.query({
-      text: `select * from (${JOBS}) jobs, (${OLDEST_READY}) oldest, (${LOCAL}) local`,
+      text: `select * from (${JOBS}) jobs, (${OLDEST_READY}) oldest, (${localFigures("$2")}) local`,
       values: [cap, GONE_AFTER_MISSED_CHECK_INS],
     });
     row = rows[0] ?? {};

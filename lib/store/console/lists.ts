@@ -270,6 +270,19 @@ export async function observationListRows(
   return rows;
 }
 
+/** An entry of the operator audit log (`workhorse.operator_audit`). */
+export interface AuditRow {
+  id: string;
+  at: Date;
+  actor: string;
+  action: string;
+  /** The configured name of the database the action ran on (null: written outside a console, or before it was recorded). */
+  database: string | null;
+  target: string;
+  reason: string | null;
+  result: Record<string, unknown>;
+}
+
 /** The operator audit log newest first; keyset on (at, id) over the `at` index (`at` in microseconds); `limit + 1` rows. */
 export async function auditListRows(
   db: Queryable,
@@ -284,18 +297,7 @@ export async function auditListRows(
     const id = w.param(f.after.id);
     w.raw(`(at, id) < (timestamptz 'epoch' + ${t}::bigint * interval '1 microsecond', ${id}::uuid)`);
   }
-  const { rows } = await db.query<{
-    id: string;
-    at: Date;
-    actor: string;
-    action: string;
-    database: string | null;
-    target: string;
-    reason: string | null;
-    result: Record<string, unknown>;
-    at_us: string;
-    now: Date;
-  }>(
+  const { rows } = await db.query<AuditRow & { at_us: string; now: Date }>(
     `select id, at, actor, action, database, target, reason, result, now() as now,
             (extract(epoch from at) * 1000000)::bigint::text as at_us from workhorse.operator_audit ${w}
       order by at desc, id desc limit ${limit + 1}`,

@@ -4,6 +4,7 @@
  */
 import type { JobState } from "../../enqueue/types";
 import { type Queryable, queryPrepared } from "../layout";
+import type { CheckIn } from "../worker/claims";
 import { cappedCount } from "./lists";
 
 /** The database's clock. */
@@ -146,28 +147,13 @@ export async function queueProbed(db: Queryable, queue: string): Promise<boolean
  * for `goneAfter` of their intervals), each group by worker id. A small table, read whole.
  */
 export async function workerHeartbeatRows(db: Queryable, limit: number, goneAfter: number) {
-  const { rows } = await queryPrepared<{
-    worker_id: string;
-    host: string;
-    pid: number;
-    queues: string[];
-    types: string[] | null;
-    concurrency: number;
-    running: number;
-    held: number;
-    job_ids: string[];
-    interval_ms: number;
-    status: "running" | "stopping";
-    started_at: Date;
-    checked_at: Date;
-    gone: boolean;
-    now: Date;
-  }>(
+  const { rows } = await queryPrepared<CheckIn & { checkedAt: Date; gone: boolean; now: Date }>(
     db,
     "workhorse_console_workers",
     // Columns named: a named statement's result type must not change under it (a later column).
-    `select w.worker_id, w.host, w.pid, w.queues, w.types, w.concurrency, w.running, w.held, w.job_ids,
-            w.interval_ms, w.status, w.started_at, w.checked_at,
+    `select w.worker_id as "workerId", w.host, w.pid, w.queues, w.types, w.concurrency, w.running, w.held,
+            w.job_ids as "jobIds", w.interval_ms as "intervalMs", w.status, w.started_at as "startedAt",
+            w.checked_at as "checkedAt",
             w.checked_at < now() - $2::integer * w.interval_ms * interval '1 millisecond' as gone,
             now() as now
        from workhorse.worker_heartbeat w

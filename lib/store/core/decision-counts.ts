@@ -52,11 +52,15 @@ select o.outcome, o.queue, null::text as reason, sum(o.count)::float8 as n
  where o.at > $1::timestamptz and o.at <= $2::timestamptz
  group by o.outcome, o.queue`;
 
+/** A job event `e` of the span `($1, $2]` as a decision: a `debounced` event is a replacement; a key's release carries its reason. */
+const EVENT_DECISION = `case e.kind when 'debounced' then 'replaced' else e.kind end as outcome`;
+const EVENT_REASON = `case e.kind when 'key_released' then e.data->>'reason' end as reason`;
+const EVENT_IN_SPAN = `e.kind in ('debounced', 'key_released') and e.at > $1::timestamptz and e.at <= $2::timestamptz`;
+
 const EVENTS = `
-select case e.kind when 'debounced' then 'replaced' else e.kind end as outcome, j.queue::text as queue,
-       case e.kind when 'key_released' then e.data->>'reason' end as reason, count(*)::float8 as n
+select ${EVENT_DECISION}, j.queue::text as queue, ${EVENT_REASON}, count(*)::float8 as n
   from workhorse.job_event e join workhorse.job j on j.id = e.job_id
- where e.kind in ('debounced', 'key_released') and e.at > $1::timestamptz and e.at <= $2::timestamptz
+ where ${EVENT_IN_SPAN}
  group by 1, 2, 3`;
 
 /**
@@ -107,10 +111,8 @@ export async function selectDecisionCounts(
 async function eventsDistributed(db: Queryable, from: string, until: string): Promise<DecisionCountRow[]> {
   const sql = sqlOf(db);
   const { rows: events } = await sql.query<{ job_id: string; outcome: string; reason: string | null; n: string }>({
-    text: `select e.job_id, case e.kind when 'debounced' then 'replaced' else e.kind end as outcome,
-                  case e.kind when 'key_released' then e.data->>'reason' end as reason, count(*) as n
-             from workhorse.job_event e
-            where e.kind in ('debounced', 'key_released') and e.at > $1::timestamptz and e.at <= $2::timestamptz
+    text: `select e.job_id, ${EVENT_DECISION}, ${EVENT_REASON}, count(*) as n
+             from workhorse.job_event e where ${EVENT_IN_SPAN}
             group by 1, 2, 3`,
     values: [from, until],
   });

@@ -234,7 +234,28 @@ export interface ConflictDetail {
   rejectedRequestDigest: string;
 }
 
-/** Parameters of the statement oneRequestStatement(r, retry, trace !== null) chose, in FIELDS order. */
+/**
+ * workhorse.enqueue_one's parameters, all of them: the fields in FIELDS order, then notify,
+ * debounce's schedule and cap, retry, trace and the key's lifetime.
+ */
+function enqueueOneValues(r: NormalizedRequest, id: string, notify: boolean, retry: boolean, trace: string | null) {
+  const k = r.keyed;
+  const debounce = k?.mode === "debounce" ? k : null;
+  return [
+    ...FIELDS.map((f) => f.of(r, id)),
+    notify,
+    debounce?.schedule ?? null,
+    debounce?.maxWaitMs ?? null,
+    retry,
+    trace,
+    k?.holdUntil ?? null,
+  ];
+}
+
+/**
+ * Parameters of the statement oneRequestStatement(r, retry, trace !== null) chose: enqueue_one's
+ * up to the last optional one it passes (the rest take their defaults), then the legacy key hash.
+ */
 export function oneRequestValues(
   r: NormalizedRequest,
   id: string,
@@ -243,40 +264,16 @@ export function oneRequestValues(
   trace: string | null = null,
 ): unknown[] {
   const k = r.keyed;
-  const values = FIELDS.map((f) => f.of(r, id));
-  values.push(notify);
-  if (k?.holdUntil) {
-    const d = k.mode === "debounce";
-    values.push(d ? k.schedule : null, d ? k.maxWaitMs : null, retry, trace, k.holdUntil);
-  } else if (trace !== null) {
-    const d = k?.mode === "debounce";
-    values.push(d ? k.schedule : null, d ? k.maxWaitMs : null, retry, trace);
-  } else if (retry) {
-    values.push(k?.mode === "debounce" ? k.schedule : null, k?.mode === "debounce" ? k.maxWaitMs : null, true);
-  } else if (k?.mode === "debounce") values.push(k.schedule, k.maxWaitMs);
+  const optional = k?.holdUntil ? 5 : trace !== null ? 4 : retry ? 3 : k?.mode === "debounce" ? 2 : 0;
+  const values = enqueueOneValues(r, id, notify, retry, trace).slice(0, FIELDS.length + 1 + optional);
   if (k?.key.legacyKeyHash) values.push(k.key.legacyKeyHash);
   return values;
 }
 
 /** Parameters of workhorse.enqueue_one_at() (distributed layout): the bucket, then enqueue_one's, all of them. */
-export function distributedOneValues(
-  r: NormalizedRequest,
-  id: string,
-  notify: boolean,
-  retry = false,
-  trace: string | null = null,
-): unknown[] {
-  const k = r.keyed;
-  return [
-    idBucket(id),
-    ...FIELDS.map((f) => f.of(r, id)),
-    notify,
-    k?.mode === "debounce" ? k.schedule : null,
-    k?.mode === "debounce" ? k.maxWaitMs : null,
-    retry,
-    trace,
-    k?.holdUntil ?? null,
-  ];
+export function distributedOneValues(...a: Parameters<typeof oneRequestValues>): unknown[] {
+  const [r, id, notify, retry = false, trace = null] = a;
+  return [idBucket(id), ...enqueueOneValues(r, id, notify, retry, trace)];
 }
 
 /** Parameters of workhorse.enqueue_batch(): one typed array per field (ENQUEUE_BATCH_PARAMS), input order. */

@@ -2,6 +2,7 @@
  * Maintenance's statements (docs/enqueue.md, expiry): each one short bounded batch, and the record
  * of a run in `workhorse.maintenance_run` (what the console's maintenance panel shows).
  */
+import type { MaintenanceResult } from "../../enqueue/types";
 import type { Sql } from "../layout";
 
 /** Deletes up to `limit` expired bindings (never a pending debounce job's); how many. */
@@ -91,16 +92,7 @@ export async function pruneGoneWorkers(sql: Sql): Promise<number> {
 /** One row per task of a maintenance run. */
 export async function insertMaintenanceRun(
   sql: Sql,
-  run: {
-    startedAt: Date;
-    trigger: string;
-    expiredBindingsDeleted: number;
-    observationsDeleted: number;
-    expiredLeasesReaped: number;
-    finishedJobsDeleted: number;
-    goneWorkersDeleted: number;
-    runTimeRowsRolledUp: number;
-  },
+  run: MaintenanceResult & { startedAt: Date; trigger: string },
 ): Promise<void> {
   await sql.query({
     text: `insert into workhorse.maintenance_run (task, started_at, finished_at, removed, trigger)

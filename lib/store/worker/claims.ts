@@ -138,16 +138,24 @@ export async function saveCheckpoint(
   return rows[0] ?? null;
 }
 
-/** What a worker reports about itself at each check-in (`workhorse.worker_heartbeat`). */
+/**
+ * What a worker reports about itself at each check-in (`workhorse.worker_heartbeat`): the row the
+ * console's Workers page reads back (lib/store/console/status.ts) and lists (lib/console/wire/types.ts).
+ */
 export interface CheckIn {
+  /** The worker id (`WorkerOptions.workerId`; lease tokens are `<workerId>~<claim>`). */
   workerId: string;
   host: string;
   pid: number;
   queues: string[];
+  /** The job types it claims; null: every type. */
   types: string[] | null;
   concurrency: number;
+  /** Attempts whose handler is running (at most `concurrency`). */
   running: number;
+  /** Attempts it holds, running or writing their outcome. */
   held: number;
+  /** Up to 20 of the jobs it holds. */
   jobIds: string[];
   intervalMs: number;
   status: "running" | "stopping";

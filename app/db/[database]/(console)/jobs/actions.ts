@@ -9,6 +9,7 @@ import { parseJobFilters } from "@/lib/console/reads/filters";
 import { countMatchingJobs } from "@/lib/console/reads/operator-reads";
 import { invalidateCounts } from "@/lib/console/reads/overview";
 import type { OperatorActionState, PurgeState, RedriveState } from "@/lib/console/wire/action-state";
+import type { JobFilterParams } from "@/lib/console/wire/types";
 import type { Queue } from "@/lib/enqueue";
 
 type Refused = { status: "refused"; message: string };
@@ -62,14 +63,9 @@ export async function redriveAction(_prev: RedriveState, data: FormData): Promis
 }
 
 /** How many jobs match the jobs list's filter (counted up to the bulk cap), for "select all matching". */
-export async function countMatchingAction(filter: {
-  queue?: string;
-  type?: string;
-  state?: string;
-  tag?: string;
-  error?: string;
-  due?: string;
-}): Promise<{ value: number; capped: boolean } | { error: string }> {
+export async function countMatchingAction(
+  filter: JobFilterParams,
+): Promise<{ value: number; capped: boolean } | { error: string }> {
   const m = await requireMutator();
   if (!m.ok) return { error: m.message };
   const { pool } = await consoleDb();
