@@ -351,7 +351,10 @@ describe("leases and fencing", () => {
     const ctx = ctxSeen as unknown as HandlerContext;
     await ctx.heartbeat();
     // Someone else takes the job over (as a reaper plus another claimer would).
-    await t.sql("update workhorse.job set lease_owner = 'someone-else', attempt = 2, lease_expires_at = now() + interval '1 hour' where id = $1", [id]);
+    await t.sql(
+      "update workhorse.job set lease_owner = 'someone-else', attempt = 2, lease_expires_at = now() + interval '1 hour' where id = $1",
+      [id],
+    );
     await expect(ctx.heartbeat()).rejects.toBeInstanceOf(LeaseLostError);
     expect(ctx.signal.aborted).toBe(true);
     expect(ctx.signal.reason).toBeInstanceOf(LeaseLostError);
