@@ -35,8 +35,21 @@ const CALLS = Number(arg("calls", "3000"));
 const CALLERS = 8;
 const BEFORE_SQL = readFileSync(path.join(import.meta.dirname, "prototypes/before-key-lifetimes.sql"), "utf8");
 
-type Variant = "claim:before" | "claim:ttl" | "claim:finished" | "accept:ttl" | "accept:finished";
-const VARIANTS: Variant[] = ["claim:before", "claim:ttl", "claim:finished", "accept:ttl", "accept:finished"];
+/** `--prototype=a.sql,b.sql`: each file installed over the current functions is one more claim variant (jobs without a lifetime). */
+const PROTOTYPES = arg("prototype", "")
+  .split(",")
+  .filter(Boolean)
+  .map((file) => ({ variant: `claim:${path.basename(file, ".sql")}` as const, sql: readFileSync(file, "utf8") }));
+
+type Variant = "claim:before" | "claim:ttl" | "claim:finished" | "accept:ttl" | "accept:finished" | `claim:${string}`;
+const VARIANTS: Variant[] = [
+  "claim:before",
+  "claim:ttl",
+  "claim:finished",
+  "accept:ttl",
+  "accept:finished",
+  ...PROTOTYPES.map((p) => p.variant),
+];
 
 const idempotency = (i: number, lifetime: boolean) =>
   lifetime ? { key: `k-${i}`, holdUntil: "finished" as const } : { key: `k-${i}` };
@@ -44,6 +57,8 @@ const idempotency = (i: number, lifetime: boolean) =>
 /** Jobs/s one Worker (concurrency 8) records as succeeded, from start until the last completion. */
 async function claimComplete(pool: pg.Pool, variant: Variant): Promise<number> {
   if (variant === "claim:before") await pool.query(BEFORE_SQL);
+  const prototype = PROTOTYPES.find((p) => p.variant === variant);
+  if (prototype) await pool.query(prototype.sql);
   const lifetime = variant === "claim:finished";
   const queue = new Queue({ pool, maintenance: false, notify: false });
   for (let done = 0; done < JOBS; done += 1000) {
@@ -120,6 +135,9 @@ async function main() {
   };
   console.log("medians (jobs/s):");
   for (const v of VARIANTS) console.log(`  ${v.padEnd(16)} ${m[v].toFixed(0)}`);
+  for (const p of PROTOTYPES) {
+    console.log(`  ${p.variant} ÷ before lifetimes: ${(m[p.variant] / m["claim:before"]).toFixed(3)}x`);
+  }
   console.log("ratios:");
   for (const [k, x] of Object.entries(ratios)) console.log(`  ${k}: ${x.toFixed(3)}x`);
   const out = path.join(import.meta.dirname, "results");

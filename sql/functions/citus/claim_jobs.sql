@@ -1,5 +1,5 @@
 -- The Citus variant of sql/functions/claim_jobs.sql (docs/scale-out.md); bring it in line when that file changes.
--- follows: sql/functions/claim_jobs.sql 6fefa05dc6c0b5d2
+-- follows: sql/functions/claim_jobs.sql 8ecca42f58669a2a
 
 -- Until migration 018 the result had no trace_context column. The argument types did not change,
 -- so the old function is dropped only while it still has the old result (as heartbeat_jobs.sql does).

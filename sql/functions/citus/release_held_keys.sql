@@ -1,5 +1,5 @@
 -- The Citus variant of sql/functions/release_held_keys.sql (docs/scale-out.md); bring it in line when that file changes.
--- follows: sql/functions/release_held_keys.sql 4ebe240a04d452f8
+-- follows: sql/functions/release_held_keys.sql 287ff294635eb139
 
 -- Job by job, on the job's shard: the binding shares the job's bucket, so the delete and its join are
 -- one colocated shard query (a delete joining an unnest of ids would reach every shard).
