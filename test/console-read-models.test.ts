@@ -353,7 +353,12 @@ describe("find by key digest: purged jobs", () => {
     const sent: { text: string; values: unknown[] }[] = [];
     class RecordingClient extends pg.Client {
       override query(...args: unknown[]): never {
-        const [text, values] = args;
+        // query(text, values) or query({ name, text, values }) (a named statement).
+        const [first, second] = args;
+        const config =
+          typeof first === "object" && first !== null ? (first as { text?: unknown; values?: unknown }) : null;
+        const text = config ? config.text : first;
+        const values = config ? config.values : second;
         if (typeof text === "string" && /^\s*(select|with)\b/i.test(text)) {
           sent.push({ text, values: Array.isArray(values) ? values : [] });
         }

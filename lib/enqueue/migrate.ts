@@ -187,8 +187,10 @@ export interface SchemaStatus {
 /** Where a database's schema stands against this code, read without changing anything. */
 export async function schemaStatus(db: pg.Pool | pg.ClientBase): Promise<SchemaStatus> {
   const latest = Math.max(0, ...migrations.map((m) => m.version));
-  const { rows: tables } = await db.query<{ present: boolean }>(
-    "select to_regclass('workhorse.migration') is not null and to_regclass('workhorse.function_set') is not null as present",
+  // The layout in the same round trip (a console reads several databases' status at once).
+  const { rows: tables } = await db.query<{ present: boolean; distributed: boolean }>(
+    `select to_regclass('workhorse.migration') is not null and to_regclass('workhorse.function_set') is not null as present,
+            to_regclass('workhorse.shard_bucket') is not null as distributed`,
   );
   if (tables[0]?.present !== true) return { version: 0, latest, state: "missing" };
   const { rows } = await db.query<{ version: number | null; digests: string[] | null }>(
@@ -200,16 +202,9 @@ export async function schemaStatus(db: pg.Pool | pg.ClientBase): Promise<SchemaS
   const version = row.version;
   if (version > latest) return { version, latest, state: "newer" };
   const [last, ...earlier] = row.digests ?? [];
-  const ours = (await distributedLayout(db)) ? distributedFunctionSet.digest : functionSet.digest;
+  const ours = tables[0]?.distributed === true ? distributedFunctionSet.digest : functionSet.digest;
   if (version === latest && last === ours) return { version, latest, state: "current" };
   // Our function set applied once and replaced since: a newer deploy's functions.
   if (version === latest && earlier.includes(ours)) return { version, latest, state: "newer" };
   return { version, latest, state: "old" };
-}
-
-async function distributedLayout(db: pg.Pool | pg.ClientBase): Promise<boolean> {
-  const { rows } = await db.query<{ distributed: boolean }>(
-    "select to_regclass('workhorse.shard_bucket') is not null as distributed",
-  );
-  return rows[0]?.distributed === true;
 }

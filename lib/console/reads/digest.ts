@@ -76,8 +76,9 @@ export async function lookupDigestLimited(
  *   (key_digest, id) (migration 015), still read-only under a statement timeout, and the answer says
  *   when it was cut short.
  * - purged jobs whose key had the digest (the purge released it), newest first, at most 5: a probe
- *   of the purged jobs' digest index (migration 029), under the same statement timeout; the answer
- *   says when it was cut short.
+ *   of the purged jobs' digest index (migration 029), in the same read-only transaction as the
+ *   observations, under its statement timeout; when that cuts the two short, the answer says so for
+ *   both.
  * Six bytes of digest can, rarely, match two keys: every binding found is listed with its scope.
  * Throws NotAKeyDigestError, before any read, when `digest` is not a key digest (DIGEST_RE).
  */
@@ -87,10 +88,14 @@ export async function lookupDigest(pool: pg.Pool, digest: string): Promise<Diges
   const prefix = Buffer.from(digest, "hex");
   const lo = Buffer.concat([prefix, Buffer.alloc(26, 0)]);
   const hi = Buffer.concat([prefix, Buffer.alloc(26, 0xff)]);
-  const [bindings, observations, released] = await Promise.all([
+  // The log and the purged jobs in one read-only transaction (one connection, one timeout for both):
+  // a page that searches several databases at once sends as few statements as it can.
+  const [bindings, logged] = await Promise.all([
     bindingsByDigest(pool, lo, hi, DIGEST_MAX_SCOPES),
-    searchObservations(pool, digest),
-    readWithTimeout(pool, DIGEST_SEARCH_TIMEOUT_MS, (client) => purgedJobsUnderDigest(client, prefix)),
+    readWithTimeout(pool, DIGEST_SEARCH_TIMEOUT_MS, async (client) => ({
+      observations: await observationsByDigest(client, digest),
+      released: await purgedJobsUnderDigest(client, prefix),
+    })),
   ]);
   const first = bindings.rows[0];
   return {
@@ -100,19 +105,14 @@ export async function lookupDigest(pool: pg.Pool, digest: string): Promise<Diges
       job: r.job_state ? { state: r.job_state, queue: r.job_queue ?? "", type: r.job_type ?? "" } : null,
     })),
     scopesSearchedAll: first ? Number(first.scopes) < DIGEST_MAX_SCOPES : true,
-    observations: observations.rows,
-    observationsComplete: observations.complete,
-    released: released.timedOut
+    observations: logged.timedOut ? [] : logged.value.observations.map(observationDto),
+    observationsComplete: !logged.timedOut,
+    released: logged.timedOut
       ? []
-      : released.value.map((r) => ({ jobId: r.job_id, scope: r.scope, purgedAt: iso(r.purged_at) })),
-    releasedComplete: !released.timedOut,
+      : logged.value.released.map((r) => ({ jobId: r.job_id, scope: r.scope, purgedAt: iso(r.purged_at) })),
+    releasedComplete: !logged.timedOut,
     now: iso(first?.now ?? new Date()),
   };
 }
 
 export { OBSERVATIONS_BY_DIGEST_SQL };
-
-async function searchObservations(pool: pg.Pool, digest: string) {
-  const r = await readWithTimeout(pool, DIGEST_SEARCH_TIMEOUT_MS, (client) => observationsByDigest(client, digest));
-  return r.timedOut ? { rows: [], complete: false } : { rows: r.value.map(observationDto), complete: true };
-}

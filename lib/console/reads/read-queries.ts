@@ -53,9 +53,9 @@ export async function readWithTimeout<T>(
     withPoolClient(
       pool,
       async (client) => {
-        await client.query("begin read only");
+        // One round trip: two statements in one simple query (the timeout is a number we format).
+        await client.query(`begin read only; set local statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}`);
         try {
-          await client.query(`set local statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}`);
           const value = await fn(client);
           await client.query("commit");
           return { timedOut: false as const, value };

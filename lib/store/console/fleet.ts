@@ -15,7 +15,7 @@
  */
 
 import { GONE_AFTER_MISSED_CHECK_INS } from "../core/maintenance";
-import { type Queryable, sqlOf } from "../layout";
+import { type Queryable, queryPrepared, sqlOf } from "../layout";
 
 /** Counts on the fleet page stop here: past it the page says "1,000+" (a fleet overview asks "is it piling up?"; reading 1,000 index entries per count keeps three databases at once within 2x of one on two cores, docs/benchmarks.md). */
 export const FLEET_COUNT_CAP = 1_000;
@@ -73,6 +73,9 @@ select coalesce((select sum(o.count) from workhorse.enqueue_observation o
          where w.status = 'running'
            and w.checked_at >= now() - ${gone}::integer * w.interval_ms * interval '1 millisecond')::float8 as workers`;
 
+// One node: the three parts in one statement ($1: the cap, $2: the missed check-ins).
+const FIGURES = `select * from (${JOBS}) jobs, (${OLDEST_READY}) oldest, (${localFigures("$2")}) local`;
+
 /** The fleet page's figures of one database; see the module comment for what each costs. */
 export async function fleetFigures(db: Queryable, cap = FLEET_COUNT_CAP): Promise<FleetFiguresRow> {
   const sql = sqlOf(db);
@@ -85,10 +88,11 @@ export async function fleetFigures(db: Queryable, cap = FLEET_COUNT_CAP): Promis
     ]);
     row = { ...jobs.rows[0], ...oldest.rows[0], ...local.rows[0] };
   } else {
-    const { rows } = await sql.query({
-      text: `select * from (${JOBS}) jobs, (${OLDEST_READY}) oldest, (${localFigures("$2")}) local`,
-      values: [cap, GONE_AFTER_MISSED_CHECK_INS],
-    });
+    // A named statement: each connection plans it once, not on every read.
+    const { rows } = await queryPrepared(db, "workhorse_console_fleet_figures", FIGURES, [
+      cap,
+      GONE_AFTER_MISSED_CHECK_INS,
+    ]);
     row = rows[0] ?? {};
   }
   return {

@@ -58,10 +58,11 @@ const PURGED_JOBS_UNDER_DIGEST_SQL = `select j.id as job_id, j.key_scope as scop
       order by j.purged_at desc limit 5`;
 
 export async function purgedJobsUnderDigest(client: pg.ClientBase, prefix: Buffer) {
-  const { rows } = await client.query<{ job_id: string; scope: string; purged_at: Date }>(
-    PURGED_JOBS_UNDER_DIGEST_SQL,
-    [prefix],
-  );
+  const { rows } = await client.query<{ job_id: string; scope: string; purged_at: Date }>({
+    name: "workhorse_console_purged_by_digest",
+    text: PURGED_JOBS_UNDER_DIGEST_SQL,
+    values: [prefix],
+  });
   return rows;
 }
 
@@ -70,5 +71,11 @@ export const OBSERVATIONS_BY_DIGEST_SQL =
   "select * from workhorse.enqueue_observation where key_digest = $1 order by id desc limit 20";
 
 export async function observationsByDigest(client: pg.ClientBase, digest: string): Promise<ObservationRow[]> {
-  return (await client.query<ObservationRow>(OBSERVATIONS_BY_DIGEST_SQL, [digest])).rows;
+  return (
+    await client.query<ObservationRow>({
+      name: "workhorse_console_observations_by_digest",
+      text: OBSERVATIONS_BY_DIGEST_SQL,
+      values: [digest],
+    })
+  ).rows;
 }

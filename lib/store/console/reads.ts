@@ -121,8 +121,9 @@ export async function bindingsByDigest(
 ): Promise<{ rows: DigestBindingRow[] }> {
   return (await distributed(pool))
     ? bindingsByDigestDistributed(pool, lo, hi)
-    : pool.query<DigestBindingRow>(
-        `with recursive scopes(scope, n) as (
+    : pool.query<DigestBindingRow>({
+        name: "workhorse_console_bindings_by_digest",
+        text: `with recursive scopes(scope, n) as (
          (select scope, 1 from workhorse.key_binding order by scope limit 1)
          union all
          select (select b.scope from workhorse.key_binding b where b.scope > s.scope order by b.scope limit 1),
@@ -141,8 +142,8 @@ export async function bindingsByDigest(
         where s.scope is not null
         order by x.created_at desc
         limit 50`,
-        [lo, hi, maxScopes],
-      );
+        values: [lo, hi, maxScopes],
+      });
 }
 
 /**
