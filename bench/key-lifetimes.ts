@@ -9,6 +9,8 @@
  *   claim+complete (a Worker, concurrency 8, no-op handler, `--jobs` keyed jobs queued beforehand):
  *     - `before`: keyed jobs without a lifetime, claim_jobs and complete_jobs as they were before
  *       lifetimes existed (bench/prototypes/before-key-lifetimes.sql installed over the current ones);
+ *     - `before-generic`: the same, its claim on the one generic plan the current claim_jobs uses
+ *       (plan_cache_mode = force_generic_plan), so `ttl ÷ before-generic` is the release step alone;
  *     - `ttl`: the same jobs on the current SQL (the release step present, never taken);
  *     - `finished`: keyed jobs with `holdUntil: "finished"` (each completion deletes its binding and
  *       writes a `key_released` event).
@@ -34,6 +36,8 @@ const JOBS = Number(arg("jobs", "3000"));
 const CALLS = Number(arg("calls", "3000"));
 const CALLERS = 8;
 const BEFORE_SQL = readFileSync(path.join(import.meta.dirname, "prototypes/before-key-lifetimes.sql"), "utf8");
+const GENERIC_CLAIM_PLAN =
+  "alter function workhorse.claim_jobs(text[], text[], text, integer, integer, boolean) set plan_cache_mode = force_generic_plan";
 
 /** `--prototype=a.sql,b.sql`: each file installed over the current functions is one more claim variant (jobs without a lifetime). */
 const PROTOTYPES = arg("prototype", "")
@@ -41,9 +45,17 @@ const PROTOTYPES = arg("prototype", "")
   .filter(Boolean)
   .map((file) => ({ variant: `claim:${path.basename(file, ".sql")}` as const, sql: readFileSync(file, "utf8") }));
 
-type Variant = "claim:before" | "claim:ttl" | "claim:finished" | "accept:ttl" | "accept:finished" | `claim:${string}`;
+type Variant =
+  | "claim:before"
+  | "claim:before-generic"
+  | "claim:ttl"
+  | "claim:finished"
+  | "accept:ttl"
+  | "accept:finished"
+  | `claim:${string}`;
 const VARIANTS: Variant[] = [
   "claim:before",
+  "claim:before-generic",
   "claim:ttl",
   "claim:finished",
   "accept:ttl",
@@ -56,7 +68,8 @@ const idempotency = (i: number, lifetime: boolean) =>
 
 /** Jobs/s one Worker (concurrency 8) records as succeeded, from start until the last completion. */
 async function claimComplete(pool: pg.Pool, variant: Variant): Promise<number> {
-  if (variant === "claim:before") await pool.query(BEFORE_SQL);
+  if (variant === "claim:before" || variant === "claim:before-generic") await pool.query(BEFORE_SQL);
+  if (variant === "claim:before-generic") await pool.query(GENERIC_CLAIM_PLAN);
   const prototype = PROTOTYPES.find((p) => p.variant === variant);
   if (prototype) await pool.query(prototype.sql);
   const lifetime = variant === "claim:finished";
@@ -131,6 +144,8 @@ async function main() {
   const m = Object.fromEntries(VARIANTS.map((v) => [v, med(v)]));
   const ratios: Record<string, number> = {
     "claim+complete without a lifetime ÷ before lifetimes (target >= 0.97)": med("claim:ttl") / med("claim:before"),
+    "claim+complete without a lifetime ÷ before, its claim on the generic plan (the release step alone)":
+      med("claim:ttl") / med("claim:before-generic"),
     "claim+complete with holdUntil ÷ without": med("claim:finished") / med("claim:ttl"),
     "keyed accept with holdUntil ÷ without": med("accept:finished") / med("accept:ttl"),
   };
