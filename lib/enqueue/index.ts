@@ -48,7 +48,7 @@ export {
 export { keyDigestOf, keyLengthOf, keyPreviewOf } from "./keys";
 export { type MigrateOptions, type MigrateResult, migrate, type SchemaStatus, schemaStatus } from "./migrate";
 export type { Observation, ObservationRecorderOptions, ObservationStats } from "./observations";
-export { answeredByServer, withPoolClient } from "./pool-client";
+export { answeredByServer, withPoolClient } from "../store/pool-client";
 export {
   type MaintenanceResult,
   Queue,

@@ -6,7 +6,7 @@ import {
   functionSet,
   migrations,
 } from "./migrations.generated";
-import { withPoolClient } from "./pool-client";
+import { withPoolClient } from "../store/pool-client";
 
 /** Advisory lock key that serialises migrators across processes (any constant works; this one is ours). */
 export const MIGRATION_LOCK = 7_294_301_118;

@@ -8,7 +8,7 @@ import type { Sql } from "../store/layout";
 import { EXPECTED_SQLSTATES, QueueClosedError, sqlStateOf } from "./errors";
 import type { KeyRing } from "./keys";
 import { ObservationRecorder, type ObservationRecorderOptions } from "./observations";
-import { withPoolClient } from "./pool-client";
+import { withPoolClient } from "../store/pool-client";
 import { QueueTelemetry, type TelemetryOptions } from "./telemetry";
 
 /** Channel that workers LISTEN on; the payload is the queue name. */

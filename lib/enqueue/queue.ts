@@ -7,7 +7,7 @@ import type pg from "pg";
 import type { CoalesceStats } from "./coalesce";
 import { EnqueueValidationError, isConnectionLoss, sqlStateOf, WorkhorseDatabaseError, WorkhorseError } from "./errors";
 import type { ObservationStats } from "./observations";
-import { answeredByServer, withPoolClient } from "./pool-client";
+import { answeredByServer, withPoolClient } from "../store/pool-client";
 import { admittedPerStatement, clientExecutor, QueueContext, type RetryStats } from "./queue-context";
 import { QueueOperations } from "./queue-operations";
 import { type QueueOptions, queueSettings } from "./queue-settings";
