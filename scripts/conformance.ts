@@ -12,13 +12,8 @@ import { LIMITS } from "../lib/enqueue/limits";
 import { encodePayload } from "../lib/enqueue/payload";
 import { jsonbText, payloadDigestOf } from "../lib/enqueue/payload-text";
 import { FINGERPRINT_FIELDS } from "../lib/enqueue/vocabulary";
-import {
-  bucketedId,
-  ENQUEUE_HOLD_PARAM,
-  ENQUEUE_ONE_PARAMS,
-  keyBucket,
-  oneRequestValues,
-} from "../lib/store/core/enqueue";
+import { ENQUEUE_HOLD_PARAM, ENQUEUE_ONE_PARAMS, oneRequestValues } from "../lib/store/core/enqueue";
+import { bucketedId, keyBucket } from "../lib/store/ids";
 import { WORKER_FUNCTIONS } from "../lib/store/worker/calls";
 import { writeOrCheck } from "./generated-file.mjs";
 

@@ -12,9 +12,8 @@ import {
   WorkerConfigError,
   WorkhorseDatabaseError,
 } from "../lib/enqueue";
-import { sqlStateOf } from "../lib/enqueue/errors";
+import { isTransientDbError, sqlStateOf } from "../lib/enqueue/errors";
 import { LIMITS } from "../lib/enqueue/limits";
-import { isTransientDbError } from "../lib/worker/error-summary";
 import { setupQueueTests } from "./helpers";
 
 const t = setupQueueTests();

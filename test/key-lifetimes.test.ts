@@ -5,7 +5,7 @@ import { createHash, randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, test } from "vitest";
 import { EnqueueIdempotencyConflictError, type EnqueueOptions, EnqueueValidationError } from "../lib/enqueue";
 import { bindingListRows } from "../lib/store/console/lists";
-import { bucketedId, keyBucket } from "../lib/store/core/enqueue";
+import { bucketedId, keyBucket } from "../lib/store/ids";
 import { distributedTests } from "./citus";
 import { setupQueueTests, waitFor, workerStarter } from "./helpers";
 

@@ -186,3 +186,39 @@ test("browser code (lib/console/wire) reaches no server module", () => {
   }
   expect(server).toEqual([]);
 });
+
+/**
+ * The longest chain of runtime imports from each module of lib/ (static `import` / `export ... from`
+ * that load a module; `import type` loads nothing): its layers, the module itself first.
+ */
+function longestChains(graph: Map<string, string[]>): Map<string, string[]> {
+  const memo = new Map<string, string[]>();
+  const chain = (v: string): string[] => {
+    const known = memo.get(v);
+    if (known) return known;
+    let below: string[] = [];
+    for (const w of graph.get(v) ?? []) {
+      const c = chain(w);
+      if (c.length > below.length) below = c;
+    }
+    const mine = [v, ...below];
+    memo.set(v, mine);
+    return mine;
+  };
+  for (const v of graph.keys()) chain(v);
+  return memo;
+}
+
+test("lib/ stacks at most 8 layers of runtime imports", () => {
+  const lib = files.map((f) => path.relative(ROOT, f).split(path.sep).join("/")).filter((f) => f.startsWith("lib/"));
+  const graph = new Map(
+    lib.map((f) => [
+      f,
+      importsWithKind(path.join(ROOT, f))
+        .filter((i) => !i.typeOnly && i.target.startsWith("lib/"))
+        .map((i) => i.target),
+    ]),
+  );
+  const deepest = [...longestChains(graph).values()].reduce((a, b) => (b.length > a.length ? b : a), []);
+  expect(deepest.length, deepest.join(" -> ")).toBeLessThanOrEqual(8);
+});

@@ -43,7 +43,7 @@ const LAYOUT_BRANCH = /\bisDistributed\b|\bdistributed\s*\?|\blayout\s*===|===\s
 const NOT_SQL: Record<string, string> = {
   "lib/enqueue/operator-actions.ts": "REDRIVE_SCOPE, the hashing scope of redrive request ids",
   "lib/enqueue/keys.ts": "an error message naming workhorse.installation",
-  "lib/enqueue/queue-operations.ts": "an error message naming workhorse.installation",
+  "lib/enqueue/enqueue-call.ts": "an error message naming workhorse.installation",
   "lib/enqueue/vocabulary.ts": "names checked against the SQL's own lists",
   "lib/enqueue/telemetry.ts": "OpenTelemetry metric and attribute names (workhorse.enqueue.decisions, ...)",
   "lib/enqueue/state-gauges.ts": "OpenTelemetry gauge and attribute names (workhorse.queue.depth, ...)",

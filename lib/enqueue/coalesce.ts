@@ -79,7 +79,7 @@ export class Coalescer {
 
   /** Enqueues one normalised request, alone or with the calls waiting beside it. */
   submit(request: NormalizedRequest): Promise<EnqueueResult> {
-    // The call is counted in close()'s accounting by its caller (queue-operations.ts), so close()
+    // The call is counted in close()'s accounting by its caller (queue.ts), so close()
     // waits for it while it waits for its statement. Its producer span and metrics are its own,
     // whichever statement carries it.
     return traced(this.view, [request], (trace) =>

@@ -3,8 +3,10 @@
  * it when keyed and the connection broke, report what PostgreSQL decided as `EnqueueResult`s (with
  * observations and wake-ups), and translate its SQLSTATEs into typed errors.
  */
+import type pg from "pg";
 import { v7 as uuidv7 } from "uuid";
 import { type ConflictDetail, type EnqueueRow, enqueueRows } from "../store/core/enqueue";
+import { selectInstallation } from "../store/core/key-upgrade";
 import { sqlOver } from "../store/layout";
 import type { NormalizedRequest } from "./enqueue-input";
 import {
@@ -16,8 +18,9 @@ import {
   sqlStateOf,
   WorkhorseDatabaseError,
 } from "./errors";
+import type { InstallationRow } from "./keys";
 import { LIMITS } from "./limits";
-import type { Executor, QueueContext } from "./queue-context";
+import type { Executor, OperationsDb, QueueContext } from "./queue-context";
 import { traceparentOf } from "./telemetry";
 import type { EnqueueResult, NonReplaceableReason } from "./types";
 
@@ -58,6 +61,48 @@ export async function repeating<T>(context: QueueContext, fn: (attempt: number) 
       await new Promise((r) => setTimeout(r, ceiling / 2 + Math.random() * (ceiling / 2)));
     }
   }
+}
+
+/** One statement for the non-enqueue operations: driver errors become WorkhorseDatabaseError. */
+async function statement<R extends pg.QueryResultRow>(
+  view: CallView,
+  what: string,
+  config: pg.QueryConfig,
+): Promise<pg.QueryResult<R>> {
+  try {
+    return await view.exec.query<R>(config);
+  } catch (err) {
+    // Only the maintenance timer's statements are refused one by one (queue-context.ts).
+    if (err instanceof QueueClosedError) throw err;
+    throw new WorkhorseDatabaseError(`${what} failed: ${(err as Error)?.message ?? String(err)}`, err);
+  }
+}
+
+/** What lookups, operator actions and maintenance run on: the view's statements, typed errors, its key ring. */
+export function operationsDb(view: CallView): OperationsDb {
+  return {
+    sql: (what, config) => statement(view, what, config),
+    store: (what) => sqlOver(view.context.pool, { query: (config) => statement(view, what, config) }),
+    rawStore: sqlOver(view.context.pool, view.exec),
+    context: view.context,
+    loadKeys: () => loadKeys(view),
+  };
+}
+
+/**
+ * Reads the installation secret (unless one was supplied) and the legacy window, once per Queue.
+ * SQL: `select ... from workhorse.installation` (store/core/key-upgrade.ts).
+ */
+export function loadKeys(view: CallView, forKeyedCall = false): Promise<void> {
+  return view.context.config.keys.load(async (external): Promise<InstallationRow> => {
+    const read = async () => {
+      const row = await selectInstallation(operationsDb(view).store("reading the installation key"), external);
+      if (!row) throw new WorkhorseDatabaseError("workhorse.installation is empty: run migrate() first", null);
+      return row;
+    };
+    // A keyed call that will repeat itself through an outage repeats this read too.
+    return forKeyedCall && mayRetry(view) ? repeating(view.context, read) : read();
+  });
 }
 
 /**

@@ -318,6 +318,13 @@ export function isRetryableDbError(err: unknown): boolean {
   return isConnectionLoss(err);
 }
 
+/** Connection loss, server restarts and contention: the same call may succeed later. */
+export function isTransientDbError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== "string") return true; // socket errors, "Connection terminated", timeouts
+  return isRetryableDbError(err);
+}
+
 /**
  * PostgreSQL refused the statement and the session goes on, so the statement (an autocommit
  * statement is its own transaction) rolled back and wrote nothing: an error carrying a SQLSTATE

@@ -15,6 +15,7 @@
 
 /** How a read model tells the Citus layout from one node (one row: `distributed boolean`). */
 export { LAYOUT_SQL } from "../store/layout";
+export { answeredByServer, withPoolClient } from "../store/pool-client";
 /** For read models (the console): binding and observation rows mapped as the core maps them. */
 export {
   BINDING_COLUMNS,
@@ -48,7 +49,6 @@ export {
 export { keyDigestOf, keyLengthOf, keyPreviewOf } from "./keys";
 export { type MigrateOptions, type MigrateResult, migrate, type SchemaStatus, schemaStatus } from "./migrate";
 export type { Observation, ObservationRecorderOptions, ObservationStats } from "./observations";
-export { answeredByServer, withPoolClient } from "../store/pool-client";
 export {
   type MaintenanceResult,
   Queue,

@@ -6,8 +6,8 @@
 import { z } from "zod";
 import { EnqueueValidationError, type ValidationIssue } from "./errors";
 import { LIMITS } from "./limits";
+import { utf8Bytes } from "./payload-text";
 
-export const utf8Bytes = (s: string) => Buffer.byteLength(s, "utf8");
 export const chars = (s: string) => Array.from(s).length;
 const CONTROL = /\p{Cc}/u;
 

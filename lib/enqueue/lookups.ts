@@ -1,7 +1,7 @@
 /**
  * Reads by id and by key: a job with its redrives, the binding of a scoped key (live or expired,
  * found by either hash during the pre-HMAC upgrade window), and what operators may see of a key.
- * The public methods and their docs are on `QueueOperations` (queue-operations.ts); the statements
+ * The public methods and their docs are on `QueueOperations` (queue.ts); the statements
  * are in store/core/jobs.ts and store/core/bindings.ts.
  */
 
@@ -10,7 +10,7 @@ import { selectJob } from "../store/core/jobs";
 import { keyDigestOf, keyLengthOf, keyPreviewOf, legacyKeyHash } from "./keys";
 import { parseJobId, parseScopedKey } from "./operator-input";
 import type { OperationsDb } from "./queue-context";
-import type { BindingInfo, Job } from "./types";
+import type { BindingInfo, Job, KeyDescription } from "./types";
 
 export async function getJob(db: OperationsDb, jobId: string): Promise<Job | null> {
   return selectJob(db.store("getJob"), parseJobId(jobId));
@@ -27,10 +27,7 @@ export async function findBinding(
   return selectBinding(db.store("findBinding"), scope, [keys.hash(scope, key), legacyKeyHash(scope, key)]);
 }
 
-export async function describeKey(
-  db: OperationsDb,
-  input: { key: string; scope?: string },
-): Promise<{ scope: string; keyPreview: string; keyDigest: string; keyLength: number; legacyKeyDigest: string }> {
+export async function describeKey(db: OperationsDb, input: { key: string; scope?: string }): Promise<KeyDescription> {
   const { key, scope } = parseScopedKey(input);
   const keys = db.context.config.keys;
   if (!keys.loaded) await db.loadKeys();

@@ -1,16 +1,21 @@
 /**
  * Maintenance (docs/enqueue.md, expiry): expired bindings, old observations, lapsed leases and
  * finished jobs past their retention, each in short bounded statements, and `runMaintenance`, which
- * runs them all and records the run. The statements are in store/core/maintenance.ts. Public methods and docs are on `QueueOperations` (queue-operations.ts).
+ * runs them all and records the run. The statements are in store/core/maintenance.ts. Public methods and docs are on `QueueOperations` (queue.ts).
  */
 
 import * as store from "../store/core/maintenance";
+import { pruneFinishedJobsBatch } from "../store/core/operator-actions";
 import { rollupRunTimesBatch } from "../store/core/runtime-rollups";
 import { parseOptions } from "./input-rules";
-import { pruneFinishedJobs } from "./operator-actions";
-import { pruneBindingsSchema, pruneObservationsSchema, reapLeasesSchema } from "./operator-input";
+import {
+  pruneBindingsSchema,
+  pruneFinishedJobsSchema,
+  pruneObservationsSchema,
+  reapLeasesSchema,
+} from "./operator-input";
 import type { OperationsDb } from "./queue-context";
-import type { MaintenanceResult } from "./types";
+import type { MaintenanceResult, PruneFinishedJobsResult } from "./types";
 
 export type { MaintenanceResult };
 
@@ -81,4 +86,21 @@ export async function runMaintenance(
     trigger: options.trigger ?? "manual",
   });
   return result;
+}
+
+export async function pruneFinishedJobs(
+  db: OperationsDb,
+  options: { olderThanMs?: number; limit?: number; maxBatches?: number } = {},
+): Promise<PruneFinishedJobsResult> {
+  const { olderThanMs, limit, maxBatches } = parseOptions(pruneFinishedJobsSchema, options);
+  let jobsDeleted = 0;
+  let eventsDeleted = 0;
+  for (let batch = 0; batch < maxBatches; batch++) {
+    const r = await pruneFinishedJobsBatch(db.store("pruneFinishedJobs"), olderThanMs, limit);
+    const n = r.jobsDeleted;
+    jobsDeleted += n;
+    eventsDeleted += r.eventsDeleted;
+    if (n < limit) break;
+  }
+  return { jobsDeleted, eventsDeleted };
 }

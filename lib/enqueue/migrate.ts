@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { withPoolClient } from "../store/pool-client";
 import {
   distributedFunctionSet,
   distributedSql,
@@ -6,7 +7,6 @@ import {
   functionSet,
   migrations,
 } from "./migrations.generated";
-import { withPoolClient } from "../store/pool-client";
 
 /** Advisory lock key that serialises migrators across processes (any constant works; this one is ours). */
 export const MIGRATION_LOCK = 7_294_301_118;

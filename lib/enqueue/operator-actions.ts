@@ -1,7 +1,7 @@
 /**
  * Operator actions (docs/operator-actions.md) and purge: each one round trip to one SQL function
  * (sql/migrations 007, 008), audited there. The public methods and their docs are on
- * `QueueOperations` (queue-operations.ts); these are their bodies, over the view's `OperationsDb`;
+ * `QueueOperations` (queue.ts); these are their bodies, over the view's `OperationsDb`;
  * the statements are in store/core/operator-actions.ts.
  */
 
@@ -17,7 +17,6 @@ import {
   sqlStateOf,
   WorkhorseDatabaseError,
 } from "./errors";
-import { parseOptions } from "./input-rules";
 import {
   encodeDeadLetterCursor,
   parseDeadLetterQuery,
@@ -27,7 +26,6 @@ import {
   parseOperatorEntry,
   parseQueueName,
   parseRedriveRequest,
-  pruneFinishedJobsSchema,
 } from "./operator-input";
 import type { OperationsDb } from "./queue-context";
 import type * as T from "./types";
@@ -187,27 +185,8 @@ export async function resumeQueue(db: OperationsDb, queue: string, context: T.Op
   return { resumed: await setPaused(db, "resume_queue", queue, context) };
 }
 
-export async function listPausedQueues(
-  db: OperationsDb,
-): Promise<Array<{ queue: string; pausedAt: Date; pausedBy: string; reason: string }>> {
+export async function listPausedQueues(db: OperationsDb): Promise<T.PausedQueue[]> {
   return store.selectPausedQueues(db.store("listPausedQueues"));
-}
-
-export async function pruneFinishedJobs(
-  db: OperationsDb,
-  options: { olderThanMs?: number; limit?: number; maxBatches?: number } = {},
-): Promise<T.PruneFinishedJobsResult> {
-  const { olderThanMs, limit, maxBatches } = parseOptions(pruneFinishedJobsSchema, options);
-  let jobsDeleted = 0;
-  let eventsDeleted = 0;
-  for (let batch = 0; batch < maxBatches; batch++) {
-    const r = await store.pruneFinishedJobsBatch(db.store("pruneFinishedJobs"), olderThanMs, limit);
-    const n = r.jobsDeleted;
-    jobsDeleted += n;
-    eventsDeleted += r.eventsDeleted;
-    if (n < limit) break;
-  }
-  return { jobsDeleted, eventsDeleted };
 }
 
 async function purgeCall(db: OperationsDb, ids: string[] | null, queue: string | null, ctx: T.OperatorContext) {
@@ -218,15 +197,6 @@ async function purgeCall(db: OperationsDb, ids: string[] | null, queue: string |
   }
 }
 
-export async function recordOperatorAction(
-  db: OperationsDb,
-  entry: {
-    actor: string;
-    action: string;
-    target: string;
-    reason?: string | null;
-    result: Record<string, unknown>;
-  },
-): Promise<void> {
+export async function recordOperatorAction(db: OperationsDb, entry: T.OperatorAuditEntry): Promise<void> {
   await store.insertAudit(db.store("recordOperatorAction"), parseOperatorEntry(entry));
 }

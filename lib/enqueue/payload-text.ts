@@ -9,6 +9,9 @@
  */
 import { hash } from "node:crypto";
 
+/** UTF-8 length of `s` in bytes. */
+export const utf8Bytes = (s: string) => Buffer.byteLength(s, "utf8");
+
 /** `s` with no exponent: JavaScript's shortest digits of a double, written as numeric writes them. */
 export function plainNumber(n: number): string {
   const s = String(n);

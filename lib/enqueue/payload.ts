@@ -3,9 +3,8 @@
  * PostgreSQL will store for it (docs/enqueue.md, input rules).
  */
 import { EnqueueValidationError } from "./errors";
-import { utf8Bytes } from "./input-rules";
 import { LIMITS } from "./limits";
-import { jsonbText } from "./payload-text";
+import { jsonbText, utf8Bytes } from "./payload-text";
 
 /**
  * How many more characters PostgreSQL's numeric form of `v` has than JavaScript's: jsonb writes

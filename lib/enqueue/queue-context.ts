@@ -5,10 +5,10 @@
  */
 import type pg from "pg";
 import type { Sql } from "../store/layout";
+import { withPoolClient } from "../store/pool-client";
 import { EXPECTED_SQLSTATES, QueueClosedError, sqlStateOf } from "./errors";
 import type { KeyRing } from "./keys";
 import { ObservationRecorder, type ObservationRecorderOptions } from "./observations";
-import { withPoolClient } from "../store/pool-client";
 import { QueueTelemetry, type TelemetryOptions } from "./telemetry";
 
 /** Channel that workers LISTEN on; the payload is the queue name. */
@@ -195,7 +195,7 @@ export class QueueContext {
   }
 }
 
-/** What operator actions and maintenance need from a view of the queue (queue-operations.ts builds it). */
+/** What operator actions and maintenance need from a view of the queue (enqueue-call.ts `operationsDb` builds it). */
 export interface OperationsDb {
   /** One statement; driver errors become `WorkhorseDatabaseError` naming `what`. */
   sql<R extends pg.QueryResultRow>(what: string, config: pg.QueryConfig): Promise<pg.QueryResult<R>>;

@@ -375,3 +375,53 @@ export interface ClaimedJob {
    */
   traceContext: string | null;
 }
+
+/** What operators may see of a scoped key (`describeKey`): never the key or the installation secret. */
+export interface KeyDescription {
+  scope: string;
+  /** Bounded, redacted preview (docs/enqueue.md, "Keys are never stored"). */
+  keyPreview: string;
+  /** Hex digest of this installation's keyed hash. */
+  keyDigest: string;
+  /** Length of the raw key in code points. */
+  keyLength: number;
+  /** The digest the key had before the HMAC upgrade (bindings and events made before it carry that one). */
+  legacyKeyDigest: string;
+}
+
+/** A paused queue (`listPausedQueues`): who paused it, when and why. */
+export interface PausedQueue {
+  queue: string;
+  pausedAt: Date;
+  pausedBy: string;
+  reason: string;
+}
+
+/** One `workhorse.operator_audit` row (`recordOperatorAction`); `actor` comes from an authenticated session. */
+export interface OperatorAuditEntry {
+  actor: string;
+  /** Such as `enqueue_test`. */
+  action: string;
+  /** Such as `job:<id>` or `queue:billing`. */
+  target: string;
+  reason?: string | null;
+  /** Any JSON object. */
+  result: Record<string, unknown>;
+}
+
+/** `deleteFailedJobs`'s context: `releaseKeys` also deletes failed jobs that still own a live key binding. */
+export type DeleteFailedJobsContext = OperatorContext & { releaseKeys?: boolean };
+
+/** `pruneFinishedJobs`: `olderThanMs` integer ms (at least 60,000; default 7 days), `limit` 1..100,000 per statement. */
+export interface PruneFinishedJobsOptions {
+  olderThanMs?: number;
+  limit?: number;
+  maxBatches?: number;
+}
+
+/** `runMaintenance`: who started the pass, and the retentions it applies (integer ms). */
+export interface MaintenanceOptions {
+  trigger?: "schedule" | "manual";
+  observationRetentionMs?: number;
+  jobRetentionMs?: number;
+}

@@ -55,3 +55,70 @@ export function answeredByServer(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === "string" && /^[0-9A-Z]{5}$/.test(code) && !/^(08|57P0)/.test(code);
 }
+
+/**
+ * Runs `fn` in one transaction on a client of `pool` (through `withPoolClient`): `begin`, `fn`'s
+ * statements, `commit` when it resolves; `rollback` (its own failure ignored) and the error rethrown
+ * when it throws. The client is kept when the error was PostgreSQL's answer (`answeredByServer`).
+ */
+export function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  return withPoolClient(
+    pool,
+    async (client) => {
+      await client.query("begin");
+      try {
+        const result = await fn(client);
+        await client.query("commit");
+        return result;
+      } catch (err) {
+        await client.query("rollback").catch(() => {});
+        throw err;
+      }
+    },
+    answeredByServer,
+  );
+}
+
+/** A connection that broke under the query (backend terminated, server restart, socket reset), not an answer. */
+function connectionLost(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code !== "string" || /^(08|57P0)/.test(code) || /^E[A-Z]+$/.test(code);
+}
+
+/**
+ * Runs `fn` in a read-only transaction under `statement_timeout = timeoutMs`, on a client checked out
+ * through withPoolClient (never `pool.connect()`: a connection that dies while lent out
+ * would otherwise emit an error nobody listens to, and end the process). `{ timedOut: true }` when
+ * the timeout cut the read short. A read whose connection is lost is tried once more on a fresh
+ * connection; a second loss is thrown to the caller (a console page shows its error boundary), never left uncaught.
+ */
+export async function readWithTimeout<T>(
+  pool: pg.Pool,
+  timeoutMs: number,
+  fn: (client: pg.PoolClient) => Promise<T>,
+): Promise<{ timedOut: false; value: T } | { timedOut: true }> {
+  const once = () =>
+    withPoolClient(
+      pool,
+      async (client) => {
+        // One round trip: two statements in one simple query (the timeout is a number we format).
+        await client.query(`begin read only; set local statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}`);
+        try {
+          const value = await fn(client);
+          await client.query("commit");
+          return { timedOut: false as const, value };
+        } catch (err) {
+          await client.query("rollback").catch(() => {});
+          if ((err as { code?: string }).code === "57014") return { timedOut: true as const };
+          throw err;
+        }
+      },
+      answeredByServer,
+    );
+  try {
+    return await once();
+  } catch (err) {
+    if (!connectionLost(err)) throw err;
+    return once();
+  }
+}

@@ -3,7 +3,7 @@
  * `last_error`, the JSON text of results and checkpoints, and which database errors a worker may
  * simply retry.
  */
-import { EnqueueValidationError, isRetryableDbError, NotStorableError, readSafely } from "../enqueue/errors";
+import { EnqueueValidationError, NotStorableError, readSafely } from "../enqueue/errors";
 import { LIMITS } from "../enqueue/limits";
 import { serializePayload } from "../enqueue/payload";
 
@@ -97,11 +97,4 @@ export function toJsonText(value: unknown, what: string, maxBytes: number = LIMI
   } catch (err) {
     throw new NotStorableError(what, err instanceof EnqueueValidationError ? err.rule : describeValue(err));
   }
-}
-
-/** Connection loss, server restarts and contention: the same call may succeed later. */
-export function isTransientDbError(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code !== "string") return true; // socket errors, "Connection terminated", timeouts
-  return isRetryableDbError(err);
 }

@@ -4,9 +4,10 @@
  * (job id, attempt, lease token), so repeating one after a lost connection is safe.
  */
 import type pg from "pg";
+import { isTransientDbError } from "../enqueue/errors";
 import * as sql from "../store/worker/claims";
 import type { ErrorSummary } from "./error-summary";
-import { isTransientDbError, summarizeError } from "./error-summary";
+import { summarizeError } from "./error-summary";
 import { untilDone } from "./timing";
 import type { ClaimedJob, FailureCause, WorkerEvent, WorkerStats } from "./types";
 

@@ -1,6 +1,7 @@
 /** Timing in the worker runtime (retry delays, timers that outlast Node's 24.8-day cap) and its counters' starting values. */
+
+import { isTransientDbError } from "../enqueue/errors";
 import type { NormalizedRetryPolicy } from "../enqueue/types";
-import { isTransientDbError } from "./error-summary";
 import type { WorkerStats } from "./types";
 
 /** The delay after attempt `attempt` (1-based) failed; mirrors `workhorse.retry_delay_ms`. */

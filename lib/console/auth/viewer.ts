@@ -4,7 +4,7 @@ import { cookies, headers } from "next/headers";
 import { redirect } from "next/navigation";
 import { cache } from "react";
 import { consoleConfig, isLoopbackHost } from "../databases/config";
-import { currentDatabase, primaryDb } from "../databases/db";
+import { currentDatabase, poolOf, primaryDatabase } from "../databases/pools";
 import { CONFIRM_DATABASE_FIELD } from "../wire/database-paths";
 import { CLIENT_ADDRESS_HEADER, HOST_HEADER, isSameOrigin, PATH_HEADER, PROTO_HEADER } from "./request-info";
 import { signInHref } from "./return-to";
@@ -85,7 +85,11 @@ async function resolveViewer(): Promise<ViewerResult> {
   }
   const session = await getSession();
   if (!session.sid) return { status: "signed-out" };
-  const row = await lookupSession(primaryDb().pool, session.sid, passwordFingerprint(cfg.password, cfg.sessionSecret));
+  const row = await lookupSession(
+    poolOf(primaryDatabase()),
+    session.sid,
+    passwordFingerprint(cfg.password, cfg.sessionSecret),
+  );
   if (!row) return { status: "signed-out" };
   return {
     status: "ok",

@@ -2,7 +2,7 @@ import "server-only";
 import { NextResponse } from "next/server";
 import { EnqueueValidationError } from "@/lib/enqueue";
 import { apiAccess } from "../auth/viewer";
-import { consolePool } from "../databases/db";
+import { consolePool } from "../databases/pools";
 import type { Db } from "./read-queries";
 
 /**

@@ -5,12 +5,12 @@ import "server-only";
  * state returned holds its digest, preview and length, never the key.
  */
 import type pg from "pg";
-import { answeredByServer, DEFAULT_SCOPE, EnqueueValidationError, type Queue, withPoolClient } from "@/lib/enqueue";
+import { DEFAULT_SCOPE, EnqueueValidationError, type Queue } from "@/lib/enqueue";
 import { newestJobUnderKey, owningJob } from "@/lib/store/console/keys";
 import { bindingScopes } from "@/lib/store/console/reads";
 import type { FieldErrors, FindKeyState, KeyElsewhere, KeyHistory, KeyWhitespace } from "../wire/action-state";
 import { debounceFields } from "./jobs";
-import { iso } from "./read-queries";
+import { iso, readWithTimeout } from "./read-queries";
 
 const text = (v: FormDataEntryValue | null): string => (typeof v === "string" ? v : "");
 
@@ -120,28 +120,12 @@ const HISTORY_TIMEOUT_MS = 500;
  */
 async function keyHistory(pool: pg.Pool, scope: string, digests: string[]): Promise<KeyHistory> {
   try {
-    return await withPoolClient(
-      pool,
-      async (client) => {
-        try {
-          await client.query("begin read only");
-          await client.query(`set local statement_timeout = ${HISTORY_TIMEOUT_MS}`);
-          const r = await newestJobUnderKey(client, scope, digests);
-          await client.query("commit");
-          if (!r) return { kind: "never_seen" } as const;
-          if (r.purged_at) return { kind: "released", jobId: r.job_id, purgedAt: iso(r.purged_at) } as const;
-          return {
-            kind: "expired_cleaned",
-            jobId: r.job_id,
-            expiredAt: r.expires_at ? iso(r.expires_at) : null,
-          } as const;
-        } catch (err) {
-          await client.query("rollback").catch(() => {});
-          throw err;
-        }
-      },
-      answeredByServer,
-    );
+    const read = await readWithTimeout(pool, HISTORY_TIMEOUT_MS, (client) => newestJobUnderKey(client, scope, digests));
+    if (read.timedOut) return { kind: "unknown" };
+    const r = read.value;
+    if (!r) return { kind: "never_seen" };
+    if (r.purged_at) return { kind: "released", jobId: r.job_id, purgedAt: iso(r.purged_at) };
+    return { kind: "expired_cleaned", jobId: r.job_id, expiredAt: r.expires_at ? iso(r.expires_at) : null };
   } catch {
     return { kind: "unknown" };
   }

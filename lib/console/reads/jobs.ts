@@ -1,6 +1,5 @@
 import "server-only";
 import type pg from "pg";
-import { BINDING_COLUMNS, type BindingRow, bindingFromRow } from "@/lib/enqueue";
 import {
   addStateTab,
   type JobListRow,
@@ -13,6 +12,7 @@ import {
 import { jobsEstimate, trustedJobsEstimate } from "@/lib/store/console/reads";
 import { selectJobDetail, jobExists as selectJobExists, selectJobPayload } from "@/lib/store/core/jobs";
 import { sqlOf } from "@/lib/store/layout";
+import { BINDING_COLUMNS, type BindingRow, bindingFromRow } from "@/lib/store/rows";
 import type { BindingDto, JobDetailDto, JobRowDto, Page, TabCount } from "../wire/types";
 import { type JobFilters, STATE_TABS, type StateTab } from "./filters";
 import { stateCounts } from "./overview";

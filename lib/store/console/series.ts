@@ -2,7 +2,7 @@
  * The console's per-minute series (lib/console/reads/series.ts keeps the settled minutes in memory): the
  * statement that counts a span of minutes, and its Citus form for the "replaced" count.
  */
-import { uuidv7Floor } from "../core/jobs";
+import { uuidv7Floor } from "../ids";
 import { type Queryable, sqlOf } from "../layout";
 
 const MINUTE = 60_000;

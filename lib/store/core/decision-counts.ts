@@ -12,8 +12,8 @@
  * are flushed in batches, a job's created_at is its transaction's start) are in place when counted.
  */
 
+import { uuidv7Floor } from "../ids";
 import { type Queryable, sqlOf } from "../layout";
-import { uuidv7Floor } from "./jobs";
 
 export interface DecisionCountRow {
   /** An enqueue outcome, or `key_released` for a key's release. */

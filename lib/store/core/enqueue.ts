@@ -4,9 +4,9 @@
  * decision itself is SQL (workhorse.enqueue_one / enqueue_batch, docs/enqueue.md "How it is
  * built"); enqueue-call.ts sends these statements and turns their rows into results and errors.
  */
-import { createHash } from "node:crypto";
 import type { NormalizedRequest } from "../../enqueue/enqueue-input";
 import type { EnqueueOutcome, NonReplaceableReason } from "../../enqueue/types";
+import { bucketedId, idBucket, keyBucket } from "../ids";
 import type { Sql } from "../layout";
 import { withLegacyProbe } from "./key-upgrade";
 
@@ -184,27 +184,6 @@ export const ENQUEUE_ONE_AT_SQL = `select 1 as ordinal, ${RESULT_COLUMNS}
     [...ENQUEUE_ONE_PARAMS, ENQUEUE_TRACE_PARAM, ENQUEUE_HOLD_PARAM].map((p) => p.type),
     2,
   )})`;
-
-/**
- * The distributed layout's bucket (0..4095) of a keyed request: the first 12 bits of
- * SHA-256(scope ‖ 0x00 ‖ key hash), as workhorse.key_bucket() computes it.
- */
-export function keyBucket(scope: string, keyHash: Buffer): number {
-  const d = createHash("sha256").update(scope, "utf8").update(ZERO_BYTE).update(keyHash).digest();
-  return ((d[0] as number) << 4) | ((d[1] as number) >> 4);
-}
-
-/** The job id with its last 12 bits set to the bucket (workhorse.id_bucket() reads them back). */
-export function bucketedId(id: string, bucket: number): string {
-  return id.slice(0, 33) + bucket.toString(16).padStart(3, "0");
-}
-
-/** The bucket a job id carries (its last 12 bits). */
-export function idBucket(id: string): number {
-  return Number.parseInt(id.slice(33), 16);
-}
-
-const ZERO_BYTE = Buffer.from([0]);
 
 /** Gives every keyed request its key's bucket in its job id (in place; the same ids on every try). */
 export function bucketIds(requests: readonly NormalizedRequest[], ids: string[]): void {

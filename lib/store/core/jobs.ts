@@ -5,9 +5,9 @@
  */
 
 import type { Job } from "../../enqueue/types";
+import { idBucket } from "../ids";
 import type { Sql } from "../layout";
 import { BINDING_COLUMNS, type BindingRow, type JobRow, jobFromRow } from "../rows";
-import { idBucket } from "./enqueue";
 
 /** The job with this id and the ids of the jobs redriven from it, or null. */
 export async function selectJob(sql: Sql, id: string): Promise<Job | null> {
@@ -181,13 +181,4 @@ export async function jobIdsEndingWith(sql: Sql, hex: string, limit: number): Pr
     values: [hex, limit],
   });
   return rows.map((r) => r.id);
-}
-
-/**
- * Lowest UUIDv7 of a millisecond: job ids are UUIDv7 (time-ordered), so `id >= uuidv7Floor(t)` is an
- * index range over the primary key for "jobs created since t".
- */
-export function uuidv7Floor(ms: number): string {
-  const hex = Math.max(0, Math.floor(ms)).toString(16).padStart(12, "0");
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-0000-0000-000000000000`;
 }

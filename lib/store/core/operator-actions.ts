@@ -5,8 +5,8 @@
  */
 import { v7 as uuidv7 } from "uuid";
 import type { DeleteFailedJobsResult, RedriveKeyStatus, RedriveStatus, Unchanged } from "../../enqueue/types";
+import { bucketedId, idBucket } from "../ids";
 import type { Sql } from "../layout";
-import { bucketedId, idBucket } from "./enqueue";
 
 /** The functions that take a selection of job ids with who and why, and the columns of their one row,
  *  named as the result's fields (types.ts: CancelResult, PurgeJobsResult, RunNowResult). */
