@@ -6,13 +6,13 @@
 import type pg from "pg";
 import type { Sql } from "../store/layout";
 import { withPoolClient } from "../store/pool-client";
+import { notifyQueues } from "../store/wake";
 import { EXPECTED_SQLSTATES, QueueClosedError, sqlStateOf } from "./errors";
 import type { KeyRing } from "./keys";
 import { ObservationRecorder, type ObservationRecorderOptions } from "./observations";
 import { QueueTelemetry, type TelemetryOptions } from "./telemetry";
 
-/** Channel that workers LISTEN on; the payload is the queue name. */
-export const WAKE_CHANNEL = "workhorse_jobs";
+export { WAKE_CHANNEL } from "../store/wake";
 
 /**
  * Shortest time between two wake-up NOTIFYs from one `Queue`, in ms (docs/enqueue.md, "Wake-ups").
@@ -127,7 +127,7 @@ export class QueueContext {
         this.pendingWake.clear();
         this.lastWakeAt = performance.now();
         try {
-          await this.pool.query("select pg_notify($1, q) from unnest($2::text[]) q", [WAKE_CHANNEL, queues]);
+          await notifyQueues(this.pool, queues);
         } catch {
           // A lost wake-up only delays a job: workers poll as well.
         }

@@ -1,6 +1,6 @@
 import pg from "pg";
 import { OneShotTimer } from "../enqueue/one-shot-timer";
-import { WAKE_CHANNEL } from "../enqueue/queue-context";
+import { listenForWakes, WAKE_CHANNEL } from "../store/wake";
 
 /** The dedicated LISTEN connection, reconnected with backoff; `onReconnect` covers notifications missed meanwhile. */
 export class Listener {
@@ -40,7 +40,7 @@ export class Listener {
     });
     try {
       await client.connect();
-      await client.query(`listen ${WAKE_CHANNEL}`);
+      await listenForWakes(client);
       this.backoff = 0;
       this.onReconnect();
     } catch (err) {

@@ -20,10 +20,8 @@ import type {
   UpDownCounter,
 } from "@opentelemetry/api";
 import pg from "pg";
+import { nameSession } from "@/lib/store/console/database-name";
 import type { DatabaseConfig } from "./databases";
-
-/** The session setting each console connection carries: its database's configured name. */
-export const DATABASE_SETTING = "workhorse.database";
 
 /** The metric attribute (and Prometheus label) naming the database. */
 export const DATABASE_ATTRIBUTE = "database";
@@ -41,7 +39,7 @@ export function clientNamingDatabase(name: string): typeof pg.Client {
     ): Promise<pg.Client> | undefined {
       const ready = super
         .connect()
-        .then(() => this.query("select set_config($1, $2, false)", [DATABASE_SETTING, name]))
+        .then(() => nameSession(this, name))
         .then(() => this as pg.Client);
       if (!callback) return ready;
       ready.then(

@@ -1,6 +1,15 @@
 import "server-only";
 import type pg from "pg";
 import {
+  BINDING_COLUMNS,
+  type BindingRow,
+  bindingFromRow,
+  selectJobDetail,
+  jobExists as selectJobExists,
+  selectJobPayload,
+  sqlOf,
+} from "@/lib/store/console/core";
+import {
   addStateTab,
   type JobListRow,
   jobBaseWhere,
@@ -10,9 +19,7 @@ import {
   prefixPattern,
 } from "@/lib/store/console/lists";
 import { jobsEstimate, trustedJobsEstimate } from "@/lib/store/console/reads";
-import { selectJobDetail, jobExists as selectJobExists, selectJobPayload } from "@/lib/store/core/jobs";
-import { sqlOf } from "@/lib/store/layout";
-import { BINDING_COLUMNS, type BindingRow, bindingFromRow } from "@/lib/store/rows";
+import { dbNow } from "@/lib/store/console/status";
 import type { BindingDto, JobDetailDto, JobRowDto, Page, TabCount } from "../wire/types";
 import { type JobFilters, STATE_TABS, type StateTab } from "./filters";
 import { stateCounts } from "./overview";
@@ -223,8 +230,7 @@ export async function stateTabCounts(pool: pg.Pool, f: JobFilters): Promise<Stat
     ["all", ...STATE_TABS].forEach((k, i) => {
       counts[k as StateTab | "all"] = { value: values[i] ?? 0, estimated: true };
     });
-    const { rows } = await pool.query<{ now: Date }>("select now() as now");
-    return { counts, now: iso(rows[0]?.now ?? new Date()) };
+    return { counts, now: iso((await dbNow(pool)) ?? new Date()) };
   };
   // Where the planner's estimate means something (not on Citus), a large one skips the exact count;
   // otherwise the exact count under the statement timeout decides alone.

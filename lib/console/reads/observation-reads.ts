@@ -1,7 +1,7 @@
 import "server-only";
+import { type ObservationRow, observationFromRow } from "@/lib/store/console/core";
 import { observationListRows } from "@/lib/store/console/lists";
 import { replacedListRows } from "@/lib/store/console/replaced";
-import { type ObservationRow, observationFromRow } from "@/lib/store/rows";
 import type { ObservationDto, Page } from "../wire/types";
 import { type ObservationFilters, TIME_WINDOWS } from "./filters";
 import { type Db, forwardPage, iso } from "./read-queries";

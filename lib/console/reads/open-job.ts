@@ -1,6 +1,5 @@
 import "server-only";
-import { jobExists, jobIdsEndingWith, jobIdsInRange } from "@/lib/store/core/jobs";
-import { sqlOf } from "@/lib/store/layout";
+import { jobExists, jobIdsEndingWith, jobIdsInRange, sqlOf } from "@/lib/store/console/core";
 import { pathParam } from "../auth/request-info";
 import { UUID_RE } from "./filters";
 import type { Db } from "./read-queries";

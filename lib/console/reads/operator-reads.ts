@@ -1,8 +1,7 @@
 import "server-only";
+import { selectPausedQueues, sqlOf } from "@/lib/store/console/core";
 import { countJobs, jobIds } from "@/lib/store/console/lists";
 import { deadLetterGroupRows, pendingQueueNames } from "@/lib/store/console/reads";
-import { selectPausedQueues } from "@/lib/store/core/operator-actions";
-import { sqlOf } from "@/lib/store/layout";
 import type { CappedCount } from "../wire/types";
 /**
  * Read models for the operator-action pages: queue pauses and dead-letter groups. Reads only; every

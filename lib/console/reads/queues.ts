@@ -1,7 +1,6 @@
 import "server-only";
+import { selectPausedQueues, sqlOf } from "@/lib/store/console/core";
 import { dbNow, lastHourFinished, queueProbes } from "@/lib/store/console/status";
-import { selectPausedQueues } from "@/lib/store/core/operator-actions";
-import { sqlOf } from "@/lib/store/layout";
 import type { JobStateName, QueueHealthDto } from "../wire/types";
 import { COUNT_CAP, stateCounts } from "./overview";
 import { type Db, iso } from "./read-queries";

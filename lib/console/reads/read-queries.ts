@@ -1,4 +1,4 @@
-import type { Queryable } from "@/lib/store/layout";
+import type { Queryable } from "@/lib/store/console/core";
 import type { Page } from "../wire/types";
 
 /** Anything that runs a query: a pool or a client. Read models take one so tests can pass theirs. */
@@ -26,6 +26,5 @@ export function forwardPage<R extends { now: Date }, D>(
 export const iso = (d: Date | string): string => (d instanceof Date ? d : new Date(d)).toISOString();
 export const isoOrNull = (d: Date | string | null): string | null => (d === null ? null : iso(d));
 
+export { readWithTimeout, uuidv7Floor } from "@/lib/store/console/core";
 export { cappedCount, Where } from "@/lib/store/console/lists";
-export { uuidv7Floor } from "@/lib/store/ids";
-export { readWithTimeout } from "@/lib/store/pool-client";

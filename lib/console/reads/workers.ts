@@ -1,6 +1,6 @@
 import "server-only";
+import { GONE_AFTER_MISSED_CHECK_INS } from "@/lib/store/console/core";
 import { dbNow, workerHeartbeatRows } from "@/lib/store/console/status";
-import { GONE_AFTER_MISSED_CHECK_INS } from "@/lib/store/core/maintenance";
 import type { WorkersDto } from "../wire/types";
 import { type Db, iso } from "./read-queries";
 

@@ -14,8 +14,8 @@ import {
   type ObservationOutcome,
   type StoredObservation,
 } from "@/lib/enqueue/client";
+import type { CheckIn } from "@/lib/store/console/core";
 import type { AuditRow } from "@/lib/store/console/lists";
-import type { CheckIn } from "@/lib/store/worker/claims";
 
 export type { ObservationOutcome };
 export { JOB_STATES, OBSERVATION_OUTCOMES };
