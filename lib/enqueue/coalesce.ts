@@ -26,7 +26,16 @@
  * never coalesce.
  */
 import { v7 as uuidv7 } from "uuid";
-import { type CallView, decide, mayRetry, reportResults, retryAlone, sendRaw, traced, translate } from "./enqueue-call";
+import {
+  decide,
+  mayRetry,
+  type QueueView,
+  reportResults,
+  retryAlone,
+  sendRaw,
+  traced,
+  translate,
+} from "./enqueue-call";
 import type { NormalizedRequest } from "./enqueue-input";
 import { isConnectionLoss, refusedByServer, SqlState, sqlStateOf } from "./errors";
 import { LIMITS } from "./limits";
@@ -73,7 +82,7 @@ export class Coalescer {
   readonly stats: CoalesceStats = { calls: 0, statements: 0, sharedStatements: 0, largestStatement: 0 };
 
   constructor(
-    private readonly view: CallView,
+    private readonly view: QueueView,
     private readonly config: CoalesceConfig,
   ) {}
 

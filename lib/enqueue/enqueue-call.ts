@@ -7,7 +7,7 @@ import type pg from "pg";
 import { v7 as uuidv7 } from "uuid";
 import { type ConflictDetail, type EnqueueRow, enqueueRows } from "../store/core/enqueue";
 import { selectInstallation } from "../store/core/key-upgrade";
-import { sqlOver } from "../store/layout";
+import { type Sql, sqlOver } from "../store/layout";
 import type { NormalizedRequest } from "./enqueue-input";
 import {
   EnqueueIdempotencyConflictError,
@@ -20,21 +20,24 @@ import {
 } from "./errors";
 import type { InstallationRow } from "./keys";
 import { LIMITS } from "./limits";
-import type { Executor, OperationsDb, QueueContext } from "./queue-context";
+import type { QueueContext } from "./queue-context";
 import { traceparentOf } from "./telemetry";
 import type { EnqueueResult, NonReplaceableReason } from "./types";
 
-/** The view of the queue a call runs on (`QueueOperations` over the pool or a caller's client). */
-export interface CallView {
+/**
+ * One view of a queue: the pool's (`Queue`), a caller's client (`withClient`) or a transaction's `tx`.
+ * What enqueue calls, lookups, operator actions and maintenance run on.
+ */
+export interface QueueView {
   context: QueueContext;
   /** Runs the call's statements (the call itself is counted in close()'s accounting, queue-context.ts `admit`). */
-  exec: Executor;
+  exec: Sql;
   /** Inside a caller's transaction: no repeats, and the wake-up NOTIFY is sent inside it. */
   inCallerTransaction: boolean;
 }
 
 /** Keyed calls through the pool repeat themselves (QueueOptions.retry); never inside a caller's transaction. */
-export function mayRetry(view: CallView): boolean {
+export function mayRetry(view: QueueView): boolean {
   const retry = view.context.config.retry;
   return retry !== false && retry.attempts > 1 && !view.inCallerTransaction;
 }
@@ -65,7 +68,7 @@ export async function repeating<T>(context: QueueContext, fn: (attempt: number) 
 
 /** One statement for the non-enqueue operations: driver errors become WorkhorseDatabaseError. */
 async function statement<R extends pg.QueryResultRow>(
-  view: CallView,
+  view: QueueView,
   what: string,
   config: pg.QueryConfig,
 ): Promise<pg.QueryResult<R>> {
@@ -78,25 +81,24 @@ async function statement<R extends pg.QueryResultRow>(
   }
 }
 
-/** What lookups, operator actions and maintenance run on: the view's statements, typed errors, its key ring. */
-export function operationsDb(view: CallView): OperationsDb {
-  return {
-    sql: (what, config) => statement(view, what, config),
-    store: (what) => sqlOver(view.context.pool, { query: (config) => statement(view, what, config) }),
-    rawStore: sqlOver(view.context.pool, view.exec),
-    context: view.context,
-    loadKeys: () => loadKeys(view),
-  };
+/** The view's statements for a store function, driver errors becoming `WorkhorseDatabaseError` naming `what`; the layout read once per pool. */
+export function storeOf(view: QueueView, what: string): Sql {
+  return sqlOver(view.context.pool, { query: (config) => statement(view, what, config) });
+}
+
+/** The same over the view's own statements (driver errors untouched), for calls that translate SQLSTATEs themselves. */
+export function rawStoreOf(view: QueueView): Sql {
+  return sqlOver(view.context.pool, view.exec);
 }
 
 /**
  * Reads the installation secret (unless one was supplied) and the legacy window, once per Queue.
  * SQL: `select ... from workhorse.installation` (store/core/key-upgrade.ts).
  */
-export function loadKeys(view: CallView, forKeyedCall = false): Promise<void> {
+export function loadKeys(view: QueueView, forKeyedCall = false): Promise<void> {
   return view.context.config.keys.load(async (external): Promise<InstallationRow> => {
     const read = async () => {
-      const row = await selectInstallation(operationsDb(view).store("reading the installation key"), external);
+      const row = await selectInstallation(storeOf(view, "reading the installation key"), external);
       if (!row) throw new WorkhorseDatabaseError("workhorse.installation is empty: run migrate() first", null);
       return row;
     };
@@ -109,7 +111,7 @@ export function loadKeys(view: CallView, forKeyedCall = false): Promise<void> {
  * Enqueues normalised requests in one round trip (repeated when all are keyed) and returns their
  * results in input order, inside the call's producer span, with its metrics (telemetry.ts).
  */
-export function runEnqueue(view: CallView, requests: NormalizedRequest[]): Promise<EnqueueResult[]> {
+export function runEnqueue(view: QueueView, requests: NormalizedRequest[]): Promise<EnqueueResult[]> {
   return traced(view, requests, (trace) => decide(view, requests, trace));
 }
 
@@ -118,7 +120,7 @@ export function runEnqueue(view: CallView, requests: NormalizedRequest[]): Promi
  * the span's traceparent (null when not sampled), which accepted jobs store.
  */
 export async function traced(
-  view: CallView,
+  view: QueueView,
   requests: NormalizedRequest[],
   fn: (trace: string | null) => Promise<EnqueueResult[]>,
 ): Promise<EnqueueResult[]> {
@@ -137,7 +139,7 @@ export async function traced(
 
 /** The decision itself; `trace`: the producer span's traceparent, stored with accepted jobs (or null). */
 export async function decide(
-  view: CallView,
+  view: QueueView,
   requests: NormalizedRequest[],
   trace: string | null,
 ): Promise<EnqueueResult[]> {
@@ -160,7 +162,7 @@ export async function decide(
  * been its own, its job id proposed again with the retry flag.
  */
 export function retryAlone(
-  view: CallView,
+  view: QueueView,
   request: NormalizedRequest,
   id: string,
   firstError: Error,
@@ -184,8 +186,8 @@ export async function send(...args: Parameters<typeof sendRaw>): Promise<Enqueue
 
 /** `send` without the error translation: the driver's error as it came (coalesce.ts reads it first). */
 export function sendRaw(
-  view: CallView,
-  exec: Executor,
+  view: QueueView,
+  exec: Sql,
   requests: NormalizedRequest[],
   ids: string[],
   retry: boolean,
@@ -202,7 +204,7 @@ export function sendRaw(
  * history), accepted queues woken.
  */
 export function reportResults(
-  view: CallView,
+  view: QueueView,
   requests: NormalizedRequest[],
   ids: string[],
   rows: EnqueueRow[],
@@ -250,7 +252,7 @@ export function reportResults(
 }
 
 /** Turns driver errors into typed ones; the one place SQLSTATEs are interpreted. */
-export function translate(view: CallView, err: unknown, requests: NormalizedRequest[], ordinalShown?: number): Error {
+export function translate(view: QueueView, err: unknown, requests: NormalizedRequest[], ordinalShown?: number): Error {
   if (err instanceof QueueClosedError) return err;
   const state = sqlStateOf(err);
   if (state === SqlState.idempotencyConflict) {

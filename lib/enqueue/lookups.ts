@@ -7,30 +7,30 @@
 
 import { selectBinding, selectBindingsInScopes } from "../store/core/bindings";
 import { selectJob } from "../store/core/jobs";
+import { loadKeys, type QueueView, storeOf } from "./enqueue-call";
 import { keyDigestOf, keyLengthOf, keyPreviewOf, legacyKeyHash } from "./keys";
 import { parseJobId, parseScopedKey } from "./operator-input";
-import type { OperationsDb } from "./queue-context";
 import type { BindingInfo, Job, KeyDescription } from "./types";
 
-export async function getJob(db: OperationsDb, jobId: string): Promise<Job | null> {
-  return selectJob(db.store("getJob"), parseJobId(jobId));
+export async function getJob(view: QueueView, jobId: string): Promise<Job | null> {
+  return selectJob(storeOf(view, "getJob"), parseJobId(jobId));
 }
 
 export async function findBinding(
-  db: OperationsDb,
+  view: QueueView,
   input: { key: string; scope?: string },
 ): Promise<BindingInfo | null> {
   const { key, scope } = parseScopedKey(input);
-  const keys = db.context.config.keys;
-  if (!keys.loaded) await db.loadKeys();
+  const keys = view.context.config.keys;
+  if (!keys.loaded) await loadKeys(view);
   // Both hashes: a binding made before the HMAC upgrade is found too.
-  return selectBinding(db.store("findBinding"), scope, [keys.hash(scope, key), legacyKeyHash(scope, key)]);
+  return selectBinding(storeOf(view, "findBinding"), scope, [keys.hash(scope, key), legacyKeyHash(scope, key)]);
 }
 
-export async function describeKey(db: OperationsDb, input: { key: string; scope?: string }): Promise<KeyDescription> {
+export async function describeKey(view: QueueView, input: { key: string; scope?: string }): Promise<KeyDescription> {
   const { key, scope } = parseScopedKey(input);
-  const keys = db.context.config.keys;
-  if (!keys.loaded) await db.loadKeys();
+  const keys = view.context.config.keys;
+  if (!keys.loaded) await loadKeys(view);
   return {
     scope,
     keyPreview: keyPreviewOf(key),
@@ -44,18 +44,20 @@ export async function describeKey(db: OperationsDb, input: { key: string; scope?
 export const MAX_SCOPES_PER_LOOKUP = 200;
 
 export async function findBindingInScopes(
-  db: OperationsDb,
+  view: QueueView,
   input: { key: string; scopes: string[] },
 ): Promise<BindingInfo[]> {
   const scopes = [...new Set(input.scopes)].slice(0, MAX_SCOPES_PER_LOOKUP);
   const parsed = scopes.map((scope) => parseScopedKey({ key: input.key, scope }));
-  const keys = db.context.config.keys;
-  if (!keys.loaded) await db.loadKeys();
+  const keys = view.context.config.keys;
+  if (!keys.loaded) await loadKeys(view);
   const pairScopes: string[] = [];
   const hashes: Buffer[] = [];
   for (const p of parsed) {
     pairScopes.push(p.scope, p.scope);
     hashes.push(keys.hash(p.scope, p.key), legacyKeyHash(p.scope, p.key));
   }
-  return pairScopes.length === 0 ? [] : selectBindingsInScopes(db.store("findBindingInScopes"), pairScopes, hashes);
+  return pairScopes.length === 0
+    ? []
+    : selectBindingsInScopes(storeOf(view, "findBindingInScopes"), pairScopes, hashes);
 }

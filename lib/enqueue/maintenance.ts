@@ -7,6 +7,7 @@
 import * as store from "../store/core/maintenance";
 import { pruneFinishedJobsBatch } from "../store/core/operator-actions";
 import { rollupRunTimesBatch } from "../store/core/runtime-rollups";
+import { type QueueView, storeOf } from "./enqueue-call";
 import { parseOptions } from "./input-rules";
 import {
   pruneBindingsSchema,
@@ -14,7 +15,6 @@ import {
   pruneObservationsSchema,
   reapLeasesSchema,
 } from "./operator-input";
-import type { OperationsDb } from "./queue-context";
 import type { MaintenanceResult, PruneFinishedJobsResult } from "./types";
 
 export type { MaintenanceResult };
@@ -34,41 +34,43 @@ async function inBatches(limit: number, maxBatches: number, batch: () => Promise
 }
 
 export async function pruneExpiredBindings(
-  db: OperationsDb,
+  view: QueueView,
   options: { limit?: number; maxBatches?: number } = {},
 ): Promise<number> {
   const { limit, maxBatches } = parseOptions(pruneBindingsSchema, options);
-  return inBatches(limit, maxBatches, () => store.pruneExpiredBindingsBatch(db.store("pruneExpiredBindings"), limit));
+  return inBatches(limit, maxBatches, () =>
+    store.pruneExpiredBindingsBatch(storeOf(view, "pruneExpiredBindings"), limit),
+  );
 }
 
 export async function pruneObservations(
-  db: OperationsDb,
+  view: QueueView,
   options: { olderThanMs?: number; limit?: number } = {},
 ): Promise<number> {
   const { olderThanMs, limit } = parseOptions(pruneObservationsSchema, options);
-  const batch = () => store.pruneObservationsBatch(db.store("pruneObservations"), olderThanMs, limit);
+  const batch = () => store.pruneObservationsBatch(storeOf(view, "pruneObservations"), olderThanMs, limit);
   return inBatches(limit, Number.POSITIVE_INFINITY, batch);
 }
 
-export async function reapExpiredLeases(db: OperationsDb, options: { limit?: number } = {}): Promise<number> {
+export async function reapExpiredLeases(view: QueueView, options: { limit?: number } = {}): Promise<number> {
   const { limit } = parseOptions(reapLeasesSchema, options);
   return inBatches(limit, Number.POSITIVE_INFINITY, () =>
-    store.reapExpiredLeasesBatch(db.store("reapExpiredLeases"), limit),
+    store.reapExpiredLeasesBatch(storeOf(view, "reapExpiredLeases"), limit),
   );
 }
 
 export async function runMaintenance(
-  db: OperationsDb,
+  view: QueueView,
   options: { trigger?: "schedule" | "manual"; observationRetentionMs?: number; jobRetentionMs?: number } = {},
 ): Promise<MaintenanceResult> {
   const started = new Date();
-  const m = db.context.config.maintenance;
-  const expiredBindingsDeleted = await pruneExpiredBindings(db, { limit: m ? m.batchSize : 1000 });
-  const observationsDeleted = await pruneObservations(db, {
+  const m = view.context.config.maintenance;
+  const expiredBindingsDeleted = await pruneExpiredBindings(view, { limit: m ? m.batchSize : 1000 });
+  const observationsDeleted = await pruneObservations(view, {
     olderThanMs: options.observationRetentionMs ?? (m ? m.observationRetentionMs : undefined),
   });
-  const expiredLeasesReaped = await reapExpiredLeases(db, { limit: m ? m.batchSize : 1000 });
-  const pruned = await pruneFinishedJobs(db, {
+  const expiredLeasesReaped = await reapExpiredLeases(view, { limit: m ? m.batchSize : 1000 });
+  const pruned = await pruneFinishedJobs(view, {
     olderThanMs: options.jobRetentionMs ?? (m ? m.jobRetentionMs : undefined),
     limit: m ? m.batchSize : 1000,
   });
@@ -77,10 +79,10 @@ export async function runMaintenance(
     observationsDeleted,
     expiredLeasesReaped,
     finishedJobsDeleted: pruned.jobsDeleted,
-    goneWorkersDeleted: await store.pruneGoneWorkers(db.store("pruneGoneWorkers")),
-    runTimeRowsRolledUp: await rollupRunTimesBatch(db.store("rollupRunTimes")),
+    goneWorkersDeleted: await store.pruneGoneWorkers(storeOf(view, "pruneGoneWorkers")),
+    runTimeRowsRolledUp: await rollupRunTimesBatch(storeOf(view, "rollupRunTimes")),
   };
-  await store.insertMaintenanceRun(db.store("runMaintenance"), {
+  await store.insertMaintenanceRun(storeOf(view, "runMaintenance"), {
     ...result,
     startedAt: started,
     trigger: options.trigger ?? "manual",
@@ -89,14 +91,14 @@ export async function runMaintenance(
 }
 
 export async function pruneFinishedJobs(
-  db: OperationsDb,
+  view: QueueView,
   options: { olderThanMs?: number; limit?: number; maxBatches?: number } = {},
 ): Promise<PruneFinishedJobsResult> {
   const { olderThanMs, limit, maxBatches } = parseOptions(pruneFinishedJobsSchema, options);
   let jobsDeleted = 0;
   let eventsDeleted = 0;
   for (let batch = 0; batch < maxBatches; batch++) {
-    const r = await pruneFinishedJobsBatch(db.store("pruneFinishedJobs"), olderThanMs, limit);
+    const r = await pruneFinishedJobsBatch(storeOf(view, "pruneFinishedJobs"), olderThanMs, limit);
     const n = r.jobsDeleted;
     jobsDeleted += n;
     eventsDeleted += r.eventsDeleted;

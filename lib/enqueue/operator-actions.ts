@@ -1,12 +1,13 @@
 /**
  * Operator actions (docs/operator-actions.md) and purge: each one round trip to one SQL function
  * (sql/migrations 007, 008), audited there. The public methods and their docs are on
- * `QueueOperations` (queue.ts); these are their bodies, over the view's `OperationsDb`;
+ * `QueueOperations` (queue.ts); these are their bodies, over the `QueueView` they are called on;
  * the statements are in store/core/operator-actions.ts.
  */
 
 import { selectDeadLetters } from "../store/core/jobs";
 import * as store from "../store/core/operator-actions";
+import { loadKeys, type QueueView, rawStoreOf, storeOf } from "./enqueue-call";
 import {
   EnqueueValidationError,
   JobNotFoundError,
@@ -27,37 +28,36 @@ import {
   parseQueueName,
   parseRedriveRequest,
 } from "./operator-input";
-import type { OperationsDb } from "./queue-context";
 import type * as T from "./types";
 
 /** The scope a redrive request id is hashed under (kept apart from every caller's key scope by the 0x1F separator and name). */
 const REDRIVE_SCOPE = "workhorse.redrive";
 
 export async function purge(
-  db: OperationsDb,
+  view: QueueView,
   target: { jobId: string },
   context: T.OperatorContext,
 ): Promise<T.PurgeResult> {
   const jobId = parseJobId(target?.jobId);
   const ctx = parseOperatorContext(context);
-  const row = await purgeCall(db, [jobId], null, ctx);
+  const row = await purgeCall(view, [jobId], null, ctx);
   if (row.refused_state === "missing") throw new JobNotFoundError(jobId);
   if (row.refused_state) throw new PurgeNotAllowedError(jobId, row.refused_state);
-  db.context.telemetry.operatorAction("purge", row.purged);
+  view.context.telemetry.operatorAction("purge", row.purged);
   return { purged: row.purged, releasedBindings: row.released_bindings };
 }
 
-export async function purgeQueue(db: OperationsDb, queue: string, context: T.OperatorContext): Promise<T.PurgeResult> {
+export async function purgeQueue(view: QueueView, queue: string, context: T.OperatorContext): Promise<T.PurgeResult> {
   const name = parseQueueName(queue);
   const ctx = parseOperatorContext(context);
-  const row = await purgeCall(db, null, name, ctx);
-  db.context.telemetry.operatorAction("purge", row.purged);
+  const row = await purgeCall(view, null, name, ctx);
+  view.context.telemetry.operatorAction("purge", row.purged);
   return { purged: row.purged, releasedBindings: row.released_bindings };
 }
 
 /** One SQL function over a selection of job ids with who and why; a single unknown id is `JobNotFoundError` when `missingIsError`. */
 async function overSelection<R extends { unchanged: T.Unchanged }>(
-  db: OperationsDb,
+  view: QueueView,
   what: string,
   call: { fn: "cancel_jobs" | "purge_job_list" | "run_jobs_now"; missingIsError: boolean },
   selection: T.JobSelection,
@@ -65,7 +65,7 @@ async function overSelection<R extends { unchanged: T.Unchanged }>(
 ): Promise<R> {
   const ids = parseJobSelection(selection);
   const ctx = parseOperatorContext(context);
-  const row = await store.callOverSelection<R>(db.store(what), call.fn, ids, ctx);
+  const row = await store.callOverSelection<R>(storeOf(view, what), call.fn, ids, ctx);
   if (call.missingIsError && ids.length === 1 && row.unchanged.missing === 1) {
     throw new JobNotFoundError(ids[0] as string);
   }
@@ -77,15 +77,15 @@ function selectionAction<Out extends { unchanged: T.Unchanged }>(
   what: string,
   call: Parameters<typeof overSelection>[2],
 ) {
-  return (db: OperationsDb, selection: T.JobSelection, context: T.OperatorContext): Promise<Out> =>
-    overSelection<Out>(db, what, call, selection, context);
+  return (view: QueueView, selection: T.JobSelection, context: T.OperatorContext): Promise<Out> =>
+    overSelection<Out>(view, what, call, selection, context);
 }
 
 const cancelCall = selectionAction<T.CancelResult>("cancel", { fn: "cancel_jobs", missingIsError: true });
-export async function cancel(db: OperationsDb, selection: T.JobSelection, context: T.OperatorContext) {
-  const r = await cancelCall(db, selection, context);
-  db.context.telemetry.operatorAction("cancel", r.canceled);
-  db.context.telemetry.operatorAction("cancel_requested", r.cancelRequested);
+export async function cancel(view: QueueView, selection: T.JobSelection, context: T.OperatorContext) {
+  const r = await cancelCall(view, selection, context);
+  view.context.telemetry.operatorAction("cancel", r.canceled);
+  view.context.telemetry.operatorAction("cancel_requested", r.cancelRequested);
   return r;
 }
 
@@ -93,21 +93,21 @@ const purgeJobsCall = selectionAction<T.PurgeJobsResult>("purgeJobs", {
   fn: "purge_job_list",
   missingIsError: false,
 });
-export async function purgeJobs(db: OperationsDb, selection: T.JobSelection, context: T.OperatorContext) {
-  const r = await purgeJobsCall(db, selection, context);
-  db.context.telemetry.operatorAction("purge", r.purged);
+export async function purgeJobs(view: QueueView, selection: T.JobSelection, context: T.OperatorContext) {
+  const r = await purgeJobsCall(view, selection, context);
+  view.context.telemetry.operatorAction("purge", r.purged);
   return r;
 }
 
 const runNowCall = selectionAction<T.RunNowResult>("runNow", { fn: "run_jobs_now", missingIsError: true });
-export async function runNow(db: OperationsDb, selection: T.JobSelection, context: T.OperatorContext) {
-  const r = await runNowCall(db, selection, context);
-  db.context.telemetry.operatorAction("run_now", r.updated);
+export async function runNow(view: QueueView, selection: T.JobSelection, context: T.OperatorContext) {
+  const r = await runNowCall(view, selection, context);
+  view.context.telemetry.operatorAction("run_now", r.updated);
   return r;
 }
 
 export async function deleteFailedJobs(
-  db: OperationsDb,
+  view: QueueView,
   selection: T.JobSelection,
   context: T.OperatorContext & { releaseKeys?: boolean },
 ): Promise<T.DeleteFailedJobsResult> {
@@ -117,18 +117,18 @@ export async function deleteFailedJobs(
     throw new EnqueueValidationError([{ option: "releaseKeys", rule: "must be true or false" }]);
   }
   const ctx = parseOperatorContext({ actor: context?.actor, reason: context?.reason });
-  const r = await store.deleteFailedJobs(db.store("deleteFailedJobs"), ids, ctx, releaseKeys);
-  db.context.telemetry.operatorAction("delete_failed", r.deleted);
+  const r = await store.deleteFailedJobs(storeOf(view, "deleteFailedJobs"), ids, ctx, releaseKeys);
+  view.context.telemetry.operatorAction("delete_failed", r.deleted);
   return r;
 }
 
-export async function redrive(db: OperationsDb, request: T.RedriveRequest): Promise<T.RedriveResult> {
+export async function redrive(view: QueueView, request: T.RedriveRequest): Promise<T.RedriveResult> {
   const r = parseRedriveRequest(request);
-  if (!db.context.config.keys.loaded) await db.loadKeys();
-  const requestHash = db.context.config.keys.hash(REDRIVE_SCOPE, r.requestId);
+  if (!view.context.config.keys.loaded) await loadKeys(view);
+  const requestHash = view.context.config.keys.hash(REDRIVE_SCOPE, r.requestId);
   let rows: Awaited<ReturnType<typeof store.redriveJobs>>;
   try {
-    rows = await store.redriveJobs(db.rawStore, { ...r, requestHash });
+    rows = await store.redriveJobs(rawStoreOf(view), { ...r, requestHash });
   } catch (err) {
     if (err instanceof QueueClosedError) throw err;
     if (sqlStateOf(err) === SqlState.redriveConflict) {
@@ -147,13 +147,13 @@ export async function redrive(db: OperationsDb, request: T.RedriveRequest): Prom
     ...(row.job_id ? { jobId: row.job_id } : {}),
     ...(row.key_status ? { key: row.key_status } : {}),
   }));
-  db.context.telemetry.operatorAction("redrive", rows.filter((row) => row.status === "redriven").length);
+  view.context.telemetry.operatorAction("redrive", rows.filter((row) => row.status === "redriven").length);
   return { results };
 }
 
-export async function listDeadLetters(db: OperationsDb, query: T.DeadLetterQuery = {}): Promise<T.DeadLetterPage> {
+export async function listDeadLetters(view: QueueView, query: T.DeadLetterQuery = {}): Promise<T.DeadLetterPage> {
   const q = parseDeadLetterQuery(query);
-  const rows = await selectDeadLetters(db.store("listDeadLetters"), q);
+  const rows = await selectDeadLetters(storeOf(view, "listDeadLetters"), q);
   const page = rows.slice(0, q.limit);
   const last = page[page.length - 1];
   return {
@@ -167,36 +167,36 @@ export async function listDeadLetters(db: OperationsDb, query: T.DeadLetterQuery
 
 /** pause_queue / resume_queue: whether the queue's state changed (one audit row either way). */
 async function setPaused(
-  db: OperationsDb,
+  view: QueueView,
   fn: "pause_queue" | "resume_queue",
   queue: string,
   context: T.OperatorContext,
 ): Promise<boolean> {
   const name = parseQueueName(queue);
   const ctx = parseOperatorContext(context);
-  return store.setQueuePaused(db.store(fn === "pause_queue" ? "pauseQueue" : "resumeQueue"), fn, name, ctx);
+  return store.setQueuePaused(storeOf(view, fn === "pause_queue" ? "pauseQueue" : "resumeQueue"), fn, name, ctx);
 }
 
-export async function pauseQueue(db: OperationsDb, queue: string, context: T.OperatorContext) {
-  return { paused: await setPaused(db, "pause_queue", queue, context) };
+export async function pauseQueue(view: QueueView, queue: string, context: T.OperatorContext) {
+  return { paused: await setPaused(view, "pause_queue", queue, context) };
 }
 
-export async function resumeQueue(db: OperationsDb, queue: string, context: T.OperatorContext) {
-  return { resumed: await setPaused(db, "resume_queue", queue, context) };
+export async function resumeQueue(view: QueueView, queue: string, context: T.OperatorContext) {
+  return { resumed: await setPaused(view, "resume_queue", queue, context) };
 }
 
-export async function listPausedQueues(db: OperationsDb): Promise<T.PausedQueue[]> {
-  return store.selectPausedQueues(db.store("listPausedQueues"));
+export async function listPausedQueues(view: QueueView): Promise<T.PausedQueue[]> {
+  return store.selectPausedQueues(storeOf(view, "listPausedQueues"));
 }
 
-async function purgeCall(db: OperationsDb, ids: string[] | null, queue: string | null, ctx: T.OperatorContext) {
+async function purgeCall(view: QueueView, ids: string[] | null, queue: string | null, ctx: T.OperatorContext) {
   try {
-    return await store.purgeJobs(db.rawStore, ids, queue, ctx);
+    return await store.purgeJobs(rawStoreOf(view), ids, queue, ctx);
   } catch (err) {
     throw new WorkhorseDatabaseError(`purge failed: ${(err as Error).message}`, err);
   }
 }
 
-export async function recordOperatorAction(db: OperationsDb, entry: T.OperatorAuditEntry): Promise<void> {
-  await store.insertAudit(db.store("recordOperatorAction"), parseOperatorEntry(entry));
+export async function recordOperatorAction(view: QueueView, entry: T.OperatorAuditEntry): Promise<void> {
+  await store.insertAudit(storeOf(view, "recordOperatorAction"), parseOperatorEntry(entry));
 }

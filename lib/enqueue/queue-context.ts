@@ -22,13 +22,9 @@ export { WAKE_CHANNEL } from "../store/wake";
  */
 export const WAKE_MIN_INTERVAL_MS = 10;
 
-/** Runs one statement. The pool flavour keeps the connection for expected SQLSTATEs (a conflict
+/** The pool's statements, one client each; the connection is kept for expected SQLSTATEs (a conflict
  * must not cost a reconnect: pg-pool destroys a client released with an error). */
-export interface Executor {
-  query<R extends pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<R>>;
-}
-
-function poolExecutor(pool: pg.Pool): Executor {
+function poolExecutor(pool: pg.Pool): Sql {
   const keep = (err: unknown) => {
     const state = sqlStateOf(err);
     return state !== undefined && EXPECTED_SQLSTATES.has(state);
@@ -39,7 +35,7 @@ function poolExecutor(pool: pg.Pool): Executor {
   };
 }
 
-export function clientExecutor(client: pg.ClientBase): Executor {
+export function clientExecutor(client: pg.ClientBase): Sql {
   return { query: <R extends pg.QueryResultRow>(config: pg.QueryConfig) => client.query<R>(config) };
 }
 
@@ -60,7 +56,7 @@ export interface RetryStats {
  * `QueueClosedError` once close() was called, so close() waits only for the statement in flight. For
  * work that is no caller's call (the maintenance timer's run).
  */
-export function admittedPerStatement(context: QueueContext, exec: Executor): Executor {
+export function admittedPerStatement(context: QueueContext, exec: Sql): Sql {
   return { query: <R extends pg.QueryResultRow>(config: pg.QueryConfig) => context.admit(() => exec.query<R>(config)) };
 }
 
@@ -82,7 +78,7 @@ export interface QueueConfig {
 export class QueueContext {
   readonly recorder: ObservationRecorder;
   readonly telemetry: QueueTelemetry;
-  readonly poolExec: Executor;
+  readonly poolExec: Sql;
   private pendingWake = new Set<string>();
   private waking: Promise<void> | null = null;
   /** When the last wake-up NOTIFY was sent (`performance.now()`). */
@@ -193,17 +189,4 @@ export class QueueContext {
     await this.waking;
     await this.recorder.close();
   }
-}
-
-/** What operator actions and maintenance need from a view of the queue (enqueue-call.ts `operationsDb` builds it). */
-export interface OperationsDb {
-  /** One statement; driver errors become `WorkhorseDatabaseError` naming `what`. */
-  sql<R extends pg.QueryResultRow>(what: string, config: pg.QueryConfig): Promise<pg.QueryResult<R>>;
-  /** One view's statements for the store (store/*.ts), driver errors named `what`; the layout read once per pool. */
-  store(what: string): Sql;
-  /** The same over the raw executor (driver errors untouched), for calls that translate SQLSTATEs themselves. */
-  rawStore: Sql;
-  context: QueueContext;
-  /** Reads the installation key once (for hashing redrive request ids). */
-  loadKeys(): Promise<void>;
 }

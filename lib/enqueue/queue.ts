@@ -3,9 +3,10 @@
  * logic: enqueue-call.ts, lookups.ts, operator-actions.ts, maintenance.ts; the views share queue-context.ts.
  */
 import type pg from "pg";
+import type { Sql } from "../store/layout";
 import { withTransaction } from "../store/pool-client";
 import { Coalescer, type CoalesceStats } from "./coalesce";
-import { type CallView, loadKeys, operationsDb, runEnqueue } from "./enqueue-call";
+import { loadKeys, type QueueView, runEnqueue } from "./enqueue-call";
 import { checkBatch, namesAKey, normalizeBatch, normalizeRequest } from "./enqueue-input";
 import {
   EnqueueValidationError,
@@ -20,14 +21,7 @@ import type { MaintenanceResult } from "./maintenance";
 import * as maintenance from "./maintenance";
 import type { ObservationStats } from "./observations";
 import * as actions from "./operator-actions";
-import {
-  admittedPerStatement,
-  clientExecutor,
-  type Executor,
-  type OperationsDb,
-  QueueContext,
-  type RetryStats,
-} from "./queue-context";
+import { admittedPerStatement, clientExecutor, QueueContext, type RetryStats } from "./queue-context";
 import { type QueueOptions, queueSettings } from "./queue-settings";
 import type * as T from "./types";
 
@@ -38,7 +32,7 @@ export type { QueueOptions } from "./queue-settings";
 /** The public operations, bound to an executor: the pool (`Queue`), a caller's client or a transaction. */
 export class QueueOperations {
   /** What an enqueue call runs on (enqueue-call.ts). */
-  private readonly view: CallView;
+  protected readonly view: QueueView;
   /** Smart batching of single calls (coalesce.ts): the pool's view only, when not turned off. */
   protected readonly coalescer: Coalescer | null;
 
@@ -49,7 +43,7 @@ export class QueueOperations {
    */
   constructor(
     protected readonly context: QueueContext,
-    exec: Executor,
+    exec: Sql,
     inCallerTransaction: boolean,
     private readonly admitted = false,
   ) {
@@ -65,11 +59,6 @@ export class QueueOperations {
    */
   protected call<R>(fn: () => Promise<R>): Promise<R> {
     return this.admitted ? fn() : this.context.admit(fn);
-  }
-
-  /** What lookups, operator actions and maintenance run on (enqueue-call.ts `operationsDb`). */
-  protected get db(): OperationsDb {
-    return operationsDb(this.view);
   }
 
   /**
@@ -139,7 +128,7 @@ export class QueueOperations {
 
   /** The job with this id, or null. SQL: `select * from workhorse.job where id = $1`. */
   async getJob(jobId: string): Promise<T.Job | null> {
-    return this.call(() => lookups.getJob(this.db, jobId));
+    return this.call(() => lookups.getJob(this.view, jobId));
   }
 
   /**
@@ -147,7 +136,7 @@ export class QueueOperations {
    * bound, released by a purge, or already cleaned up). The key is hashed here; only the hash is sent.
    */
   async findBinding(input: { key: string; scope?: string }): Promise<T.BindingInfo | null> {
-    return this.call(() => lookups.findBinding(this.db, input));
+    return this.call(() => lookups.findBinding(this.view, input));
   }
 
   /**
@@ -157,7 +146,7 @@ export class QueueOperations {
    * @throws EnqueueValidationError a key or scope out of bounds
    */
   async findBindingInScopes(input: { key: string; scopes: string[] }): Promise<T.BindingInfo[]> {
-    return this.call(() => lookups.findBindingInScopes(this.db, input));
+    return this.call(() => lookups.findBindingInScopes(this.view, input));
   }
 
   /**
@@ -166,7 +155,7 @@ export class QueueOperations {
    * and events made before it carry that one). Never the key or the installation secret.
    */
   async describeKey(input: { key: string; scope?: string }): Promise<T.KeyDescription> {
-    return this.call(() => lookups.describeKey(this.db, input));
+    return this.call(() => lookups.describeKey(this.view, input));
   }
 
   /**
@@ -176,12 +165,12 @@ export class QueueOperations {
    * @throws JobNotFoundError no job has this id
    */
   async purge(target: { jobId: string }, context: T.OperatorContext): Promise<T.PurgeResult> {
-    return this.call(() => actions.purge(this.db, target, context));
+    return this.call(() => actions.purge(this.view, target, context));
   }
 
   /** Purges every `ready` and `scheduled` job of one queue, as `purge` does for one job. */
   async purgeQueue(queue: string, context: T.OperatorContext): Promise<T.PurgeResult> {
-    return this.call(() => actions.purgeQueue(this.db, queue, context));
+    return this.call(() => actions.purgeQueue(this.view, queue, context));
   }
 
   /**
@@ -194,7 +183,7 @@ export class QueueOperations {
    * @throws JobNotFoundError a single id was given and no job has it
    */
   async cancel(selection: T.JobSelection, context: T.OperatorContext): Promise<T.CancelResult> {
-    return this.call(() => actions.cancel(this.db, selection, context));
+    return this.call(() => actions.cancel(this.view, selection, context));
   }
 
   /**
@@ -206,7 +195,7 @@ export class QueueOperations {
    * @throws EnqueueValidationError bad ids or context
    */
   async purgeJobs(selection: T.JobSelection, context: T.OperatorContext): Promise<T.PurgeJobsResult> {
-    return this.call(() => actions.purgeJobs(this.db, selection, context));
+    return this.call(() => actions.purgeJobs(this.view, selection, context));
   }
 
   /**
@@ -220,7 +209,7 @@ export class QueueOperations {
     selection: T.JobSelection,
     context: T.DeleteFailedJobsContext,
   ): Promise<T.DeleteFailedJobsResult> {
-    return this.call(() => actions.deleteFailedJobs(this.db, selection, context));
+    return this.call(() => actions.deleteFailedJobs(this.view, selection, context));
   }
 
   /**
@@ -232,7 +221,7 @@ export class QueueOperations {
    * @throws JobNotFoundError a single id was given and no job has it
    */
   async runNow(selection: T.JobSelection, context: T.OperatorContext): Promise<T.RunNowResult> {
-    return this.call(() => actions.runNow(this.db, selection, context));
+    return this.call(() => actions.runNow(this.view, selection, context));
   }
 
   /**
@@ -251,7 +240,7 @@ export class QueueOperations {
    *   or reason (nothing written)
    */
   async redrive(request: T.RedriveRequest): Promise<T.RedriveResult> {
-    return this.call(() => actions.redrive(this.db, request));
+    return this.call(() => actions.redrive(this.view, request));
   }
 
   /**
@@ -262,7 +251,7 @@ export class QueueOperations {
    * @throws EnqueueValidationError bad filters or a cursor that is not a `nextCursor`
    */
   async listDeadLetters(query: T.DeadLetterQuery = {}): Promise<T.DeadLetterPage> {
-    return this.call(() => actions.listDeadLetters(this.db, query));
+    return this.call(() => actions.listDeadLetters(this.view, query));
   }
 
   /**
@@ -273,7 +262,7 @@ export class QueueOperations {
    * @throws EnqueueValidationError bad queue name or context
    */
   async pauseQueue(queue: string, context: T.OperatorContext): Promise<{ paused: boolean }> {
-    return this.call(() => actions.pauseQueue(this.db, queue, context));
+    return this.call(() => actions.pauseQueue(this.view, queue, context));
   }
 
   /**
@@ -282,12 +271,12 @@ export class QueueOperations {
    * @returns `{ resumed }`: true when it was paused
    */
   async resumeQueue(queue: string, context: T.OperatorContext): Promise<{ resumed: boolean }> {
-    return this.call(() => actions.resumeQueue(this.db, queue, context));
+    return this.call(() => actions.resumeQueue(this.view, queue, context));
   }
 
   /** Paused queues with who paused them, when and why (name order). */
   async listPausedQueues(): Promise<T.PausedQueue[]> {
-    return this.call(() => actions.listPausedQueues(this.db));
+    return this.call(() => actions.listPausedQueues(this.view));
   }
 
   /**
@@ -296,7 +285,7 @@ export class QueueOperations {
    * owns a live key binding is never deleted. SQL: `workhorse.prune_finished_jobs($1, $2)` per batch.
    */
   async pruneFinishedJobs(options: T.PruneFinishedJobsOptions = {}): Promise<T.PruneFinishedJobsResult> {
-    return this.call(() => maintenance.pruneFinishedJobs(this.db, options));
+    return this.call(() => maintenance.pruneFinishedJobs(this.view, options));
   }
 
   /**
@@ -305,7 +294,7 @@ export class QueueOperations {
    * `result` any JSON object. `actor` must come from an authenticated session, never from a form.
    */
   async recordOperatorAction(entry: T.OperatorAuditEntry): Promise<void> {
-    return this.call(() => actions.recordOperatorAction(this.db, entry));
+    return this.call(() => actions.recordOperatorAction(this.view, entry));
   }
 
   /**
@@ -314,7 +303,7 @@ export class QueueOperations {
    * binding whose job has not started is kept past its window (docs/decisions.md). Returns the count.
    */
   async pruneExpiredBindings(options: { limit?: number; maxBatches?: number } = {}): Promise<number> {
-    return this.call(() => maintenance.pruneExpiredBindings(this.db, options));
+    return this.call(() => maintenance.pruneExpiredBindings(this.view, options));
   }
 
   /**
@@ -322,7 +311,7 @@ export class QueueOperations {
    * batches of `limit` (1..100,000, default 5,000).
    */
   async pruneObservations(options: { olderThanMs?: number; limit?: number } = {}): Promise<number> {
-    return this.call(() => maintenance.pruneObservations(this.db, options));
+    return this.call(() => maintenance.pruneObservations(this.view, options));
   }
 
   /**
@@ -332,7 +321,7 @@ export class QueueOperations {
    * SQL: `workhorse.reap_expired_leases(null, $1)`. Returns the count.
    */
   async reapExpiredLeases(options: { limit?: number } = {}): Promise<number> {
-    return this.call(() => maintenance.reapExpiredLeases(this.db, options));
+    return this.call(() => maintenance.reapExpiredLeases(this.view, options));
   }
 
   /**
@@ -340,7 +329,7 @@ export class QueueOperations {
    * in `workhorse.maintenance_run` (what the console's maintenance panel shows).
    */
   async runMaintenance(options: T.MaintenanceOptions = {}): Promise<MaintenanceResult> {
-    return this.call(() => maintenance.runMaintenance(this.db, options));
+    return this.call(() => maintenance.runMaintenance(this.view, options));
   }
 }
 

@@ -1,7 +1,7 @@
 /**
  * The schema's layout, one node or Citus, read once per pool and kept here (the one place): every
  * statement that differs between the layouts is chosen by the store function that sends it, from
- * `sql.layout()`. Nothing outside lib/store asks which layout it runs on.
+ * `layoutOf(sql)`. Nothing outside lib/store asks which layout it runs on.
  */
 import type pg from "pg";
 
@@ -11,10 +11,21 @@ export type Layout = "single" | "distributed";
 /** Whether the schema has the distributed layout (`migrate({ distributed: true })` makes `workhorse.shard_bucket`). */
 export const LAYOUT_SQL = "select to_regclass('workhorse.shard_bucket') is not null as distributed";
 
-/** What every store function runs on: one statement at a time, and the layout of the schema behind it. */
+/**
+ * What every core and worker store function runs on: a `pg.Pool` or `pg.Client`, or a view of the
+ * core (its statements counted for `close()`, its errors typed: sqlOver). One statement per `query`
+ * (a config with a `name` is planned once per connection); `layout()` when the handle keeps the
+ * schema's layout itself, else `layoutOf` reads it. The console's statements take the text form,
+ * `Queryable`; the pool's checkouts are pool-client.ts's, LISTEN and NOTIFY wake.ts's.
+ */
 export interface Sql {
   query<R extends pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<R>>;
-  layout(): Promise<Layout>;
+  layout?(): Promise<Layout>;
+}
+
+/** The layout of the schema behind `sql`: its own `layout()`, or read once per `sql` (a pool or a client). */
+export function layoutOf(sql: Sql): Promise<Layout> {
+  return sql.layout ? sql.layout() : layoutOfPool(sql, (config) => sql.query(config));
 }
 
 const layouts = new WeakMap<object, Promise<Layout>>();
@@ -24,7 +35,7 @@ const layouts = new WeakMap<object, Promise<Layout>>();
  * `query` the first time (the caller's executor, so its error handling applies), then kept. A read
  * that fails is forgotten, so the next call reads again.
  */
-export function layoutOf(
+function layoutOfPool(
   pool: object,
   query: (config: pg.QueryConfig) => Promise<pg.QueryResult<{ distributed: boolean }>>,
 ): Promise<Layout> {
@@ -38,12 +49,9 @@ export function layoutOf(
 }
 
 /** Statements through `exec` (a pool, a client, an executor), the layout kept per `pool`. */
-export function sqlOver(
-  pool: object,
-  exec: { query<R extends pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<R>> },
-): Sql {
+export function sqlOver(pool: object, exec: Sql): Required<Sql> {
   const query = <R extends pg.QueryResultRow>(config: pg.QueryConfig) => exec.query<R>(config);
-  return { query, layout: () => layoutOf(pool, query) };
+  return { query, layout: () => layoutOfPool(pool, query) };
 }
 
 /** Anything that runs a query by text and values (a pool or a client), as a store `Sql`. */
@@ -68,8 +76,8 @@ export function queryPrepared<R extends pg.QueryResultRow>(
 }
 
 /** A pool or client as a store `Sql`, its layout kept per pool or client. */
-export function sqlOf(db: Queryable): Sql {
+export function sqlOf(db: Queryable): Required<Sql> {
   const query = <R extends pg.QueryResultRow>(config: pg.QueryConfig) =>
     db.query<R>(config.text, config.values as unknown[] | undefined);
-  return { query, layout: () => layoutOf(db, query) };
+  return { query, layout: () => layoutOfPool(db, query) };
 }

@@ -1,8 +1,7 @@
-import type { Queryable } from "@/lib/store/console/core";
 import type { Page } from "../wire/types";
 
-/** Anything that runs a query: a pool or a client. Read models take one so tests can pass theirs. */
-export type Db = Queryable;
+/** What a read model runs on: a pool or a client (tests pass theirs), the store's text-form handle. */
+export type { Queryable } from "@/lib/store/console/core";
 
 /**
  * One page of a newest-first keyset list from its `limit + 1` rows: the extra row says there is a

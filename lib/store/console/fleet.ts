@@ -15,7 +15,7 @@
  */
 
 import { GONE_AFTER_MISSED_CHECK_INS } from "../core/maintenance";
-import { type Queryable, queryPrepared, sqlOf } from "../layout";
+import { layoutOf, type Queryable, queryPrepared, sqlOf } from "../layout";
 
 /** Counts on the fleet page stop here: past it the page says "1,000+" (a fleet overview asks "is it piling up?"; reading 1,000 index entries per count keeps three databases at once within 2x of one on two cores, docs/benchmarks.md). */
 export const FLEET_COUNT_CAP = 1_000;
@@ -80,7 +80,7 @@ const FIGURES = `select * from (${JOBS}) jobs, (${OLDEST_READY}) oldest, (${loca
 export async function fleetFigures(db: Queryable, cap = FLEET_COUNT_CAP): Promise<FleetFiguresRow> {
   const sql = sqlOf(db);
   let row: Record<string, unknown>;
-  if ((await sql.layout()) === "distributed") {
+  if ((await layoutOf(sql)) === "distributed") {
     const [jobs, oldest, local] = await Promise.all([
       sql.query({ text: JOBS, values: [cap] }),
       sql.query({ text: OLDEST_READY_DISTRIBUTED }),

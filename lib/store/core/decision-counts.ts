@@ -13,7 +13,7 @@
  */
 
 import { uuidv7Floor } from "../ids";
-import { type Queryable, sqlOf } from "../layout";
+import { layoutOf, type Queryable, sqlOf } from "../layout";
 
 export interface DecisionCountRow {
   /** An enqueue outcome, or `key_released` for a key's release. */
@@ -84,7 +84,7 @@ export async function selectDecisionCounts(
   const until = { text: end.hi, ms: Number(end.ms) };
   const from = since ?? { text: end.lo, ms: Number(end.lo_ms) };
   if (from.text === until.text) return { rows: [], until };
-  const distributed = (await sql.layout()) === "distributed";
+  const distributed = (await layoutOf(sql)) === "distributed";
   // A minute of slack under the id range for clock skew between the id's maker and PostgreSQL.
   const floor = uuidv7Floor(from.ms - 60_000);
   const span = [from.text, until.text];

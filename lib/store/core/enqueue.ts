@@ -7,7 +7,7 @@
 import type { NormalizedRequest } from "../../enqueue/enqueue-input";
 import type { EnqueueOutcome, NonReplaceableReason } from "../../enqueue/types";
 import { bucketedId, idBucket, keyBucket } from "../ids";
-import type { Sql } from "../layout";
+import { layoutOf, type Sql } from "../layout";
 import { withLegacyProbe } from "./key-upgrade";
 
 /**
@@ -306,7 +306,7 @@ export async function enqueueRows(
   retry: boolean,
   trace: string | null = null,
 ): Promise<EnqueueRow[]> {
-  const distributed = (await sql.layout()) === "distributed";
+  const distributed = (await layoutOf(sql)) === "distributed";
   // Citus: a keyed job lives in its key's bucket; an unkeyed one in the random bucket its id has.
   if (distributed) bucketIds(requests, ids);
   // One request: the scalar hot path (a named statement, so its plan is cached per connection).

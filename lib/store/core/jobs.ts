@@ -6,13 +6,13 @@
 
 import type { Job } from "../../enqueue/types";
 import { idBucket } from "../ids";
-import type { Sql } from "../layout";
+import { layoutOf, type Sql } from "../layout";
 import { BINDING_COLUMNS, type BindingRow, type JobRow, jobFromRow } from "../rows";
 
 /** The job with this id and the ids of the jobs redriven from it, or null. */
 export async function selectJob(sql: Sql, id: string): Promise<Job | null> {
   const { rows } =
-    (await sql.layout()) === "distributed"
+    (await layoutOf(sql)) === "distributed"
       ? // Citus: the job's shard from the bucket in its id; the redrives (anywhere) by a separate subplan.
         await sql.query<JobRow>({
           name: "workhorse_get_job_at",
@@ -52,7 +52,7 @@ export async function selectDeadLetters(
   q: DeadLetterFilter,
 ): Promise<Array<{ job: Job; finishedAtText: string }>> {
   // Citus runs no correlated subquery across shards: there the redrives are read by a second query.
-  const distributed = (await sql.layout()) === "distributed";
+  const distributed = (await layoutOf(sql)) === "distributed";
   const { rows } = await sql.query<JobRow & { finished_at_text: string }>({
     name: distributed ? "workhorse_list_dead_letters_at" : "workhorse_list_dead_letters",
     text: `select j.*, to_char(j.finished_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as finished_at_text,

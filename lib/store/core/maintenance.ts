@@ -3,12 +3,12 @@
  * of a run in `workhorse.maintenance_run` (what the console's maintenance panel shows).
  */
 import type { MaintenanceResult } from "../../enqueue/types";
-import type { Sql } from "../layout";
+import { layoutOf, type Sql } from "../layout";
 
 /** Deletes up to `limit` expired bindings (never a pending debounce job's); how many. */
 export async function pruneExpiredBindingsBatch(sql: Sql, limit: number): Promise<number> {
   const { rowCount } = await sql.query(
-    (await sql.layout()) === "distributed"
+    (await layoutOf(sql)) === "distributed"
       ? // Citus locks rows within one shard only: the oldest are picked across shards, then deleted
         // where still expired (a key re-bound meanwhile is not).
         {

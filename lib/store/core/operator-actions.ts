@@ -6,7 +6,7 @@
 import { v7 as uuidv7 } from "uuid";
 import type { DeleteFailedJobsResult, RedriveKeyStatus, RedriveStatus, Unchanged } from "../../enqueue/types";
 import { bucketedId, idBucket } from "../ids";
-import type { Sql } from "../layout";
+import { layoutOf, type Sql } from "../layout";
 
 /** The functions that take a selection of job ids with who and why, and the columns of their one row,
  *  named as the result's fields (types.ts: CancelResult, PurgeJobsResult, RunNowResult). */
@@ -73,7 +73,7 @@ export async function redriveJobs(
 ): Promise<RedriveRow[]> {
   const newIds = r.jobIds.map(() => uuidv7());
   // Citus: a redriven job lives in its source's bucket, where the key it may take over is.
-  if ((await sql.layout()) === "distributed") {
+  if ((await layoutOf(sql)) === "distributed") {
     for (let i = 0; i < newIds.length; i++)
       newIds[i] = bucketedId(newIds[i] as string, idBucket(r.jobIds[i] as string));
   }

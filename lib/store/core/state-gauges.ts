@@ -5,7 +5,7 @@
  * from the table's statistics). One row per (metric, queue, label). docs/observability.md says what
  * is exact and what is an estimate.
  */
-import { type Queryable, sqlOf } from "../layout";
+import { layoutOf, type Queryable, sqlOf } from "../layout";
 import { GONE_AFTER_MISSED_CHECK_INS } from "./maintenance";
 
 export type StateMetric =
@@ -135,7 +135,7 @@ select 'bindings_exact', null, 'expired', 1::float8`;
 export async function selectStateRows(db: Queryable): Promise<StateRow[]> {
   const sql = sqlOf(db);
   let rows: StateRow[];
-  if ((await sql.layout()) === "distributed") {
+  if ((await layoutOf(sql)) === "distributed") {
     const [state, workers] = await Promise.all([
       sql.query<StateRow>({ text: DISTRIBUTED_SQL }),
       sql.query<StateRow>({
