@@ -110,7 +110,7 @@ export class QueueOperations {
     return (await this.enqueueManyWithResults(requests)).map((r) => r.jobId);
   }
 
-  /** Like `enqueueMany`, with an `T.EnqueueResult` per request, in input order. */
+  /** Like `enqueueMany`, with an `EnqueueResult` per request, in input order. */
   async enqueueManyWithResults(requests: readonly T.EnqueueRequest[]): Promise<T.EnqueueResult[]> {
     return this.call(async () => {
       checkBatch(requests);

@@ -62,10 +62,15 @@ export function answeredByServer(err: unknown): boolean {
  * when it throws. The client is kept when the error was PostgreSQL's answer (`answeredByServer`).
  */
 export function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  return transactionOn(pool, "begin", fn);
+}
+
+/** `withTransaction` opened by `begin` (a simple query: it may set the transaction up in the same round trip). */
+function transactionOn<T>(pool: pg.Pool, begin: string, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   return withPoolClient(
     pool,
     async (client) => {
-      await client.query("begin");
+      await client.query(begin);
       try {
         const result = await fn(client);
         await client.query("commit");
@@ -87,34 +92,27 @@ function connectionLost(err: unknown): boolean {
 
 /**
  * Runs `fn` in a read-only transaction under `statement_timeout = timeoutMs`, on a client checked out
- * through withPoolClient (never `pool.connect()`: a connection that dies while lent out
- * would otherwise emit an error nobody listens to, and end the process). `{ timedOut: true }` when
- * the timeout cut the read short. A read whose connection is lost is tried once more on a fresh
- * connection; a second loss is thrown to the caller (a console page shows its error boundary), never left uncaught.
+ * through withPoolClient (never `pool.connect()`: a connection that dies while lent out would
+ * otherwise emit an error nobody listens to, and end the process). `{ timedOut: true }` when the
+ * timeout cut the read short (SQLSTATE 57014). A read whose connection is lost is tried once more on
+ * a fresh connection; a second loss is thrown to the caller (a console page shows its error
+ * boundary), never left uncaught.
  */
 export async function readWithTimeout<T>(
   pool: pg.Pool,
   timeoutMs: number,
   fn: (client: pg.PoolClient) => Promise<T>,
 ): Promise<{ timedOut: false; value: T } | { timedOut: true }> {
-  const once = () =>
-    withPoolClient(
-      pool,
-      async (client) => {
-        // One round trip: two statements in one simple query (the timeout is a number we format).
-        await client.query(`begin read only; set local statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}`);
-        try {
-          const value = await fn(client);
-          await client.query("commit");
-          return { timedOut: false as const, value };
-        } catch (err) {
-          await client.query("rollback").catch(() => {});
-          if ((err as { code?: string }).code === "57014") return { timedOut: true as const };
-          throw err;
-        }
-      },
-      answeredByServer,
-    );
+  // One round trip: two statements in one simple query (the timeout is a number we format).
+  const begin = `begin read only; set local statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}`;
+  const once = async () => {
+    try {
+      return { timedOut: false as const, value: await transactionOn(pool, begin, fn) };
+    } catch (err) {
+      if ((err as { code?: string } | null)?.code === "57014") return { timedOut: true as const };
+      throw err;
+    }
+  };
   try {
     return await once();
   } catch (err) {
