@@ -28,7 +28,13 @@ describe("results PostgreSQL cannot store", () => {
   test("half an emoji in one result fails that job alone; the 39 others succeed once each", async () => {
     const q = t.queue();
     const ids = await q.enqueueMany(
-      Array.from({ length: 40 }, (_, i) => ({ type: "slice", payload: { i }, options: { queue: "poison" } })),
+      // An hour before the retry: the default 1 s could pass between the reads below on a loaded
+      // machine, and the worker would claim the poisoned job again ('active', a second run).
+      Array.from({ length: 40 }, (_, i) => ({
+        type: "slice",
+        payload: { i },
+        options: { queue: "poison", retryPolicy: { type: "fixed" as const, delayMs: 3_600_000 } },
+      })),
     );
     const poisoned = ids[17] as string;
     const runs = new Map<string, number>();
