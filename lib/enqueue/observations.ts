@@ -180,8 +180,10 @@ export function alikeAsOne(batch: readonly Observation[]): ObservationRowIn[] {
     }
     seen.count += row.count;
     const last = row.last_at ?? row.at;
-    // ISO-8601 UTC strings of equal length compare as their times do.
-    if (last > (seen.last_at ?? seen.at)) seen.last_at = last;
+    // ISO-8601 UTC strings of equal length compare as their times do. A merged row always has a
+    // last_at, even when every replay fell in the same millisecond as the first.
+    seen.last_at ??= seen.at;
+    if (last > seen.last_at) seen.last_at = last;
     if (row.at < seen.at) seen.at = row.at;
   }
   return [...rows.values()];
