@@ -1,47 +1,58 @@
 -- Bulk purge (the console's selection): as workhorse.purge_jobs for each ready/scheduled job, with
--- the rest counted by state ('missing' for unknown ids) and one audit row for the whole call.
+-- the rest counted by state ('missing' for unknown ids) and one audit row for the whole call. Every
+-- binding a purged job owns is released; a key with a lifetime with a key_released entry on the job's
+-- timeline (docs/enqueue.md, "Key lifetimes"). Each job is locked in id order (overlapping calls queue
+-- instead of deadlocking), on Citus on its shard by the bucket in its id; then the changes run
+-- set-based. One node runs the same text.
 create or replace function workhorse.purge_job_list(p_ids uuid[], p_actor text, p_reason text)
 returns table (purged integer, released_bindings integer, unchanged jsonb)
 language plpgsql as $$
 #variable_conflict use_column
 declare
-  v_purged uuid[];
+  v_id uuid;
+  --@citus+ v_bucket integer;
+  --@citus+ v_buckets integer[] := '{}';
+  v_state text;
+  v_hold text;
+  v_now timestamptz := now();
+  v_purged uuid[] := '{}';
+  v_held uuid[] := '{}';
+  v_other text[] := '{}';
   v_released integer;
   v_unchanged jsonb;
 begin
-  with ids as (select distinct u.id from unnest(p_ids) u(id)),
-  p as (
+  for v_id in select distinct u.id from unnest(p_ids) u(id) order by 1 loop
+    --@citus+ v_bucket := workhorse.id_bucket(v_id);
+    --@citus+ v_buckets := v_buckets || v_bucket;
+    select j.state, j.key_hold_until into v_state, v_hold
+      from workhorse.job j where j.id = v_id for update of j;
+      --@citus from workhorse.job j where j.bucket = v_bucket and j.id = v_id for update of j;
+    if not found then
+      v_other := v_other || 'missing'::text;
+    elsif v_state in ('ready', 'scheduled') then
+      v_purged := v_purged || v_id;
+      if v_hold is not null then
+        v_held := v_held || v_id;
+      end if;
+    else
+      v_other := v_other || v_state;
+    end if;
+  end loop;
+  -- Every job is locked now: the changes are set-based (on Citus, one statement per shard of the
+  -- call's buckets).
+  if cardinality(v_purged) > 0 then
     update workhorse.job j
-       set state = 'purged', purged_at = now(), purged_by = p_actor, purge_reason = p_reason, updated_at = now()
-      from ids
-     where j.id = ids.id and j.state in ('ready', 'scheduled')
-    returning j.id
-  ),
-  ev as (
+       set state = 'purged', purged_at = v_now, purged_by = p_actor, purge_reason = p_reason, updated_at = v_now
+     where j.id = any (v_purged);
+     --@citus where j.bucket = any (v_buckets) and j.id = any (v_purged);
     insert into workhorse.job_event (job_id, kind, data)
-    select p.id, 'purged', jsonb_build_object('actor', p_actor, 'reason', p_reason) from p
-  )
-  select coalesce((select array_agg(p.id) from p), '{}'),
-         (select coalesce(jsonb_object_agg(s.state, s.n), '{}')
-            from (select coalesce(j.state, 'missing') as state, count(*) as n
-                    from ids left join workhorse.job j on j.id = ids.id
-                   where ids.id not in (select p.id from p)
-                   group by 1) s)
-    into v_purged, v_unchanged;
-  -- The bindings the purged jobs own (release_keys, with a key_released entry on the timeline of a
-  -- job whose key had a lifetime: docs/enqueue.md, "Key lifetimes").
-  with released as (
-    delete from workhorse.key_binding b
-     using workhorse.job j
-     where j.id = any (v_purged) and b.scope = j.key_scope and b.key_hash = j.key_hash and b.job_id = j.id
-    returning b.job_id, j.key_hold_until
-  ),
-  released_ev as (
-    insert into workhorse.job_event (job_id, kind, data)
-    select r.job_id, 'key_released', jsonb_build_object('holdUntil', r.key_hold_until, 'reason', 'purged')
-      from released r where r.key_hold_until is not null
-  )
-  select count(*) into v_released from released;
+    select u.id, 'purged', jsonb_build_object('actor', p_actor, 'reason', p_reason) from unnest(v_purged) u(id);
+  end if;
+  select coalesce(jsonb_object_agg(s.state, s.n), '{}') into v_unchanged
+    from (select u.state, count(*) as n from unnest(v_other) u(state) group by 1) s;
+  -- Keys with a lifetime first, with their key_released entries; then every other binding they own.
+  v_released := workhorse.release_held_keys(v_held, array_fill('purged'::text, array[cardinality(v_held)]))
+                + workhorse.release_keys(v_purged);
   insert into workhorse.operator_audit (actor, action, target, reason, result)
   values (p_actor, 'purge_job',
           case when cardinality(p_ids) = 1 then 'job:' || p_ids[1] else 'jobs:' || cardinality(p_ids) end,
