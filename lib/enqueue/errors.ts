@@ -186,17 +186,16 @@ export class EnqueueIdempotencyConflictError extends WorkhorseError implements I
 /** Purge refused: the job is `active` (a worker holds it) or terminal. Nothing changed. */
 export class PurgeNotAllowedError extends WorkhorseError {
   static override readonly kind: string = "PurgeNotAllowedError";
-  readonly jobId: string;
-  readonly state: string;
-  constructor(jobId: string, state: string) {
+  constructor(
+    readonly jobId: string,
+    readonly state: string,
+  ) {
     super(
       "PURGE_NOT_ALLOWED",
       state === "active"
         ? `Job ${jobId} is active (a worker is running it); only ready and scheduled jobs can be purged. Wait for the attempt to finish.`
         : `Job ${jobId} is ${state}; only ready and scheduled jobs can be purged.`,
     );
-    this.jobId = jobId;
-    this.state = state;
   }
 }
 
@@ -233,20 +232,16 @@ export class RedriveIdempotencyConflictError extends WorkhorseError {
  */
 export class JobCanceledError extends WorkhorseError {
   static override readonly kind: string = "JobCanceledError";
-  readonly jobId: string;
-  constructor(jobId: string) {
+  constructor(readonly jobId: string) {
     super("JOB_CANCELED", `Job ${jobId} was canceled by an operator.`);
-    this.jobId = jobId;
   }
 }
 
 /** No job has this id. */
 export class JobNotFoundError extends WorkhorseError {
   static override readonly kind: string = "JobNotFoundError";
-  readonly jobId: string;
-  constructor(jobId: string) {
+  constructor(readonly jobId: string) {
     super("JOB_NOT_FOUND", `No job has id ${jobId}.`);
-    this.jobId = jobId;
   }
 }
 
@@ -373,30 +368,27 @@ export function readSafely(read: () => unknown): unknown {
 /** A worker's option was out of range. Thrown by `new Worker(...)`. */
 export class WorkerConfigError extends WorkhorseError {
   static override readonly kind: string = "WorkerConfigError";
-  readonly option: string;
-  constructor(option: string, rule: string) {
+  constructor(
+    readonly option: string,
+    rule: string,
+  ) {
     super("WORKER_CONFIG", `${option}: ${rule}`);
-    this.option = option;
   }
 }
 
 /** The attempt's `executionTimeoutMs` elapsed: the handler's signal fires with this reason. */
 export class ExecutionTimeoutError extends WorkhorseError {
   static override readonly kind: string = "ExecutionTimeoutError";
-  readonly timeoutMs: number;
-  constructor(timeoutMs: number) {
+  constructor(readonly timeoutMs: number) {
     super("EXECUTION_TIMED_OUT", `The attempt ran longer than its executionTimeoutMs (${timeoutMs} ms).`);
-    this.timeoutMs = timeoutMs;
   }
 }
 
 /** The job's deadline passed while the attempt ran: the handler's signal fires with this reason. */
 export class DeadlineExceededError extends WorkhorseError {
   static override readonly kind: string = "DeadlineExceededError";
-  readonly deadline: Date;
-  constructor(deadline: Date) {
+  constructor(readonly deadline: Date) {
     super("DEADLINE_EXCEEDED", `The job's deadline (${deadline.toISOString()}) passed.`);
-    this.deadline = deadline;
   }
 }
 
@@ -407,12 +399,11 @@ export class DeadlineExceededError extends WorkhorseError {
  */
 export class LeaseLostError extends WorkhorseError {
   static override readonly kind: string = "LeaseLostError";
-  readonly jobId: string;
-  readonly attempt: number;
-  constructor(jobId: string, attempt: number) {
+  constructor(
+    readonly jobId: string,
+    readonly attempt: number,
+  ) {
     super("LEASE_LOST", `Attempt ${attempt} of job ${jobId} lost its lease; another attempt owns the job now.`);
-    this.jobId = jobId;
-    this.attempt = attempt;
   }
 }
 
