@@ -7,7 +7,7 @@
  * read) on.
  */
 import { type DecisionSpan, selectDecisionCounts } from "../store/core/decision-counts";
-import type { Queryable } from "../store/layout";
+import type { Sql } from "../store/layout";
 
 /** The counter's name, unit and description (Prometheus: `workhorse_queue_decisions_total`). */
 export const DECISION_COUNTS = {
@@ -65,7 +65,7 @@ export class DecisionTally {
   ) {}
 
   /** Counts the span since the previous call (the first: `firstSpanMs` back from its end). */
-  async advance(db: Queryable): Promise<void> {
+  async advance(db: Sql): Promise<void> {
     const span = await selectDecisionCounts(db, this.from, this.settleMs, this.from ? 0 : this.firstSpanMs());
     for (const r of span.rows) {
       const k = JSON.stringify([r.queue, r.outcome, r.reason]);

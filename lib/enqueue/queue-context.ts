@@ -4,7 +4,7 @@
  * timer, and the accounting that lets `close()` wait for calls in flight.
  */
 import type pg from "pg";
-import type { Sql } from "../store/layout";
+import { type Sql, statementConfig } from "../store/layout";
 import { withPoolClient } from "../store/pool-client";
 import { notifyQueues } from "../store/wake";
 import { EXPECTED_SQLSTATES, QueueClosedError, sqlStateOf } from "./errors";
@@ -30,13 +30,16 @@ function poolExecutor(pool: pg.Pool): Sql {
     return state !== undefined && EXPECTED_SQLSTATES.has(state);
   };
   return {
-    query: <R extends pg.QueryResultRow>(config: pg.QueryConfig) =>
-      withPoolClient(pool, (client) => client.query<R>(config), keep),
+    query: <R extends pg.QueryResultRow>(statement: string | pg.QueryConfig, values?: unknown[]) =>
+      withPoolClient(pool, (client) => client.query<R>(statementConfig(statement, values)), keep),
   };
 }
 
 export function clientExecutor(client: pg.ClientBase): Sql {
-  return { query: <R extends pg.QueryResultRow>(config: pg.QueryConfig) => client.query<R>(config) };
+  return {
+    query: <R extends pg.QueryResultRow>(statement: string | pg.QueryConfig, values?: unknown[]) =>
+      client.query<R>(statementConfig(statement, values)),
+  };
 }
 
 /** What the keyed-call retry did since the `Queue` was made (`queue.retryStats()`). */
@@ -57,7 +60,10 @@ export interface RetryStats {
  * work that is no caller's call (the maintenance timer's run).
  */
 export function admittedPerStatement(context: QueueContext, exec: Sql): Sql {
-  return { query: <R extends pg.QueryResultRow>(config: pg.QueryConfig) => context.admit(() => exec.query<R>(config)) };
+  return {
+    query: <R extends pg.QueryResultRow>(statement: string | pg.QueryConfig, values?: unknown[]) =>
+      context.admit(() => exec.query<R>(statementConfig(statement, values))),
+  };
 }
 
 /** A `Queue`'s settings, checked and defaulted (queue-settings.ts). */

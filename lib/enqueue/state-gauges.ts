@@ -6,7 +6,7 @@
  */
 import { type BatchObservableResult, type MeterProvider, metrics, type ObservableGauge } from "@opentelemetry/api";
 import { type StateRow, selectStateRows } from "../store/core/state-gauges";
-import type { Queryable } from "../store/layout";
+import type { Sql } from "../store/layout";
 import { DECISION_COUNTS, type DecisionOutcome, DecisionTally, KEY_RELEASE_COUNTS } from "./decision-counts";
 import { EnqueueValidationError } from "./errors";
 import { INSTRUMENTATION_NAME } from "./telemetry";
@@ -175,7 +175,7 @@ export class StateGauges {
   private gone: { snapshot: StateSnapshot | null; queues: string[] } = { snapshot: null, queues: [] };
 
   constructor(
-    private readonly db: Queryable,
+    private readonly db: Sql,
     options: StateGaugeOptions = {},
   ) {
     const maxAgeMs = options.maxAgeMs ?? 15_000;

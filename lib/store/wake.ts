@@ -4,13 +4,13 @@
  * holds on a connection of its own. Workers poll as well, so a lost wake-up only delays a job.
  */
 import type pg from "pg";
-import type { Queryable } from "./layout";
+import type { Sql } from "./layout";
 
 /** Channel that workers LISTEN on; the payload is the queue name. */
 export const WAKE_CHANNEL = "workhorse_jobs";
 
 /** One NOTIFY per queue, in one statement: `select pg_notify('workhorse_jobs', q) from unnest($1)`. */
-export async function notifyQueues(db: Queryable, queues: string[]): Promise<void> {
+export async function notifyQueues(db: Sql, queues: string[]): Promise<void> {
   await db.query("select pg_notify($1, q) from unnest($2::text[]) q", [WAKE_CHANNEL, queues]);
 }
 

@@ -16,7 +16,7 @@ import {
 } from "@/lib/enqueue";
 import { parseJobFilters } from "../reads/filters";
 import { MAX_BULK_JOBS, matchingJobIds } from "../reads/operator-reads";
-import type { Queryable } from "../reads/read-queries";
+import type { Sql } from "../reads/read-queries";
 import type { FieldErrors, OperatorActionState, RedriveState } from "../wire/action-state";
 
 const reason = z
@@ -102,7 +102,7 @@ const bulkIds = z
  * matching the jobs list's filter fields (`queue`, `type`, `state`, `tag`, `error`, `due`, through the same
  * allowlist as the page), newest first, at most MAX_BULK_JOBS.
  */
-async function selectionOf(form: FormData, db: Queryable | null): Promise<string[]> {
+async function selectionOf(form: FormData, db: Sql | null): Promise<string[]> {
   if (text(form.get("all")) === "1" && db) {
     const f = parseJobFilters({
       queue: text(form.get("queue")),
@@ -139,7 +139,7 @@ type BulkCounts<K extends string> = Record<K, number> & { unchanged: Unchanged }
  */
 async function bulkAction<K extends string>(
   form: FormData,
-  db: Queryable | null,
+  db: Sql | null,
   counters: readonly K[],
   call: (jobIds: string[], reason: string) => Promise<BulkCounts<K>>,
   summary: (totals: Record<K, number>, rest: string) => string,
@@ -182,7 +182,7 @@ function bulkJobAction<K extends string>(
   counters: readonly K[],
   summary: (totals: Record<K, number>, rest: string) => string,
 ) {
-  return (queue: Queue, actor: string, form: FormData, db: Queryable | null = null): Promise<OperatorActionState> =>
+  return (queue: Queue, actor: string, form: FormData, db: Sql | null = null): Promise<OperatorActionState> =>
     bulkAction(form, db, counters, (jobIds, reason) => call(queue, { jobIds }, { actor, reason }), summary);
 }
 
@@ -283,7 +283,7 @@ export async function redriveJobs(
   queue: Queue,
   actor: string,
   form: FormData,
-  db: Queryable | null = null,
+  db: Sql | null = null,
 ): Promise<RedriveState> {
   const group = text(form.get("group")) === "1";
   const all = text(form.get("all")) === "1";

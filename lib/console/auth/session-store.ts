@@ -11,7 +11,7 @@
 import { createHash, createHmac, randomBytes } from "node:crypto";
 import * as store from "@/lib/store/console/sessions";
 import type { PasswordCheck } from "../databases/config";
-import type { Queryable } from "../reads/read-queries";
+import type { Sql } from "../reads/read-queries";
 
 /** A session ends after this long without a request. */
 export const SESSION_IDLE_MS = 2 * 60 * 60_000;
@@ -59,7 +59,7 @@ const toSession = (r: Row): SessionRow => ({
 
 /** Creates a session and returns its id (for the cookie) and row. Also clears out ended sessions. */
 export async function createSession(
-  db: Queryable,
+  db: Sql,
   input: { actor: string; fingerprint: string; clientAddress: string | null },
 ): Promise<{ id: string; session: SessionRow }> {
   await store.deleteEndedSessions(db);
@@ -79,7 +79,7 @@ export async function createSession(
  * The live session with this id, or null. A session made under another password is deleted on
  * sight. Extends the idle expiry (never past the absolute one), writing at most once a minute.
  */
-export async function lookupSession(db: Queryable, id: string, fingerprint: string): Promise<SessionRow | null> {
+export async function lookupSession(db: Sql, id: string, fingerprint: string): Promise<SessionRow | null> {
   const hash = idHash(id);
   const r = await store.selectLiveSession(db, hash, fingerprint, TOUCH_EVERY_MS);
   if (!r) return null;
@@ -95,17 +95,17 @@ export async function lookupSession(db: Queryable, id: string, fingerprint: stri
 }
 
 /** Ends one session (sign-out). Returns whether a row was deleted. */
-export async function deleteSession(db: Queryable, id: string): Promise<boolean> {
+export async function deleteSession(db: Sql, id: string): Promise<boolean> {
   return store.deleteSessionRow(db, idHash(id));
 }
 
 /** Ends every session ("sign out everywhere"). Returns how many were live. */
-export async function deleteAllSessions(db: Queryable): Promise<number> {
+export async function deleteAllSessions(db: Sql): Promise<number> {
   return store.deleteAllSessionRows(db);
 }
 
 /** Live sessions made with the current password, newest first. */
-export async function listSessions(db: Queryable, fingerprint: string): Promise<SessionRow[]> {
+export async function listSessions(db: Sql, fingerprint: string): Promise<SessionRow[]> {
   return (await store.selectLiveSessions(db, fingerprint)).map(toSession);
 }
 

@@ -3,14 +3,14 @@ import { NextResponse } from "next/server";
 import { EnqueueValidationError } from "@/lib/enqueue";
 import { apiAccess } from "../auth/viewer";
 import { consolePool } from "../databases/pools";
-import type { Queryable } from "./read-queries";
+import type { Sql } from "./read-queries";
 
 /**
  * A polling endpoint: access check, then `read(db)` as JSON (no-store). Errors map to statuses:
  * 401/403 access, 400 bad input, 503 anything else (message only; details go to the server log,
  * which never holds a raw key because no read model ever sees one).
  */
-export async function jsonRead<T>(read: (db: Queryable) => Promise<T>): Promise<Response> {
+export async function jsonRead<T>(read: (db: Sql) => Promise<T>): Promise<Response> {
   const denied = await apiAccess();
   if (denied) return NextResponse.json({ error: denied.error }, { status: denied.status });
   try {

@@ -23,7 +23,7 @@ import { dbNow } from "@/lib/store/console/status";
 import type { BindingDto, JobDetailDto, JobRowDto, Page, TabCount } from "../wire/types";
 import { type JobFilters, STATE_TABS, type StateTab } from "./filters";
 import { stateCounts } from "./overview";
-import { iso, isoOrNull, type Queryable, readWithTimeout } from "./read-queries";
+import { iso, isoOrNull, readWithTimeout, type Sql } from "./read-queries";
 
 const JOBS_PAGE_SIZE = 50;
 
@@ -49,11 +49,11 @@ function toRow(r: JobListRow): JobRowDto {
 export { jobFilterWhere, prefixPattern };
 
 /** Whether a job with this id exists (the jobs page's "open by id" box); `id` must be a UUID. */
-export async function jobExists(db: Queryable, id: string): Promise<boolean> {
+export async function jobExists(db: Sql, id: string): Promise<boolean> {
   return selectJobExists(sqlOf(db), id);
 }
 
-export async function listJobs(db: Queryable, f: JobFilters, limit = JOBS_PAGE_SIZE): Promise<Page<JobRowDto>> {
+export async function listJobs(db: Sql, f: JobFilters, limit = JOBS_PAGE_SIZE): Promise<Page<JobRowDto>> {
   const backwards = !f.after && !!f.before;
   const rows = await jobListRows(db, f, limit);
   const more = rows.length > limit;
@@ -101,7 +101,7 @@ export function debounceFields(
 const json = (v: unknown): string | null => (v === null || v === undefined ? null : JSON.stringify(v, null, 2));
 
 /** One job with the binding it owns and its timeline (store/core/jobs.ts `selectJobDetail`), for the job page. Null when unknown. */
-export async function jobDetail(db: Queryable, id: string): Promise<JobDetailDto | null> {
+export async function jobDetail(db: Sql, id: string): Promise<JobDetailDto | null> {
   const detail = await selectJobDetail(sqlOf(db), id);
   if (!detail) return null;
   const { job: j, binding, events } = detail;
@@ -167,13 +167,13 @@ export interface PayloadPreview {
 }
 
 /** The whole payload as pretty JSON (the download), or null when no job has this id. */
-export async function jobPayloadJson(db: Queryable, id: string): Promise<string | null> {
+export async function jobPayloadJson(db: Sql, id: string): Promise<string | null> {
   const row = await selectJobPayload(sqlOf(db), id);
   return row ? JSON.stringify(row.payload, null, 2) : null;
 }
 
 /** The job page's payload: read once with the page (never by its live refresh), a bounded preview. */
-export async function jobPayload(db: Queryable, id: string): Promise<PayloadPreview | null> {
+export async function jobPayload(db: Sql, id: string): Promise<PayloadPreview | null> {
   const text = await jobPayloadJson(db, id);
   if (text === null) return null;
   return {

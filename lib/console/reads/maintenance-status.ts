@@ -3,13 +3,13 @@ import { MAINTENANCE_TASKS } from "@/lib/enqueue";
 import { expiredBindingCount, maintenanceRunRows, oldestExpiredBinding } from "@/lib/store/console/status";
 import type { MaintenanceDto } from "../wire/types";
 import { COUNT_CAP } from "./overview";
-import { iso, type Queryable } from "./read-queries";
+import { iso, type Sql } from "./read-queries";
 
 // The panel shows the tasks that keep keys and leases healthy; job retention has its own line.
 const TASKS = MAINTENANCE_TASKS.filter((t) => t !== "prune_finished_jobs");
 
 /** Recent maintenance runs per task (index on (task, started_at)) and the expired-binding backlog. */
-export async function maintenanceStatus(db: Queryable): Promise<MaintenanceDto> {
+export async function maintenanceStatus(db: Sql): Promise<MaintenanceDto> {
   const [runs, backlog, oldest] = await Promise.all([
     maintenanceRunRows(db, TASKS),
     expiredBindingCount(db, COUNT_CAP),

@@ -4,7 +4,7 @@ import { observationListRows } from "@/lib/store/console/lists";
 import { replacedListRows } from "@/lib/store/console/replaced";
 import type { ObservationDto, Page } from "../wire/types";
 import { type ObservationFilters, TIME_WINDOWS } from "./filters";
-import { forwardPage, iso, type Queryable } from "./read-queries";
+import { forwardPage, iso, type Sql } from "./read-queries";
 
 const OBSERVATIONS_PAGE_SIZE = 50;
 
@@ -16,7 +16,7 @@ export function observationDto(r: ObservationRow): ObservationDto {
 
 /** The observation log (replays, conflicts, …), newest first by its identity key; keyset on id. */
 export async function listObservations(
-  db: Queryable,
+  db: Sql,
   f: ObservationFilters,
   limit = OBSERVATIONS_PAGE_SIZE,
 ): Promise<Page<ObservationDto>> {
@@ -36,7 +36,7 @@ export async function listObservations(
  * 1,000 events (REPLACED_MAX_SCANNED); past that with selective filters it is shorter, says so
  * (`stoppedAfter`), and "Older" goes on from there.
  */
-async function listReplaced(db: Queryable, f: ObservationFilters, limit: number): Promise<Page<ObservationDto>> {
+async function listReplaced(db: Sql, f: ObservationFilters, limit: number): Promise<Page<ObservationDto>> {
   const [us, seq] = f.after?.includes("_") ? f.after.split("_") : [];
   const r = await replacedListRows(
     db,

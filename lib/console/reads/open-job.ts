@@ -2,7 +2,7 @@ import "server-only";
 import { jobExists, jobIdsEndingWith, jobIdsInRange, sqlOf } from "@/lib/store/console/core";
 import { pathParam } from "../auth/request-info";
 import { UUID_RE } from "./filters";
-import type { Queryable } from "./read-queries";
+import type { Sql } from "./read-queries";
 
 /** Most ids an ambiguous short id lists. */
 const AMBIGUOUS_SHOWN = 5;
@@ -22,7 +22,7 @@ const hyphenate = (h: string) =>
  * read of the primary key) and, from 8 digits, as a suffix (one probe of the index on the id's last 8
  * characters, migration 016). One match opens it; several are listed (at most 5).
  */
-export async function resolveJobId(db: Queryable, raw: string): Promise<ResolvedJobId> {
+export async function resolveJobId(db: Sql, raw: string): Promise<ResolvedJobId> {
   const cleaned = raw
     .trim()
     .replace(/^(…|\.{2,})/, "")
@@ -50,7 +50,7 @@ export async function resolveJobId(db: Queryable, raw: string): Promise<Resolved
  * the pages' loading boundary starts streaming, so such a page answers HTTP 404 (a page's own
  * notFound() comes after the 200 was sent). Other paths: false.
  */
-export async function jobPathMissing(db: Queryable, path: string): Promise<boolean> {
+export async function jobPathMissing(db: Sql, path: string): Promise<boolean> {
   const param = pathParam(path, "jobs");
   if (param === null) return false;
   const id = param === false ? "" : param.toLowerCase();

@@ -5,7 +5,7 @@ import { pathParam } from "../auth/request-info";
 import { parseQueueName } from "./filters";
 import { jobPathMissing } from "./open-job";
 import { stateCounts } from "./overview";
-import type { Queryable } from "./read-queries";
+import type { Sql } from "./read-queries";
 
 /** What a `/queues/<name>` path names: a queue name, or something that is not one. */
 export type QueuePath = { kind: "name"; queue: string } | { kind: "invalid" };
@@ -30,15 +30,13 @@ export function queuePath(path: string): QueuePath | null {
  * newest 1,000. Once per request (React's cache): a full load asks in the console layout and again
  * in the queue page.
  */
-export const queueKnown: (db: Queryable, queue: string) => Promise<boolean> = cache(
-  async (db: Queryable, queue: string) => {
-    if (await queueProbed(db, queue)) return true;
-    return (await stateCounts(db)).rows.some((r) => r.queue === queue);
-  },
-);
+export const queueKnown: (db: Sql, queue: string) => Promise<boolean> = cache(async (db: Sql, queue: string) => {
+  if (await queueProbed(db, queue)) return true;
+  return (await stateCounts(db)).rows.some((r) => r.queue === queue);
+});
 
 /** The known queue (queueKnown) a `/queues/<name>` path names, else null. */
-export async function knownQueueAt(db: Queryable, path: string): Promise<string | null> {
+export async function knownQueueAt(db: Sql, path: string): Promise<string | null> {
   const named = queuePath(path);
   return named?.kind === "name" && (await queueKnown(db, named.queue)) ? named.queue : null;
 }
@@ -49,7 +47,7 @@ export async function knownQueueAt(db: Queryable, path: string): Promise<string 
  * boundary starts streaming, so such a page answers HTTP 404, as jobPathMissing does for jobs.
  * Other paths: false.
  */
-export async function queuePathMissing(db: Queryable, path: string): Promise<boolean> {
+export async function queuePathMissing(db: Sql, path: string): Promise<boolean> {
   return queuePath(path) !== null && (await knownQueueAt(db, path)) === null;
 }
 
@@ -60,7 +58,7 @@ export async function queuePathMissing(db: Queryable, path: string): Promise<boo
  * error, as every other page does, instead of the layout failing into a 500. (An invalid queue name
  * or job id needs no read and is still a 404.)
  */
-export async function consolePathMissing(db: Queryable, path: string): Promise<boolean> {
+export async function consolePathMissing(db: Sql, path: string): Promise<boolean> {
   try {
     return (await jobPathMissing(db, path)) || (await queuePathMissing(db, path));
   } catch {

@@ -8,7 +8,7 @@ import type { CappedCount } from "../wire/types";
  * write goes through lib/enqueue.
  */
 import type { JobFilters } from "./filters";
-import { iso, type Queryable } from "./read-queries";
+import { iso, type Sql } from "./read-queries";
 
 export interface QueuePauseDto {
   queue: string;
@@ -18,7 +18,7 @@ export interface QueuePauseDto {
 }
 
 /** Paused queues with who paused them, when and why. */
-export async function pausedQueues(db: Queryable): Promise<QueuePauseDto[]> {
+export async function pausedQueues(db: Sql): Promise<QueuePauseDto[]> {
   const rows = await selectPausedQueues(sqlOf(db));
   return rows.map((r) => ({ ...r, pausedAt: iso(r.pausedAt) }));
 }
@@ -51,7 +51,7 @@ export interface DeadLetterGroupsDto {
  * dead-letter index, newest first; DEAD_LETTER_GROUP_SCAN by default). A group's redrive dry run and
  * its deletion each read the group itself, whatever this bound.
  */
-export async function deadLetterGroups(db: Queryable, scan = DEAD_LETTER_GROUP_SCAN): Promise<DeadLetterGroupsDto> {
+export async function deadLetterGroups(db: Sql, scan = DEAD_LETTER_GROUP_SCAN): Promise<DeadLetterGroupsDto> {
   const { rows, scanned } = await deadLetterGroupRows(db, scan);
   return {
     groups: rows.map((r) => ({
@@ -74,11 +74,11 @@ export { pendingQueueNames };
 export const MAX_BULK_JOBS = 10_000;
 
 /** How many jobs match the jobs list's filter, counted up to MAX_BULK_JOBS (then `capped`). */
-export async function countMatchingJobs(db: Queryable, f: JobFilters): Promise<CappedCount> {
+export async function countMatchingJobs(db: Sql, f: JobFilters): Promise<CappedCount> {
   return countJobs(db, f, MAX_BULK_JOBS);
 }
 
 /** The ids of the jobs matching the filter, newest first, at most MAX_BULK_JOBS. */
-export async function matchingJobIds(db: Queryable, f: JobFilters): Promise<string[]> {
+export async function matchingJobIds(db: Sql, f: JobFilters): Promise<string[]> {
   return jobIds(db, f, MAX_BULK_JOBS);
 }

@@ -1,7 +1,7 @@
 import "server-only";
 import { bindingCounts, dbNow, stateCountRows } from "@/lib/store/console/status";
 import type { JobStateName, OverviewDto } from "../wire/types";
-import { iso, type Queryable } from "./read-queries";
+import { iso, type Sql } from "./read-queries";
 
 /** Counts beyond this are shown as "N+" so a poll never walks more than this many index entries. */
 export const COUNT_CAP = 100_000;
@@ -14,13 +14,13 @@ interface StateCounts {
   rows: { queue: string; state: JobStateName; n: number; retrying: number }[];
 }
 
-const countsCache = new WeakMap<Queryable, { at: number; value: Promise<StateCounts> }>();
+const countsCache = new WeakMap<Sql, { at: number; value: Promise<StateCounts> }>();
 
 /**
  * Jobs by queue and state. This one is a grouped scan of the job table (there is no counter table),
  * so it is shared by every viewer and poll for COUNTS_TTL_MS, and bounded by a statement timeout.
  */
-export function stateCounts(db: Queryable, now = Date.now()): Promise<StateCounts> {
+export function stateCounts(db: Sql, now = Date.now()): Promise<StateCounts> {
   const hit = countsCache.get(db);
   if (hit && now - hit.at < COUNTS_TTL_MS) return hit.value;
   const value = (async () => {
@@ -35,12 +35,12 @@ export function stateCounts(db: Queryable, now = Date.now()): Promise<StateCount
   return value;
 }
 
-export function invalidateCounts(db: Queryable): void {
+export function invalidateCounts(db: Sql): void {
   countsCache.delete(db);
 }
 
 /** The overview's figures besides the chart (lib/console/reads/series.ts): keys now, jobs by queue and state. */
-export async function overview(db: Queryable): Promise<OverviewDto> {
+export async function overview(db: Sql): Promise<OverviewDto> {
   const [counts, bindings, clock] = await Promise.all([stateCounts(db), bindingCounts(db, COUNT_CAP), dbNow(db)]);
   const byQueueMap = new Map<string, { queue: string; counts: Partial<Record<JobStateName, number>>; total: number }>();
   const byState: Partial<Record<JobStateName, number>> = {};

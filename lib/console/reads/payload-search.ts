@@ -2,7 +2,7 @@ import "server-only";
 import { z } from "zod";
 import { type PayloadMatch, type PayloadSearch, payloadSearchRows } from "@/lib/store/console/search";
 import { UUID_RE } from "./filters";
-import { iso, type Queryable, uuidv7Floor } from "./read-queries";
+import { iso, type Sql, uuidv7Floor } from "./read-queries";
 
 /** The creation time a UUIDv7 carries (its first 48 bits, ms since the epoch). */
 const uuidv7Ms = (id: string): number => Number.parseInt(id.replace(/-/g, "").slice(0, 12), 16);
@@ -117,7 +117,7 @@ export interface SearchResult {
 }
 
 /** The newest jobs of the window whose payload holds `value` at `path` (bounded: see SEARCH_SCAN_CAP). */
-export async function searchPayload(db: Queryable, q: SearchQuery, nowMs = Date.now()): Promise<SearchResult> {
+export async function searchPayload(db: Sql, q: SearchQuery, nowMs = Date.now()): Promise<SearchResult> {
   const s: PayloadSearch = {
     match: matchOf(q.path, q.value),
     type: q.type,

@@ -3,7 +3,7 @@ import { selectPausedQueues, sqlOf } from "@/lib/store/console/core";
 import { dbNow, lastHourFinished, queueProbes } from "@/lib/store/console/status";
 import type { JobStateName, QueueHealthDto } from "../wire/types";
 import { COUNT_CAP, stateCounts } from "./overview";
-import { iso, type Queryable } from "./read-queries";
+import { iso, type Sql } from "./read-queries";
 
 /** A due job not started this long after its run time is overdue: no worker is keeping up. */
 export const OVERDUE_AFTER_MS = 60_000;
@@ -15,7 +15,7 @@ export const OVERDUE_AFTER_MS = 60_000;
  * of the partial pending index (queue, run_at), the active-lease index and the finished_at index,
  * so their cost does not grow with the table.
  */
-export async function queueHealth(db: Queryable, only?: string): Promise<{ now: string; queues: QueueHealthDto[] }> {
+export async function queueHealth(db: Sql, only?: string): Promise<{ now: string; queues: QueueHealthDto[] }> {
   const counts = await stateCounts(db);
   const names = [...new Set(counts.rows.map((r) => r.queue))].filter((q) => !only || q === only).sort();
   if (only && names.length === 0) names.push(only);

@@ -1,7 +1,7 @@
 import type { Page } from "../wire/types";
 
 /** What a read model runs on: a pool or a client (tests pass theirs), the store's text-form handle. */
-export type { Queryable } from "@/lib/store/console/core";
+export type { Sql } from "@/lib/store/console/core";
 
 /**
  * One page of a newest-first keyset list from its `limit + 1` rows: the extra row says there is a

@@ -17,7 +17,7 @@ import {
   type WindowFailure,
   type WindowRun,
 } from "@/lib/store/console/runtimes";
-import { iso, type Queryable } from "./read-queries";
+import { iso, type Sql } from "./read-queries";
 
 const HOUR = 3_600_000;
 
@@ -181,7 +181,7 @@ const sampleOf = (r: { scanned: number; oldest: Date | null }, limit: number): L
  * then the reads of the jobs (and of the rollups).
  */
 export async function runTimes(
-  db: Queryable,
+  db: Sql,
   liveLimit = LIVE_SAMPLE,
   options: { window?: boolean; now?: Date } = {},
 ): Promise<RunTimesDto> {
@@ -273,7 +273,7 @@ interface Counts {
 
 /** Without a window: the rollups summed here, and the newest `liveLimit` jobs since the newest rolled hour. */
 async function withoutWindow(
-  db: Queryable,
+  db: Sql,
   c: {
     now: Date;
     at: Date | null;
@@ -342,7 +342,7 @@ const dayOf = (d: Date) => new Date(Math.floor(d.getTime() / DAY) * DAY);
  * the days before it are in the daily rollup), then its hours; 48 hours of failures.
  */
 async function fromRollups(
-  db: Queryable,
+  db: Sql,
   c: { liveFrom: Date; dayFrom: Date; rolledDay: Date; weekFrom: Date },
 ): Promise<Rolled> {
   const [hours, days, failures] = await Promise.all([

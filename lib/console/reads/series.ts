@@ -1,7 +1,7 @@
 import "server-only";
 import { readMinutes } from "@/lib/store/console/series";
 import type { SeriesDto, SeriesName, SeriesPoint, SeriesWindow } from "../wire/types";
-import { iso, type Queryable } from "./read-queries";
+import { iso, type Sql } from "./read-queries";
 
 /** Minutes per window: one point per minute, the last one being the current (partial) minute. */
 export const SERIES_MINUTES: Record<SeriesWindow, number> = { "1h": 60, "24h": 1440 };
@@ -41,14 +41,9 @@ interface Settled {
   pending: Promise<SeriesDto> | null;
 }
 
-const settledByDb = new WeakMap<Queryable, Map<string, Settled>>();
+const settledByDb = new WeakMap<Sql, Map<string, Settled>>();
 
-async function readSeries(
-  db: Queryable,
-  state: Settled,
-  window: SeriesWindow,
-  queue: string | null,
-): Promise<SeriesDto> {
+async function readSeries(db: Sql, state: Settled, window: SeriesWindow, queue: string | null): Promise<SeriesDto> {
   const minutes = SERIES_MINUTES[window];
   // Read from the last settled minute when memory covers the window's start, else the whole window.
   const start = Math.floor(Date.now() / MINUTE) * MINUTE - (minutes - 1) * MINUTE;
@@ -98,7 +93,7 @@ async function readSeries(
  * The health chart's series for the last hour or day, all queues or one. Concurrent callers for
  * the same queue share one read; settled minutes are read once per process.
  */
-export function series(db: Queryable, window: SeriesWindow, queue: string | null = null): Promise<SeriesDto> {
+export function series(db: Sql, window: SeriesWindow, queue: string | null = null): Promise<SeriesDto> {
   let perDb = settledByDb.get(db);
   if (!perDb) {
     perDb = new Map();
@@ -124,6 +119,6 @@ export function series(db: Queryable, window: SeriesWindow, queue: string | null
 }
 
 /** Forgets the settled minutes (tests, and the perf script's uncached timings). */
-export function invalidateSeries(db: Queryable): void {
+export function invalidateSeries(db: Sql): void {
   settledByDb.delete(db);
 }

@@ -2,7 +2,7 @@ import "server-only";
 import { GONE_AFTER_MISSED_CHECK_INS } from "@/lib/store/console/core";
 import { dbNow, workerHeartbeatRows } from "@/lib/store/console/status";
 import type { WorkersDto } from "../wire/types";
-import { iso, type Queryable } from "./read-queries";
+import { iso, type Sql } from "./read-queries";
 
 /** At most this many workers are listed. */
 const WORKERS_LIMIT = 500;
@@ -13,7 +13,7 @@ const WORKERS_LIMIT = 500;
  * concurrency and jobs in hand. One that missed three check-ins in a row is `gone` (crashed,
  * killed, or cut off from the database) until maintenance deletes its row.
  */
-export async function listWorkers(db: Queryable): Promise<WorkersDto> {
+export async function listWorkers(db: Sql): Promise<WorkersDto> {
   const rows = await workerHeartbeatRows(db, WORKERS_LIMIT, GONE_AFTER_MISSED_CHECK_INS);
   const clock = rows[0]?.now ?? (await dbNow(db)) ?? new Date();
   return {

@@ -8,7 +8,7 @@ export { jobExists, jobIdsEndingWith, jobIdsInRange, selectJobDetail, selectJobP
 export { GONE_AFTER_MISSED_CHECK_INS } from "../core/maintenance";
 export { selectPausedQueues } from "../core/operator-actions";
 export { uuidv7Floor } from "../ids";
-export { type Queryable, sqlOf } from "../layout";
+export { type Sql, sqlOf } from "../layout";
 export { readWithTimeout } from "../pool-client";
 export { BINDING_COLUMNS, type BindingRow, bindingFromRow, type ObservationRow, observationFromRow } from "../rows";
 export type { CheckIn } from "../worker/claims";

@@ -15,7 +15,7 @@
  */
 
 import { GONE_AFTER_MISSED_CHECK_INS } from "../core/maintenance";
-import { layoutOf, type Queryable, queryPrepared, sqlOf } from "../layout";
+import { layoutOf, queryPrepared, type Sql, sqlOf } from "../layout";
 
 /** Counts on the fleet page stop here: past it the page says "1,000+" (a fleet overview asks "is it piling up?"; reading 1,000 index entries per count keeps three databases at once within 2x of one on two cores, docs/benchmarks.md). */
 export const FLEET_COUNT_CAP = 1_000;
@@ -77,7 +77,7 @@ select coalesce((select sum(o.count) from workhorse.enqueue_observation o
 const FIGURES = `select * from (${JOBS}) jobs, (${OLDEST_READY}) oldest, (${localFigures("$2")}) local`;
 
 /** The fleet page's figures of one database; see the module comment for what each costs. */
-export async function fleetFigures(db: Queryable, cap = FLEET_COUNT_CAP): Promise<FleetFiguresRow> {
+export async function fleetFigures(db: Sql, cap = FLEET_COUNT_CAP): Promise<FleetFiguresRow> {
   const sql = sqlOf(db);
   let row: Record<string, unknown>;
   if ((await layoutOf(sql)) === "distributed") {

@@ -4,11 +4,11 @@
  */
 import type pg from "pg";
 import type { JobState } from "../../enqueue/types";
-import type { Queryable } from "../layout";
+import type { Sql } from "../layout";
 import type { ObservationRow } from "../rows";
 
 /** The owning job of a binding if it still exists (id null otherwise) and the database's clock, in one round trip. */
-export async function owningJob(db: Queryable, jobId: string) {
+export async function owningJob(db: Sql, jobId: string) {
   const { rows } = await db.query<{
     id: string | null;
     state: JobState;

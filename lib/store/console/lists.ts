@@ -5,7 +5,7 @@
  */
 import type pg from "pg";
 import type { JobState } from "../../enqueue/types";
-import { type Queryable, sqlOf } from "../layout";
+import { type Sql, sqlOf } from "../layout";
 import { BINDING_COLUMNS, type BindingRow, type ObservationRow } from "../rows";
 
 /** Builds `where` clauses with numbered parameters; column names only ever come from the caller's code. */
@@ -36,7 +36,7 @@ export function prefixPattern(s: string): string {
 }
 
 /** A bounded count: `select count(*) from (select 1 from <fromWhere> limit cap + 1)`; `capped` past `cap`. */
-export async function cappedCount(db: Queryable, fromWhere: string, values: unknown[], cap: number) {
+export async function cappedCount(db: Sql, fromWhere: string, values: unknown[], cap: number) {
   const { rows } = await db.query<{ n: string }>(
     `select count(*)::text as n from (select 1 from ${fromWhere} limit ${cap + 1}) s`,
     values,
@@ -102,7 +102,7 @@ export interface JobListRow {
  * order): `after` = older than that id (newest first), `before` = newer (oldest first). `limit + 1` rows.
  */
 export async function jobListRows(
-  db: Queryable,
+  db: Sql,
   f: JobFilter & { after?: string; before?: string },
   limit: number,
 ): Promise<JobListRow[]> {
@@ -139,7 +139,7 @@ export const RARE_STATE_QUEUE_NAMES = 200;
  * recursive skip scan, and when the state has more than RARE_STATE_QUEUE_NAMES queue names.
  */
 async function rareStateQueueRows(
-  db: Queryable,
+  db: Sql,
   state: RareState,
   queue: string,
   w: Where,
@@ -187,13 +187,13 @@ export async function jobStateCounts(client: pg.ClientBase, f: JobFilter) {
 }
 
 /** Jobs matching `f`, counted up to `cap`. */
-export function countJobs(db: Queryable, f: JobFilter, cap: number) {
+export function countJobs(db: Sql, f: JobFilter, cap: number) {
   const w = jobFilterWhere(f);
   return cappedCount(db, `workhorse.job ${w}`, w.values, cap);
 }
 
 /** Ids of the jobs matching `f`, newest first, at most `limit`. */
-export async function jobIds(db: Queryable, f: JobFilter, limit: number): Promise<string[]> {
+export async function jobIds(db: Sql, f: JobFilter, limit: number): Promise<string[]> {
   const w = jobFilterWhere(f);
   const { rows } = await db.query<{ id: string }>(
     `select id from workhorse.job ${w} order by id desc limit ${limit}`,
@@ -210,7 +210,7 @@ const INFINITE_US = "9223372036854775807";
  * maintenance deletes them in). Walks the `expires_at` index; keyset (expires_at, job_id). `limit + 1` rows.
  */
 export async function bindingListRows(
-  db: Queryable,
+  db: Sql,
   f: { status: "live" | "expired"; scope?: string; mode?: string; after?: { expiresAtUs: string; jobId: string } },
   limit: number,
 ) {
@@ -239,7 +239,7 @@ export async function bindingListRows(
 
 /** The observation log newest first by its identity key, keyset on id; `limit + 1` rows. */
 export async function observationListRows(
-  db: Queryable,
+  db: Sql,
   f: {
     outcome?: string;
     scope?: string;
@@ -285,7 +285,7 @@ export interface AuditRow {
 
 /** The operator audit log newest first; keyset on (at, id) over the `at` index (`at` in microseconds); `limit + 1` rows. */
 export async function auditListRows(
-  db: Queryable,
+  db: Sql,
   f: { action?: string; actor?: string; after?: { at: string; id: string } },
   limit: number,
 ) {

@@ -4,10 +4,10 @@
  */
 import type pg from "pg";
 import type { JobState } from "../../enqueue/types";
-import { type Queryable, sqlOf } from "../layout";
+import { type Sql, sqlOf } from "../layout";
 import { BINDING_COLUMNS, type BindingRow } from "../rows";
 
-const distributed = async (db: Queryable) => (await sqlOf(db).layout()) === "distributed";
+const distributed = async (db: Sql) => (await sqlOf(db).layout()) === "distributed";
 
 export interface DeadLetterGroupRow {
   queue: string;
@@ -29,7 +29,7 @@ export interface DeadLetterGroupRow {
  * Citus the bounded walk is merged on the coordinator, then grouped there).
  */
 export async function deadLetterGroupRows(
-  db: Queryable,
+  db: Sql,
   scan: number,
 ): Promise<{ rows: DeadLetterGroupRow[]; scanned: number }> {
   const { rows } = await db.query<DeadLetterGroupRow & { scanned: number }>(
@@ -59,7 +59,7 @@ export async function deadLetterGroupRows(
  * Queues that have pending work now: a loose index scan over the pending-jobs index, one probe per
  * queue, however many jobs there are (at most 1,000 names).
  */
-export async function pendingQueueNames(db: Queryable): Promise<string[]> {
+export async function pendingQueueNames(db: Sql): Promise<string[]> {
   // Citus refuses a recursive CTE without a filter on the distribution column: there each shard
   // answers its distinct queue names and the coordinator merges them.
   const { rows } = await db.query<{ queue: string }>(
@@ -81,13 +81,13 @@ export async function pendingQueueNames(db: Queryable): Promise<string[]> {
  * The planner's estimate of the jobs under `where` (text and values), or null where it means
  * nothing: on Citus the coordinator's estimate is not the shards' rows.
  */
-export async function trustedJobsEstimate(db: Queryable, where: { toString(): string; values: unknown[] }) {
+export async function trustedJobsEstimate(db: Sql, where: { toString(): string; values: unknown[] }) {
   if (await distributed(db)) return null;
   return jobsEstimate(db, where);
 }
 
 /** The planner's estimate of the jobs under `where` (text and values). */
-export async function jobsEstimate(db: Queryable, where: { toString(): string; values: unknown[] }) {
+export async function jobsEstimate(db: Sql, where: { toString(): string; values: unknown[] }) {
   const { rows } = await db.query<{ "QUERY PLAN": { Plan: { "Plan Rows": number } }[] }>(
     `explain (format json) select 1 from workhorse.job ${where}`,
     where.values,
@@ -179,7 +179,7 @@ async function bindingsByDigestDistributed(pool: pg.Pool, lo: Buffer, hi: Buffer
  * Scope names that hold bindings, in name order, at most `max`: on one node a skip scan over the
  * binding primary key (one index probe per scope); on Citus each shard's distinct scopes, merged.
  */
-export async function bindingScopes(db: Queryable, max: number): Promise<string[]> {
+export async function bindingScopes(db: Sql, max: number): Promise<string[]> {
   const { rows } = await db.query<{ scope: string }>(
     (await distributed(db))
       ? "select distinct b.scope::text as scope from workhorse.key_binding b order by 1 limit $1"

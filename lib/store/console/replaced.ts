@@ -14,7 +14,7 @@
  * probes only the jobs it shows; four times that when a filter on the jobs will drop some), later
  * batches double while filters leave the page short.
  */
-import { type Queryable, queryPrepared, sqlOf } from "../layout";
+import { queryPrepared, type Sql, sqlOf } from "../layout";
 
 export interface ReplacedRow {
   jobId: string;
@@ -57,7 +57,7 @@ const jobFilters = (n: number) =>
    and ($${n + 3}::text is null or encode(substr(j.key_hash, 1, 6), 'hex') = $${n + 3})`;
 
 export async function replacedListRows(
-  db: Queryable,
+  db: Sql,
   f: {
     queue?: string;
     type?: string;
@@ -84,7 +84,7 @@ type ReplacedPage = Awaited<ReturnType<typeof replacedListRows>>;
  * keys' previews, each its own statement (see the top of this file).
  */
 export async function replacedPageBatched(
-  db: Queryable,
+  db: Sql,
   f: ReplacedFilters,
   limit: number,
   maxScanned = REPLACED_MAX_SCANNED,
@@ -191,7 +191,7 @@ function eventConditions(
 
 /** One batch of `debounced` events, newest first, from `cursor` on. */
 async function replacedEvents(
-  db: Queryable,
+  db: Sql,
   f: { from?: Date; to?: Date; sinceMs?: number },
   cursor: { us: string; seq: string } | null,
   batch: number,
@@ -221,7 +221,7 @@ async function replacedEvents(
  * whether they ran out or the bound stopped it (and where).
  */
 export async function replacedPageJoined(
-  db: Queryable,
+  db: Sql,
   f: ReplacedFilters,
   limit: number,
   maxScanned = REPLACED_MAX_SCANNED,

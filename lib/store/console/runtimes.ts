@@ -19,7 +19,7 @@ import {
   RUN_TIME_HOURS_PER_RUN,
   RUN_TIME_RETENTION_HOURS,
 } from "../core/runtime-rollups";
-import { type Queryable, queryPrepared, sqlOf } from "../layout";
+import { queryPrepared, type Sql, sqlOf } from "../layout";
 
 export { bucketOf, clock, RUN_TIME_BOUNDS_MS, RUN_TIME_HOURS_PER_RUN, RUN_TIME_RETENTION_HOURS };
 
@@ -75,7 +75,7 @@ export interface LiveBucketRow extends BucketRow {
  * backwards), flagged by whether they finished within the last hour and since `rolledTo`; with how
  * many were read and the oldest finish among them (`scanned` = `limit`: older ones were left out).
  */
-export async function liveBuckets(db: Queryable, from: Date, rolledTo: Date, limit: number, now: Date | null) {
+export async function liveBuckets(db: Sql, from: Date, rolledTo: Date, limit: number, now: Date | null) {
   const { rows } = await queryPrepared<LiveBucketRow & { scanned: number; oldest: Date | null }>(
     db,
     "workhorse_console_run_times_live",
@@ -100,7 +100,7 @@ export interface RolledRow extends BucketRow {
  * The hourly rollup's histograms of the hours before `to`, summed per queue, type and bucket: those
  * from `dayFrom` on, and those from `weekFrom` on (the hours of the week not in the daily rollup).
  */
-export async function rolledBuckets(db: Queryable, dayFrom: Date, weekFrom: Date, to: Date): Promise<RolledRow[]> {
+export async function rolledBuckets(db: Sql, dayFrom: Date, weekFrom: Date, to: Date): Promise<RolledRow[]> {
   const { rows } = await queryPrepared<RolledRow>(
     db,
     "workhorse_console_run_times_hours",
@@ -118,7 +118,7 @@ export async function rolledBuckets(db: Queryable, dayFrom: Date, weekFrom: Date
 }
 
 /** The daily rollup's histograms of the UTC days in [from, to), summed per queue, type and bucket. */
-export async function rolledDays(db: Queryable, from: Date, to: Date): Promise<BucketRow[]> {
+export async function rolledDays(db: Sql, from: Date, to: Date): Promise<BucketRow[]> {
   const { rows } = await queryPrepared<BucketRow>(
     db,
     "workhorse_console_run_times_days",
@@ -189,7 +189,7 @@ const windowOf = (r: WindowColumns): RunTimeWindow | null =>
  * this hour or the one before. One statement: two primary-key reads.
  */
 export async function rollupState(
-  db: Queryable,
+  db: Sql,
   now: Date | null,
 ): Promise<{ newest: Date | null; now: Date; window: RunTimeWindow | null }> {
   const { rows } = await queryPrepared<{ newest: Date | null; now: Date } & WindowColumns>(
@@ -267,7 +267,7 @@ function spansOf(rows: SpanWire[]): Spans {
  * first (two backward walks of `job_finished_idx`; how long they are depends on how long ago
  * maintenance ran, not on the history). `scanned` = `limit`: older ones in the span were left out.
  */
-export async function liveSpans(db: Queryable, takenAt: Date, limit: number, now: Date | null): Promise<Spans> {
+export async function liveSpans(db: Sql, takenAt: Date, limit: number, now: Date | null): Promise<Spans> {
   const { rows } = await queryPrepared<SpanWire>(
     db,
     "workhorse_console_run_times_spans",
@@ -290,7 +290,7 @@ export interface FailureRow {
  * Failures per dead-letter group from the hourly failure rollup, the hours in [from, to): those
  * starting at or after `dayFrom` as `last_day`, the earlier ones as `day_before`.
  */
-export async function rolledFailures(db: Queryable, from: Date, to: Date, dayFrom: Date): Promise<FailureRow[]> {
+export async function rolledFailures(db: Sql, from: Date, to: Date, dayFrom: Date): Promise<FailureRow[]> {
   const { rows } = await queryPrepared<FailureRow>(
     db,
     "workhorse_console_run_times_failures",
@@ -314,7 +314,7 @@ export async function rolledFailures(db: Queryable, from: Date, to: Date, dayFro
  * every job finished since `from` (5,601 rows for 400 failures at the bench's rate), a cost that
  * grows with throughput; without it the read is `limit` index entries at most.
  */
-export async function liveFailures(db: Queryable, from: Date, rolledTo: Date, limit: number, now: Date | null) {
+export async function liveFailures(db: Sql, from: Date, rolledTo: Date, limit: number, now: Date | null) {
   const { rows } = await queryPrepared<FailureRow & { scanned: number; oldest: Date | null }>(
     db,
     "workhorse_console_run_times_live_failures",
@@ -335,7 +335,7 @@ export async function liveFailures(db: Queryable, from: Date, rolledTo: Date, li
  * page reads as Citus does: rollupState, then the reads of the jobs and the rollups. On Citus
  * (which keeps the rollups on the coordinator and the jobs on the workers): null.
  */
-export async function runTimesRead(db: Queryable, limit: number, now: Date | null) {
+export async function runTimesRead(db: Sql, limit: number, now: Date | null) {
   if ((await sqlOf(db).layout()) === "distributed") return null;
   const { rows } = await queryPrepared<{ now: Date; newest: Date | null; spans: SpanWire[] | null } & WindowColumns>(
     db,

@@ -7,7 +7,7 @@
  * which, unlike containment, also finds a value inside arrays on the way; no index serves it and none
  * is needed (at most `scanCap` payloads are tested), so there is no index cost on enqueue.
  */
-import type { Queryable } from "../layout";
+import type { Sql } from "../layout";
 
 /** A payload test: an SQL/JSON path over the payload and its variables (`$v0`, …). */
 export interface PayloadMatch {
@@ -34,7 +34,7 @@ const NO_UPPER_BOUND = "ffffffff-ffff-ffff-ffff-ffffffffffff";
  * the oldest of them (where a search that reached its bound goes on). One backward range read of the
  * primary key; each job's payload is tested as it is read, so only ids and flags are kept.
  */
-export async function payloadSearchRows(db: Queryable, s: PayloadSearch) {
+export async function payloadSearchRows(db: Sql, s: PayloadSearch) {
   const { rows } = await db.query<{
     id: string | null;
     queue: string | null;

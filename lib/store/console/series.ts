@@ -3,7 +3,7 @@
  * statement that counts a span of minutes, and its Citus form for the "replaced" count.
  */
 import { uuidv7Floor } from "../ids";
-import { type Queryable, sqlOf } from "../layout";
+import { type Sql, sqlOf } from "../layout";
 
 const MINUTE = 60_000;
 
@@ -30,7 +30,7 @@ export interface SeriesRow {
  * Each part is bounded by the time range, never by the size of the tables.
  */
 export async function readMinutes(
-  db: Queryable,
+  db: Sql,
   minutes: number,
   from: number | null,
   queue: string | null,
@@ -101,7 +101,7 @@ const REPLACED_CTE = `
  * by job id) to job (by bucket) in one statement, so the events of the window are read first and,
  * with a queue filter, their jobs' queues second; the counts are added to the rows by minute.
  */
-async function addReplacedDistributed(db: Queryable, rows: SeriesRow[], queue: string | null): Promise<void> {
+async function addReplacedDistributed(db: Sql, rows: SeriesRow[], queue: string | null): Promise<void> {
   const lo = rows[0]?.minute as Date;
   const { rows: events } = await db.query<{ m: Date; job_id: string }>(
     `select date_trunc('minute', e.at) as m, e.job_id from workhorse.job_event e

@@ -2,7 +2,7 @@
  * The console's session rows (`workhorse.console_session`; lib/console/auth/session-store.ts holds the
  * rules: ids, fingerprints, lifetimes). Sessions are found by the SHA-256 of their id.
  */
-import type { Queryable } from "../layout";
+import type { Sql } from "../layout";
 
 export interface SessionDbRow {
   id_hash: Buffer;
@@ -17,12 +17,12 @@ export interface SessionDbRow {
 const RETURNING = "id_hash, actor, client_address, created_at, last_seen_at, idle_expires_at, expires_at";
 
 /** Deletes every session past its idle or absolute expiry. */
-export async function deleteEndedSessions(db: Queryable): Promise<void> {
+export async function deleteEndedSessions(db: Sql): Promise<void> {
   await db.query("delete from workhorse.console_session where expires_at <= now() or idle_expires_at <= now()");
 }
 
 export async function insertSession(
-  db: Queryable,
+  db: Sql,
   s: {
     idHash: Buffer;
     actor: string;
@@ -43,7 +43,7 @@ export async function insertSession(
 }
 
 /** The live session under this hash, whether it was made with `fingerprint`, and whether `touchEveryMs` has passed since it was last seen. */
-export async function selectLiveSession(db: Queryable, idHash: Buffer, fingerprint: string, touchEveryMs: number) {
+export async function selectLiveSession(db: Sql, idHash: Buffer, fingerprint: string, touchEveryMs: number) {
   const { rows } = await db.query<SessionDbRow & { fingerprint_ok: boolean; touch: boolean }>(
     `select ${RETURNING},
             password_fingerprint = $2 as fingerprint_ok,
@@ -56,7 +56,7 @@ export async function selectLiveSession(db: Queryable, idHash: Buffer, fingerpri
 }
 
 /** Marks the session seen now and extends its idle expiry by `idleMs` (never past the absolute one). */
-export async function touchSession(db: Queryable, idHash: Buffer, idleMs: number): Promise<SessionDbRow | undefined> {
+export async function touchSession(db: Sql, idHash: Buffer, idleMs: number): Promise<SessionDbRow | undefined> {
   const { rows } = await db.query<SessionDbRow>(
     `update workhorse.console_session
           set last_seen_at = now(), idle_expires_at = least(expires_at, now() + $2::bigint * interval '1 millisecond')
@@ -68,13 +68,13 @@ export async function touchSession(db: Queryable, idHash: Buffer, idleMs: number
 }
 
 /** Whether a row was deleted. */
-export async function deleteSessionRow(db: Queryable, idHash: Buffer): Promise<boolean> {
+export async function deleteSessionRow(db: Sql, idHash: Buffer): Promise<boolean> {
   const { rowCount } = await db.query("delete from workhorse.console_session where id_hash = $1", [idHash]);
   return (rowCount ?? 0) > 0;
 }
 
 /** Deletes every session; how many were live. */
-export async function deleteAllSessionRows(db: Queryable): Promise<number> {
+export async function deleteAllSessionRows(db: Sql): Promise<number> {
   const { rows } = await db.query<{ n: string }>(
     `with gone as (delete from workhorse.console_session returning idle_expires_at, expires_at)
      select count(*) filter (where idle_expires_at > now() and expires_at > now()) as n from gone`,
@@ -83,7 +83,7 @@ export async function deleteAllSessionRows(db: Queryable): Promise<number> {
 }
 
 /** Live sessions made with `fingerprint`, newest first (at most 500). */
-export async function selectLiveSessions(db: Queryable, fingerprint: string): Promise<SessionDbRow[]> {
+export async function selectLiveSessions(db: Sql, fingerprint: string): Promise<SessionDbRow[]> {
   const { rows } = await db.query<SessionDbRow>(
     `select ${RETURNING}
        from workhorse.console_session

@@ -3,17 +3,17 @@
  * maintenance-status.ts): the statements and their rows; the console maps them to wire types.
  */
 import type { JobState } from "../../enqueue/types";
-import { type Queryable, queryPrepared } from "../layout";
+import { queryPrepared, type Sql } from "../layout";
 import type { CheckIn } from "../worker/claims";
 import { cappedCount } from "./lists";
 
 /** The database's clock. */
-export async function dbNow(db: Queryable): Promise<Date | undefined> {
+export async function dbNow(db: Sql): Promise<Date | undefined> {
   return (await db.query<{ now: Date }>("select now() as now")).rows[0]?.now;
 }
 
 /** Jobs by queue and state (a grouped scan of workhorse.job: there is no counter table). */
-export async function stateCountRows(db: Queryable) {
+export async function stateCountRows(db: Sql) {
   const { rows } = await db.query<{ queue: string; state: JobState; n: string; retrying: string; as_of: Date }>(
     `select queue, state, count(*)::text as n,
               count(*) filter (where state = 'scheduled' and last_error is not null)::text as retrying, now() as as_of
@@ -24,7 +24,7 @@ export async function stateCountRows(db: Queryable) {
 }
 
 /** Bindings live now, expiring within the hour, expired awaiting cleanup: each counted up to `cap`. */
-export async function bindingCounts(db: Queryable, cap: number) {
+export async function bindingCounts(db: Sql, cap: number) {
   const [live, expiringWithinHour, expired] = await Promise.all([
     cappedCount(db, "workhorse.key_binding where expires_at > now()", [], cap),
     cappedCount(
@@ -39,12 +39,12 @@ export async function bindingCounts(db: Queryable, cap: number) {
 }
 
 /** Expired bindings awaiting cleanup, counted up to `cap`. */
-export function expiredBindingCount(db: Queryable, cap: number) {
+export function expiredBindingCount(db: Sql, cap: number) {
   return cappedCount(db, "workhorse.key_binding where expires_at <= now()", [], cap);
 }
 
 /** The oldest expired binding's expiry, if any. */
-export async function oldestExpiredBinding(db: Queryable): Promise<Date | null> {
+export async function oldestExpiredBinding(db: Sql): Promise<Date | null> {
   const { rows } = await db.query<{ expires_at: Date }>(
     "select expires_at from workhorse.key_binding where expires_at <= now() order by expires_at limit 1",
   );
@@ -52,7 +52,7 @@ export async function oldestExpiredBinding(db: Queryable): Promise<Date | null> 
 }
 
 /** Jobs finished in the last hour per queue (all, or `only`). */
-export async function lastHourFinished(db: Queryable, only?: string) {
+export async function lastHourFinished(db: Sql, only?: string) {
   const { rows } = await db.query<{ queue: string; succeeded: string; failed: string }>(
     `select queue, count(*) filter (where state = 'succeeded')::text as succeeded,
             count(*) filter (where state = 'failed')::text as failed
@@ -68,7 +68,7 @@ export async function lastHourFinished(db: Queryable, only?: string) {
  * more than `overdueAfterMs`) and pending counts (up to `cap`), active jobs whose lease lapsed. Each
  * a probe of the partial pending index (queue, run_at) or the active-lease index.
  */
-export async function queueProbes(db: Queryable, queue: string, overdueAfterMs: number, cap: number) {
+export async function queueProbes(db: Sql, queue: string, overdueAfterMs: number, cap: number) {
   const [due, next, overdue, pending, lapsed, dueNow] = await Promise.all([
     db.query<{ run_at: Date }>(
       `select run_at from workhorse.job
@@ -122,7 +122,7 @@ export async function queueProbes(db: Queryable, queue: string, overdueAfterMs: 
  * found in the console's jobs-by-queue-and-state counts (lib/console/reads/open-queue.ts). Separate
  * statements, as plain as the distributed layout (Citus) runs them.
  */
-export async function queueProbed(db: Queryable, queue: string): Promise<boolean> {
+export async function queueProbed(db: Sql, queue: string): Promise<boolean> {
   const probes = [
     "select 1 from workhorse.job where queue = $1 and state in ('scheduled', 'ready') limit 1",
     // One state each, so (state, queue) is the index condition: with the partial index's own state
@@ -146,7 +146,7 @@ export async function queueProbed(db: Queryable, queue: string): Promise<boolean
  * Every worker's heartbeat row (at most `limit`): running ones first, then those gone (no check-in
  * for `goneAfter` of their intervals), each group by worker id. A small table, read whole.
  */
-export async function workerHeartbeatRows(db: Queryable, limit: number, goneAfter: number) {
+export async function workerHeartbeatRows(db: Sql, limit: number, goneAfter: number) {
   const { rows } = await queryPrepared<CheckIn & { checkedAt: Date; gone: boolean; now: Date }>(
     db,
     "workhorse_console_workers",
@@ -165,7 +165,7 @@ export async function workerHeartbeatRows(db: Queryable, limit: number, goneAfte
 }
 
 /** The last 10 maintenance runs of each of `tasks` (index on (task, started_at)), newest first. */
-export async function maintenanceRunRows(db: Queryable, tasks: readonly string[]) {
+export async function maintenanceRunRows(db: Sql, tasks: readonly string[]) {
   const { rows } = await db.query<{
     id: string;
     task: string;

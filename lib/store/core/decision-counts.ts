@@ -13,7 +13,7 @@
  */
 
 import { uuidv7Floor } from "../ids";
-import { layoutOf, type Queryable, sqlOf } from "../layout";
+import { layoutOf, type Sql, sqlOf } from "../layout";
 
 export interface DecisionCountRow {
   /** An enqueue outcome, or `key_released` for a key's release. */
@@ -70,7 +70,7 @@ select ${EVENT_DECISION}, j.queue::text as queue, ${EVENT_REASON}, count(*)::flo
  * span: a primary-key range and two `at` index ranges); on Citus three.
  */
 export async function selectDecisionCounts(
-  db: Queryable,
+  db: Sql,
   since: DecisionSpan["until"] | null,
   settleMs: number,
   firstSpanMs = 0,
@@ -108,7 +108,7 @@ export async function selectDecisionCounts(
   return { rows: out, until };
 }
 
-async function eventsDistributed(db: Queryable, from: string, until: string): Promise<DecisionCountRow[]> {
+async function eventsDistributed(db: Sql, from: string, until: string): Promise<DecisionCountRow[]> {
   const sql = sqlOf(db);
   const { rows: events } = await sql.query<{ job_id: string; outcome: string; reason: string | null; n: string }>({
     text: `select e.job_id, ${EVENT_DECISION}, ${EVENT_REASON}, count(*) as n

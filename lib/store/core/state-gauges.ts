@@ -5,7 +5,7 @@
  * from the table's statistics). One row per (metric, queue, label). docs/observability.md says what
  * is exact and what is an estimate.
  */
-import { layoutOf, type Queryable, sqlOf } from "../layout";
+import { layoutOf, type Sql, sqlOf } from "../layout";
 import { GONE_AFTER_MISSED_CHECK_INS } from "./maintenance";
 
 export type StateMetric =
@@ -132,7 +132,7 @@ union all
 select 'bindings_exact', null, 'expired', 1::float8`;
 
 /** Reads every state gauge: two statements at once (through a pool, on two connections). */
-export async function selectStateRows(db: Queryable): Promise<StateRow[]> {
+export async function selectStateRows(db: Sql): Promise<StateRow[]> {
   const sql = sqlOf(db);
   let rows: StateRow[];
   if ((await layoutOf(sql)) === "distributed") {
