@@ -2,7 +2,6 @@
  * The console's reads by key (lib/console: find-key.ts, digest.ts): a binding's owning job, what
  * became of a key with no binding, and the observations under a key digest.
  */
-import type pg from "pg";
 import type { JobState } from "../../enqueue/types";
 import type { Sql } from "../layout";
 import type { ObservationRow } from "../rows";
@@ -30,8 +29,8 @@ export async function owningJob(db: Sql, jobId: string) {
  * before the storage upgrade, the newest `enqueued` event carrying one of its digests and its scope.
  * Neither has an index for this: run it under a statement timeout.
  */
-export async function newestJobUnderKey(client: pg.ClientBase, scope: string, digests: string[]) {
-  const { rows } = await client.query<{ job_id: string; purged_at: Date | null; expires_at: string | null }>(
+export async function newestJobUnderKey(sql: Sql, scope: string, digests: string[]) {
+  const { rows } = await sql.query<{ job_id: string; purged_at: Date | null; expires_at: string | null }>(
     `select x.job_id, j.purged_at, x.expires_at
                from (select j.id as job_id, j.created_at as at,
                             to_jsonb(j.created_at + j.key_ttl_ms * interval '1 millisecond') #>> '{}' as expires_at
@@ -57,8 +56,8 @@ const PURGED_JOBS_UNDER_DIGEST_SQL = `select j.id as job_id, j.key_scope as scop
       where j.state = 'purged' and j.key_hash is not null and substring(j.key_hash from 1 for 6) = $1::bytea
       order by j.purged_at desc limit 5`;
 
-export async function purgedJobsUnderDigest(client: pg.ClientBase, prefix: Buffer) {
-  const { rows } = await client.query<{ job_id: string; scope: string; purged_at: Date }>({
+export async function purgedJobsUnderDigest(sql: Sql, prefix: Buffer) {
+  const { rows } = await sql.query<{ job_id: string; scope: string; purged_at: Date }>({
     name: "workhorse_console_purged_by_digest",
     text: PURGED_JOBS_UNDER_DIGEST_SQL,
     values: [prefix],
@@ -70,9 +69,9 @@ export async function purgedJobsUnderDigest(client: pg.ClientBase, prefix: Buffe
 export const OBSERVATIONS_BY_DIGEST_SQL =
   "select * from workhorse.enqueue_observation where key_digest = $1 order by id desc limit 20";
 
-export async function observationsByDigest(client: pg.ClientBase, digest: string): Promise<ObservationRow[]> {
+export async function observationsByDigest(sql: Sql, digest: string): Promise<ObservationRow[]> {
   return (
-    await client.query<ObservationRow>({
+    await sql.query<ObservationRow>({
       name: "workhorse_console_observations_by_digest",
       text: OBSERVATIONS_BY_DIGEST_SQL,
       values: [digest],

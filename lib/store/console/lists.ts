@@ -3,7 +3,6 @@
  * observation-reads.ts, audit.ts, operator-reads.ts): each filter as a where clause with numbered
  * parameters, and the statements over it. Keyset pagination throughout: no OFFSET.
  */
-import type pg from "pg";
 import type { JobState } from "../../enqueue/types";
 import { type Sql, sqlOf } from "../layout";
 import { BINDING_COLUMNS, type BindingRow, type ObservationRow } from "../rows";
@@ -175,9 +174,9 @@ async function rareStateQueueRows(
 }
 
 /** Jobs matching `f` per state (with `retrying`), one grouped count; run it under a statement timeout. */
-export async function jobStateCounts(client: pg.ClientBase, f: JobFilter) {
+export async function jobStateCounts(sql: Sql, f: JobFilter) {
   const w = jobBaseWhere(f);
-  return client.query<{ state: JobState; n: string; retrying: string; now: Date }>(
+  return sql.query<{ state: JobState; n: string; retrying: string; now: Date }>(
     `select state, count(*)::text as n, count(*) filter (where state = 'scheduled' and failed)::text as retrying,
               now() as now
          from (select state, last_error is not null as failed from workhorse.job ${w}) s

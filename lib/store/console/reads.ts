@@ -2,9 +2,8 @@
  * The console's reads whose statement differs between the layouts (docs/scale-out.md, "Console and
  * maintenance"): each picks its Citus form here, so the single-node text and plans stay as they are.
  */
-import type pg from "pg";
 import type { JobState } from "../../enqueue/types";
-import { type Sql, sqlOf } from "../layout";
+import { queryPrepared, type Sql, sqlOf } from "../layout";
 import { BINDING_COLUMNS, type BindingRow } from "../rows";
 
 const distributed = async (db: Sql) => (await sqlOf(db).layout()) === "distributed";
@@ -114,16 +113,17 @@ export type DigestBindingRow = BindingRow & {
  * of a few thousand bindings.
  */
 export async function bindingsByDigest(
-  pool: pg.Pool,
+  sql: Sql,
   lo: Buffer,
   hi: Buffer,
   maxScopes: number,
 ): Promise<{ rows: DigestBindingRow[] }> {
-  return (await distributed(pool))
-    ? bindingsByDigestDistributed(pool, lo, hi)
-    : pool.query<DigestBindingRow>({
-        name: "workhorse_console_bindings_by_digest",
-        text: `with recursive scopes(scope, n) as (
+  return (await distributed(sql))
+    ? bindingsByDigestDistributed(sql, lo, hi)
+    : queryPrepared<DigestBindingRow>(
+        sql,
+        "workhorse_console_bindings_by_digest",
+        `with recursive scopes(scope, n) as (
          (select scope, 1 from workhorse.key_binding order by scope limit 1)
          union all
          select (select b.scope from workhorse.key_binding b where b.scope > s.scope order by b.scope limit 1),
@@ -142,8 +142,8 @@ export async function bindingsByDigest(
         where s.scope is not null
         order by x.created_at desc
         limit 50`,
-        values: [lo, hi, maxScopes],
-      });
+        [lo, hi, maxScopes],
+      );
 }
 
 /**
@@ -152,8 +152,8 @@ export async function bindingsByDigest(
  * bucket, so no index serves it: a full scan per shard, bounded by the shards' sizes), and the jobs
  * are read in a second query by id. Every scope is searched.
  */
-async function bindingsByDigestDistributed(pool: pg.Pool, lo: Buffer, hi: Buffer) {
-  const { rows } = await pool.query<BindingRow & { now: Date }>(
+async function bindingsByDigestDistributed(sql: Sql, lo: Buffer, hi: Buffer) {
+  const { rows } = await sql.query<BindingRow & { now: Date }>(
     `select ${BINDING_COLUMNS}, now() as now from workhorse.key_binding b
       where b.key_hash between $1::bytea and $2::bytea
       order by b.created_at desc limit 50`,
@@ -161,7 +161,7 @@ async function bindingsByDigestDistributed(pool: pg.Pool, lo: Buffer, hi: Buffer
   );
   const ids = rows.map((r) => r.job_id);
   const { rows: jobs } = ids.length
-    ? await pool.query<{ id: string; state: JobState; queue: string; type: string }>(
+    ? await sql.query<{ id: string; state: JobState; queue: string; type: string }>(
         "select id, state, queue, type from workhorse.job where id = any($1::uuid[])",
         [ids],
       )

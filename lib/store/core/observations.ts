@@ -1,5 +1,5 @@
 /** The observation log's one statement: a batch of rows appended (observations.ts buffers them). */
-import type pg from "pg";
+import type { Sql } from "../layout";
 
 const INSERT = `insert into workhorse.enqueue_observation
   (at, outcome, reason, queue, type, scope, key_preview, key_digest, key_length, job_id, conflicting_fields,
@@ -13,6 +13,6 @@ select x.at, x.outcome, x.reason, x.queue, x.type, x.scope, x.key_preview, x.key
        last_at timestamptz)`;
 
 /** One INSERT of these rows (their columns by name, as `jsonb_to_recordset` reads them). */
-export async function insertObservations(pool: pg.Pool, rows: readonly object[]): Promise<void> {
-  await pool.query(INSERT, [JSON.stringify(rows)]);
+export async function insertObservations(sql: Sql, rows: readonly object[]): Promise<void> {
+  await sql.query(INSERT, [JSON.stringify(rows)]);
 }

@@ -4,8 +4,8 @@
  * attempt: (job id, attempt number, lease token); a stale attempt's write changes nothing and
  * comes back empty. Statements the worker repeats are named, so PostgreSQL keeps their plans.
  */
-import type pg from "pg";
 import type { ClaimedJob } from "../../enqueue/types";
+import type { Sql } from "../layout";
 import { type ClaimRow, claimedJobFromRow } from "../rows";
 import { workerCall } from "./calls";
 
@@ -17,12 +17,12 @@ export type Attempt = Pick<ClaimedJob, "id" | "attempt" | "leaseOwner">;
  * `run_at` first, leased to `leaseToken` for `leaseMs`; `reap` gives lapsed leases back first.
  */
 export async function claimJobs(
-  pool: pg.Pool,
+  sql: Sql,
   c: { queues: string[]; types: string[] | null; leaseToken: string; limit: number; leaseMs: number; reap: boolean },
 ): Promise<{ jobs: ClaimedJob[]; overdue: number }> {
   // The claimed jobs, then one row with how many jobs the claim failed for their deadline (the
   // function sets workhorse.claim_overdue; the second branch reads it after the first has run).
-  const { rows } = await pool.query<ClaimRow & { overdue: number | null }>({
+  const { rows } = await sql.query<ClaimRow & { overdue: number | null }>({
     name: "workhorse_claim_jobs_counted",
     text: `with c as materialized (
              select id, queue, type, payload, attempt, max_attempts, run_at, deadline, execution_timeout_ms,
@@ -44,11 +44,11 @@ export async function claimJobs(
  * from the answer lost their lease; `cancelRequested` says an operator asked to stop the job.
  */
 export async function heartbeat(
-  pool: pg.Pool,
+  sql: Sql,
   attempts: Attempt[],
   leaseMs: number,
 ): Promise<Array<{ id: string; leaseOwner: string; cancelRequested: boolean }>> {
-  const { rows } = await pool.query<{ id: string; lease_owner: string; cancel_requested: boolean }>({
+  const { rows } = await sql.query<{ id: string; lease_owner: string; cancel_requested: boolean }>({
     name: "workhorse_heartbeat_jobs",
     text: `select id, lease_owner, cancel_requested from ${workerCall("heartbeat_jobs")}`,
     values: [attempts.map((a) => a.id), attempts.map((a) => a.attempt), attempts.map((a) => a.leaseOwner), leaseMs],
@@ -57,11 +57,8 @@ export async function heartbeat(
 }
 
 /** `workhorse.complete_jobs`: records these attempts `succeeded` with their results (JSON text); the ids recorded. */
-export async function completeJobs(
-  pool: pg.Pool,
-  batch: Array<{ attempt: Attempt; result: string }>,
-): Promise<Set<string>> {
-  const { rows } = await pool.query<{ id: string }>({
+export async function completeJobs(sql: Sql, batch: Array<{ attempt: Attempt; result: string }>): Promise<Set<string>> {
+  const { rows } = await sql.query<{ id: string }>({
     name: "workhorse_complete_jobs",
     text: `select id from ${workerCall("complete_jobs")}`,
     values: [
@@ -75,8 +72,8 @@ export async function completeJobs(
 }
 
 /** `workhorse.cancel_attempt`: records an operator-canceled attempt `canceled`; false when the attempt was stale. */
-export async function cancelAttempt(pool: pg.Pool, a: Attempt): Promise<boolean> {
-  const { rows } = await pool.query({
+export async function cancelAttempt(sql: Sql, a: Attempt): Promise<boolean> {
+  const { rows } = await sql.query({
     name: "workhorse_cancel_attempt",
     text: `select id from ${workerCall("cancel_attempt")}`,
     values: [a.id, a.attempt, a.leaseOwner],
@@ -89,11 +86,11 @@ export async function cancelAttempt(pool: pg.Pool, a: Attempt): Promise<boolean>
  * schedules a retry by the job's policy (else `defaultPolicyJson`) or fails the job. Null when stale.
  */
 export async function failJob(
-  pool: pg.Pool,
+  sql: Sql,
   a: Attempt,
   f: { errorJson: string; cause: string; defaultPolicyJson: string },
 ): Promise<{ state: string; runAt: Date | null; delayMs: number | null } | null> {
-  const { rows } = await pool.query<{ state: string; run_at: Date | null; delay_ms: string | null }>({
+  const { rows } = await sql.query<{ state: string; run_at: Date | null; delay_ms: string | null }>({
     name: "workhorse_fail_job",
     text: `select state, run_at, delay_ms from ${workerCall("fail_job")}`,
     values: [a.id, a.attempt, a.leaseOwner, f.errorJson, f.cause, f.defaultPolicyJson],
@@ -103,8 +100,8 @@ export async function failJob(
 }
 
 /** `workhorse.release_jobs`: gives an attempt back (`ready` again, attempt not counted); false when stale. */
-export async function releaseJob(pool: pg.Pool, a: Attempt, reason: "shutdown"): Promise<boolean> {
-  const { rows } = await pool.query({
+export async function releaseJob(sql: Sql, a: Attempt, reason: "shutdown"): Promise<boolean> {
+  const { rows } = await sql.query({
     text: `select id from ${workerCall("release_jobs")}`,
     values: [[a.id], [a.attempt], [a.leaseOwner], reason],
   });
@@ -112,8 +109,8 @@ export async function releaseJob(pool: pg.Pool, a: Attempt, reason: "shutdown"):
 }
 
 /** A checkpoint an earlier attempt of this job stored under `name`, if any. */
-export async function readCheckpoint(pool: pg.Pool, jobId: string, name: string): Promise<{ value: unknown } | null> {
-  const { rows } = await pool.query<{ value: unknown }>({
+export async function readCheckpoint(sql: Sql, jobId: string, name: string): Promise<{ value: unknown } | null> {
+  const { rows } = await sql.query<{ value: unknown }>({
     name: "workhorse_read_checkpoint",
     text: "select value from workhorse.job_checkpoint where job_id = $1::uuid and name = $2::text",
     values: [jobId, name],
@@ -126,11 +123,11 @@ export async function readCheckpoint(pool: pg.Pool, jobId: string, name: string)
  * lease): `saved`, `exists` (another run stored it first: its value comes back), or `stale`.
  */
 export async function saveCheckpoint(
-  pool: pg.Pool,
+  sql: Sql,
   a: Attempt,
   c: { name: string; valueJson: string; leaseMs: number },
 ): Promise<{ status: "saved" | "exists" | "stale"; value: unknown } | null> {
-  const { rows } = await pool.query<{ status: "saved" | "exists" | "stale"; value: unknown }>({
+  const { rows } = await sql.query<{ status: "saved" | "exists" | "stale"; value: unknown }>({
     name: "workhorse_save_checkpoint",
     text: `select status, value from ${workerCall("save_checkpoint")}`,
     values: [a.id, a.attempt, a.leaseOwner, c.name, c.valueJson, c.leaseMs],
@@ -163,8 +160,8 @@ export interface CheckIn {
 }
 
 /** Upserts this worker's heartbeat row, its last check-in now (PostgreSQL's clock). */
-export async function checkIn(pool: pg.Pool, c: CheckIn): Promise<void> {
-  await pool.query({
+export async function checkIn(sql: Sql, c: CheckIn): Promise<void> {
+  await sql.query({
     name: "workhorse_worker_check_in",
     text: `insert into workhorse.worker_heartbeat as w
                   (worker_id, host, pid, queues, types, concurrency, running, held, job_ids, interval_ms,
@@ -194,8 +191,8 @@ export async function checkIn(pool: pg.Pool, c: CheckIn): Promise<void> {
 }
 
 /** Deletes this worker's heartbeat row (it has stopped). */
-export async function checkOut(pool: pg.Pool, workerId: string): Promise<void> {
-  await pool.query({
+export async function checkOut(sql: Sql, workerId: string): Promise<void> {
+  await sql.query({
     name: "workhorse_worker_check_out",
     text: "delete from workhorse.worker_heartbeat where worker_id = $1::text",
     values: [workerId],
