@@ -1,9 +1,9 @@
 "use client";
 import { useRef } from "react";
 import { Link } from "@/components/db-link";
-import type { DeadLetterGroupDto } from "@/lib/console/reads/operator-reads";
 import type { OperatorActionState, RedriveState } from "@/lib/console/wire/action-state";
 import { formatTime } from "@/lib/console/wire/format";
+import type { DeadLetterGroupDto } from "@/lib/console/wire/types";
 import { RedriveDialog } from "./action-dialog";
 import type { FormAction } from "./confirm-dialog";
 import { DeleteDeadLettersDialog } from "./delete-dead-letters";

@@ -2,11 +2,11 @@
 import { useQuery } from "@tanstack/react-query";
 import { type FormEvent, startTransition, useActionState, useState } from "react";
 import { Link } from "@/components/db-link";
-import { queueWorkersNote, workersTaking } from "@/lib/console/reads/queue-workers";
 import type { EnqueueFormState, FieldErrors } from "@/lib/console/wire/action-state";
 import { ENQUEUE_FIELDS as F, MAX_PAYLOAD_TEXT_BYTES, payloadTooLarge } from "@/lib/console/wire/enqueue-fields";
 import { liveUrl } from "@/lib/console/wire/live-urls";
 import { explainOutcome, KEY_LABELS, type KeyModeName, REASON_LABELS } from "@/lib/console/wire/outcome-text";
+import { queueWorkersNote, workersTaking } from "@/lib/console/wire/queue-workers";
 import type { WorkersDto } from "@/lib/console/wire/types";
 import { DEFAULT_QUEUE, DEFAULT_SCOPE, LIMITS } from "@/lib/enqueue/client";
 import { LIVE_INTERVAL_MS, useRefreshPolicy } from "./refresh-policy";

@@ -1,4 +1,4 @@
-import type { PayloadPreview } from "@/lib/console/reads/jobs";
+import type { PayloadPreview } from "@/lib/console/wire/types";
 import { DatabaseAnchor } from "./db-link";
 import { Card, linkClass } from "./ui";
 

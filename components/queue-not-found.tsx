@@ -1,5 +1,5 @@
 import { Link } from "@/components/db-link";
-import type { QueuePath } from "@/lib/console/reads/open-queue";
+import type { QueuePath } from "@/lib/console/wire/types";
 import { cx, echoClass } from "./ui";
 
 /**

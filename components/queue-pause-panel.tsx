@@ -1,8 +1,8 @@
 "use client";
 import { useRef } from "react";
-import type { QueuePauseDto } from "@/lib/console/reads/operator-reads";
 import type { OperatorActionState } from "@/lib/console/wire/action-state";
 import { formatTime } from "@/lib/console/wire/format";
+import type { QueuePauseDto } from "@/lib/console/wire/types";
 import { ActionDialog } from "./action-dialog";
 import { Badge, Card, Table, Td } from "./ui";
 

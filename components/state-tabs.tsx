@@ -1,8 +1,6 @@
 import { Link } from "@/components/db-link";
-import type { StateTab } from "@/lib/console/reads/filters";
-import { STATE_TABS } from "@/lib/console/reads/filters";
-import type { StateTabCounts } from "@/lib/console/reads/jobs";
 import type { TabCount } from "@/lib/console/wire/types";
+import { STATE_TABS, type StateTab, type StateTabCounts } from "@/lib/console/wire/types";
 import { cx } from "./ui";
 
 function compact(c: TabCount): string {

@@ -216,6 +216,20 @@ test("browser code (lib/console/wire) reaches no server module", () => {
   expect(server).toEqual([]);
 });
 
+test("components take what they show from lib/console/wire and lib/enqueue/client only (every browser type is a wire type)", () => {
+  const elsewhere: string[] = [];
+  for (const f of files) {
+    const from = path.relative(ROOT, f).split(path.sep).join("/");
+    if (!from.startsWith("components/")) continue;
+    for (const { target } of importsWithKind(f)) {
+      if (!target.startsWith("lib/")) continue;
+      if (!target.startsWith("lib/console/wire/") && target !== "lib/enqueue/client.ts")
+        elsewhere.push(`${from} -> ${target}`);
+    }
+  }
+  expect(elsewhere).toEqual([]);
+});
+
 /**
  * The longest chain of runtime imports from each module of lib/ (static `import` / `export ... from`
  * that load a module; `import type` loads nothing): its layers, the module itself first.

@@ -6,7 +6,14 @@
 import { z } from "zod";
 import { AUDIT_ACTIONS, ONE_DAY_MS } from "@/lib/enqueue/client";
 import { queueName } from "@/lib/enqueue/input-rules";
-import { BINDING_MODES, JOB_STATES, LISTED_OUTCOMES, SERIES_WINDOWS, type SeriesWindow } from "../wire/types";
+import {
+  BINDING_MODES,
+  LISTED_OUTCOMES,
+  SERIES_WINDOWS,
+  type SeriesWindow,
+  STATE_TABS,
+  type StateTab,
+} from "../wire/types";
 
 type RawParams = Record<string, string | string[] | undefined> | URLSearchParams;
 
@@ -42,10 +49,6 @@ function pick<T>(schema: z.ZodType<T>, value: string | undefined): T | undefined
   const r = schema.safeParse(value);
   return r.success ? r.data : undefined;
 }
-
-/** The jobs page's state tabs: every state, plus "retrying" (scheduled again after a failed attempt). */
-export const STATE_TABS = [...JOB_STATES, "retrying"] as const;
-export type StateTab = (typeof STATE_TABS)[number];
 
 export interface JobFilters {
   /** Queue, type and tag match by prefix: `invoice` finds `invoice-capture`. */

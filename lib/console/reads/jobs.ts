@@ -20,8 +20,18 @@ import {
 } from "@/lib/store/console/lists";
 import { jobsEstimate, trustedJobsEstimate } from "@/lib/store/console/reads";
 import { dbNow } from "@/lib/store/console/status";
-import type { BindingDto, JobDetailDto, JobRowDto, Page, TabCount } from "../wire/types";
-import { type JobFilters, STATE_TABS, type StateTab } from "./filters";
+import {
+  type BindingDto,
+  type JobDetailDto,
+  type JobRowDto,
+  type Page,
+  type PayloadPreview,
+  STATE_TABS,
+  type StateTab,
+  type StateTabCounts,
+  type TabCount,
+} from "../wire/types";
+import type { JobFilters } from "./filters";
 import { stateCounts } from "./overview";
 import { iso, isoOrNull, readWithTimeout, type Sql } from "./read-queries";
 
@@ -158,14 +168,6 @@ function withOriginalRequest(events: JobDetailDto["events"]): JobDetailDto["even
 /** The most of a payload's pretty JSON the job page shows inline; the rest is a download. */
 export const PAYLOAD_PREVIEW_CHARS = 16_384;
 
-export interface PayloadPreview {
-  /** The pretty JSON (2-space indent), cut at PAYLOAD_PREVIEW_CHARS characters. */
-  preview: string;
-  truncated: boolean;
-  /** UTF-8 bytes of the whole pretty JSON (what the download serves). */
-  bytes: number;
-}
-
 /** The whole payload as pretty JSON (the download), or null when no job has this id. */
 export async function jobPayloadJson(db: Sql, id: string): Promise<string | null> {
   const row = await selectJobPayload(sqlOf(db), id);
@@ -187,11 +189,6 @@ export async function jobPayload(db: Sql, id: string): Promise<PayloadPreview | 
 const EXACT_COUNT_LIMIT = 50_000;
 /** The exact tab count is one scan; past this it gives way to estimates. */
 const TAB_COUNT_TIMEOUT_MS = 1_000;
-
-export interface StateTabCounts {
-  counts: Record<StateTab | "all", TabCount>;
-  now: string;
-}
 
 /**
  * Counts for the jobs page's state tabs under the current filters (the state tab itself aside).

@@ -2,13 +2,11 @@ import "server-only";
 import { cache } from "react";
 import { queueProbed } from "@/lib/store/console/status";
 import { pathParam } from "../auth/request-info";
+import type { QueuePath } from "../wire/types";
 import { parseQueueName } from "./filters";
 import { jobPathMissing } from "./open-job";
 import { stateCounts } from "./overview";
 import type { Sql } from "./read-queries";
-
-/** What a `/queues/<name>` path names: a queue name, or something that is not one. */
-export type QueuePath = { kind: "name"; queue: string } | { kind: "invalid" };
 
 /**
  * The queue a path names (`/queues/<name>`, percent-decoded): "invalid" when the name does not

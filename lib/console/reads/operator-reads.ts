@@ -2,7 +2,7 @@ import "server-only";
 import { selectPausedQueues, sqlOf } from "@/lib/store/console/core";
 import { countJobs, jobIds } from "@/lib/store/console/lists";
 import { deadLetterGroupRows, pendingQueueNames } from "@/lib/store/console/reads";
-import type { CappedCount } from "../wire/types";
+import type { CappedCount, DeadLetterGroupDto, QueuePauseDto } from "../wire/types";
 /**
  * Read models for the operator-action pages: queue pauses and dead-letter groups. Reads only; every
  * write goes through lib/enqueue.
@@ -10,27 +10,10 @@ import type { CappedCount } from "../wire/types";
 import type { JobFilters } from "./filters";
 import { iso, type Sql } from "./read-queries";
 
-export interface QueuePauseDto {
-  queue: string;
-  pausedAt: string;
-  pausedBy: string;
-  reason: string;
-}
-
 /** Paused queues with who paused them, when and why. */
 export async function pausedQueues(db: Sql): Promise<QueuePauseDto[]> {
   const rows = await selectPausedQueues(sqlOf(db));
   return rows.map((r) => ({ ...r, pausedAt: iso(r.pausedAt) }));
-}
-
-export interface DeadLetterGroupDto {
-  queue: string;
-  type: string;
-  errorName: string;
-  count: number;
-  newestFinishedAt: string;
-  newestMessage: string | null;
-  newestJobId: string;
 }
 
 /** How many of the newest failed jobs the dead-letter groups are made from. */

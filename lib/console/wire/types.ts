@@ -284,3 +284,40 @@ export type KeyEverywhere = {
   queue: string | null;
   message: string | null;
 }[];
+
+/** The jobs page's state tabs: every state, plus "retrying" (scheduled again after a failed attempt). */
+export const STATE_TABS = [...JOB_STATES, "retrying"] as const;
+export type StateTab = (typeof STATE_TABS)[number];
+
+export interface StateTabCounts {
+  counts: Record<StateTab | "all", TabCount>;
+  now: string;
+}
+
+export interface PayloadPreview {
+  /** The pretty JSON (2-space indent), cut at PAYLOAD_PREVIEW_CHARS characters. */
+  preview: string;
+  truncated: boolean;
+  /** UTF-8 bytes of the whole pretty JSON (what the download serves). */
+  bytes: number;
+}
+
+export interface QueuePauseDto {
+  queue: string;
+  pausedAt: string;
+  pausedBy: string;
+  reason: string;
+}
+
+export interface DeadLetterGroupDto {
+  queue: string;
+  type: string;
+  errorName: string;
+  count: number;
+  newestFinishedAt: string;
+  newestMessage: string | null;
+  newestJobId: string;
+}
+
+/** What a `/queues/<name>` path names: a queue name, or something that is not one. */
+export type QueuePath = { kind: "name"; queue: string } | { kind: "invalid" };

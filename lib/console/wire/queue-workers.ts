@@ -3,7 +3,7 @@
  * Workers page's data, lib/console/reads/workers.ts): the enqueue-test form says so beside its Queue
  * field. Client-safe (wire types only).
  */
-import type { WorkersDto } from "../wire/types";
+import type { WorkersDto } from "./types";
 
 type WorkerDto = WorkersDto["workers"][number];
 
