@@ -160,17 +160,25 @@ function layerOf(file: string): number {
   return 8;
 }
 
-test("lib/ imports only downwards: store, core, worker, the public surface, console", () => {
-  const upward: string[] = [];
+/** Every import edge `from -> target` of the modules under `under` for which `wrong(from, target, typeOnly)` holds. */
+function edgesWhere(under: string, wrong: (from: string, target: string, typeOnly: boolean) => boolean): string[] {
+  const edges: string[] = [];
   for (const f of files) {
     const from = path.relative(ROOT, f).split(path.sep).join("/");
-    if (!from.startsWith("lib/")) continue;
+    if (!from.startsWith(under)) continue;
     for (const { target, typeOnly } of importsWithKind(f)) {
-      if (!target.startsWith("lib/")) continue;
-      const modelType = typeOnly && from.startsWith("lib/store/") && target.startsWith("lib/enqueue/");
-      if (layerOf(target) > layerOf(from) && !modelType) upward.push(`${from} -> ${target}`);
+      if (wrong(from, target, typeOnly)) edges.push(`${from} -> ${target}`);
     }
   }
+  return edges;
+}
+
+test("lib/ imports only downwards: store, core, worker, the public surface, console", () => {
+  const upward = edgesWhere("lib/", (from, target, typeOnly) => {
+    if (!target.startsWith("lib/")) return false;
+    const modelType = typeOnly && from.startsWith("lib/store/") && target.startsWith("lib/enqueue/");
+    return layerOf(target) > layerOf(from) && !modelType;
+  });
   expect(upward).toEqual([]);
 });
 
@@ -191,43 +199,23 @@ const CONSOLE_EXCEPTIONS: Record<string, string> = {
 };
 
 test("lib/console imports only the core's public surface and lib/store/console", () => {
-  const past: string[] = [];
-  for (const f of files) {
-    const from = path.relative(ROOT, f).split(path.sep).join("/");
-    if (!from.startsWith("lib/console/")) continue;
-    for (const { target } of importsWithKind(f)) {
-      const edge = `${from} -> ${target}`;
-      if (target.startsWith("lib/") && !consoleMayImport(target) && !(edge in CONSOLE_EXCEPTIONS)) past.push(edge);
-    }
-  }
+  const past = edgesWhere(
+    "lib/console/",
+    (from, target) =>
+      target.startsWith("lib/") && !consoleMayImport(target) && !(`${from} -> ${target}` in CONSOLE_EXCEPTIONS),
+  );
   expect(past).toEqual([]);
 });
 
+/** What browser code may load: the wire modules and the core's client-safe entry. */
+const browserSafe = (target: string) => target.startsWith("lib/console/wire/") || target === "lib/enqueue/client.ts";
+
 test("browser code (lib/console/wire) reaches no server module", () => {
-  const server: string[] = [];
-  for (const f of files) {
-    const from = path.relative(ROOT, f).split(path.sep).join("/");
-    if (!from.startsWith("lib/console/wire/")) continue;
-    for (const { target, typeOnly } of importsWithKind(f)) {
-      const browserSafe = target.startsWith("lib/console/wire/") || target === "lib/enqueue/client.ts";
-      if (!typeOnly && !browserSafe) server.push(`${from} -> ${target}`);
-    }
-  }
-  expect(server).toEqual([]);
+  expect(edgesWhere("lib/console/wire/", (_, target, typeOnly) => !typeOnly && !browserSafe(target))).toEqual([]);
 });
 
 test("components take what they show from lib/console/wire and lib/enqueue/client only (every browser type is a wire type)", () => {
-  const elsewhere: string[] = [];
-  for (const f of files) {
-    const from = path.relative(ROOT, f).split(path.sep).join("/");
-    if (!from.startsWith("components/")) continue;
-    for (const { target } of importsWithKind(f)) {
-      if (!target.startsWith("lib/")) continue;
-      if (!target.startsWith("lib/console/wire/") && target !== "lib/enqueue/client.ts")
-        elsewhere.push(`${from} -> ${target}`);
-    }
-  }
-  expect(elsewhere).toEqual([]);
+  expect(edgesWhere("components/", (_, target) => target.startsWith("lib/") && !browserSafe(target))).toEqual([]);
 });
 
 /**
