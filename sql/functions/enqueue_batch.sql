@@ -1,23 +1,15 @@
--- The signature before migration 009: CREATE OR REPLACE cannot change argument types, so an
--- installation made before then loses the old one here.
+-- The signatures before migrations 009, 013, 018 (no p_trace_context) and 026 (no p_hold_untils), in
+-- that order: CREATE OR REPLACE cannot change or add an argument, so an installation made before one
+-- of them loses the old function here.
 drop function if exists workhorse.enqueue_batch(uuid[], text[], text[], jsonb, timestamptz[], integer[], jsonb[], timestamptz[],
                                       bigint[], text[], text[], integer[], text[], text[], bytea[], text[], integer[],
                                       bigint[], bytea[], bytea[], boolean);
-
--- The signature before migration 013: CREATE OR REPLACE cannot change argument types, so an
--- installation made before then loses the old one here.
 drop function if exists workhorse.enqueue_batch(uuid[], text[], text[], jsonb, timestamptz[], integer[], jsonb[], timestamptz[],
                                       bigint[], text[], text[], integer[], text[], text[], bytea[], text[], integer[],
                                       bigint[], bytea[], bytea[], boolean, text[], bigint[]);
-
--- The signature before migration 018 (no p_trace_context): CREATE OR REPLACE cannot add an
--- argument, so an installation made before then loses the old one here.
 drop function if exists workhorse.enqueue_batch(uuid[], text[], text[], jsonb, timestamptz[], integer[], jsonb[], timestamptz[],
                                       bigint[], text[], text[], integer[], text[], text[], bytea[], text[], integer[],
                                       bigint[], bytea[], bytea[], boolean, text[], bigint[], boolean);
-
--- The signature before migration 026 (no p_hold_untils): CREATE OR REPLACE cannot add an
--- argument, so an installation made before then loses the old one here.
 drop function if exists workhorse.enqueue_batch(uuid[], text[], text[], jsonb, timestamptz[], integer[], jsonb[], timestamptz[],
                                       bigint[], text[], text[], integer[], text[], text[], bytea[], text[], integer[],
                                       bigint[], bytea[], bytea[], boolean, text[], bigint[], boolean, text);

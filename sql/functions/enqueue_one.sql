@@ -10,28 +10,17 @@
 --@citus+   timestamptz, bigint, text, text[], text, text, bytea, text, integer, bigint, bytea, boolean, text, bigint, boolean);
 --@citus+ drop function if exists workhorse.enqueue_one_at(integer, integer, uuid, text, text, jsonb, timestamptz, integer, jsonb,
 --@citus+   timestamptz, bigint, text, text[], text, text, bytea, text, integer, bigint, bytea, boolean, text, bigint, boolean, text);
--- The signature before migration 006: CREATE OR REPLACE cannot change argument types, so an
--- installation made before then loses the old one here.
+-- The signatures before migrations 006, 009, 013, 018 (no p_trace_context) and 026 (no p_hold_until),
+-- in that order: CREATE OR REPLACE cannot change or add an argument, so an installation made before
+-- one of them loses the old function here.
 drop function if exists workhorse.enqueue_one(uuid, text, text, jsonb, timestamptz, integer, jsonb, timestamptz, bigint, text, --@single
                                     text[], text, text, bytea, text, integer, bigint, text[], boolean); --@single
-
--- The signature before migration 009: CREATE OR REPLACE cannot change argument types, so an
--- installation made before then loses the old one here.
 drop function if exists workhorse.enqueue_one(uuid, text, text, jsonb, timestamptz, integer, jsonb, timestamptz, bigint, text, --@single
                                     text[], text, text, bytea, text, integer, bigint, bytea, boolean); --@single
-
--- The signature before migration 013: CREATE OR REPLACE cannot change argument types, so an
--- installation made before then loses the old one here.
 drop function if exists workhorse.enqueue_one(uuid, text, text, jsonb, timestamptz, integer, jsonb, timestamptz, bigint, text, --@single
                                     text[], text, text, bytea, text, integer, bigint, bytea, boolean, text, bigint); --@single
-
--- The signature before migration 018 (no p_trace_context): CREATE OR REPLACE cannot add an
--- argument, so an installation made before then loses the old one here.
 drop function if exists workhorse.enqueue_one(uuid, text, text, jsonb, timestamptz, integer, jsonb, timestamptz, bigint, text, --@single
                                     text[], text, text, bytea, text, integer, bigint, bytea, boolean, text, bigint, boolean); --@single
-
--- The signature before migration 026 (no p_hold_until): CREATE OR REPLACE cannot add an
--- argument, so an installation made before then loses the old one here.
 drop function if exists workhorse.enqueue_one(uuid, text, text, jsonb, timestamptz, integer, jsonb, timestamptz, bigint, text, --@single
                                     text[], text, text, bytea, text, integer, bigint, bytea, boolean, text, bigint, boolean, --@single
                                     text); --@single

@@ -1,5 +1,5 @@
 -- The Citus variant of sql/functions/enqueue_batch.sql (docs/scale-out.md); bring it in line when that file changes.
--- follows: sql/functions/enqueue_batch.sql c641927f608b904b
+-- follows: sql/functions/enqueue_batch.sql fb279bcc48a89ab3
 
 -- A batch on the coordinator, one transaction (two-phase commit across the workers it touched, so a
 -- conflict anywhere leaves nothing anywhere): the requests go shard by shard, each decided by
