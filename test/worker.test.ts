@@ -601,6 +601,8 @@ describe("shutdown", () => {
     expect(row.attempt).toBe(0);
     expect(reasons).toHaveLength(1);
     expect(reasons[0]).toBeInstanceOf(WorkerStoppingError);
+    expect((reasons[0] as WorkerStoppingError).graceMs).toBe(300);
+    expect((reasons[0] as Error).message).toContain("300 ms grace period ran out");
     expect(await kinds(stuck)).toEqual(["enqueued", "claimed", "released"]);
     expect(w.stats()).toMatchObject({ claimed: 2, succeeded: 1, released: 1, running: 0 });
   });

@@ -407,11 +407,20 @@ export class LeaseLostError extends WorkhorseError {
   }
 }
 
-/** The worker is stopping and its grace period ran out: the signal fires with this reason. */
+/**
+ * The worker is stopping and its grace period ran out: the signal fires with this reason. `graceMs`:
+ * the grace `stop()` gave running attempts (the worker always sets it; optional only so code that
+ * made one without it still compiles).
+ */
 export class WorkerStoppingError extends WorkhorseError {
   static override readonly kind: string = "WorkerStoppingError";
-  constructor() {
-    super("WORKER_STOPPING", "The worker is shutting down; the attempt will be released and run again.");
+  constructor(readonly graceMs?: number) {
+    super(
+      "WORKER_STOPPING",
+      graceMs === undefined
+        ? "The worker is shutting down; the attempt will be released and run again."
+        : `The worker is shutting down and its ${graceMs} ms grace period ran out; the attempt will be released and run again (a longer stop({ graceMs }) lets attempts finish).`,
+    );
   }
 }
 

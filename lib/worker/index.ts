@@ -174,7 +174,7 @@ export class Worker {
     await this.listener?.stop();
     const allDone = () => Promise.all([...this.done.values()]).then(() => {});
     if (this.done.size > 0) await Promise.race([allDone(), sleep(graceMs)]);
-    for (const r of this.running.values()) this.interrupt(r, "shutdown", new WorkerStoppingError());
+    for (const r of this.running.values()) this.interrupt(r, "shutdown", new WorkerStoppingError(graceMs));
     if (this.done.size > 0) await Promise.race([allDone(), sleep(this.settings.abortGraceMs + 5000)]);
     this.giveUp = true; // outcome writes still retrying (database down) stop trying; leases lapse instead
     await allDone();

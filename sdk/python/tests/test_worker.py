@@ -298,7 +298,7 @@ def test_sigterm_stops_claiming_lets_handlers_finish_and_releases_the_rest(
             assert proc.line("stopping") == "stopping"  # the worker has stopped claiming
             late = queue.enqueue("t.finish", {"release": release}, EnqueueOptions(queue=q))
             Path(release).touch()  # the first handler finishes inside the grace period
-            assert proc.line("stop signal") == "stop signal WorkerStoppingError"
+            assert proc.line("stop signal") == "stop signal WorkerStoppingError 1500"
             stats = json.loads(proc.line("stopped").removeprefix("stopped "))
             assert proc.p.wait(30) == 0
         finally:

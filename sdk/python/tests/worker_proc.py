@@ -45,7 +45,7 @@ def main() -> None:
     def waits_for_stop(payload: Any, ctx: JobContext) -> Any:
         say(f"started {ctx.job_id}")
         ctx.stopped.wait()
-        say(f"stop signal {type(ctx.stop_reason).__name__}")
+        say(f"stop signal {type(ctx.stop_reason).__name__} {getattr(ctx.stop_reason, 'grace_ms', None)}")
         ctx.raise_if_stopped()
 
     handlers = (

@@ -142,12 +142,20 @@ class LeaseLostError(WorkhorseError):
 
 
 class WorkerStoppingError(WorkhorseError):
-    """The worker is stopping and its grace period ran out: the stop signal fires with it."""
+    """The worker is stopping and its grace period ran out: the stop signal fires with it.
+    ``grace_ms``: the grace ``stop()`` gave running attempts (the worker always sets it)."""
 
     code = "WORKER_STOPPING"
 
-    def __init__(self) -> None:
-        super().__init__("The worker is shutting down; the attempt will be released and run again.")
+    def __init__(self, grace_ms: int | None = None) -> None:
+        if grace_ms is None:
+            super().__init__("The worker is shutting down; the attempt will be released and run again.")
+        else:
+            super().__init__(
+                f"The worker is shutting down and its {grace_ms} ms grace period ran out; the attempt will be"
+                " released and run again (a longer stop(grace_ms=...) lets attempts finish)."
+            )
+        self.grace_ms = grace_ms
 
 
 class JobCanceledError(WorkhorseError):

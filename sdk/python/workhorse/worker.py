@@ -210,7 +210,7 @@ class Worker:
         with self._lock:
             attempts = list(self._running.values())
         for r in attempts:
-            r.interrupt("shutdown", WorkerStoppingError())
+            r.interrupt("shutdown", WorkerStoppingError(grace_ms))
         self._wait_idle(self._abort_grace_ms / 1000 + 5)
         self._give_up = True  # outcome writes still retrying (database down) stop; leases lapse instead
         self._wait_idle(None)
