@@ -1,7 +1,9 @@
 // One lock order (docs/decisions.md, "Lock order"): every function that locks a job and its key's
 // binding locks the job first. A debounce request used to lock the binding first, and deadlocked
 // (40P01, after deadlock_timeout) with a purge or a redrive of its key's job, which lock the job
-// and then release or move the binding. The Queue's retry is off here, so a deadlock would surface.
+// and then release or move the binding. Operator actions on a selection lock their jobs in id order
+// (a bulk purge updated its jobs in plan order and deadlocked with a bulk cancel of the same jobs).
+// The Queue's retry is off here, so a deadlock would surface.
 import { beforeAll, expect, test } from "vitest";
 import { WorkhorseDatabaseError } from "../lib/enqueue";
 import { sqlStateOf } from "../lib/enqueue/errors";
@@ -18,11 +20,14 @@ function stateOf(err: unknown): string | undefined {
   return sqlStateOf(err instanceof WorkhorseDatabaseError ? err.cause : err) ?? sqlStateOf(err);
 }
 
-/** Runs `race(i)` RACES times, one after another; stops at the first deadlock. Returns the failures. */
-async function races(race: (i: number) => Promise<unknown[]>): Promise<{ deadlocks: string[]; other: unknown[] }> {
+/** Runs `race(i)` `count` times, one after another; stops at the first deadlock. Returns the failures. */
+async function races(
+  race: (i: number) => Promise<unknown[]>,
+  count = RACES,
+): Promise<{ deadlocks: string[]; other: unknown[] }> {
   const deadlocks: string[] = [];
   const other: unknown[] = [];
-  for (let i = 0; i < RACES && deadlocks.length === 0; i++) {
+  for (let i = 0; i < count && deadlocks.length === 0; i++) {
     const settled = await Promise.allSettled(await race(i));
     for (const s of settled) {
       if (s.status === "fulfilled") continue;
@@ -67,3 +72,38 @@ test("a redrive racing three debounce requests on its key never deadlocks", asyn
   expect(res.deadlocks).toEqual([]);
   expect(res.other).toEqual([]);
 }, 60_000);
+
+test("bulk cancels, purges and dead-letter deletes over the same jobs in opposite orders never deadlock, and each job ends once", async () => {
+  const q = t.queue({ retry: false });
+  const scope = `bulk-${Date.now()}`;
+  const outcomes: number[] = [];
+  const res = await races(async (i) => {
+    const ids = await q.enqueueMany(
+      Array.from({ length: 30 }, (_, k) => ({
+        type: "t",
+        payload: { k },
+        options: {
+          idempotency:
+            k % 3 ? { key: `k${i}-${k}`, scope } : { key: `k${i}-${k}`, scope, holdUntil: "finished" as const },
+        },
+      })),
+    );
+    const reversed = [...ids].reverse();
+    return [
+      q.cancel({ jobIds: ids }, ctx),
+      q.purgeJobs({ jobIds: reversed }, ctx),
+      q.cancel({ jobIds: reversed }, ctx),
+      q.deleteFailedJobs({ jobIds: ids }, { ...ctx, releaseKeys: true }),
+    ].map((p, n) =>
+      p.then((r) => {
+        if (n < 3) outcomes.push(("canceled" in r ? r.canceled : 0) + ("purged" in r ? r.purged : 0));
+        return r;
+      }),
+    );
+  }, 40);
+  expect(res.deadlocks).toEqual([]);
+  expect(res.other).toEqual([]);
+  // Each race ended its 30 jobs exactly once between the two cancels and the purge.
+  const perRace = Array.from({ length: 40 }, (_, i) => outcomes.slice(3 * i, 3 * i + 3).reduce((a, b) => a + b, 0));
+  expect(perRace).toEqual(Array(40).fill(30));
+}, 120_000);
