@@ -2,8 +2,8 @@
  * Operator actions: what a bulk cancel, purge and dead-letter delete of the largest selection
  * (MAX_JOB_IDS ids) and a single-job cancel cost with the text one node and Citus share (`shared`:
  * each job locked in id order, then set-based changes) against what ran before
- * (`before`): on one node the set-based statements of bench/prototypes/set-based-operator-actions.sql,
- * on Citus the job-by-job statements of bench/prototypes/job-by-job-citus-operator-actions.sql.
+ * (`before`, the texts at commit 8b9e6d8, read from git): on one node set-based statements, on Citus
+ * a hand-written variant changing each job by statements of its own.
  * docs/benchmarks.md, "Operator actions: one text for both layouts".
  *
  *   npx tsx bench/operator-actions.ts                  7 rounds on an embedded server (~1 minute on 2 cores)
@@ -17,14 +17,14 @@
  * (made failed first; their keys released with them), each one call timed from the client; then 200 single-id cancels of new jobs.
  * Prints per-round times, the medians and shared ÷ before, and writes JSON to bench/results/.
  */
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import pg from "pg";
+import type pg from "pg";
 import { startPrivateServer, stopEmbeddedPostgres } from "../lib/db";
-import { migrate, Queue } from "../lib/enqueue";
+import { Queue } from "../lib/enqueue";
 import { MAX_JOB_IDS } from "../lib/enqueue/limits";
-import { prepareCitusDatabase } from "../test/citus";
-import { withFreshDatabase } from "./lib/worker-drain";
+import { type BenchDatabaseServer, withFreshDatabase } from "./lib/worker-drain";
 
 function arg(name: string, fallback: string): string {
   const hit = process.argv.find((a) => a.startsWith(`--${name}=`));
@@ -35,14 +35,20 @@ const ROUNDS = Number(arg("rounds", "7"));
 const IDS = Number(arg("ids", String(MAX_JOB_IDS)));
 const SINGLES = 200;
 const CITUS = process.argv.includes("--citus");
-const BEFORE_SQL = readFileSync(
-  path.join(
-    import.meta.dirname,
-    "prototypes",
-    CITUS ? "job-by-job-citus-operator-actions.sql" : "set-based-operator-actions.sql",
-  ),
-  "utf8",
-);
+/** The commit whose operator-action texts the `before` variant installs: the last before they were shared. */
+const BEFORE_COMMIT = "8b9e6d8";
+const BEFORE_SQL = ["cancel_jobs", "purge_job_list", "delete_failed_jobs"]
+  .map((name) => {
+    const file = `sql/functions/${CITUS ? "citus/" : ""}${name}.sql`;
+    try {
+      return execFileSync("git", ["show", `${BEFORE_COMMIT}:${file}`], { encoding: "utf8" });
+    } catch {
+      throw new Error(
+        `the before variant reads ${file} at ${BEFORE_COMMIT} from git: run the bench in a clone with history`,
+      );
+    }
+  })
+  .join("\n");
 
 const VARIANTS = ["before", "shared"] as const;
 type Variant = (typeof VARIANTS)[number];
@@ -110,31 +116,17 @@ function median(xs: number[]): number {
   return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
 }
 
-/** A fresh database with the distributed layout on the Citus cluster at DATABASE_URL, as withFreshDatabase. */
-async function withFreshCitusDatabase<T>(name: string, run: (pool: pg.Pool) => Promise<T>): Promise<T> {
+/** The Citus coordinator at DATABASE_URL (a cluster from scripts/citus-cluster.sh), as a bench server. */
+function citusServer(): BenchDatabaseServer {
   const adminUrl = process.env.DATABASE_URL;
   if (!adminUrl) throw new Error('--citus needs DATABASE_URL: eval "$(scripts/citus-cluster.sh start 2)" first');
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`drop database if exists ${name} with (force)`);
-  await admin.query(`create database ${name}`);
-  await prepareCitusDatabase(adminUrl, url.toString());
-  const pool = new pg.Pool({ connectionString: url.toString(), max: 10 });
-  pool.on("error", () => {});
-  try {
-    await migrate(pool, { distributed: true });
-    return await run(pool);
-  } finally {
-    await pool.end();
-    await admin.query(`drop database if exists ${name} with (force)`);
-    await admin.end();
-  }
+  const urlFor = (db: string) => Object.assign(new URL(adminUrl), { pathname: `/${db}` }).toString();
+  return { adminUrl, urlFor };
 }
 
 async function main() {
   const info = CITUS ? null : await startPrivateServer({ ephemeral: true });
+  const server = info ?? citusServer();
   const times = new Map<string, number[]>();
   const started = new Date();
   try {
@@ -145,9 +137,7 @@ async function main() {
       const order = r % 2 ? [...VARIANTS].reverse() : VARIANTS;
       for (const v of order) {
         const name = `workhorse_bench_operator_${process.pid}`;
-        const ms = info
-          ? await withFreshDatabase(info, name, (pool) => round(pool, v))
-          : await withFreshCitusDatabase(name, (pool) => round(pool, v));
+        const ms = await withFreshDatabase(server, name, (pool) => round(pool, v), { distributed: CITUS });
         for (const m of MEASURES) times.set(`${v} ${m}`, [...(times.get(`${v} ${m}`) ?? []), ms[m]]);
         console.log(
           `  round ${r + 1} ${v.padEnd(10)} ${MEASURES.map((m) => `${m} ${ms[m].toFixed(2)} ms`).join(", ")}`,

@@ -40,12 +40,13 @@ async function audits() {
 }
 
 describe("deleteFailedJobs", () => {
-  test("deletes the failed jobs of a selection with their events and redrive requests; other jobs are counted, not touched; one audit row", async () => {
+  test("deletes the failed jobs of a selection with their events, checkpoints and redrive requests; other jobs are counted, not touched; one audit row", async () => {
     const q = t.queue();
     const [a, b, c] = (await failedJobs("dl1", 3)) as [string, string, string];
     await q.redrive({ jobIds: [c], requestId: "r1", requestedBy: "bob", reason: "try again" });
     const pending = await q.enqueue("x", {}, { queue: "dl1", runAt: new Date(Date.now() + 3_600_000) });
     expect(await t.count("job_event", `job_id in ('${a}', '${b}')`)).toBeGreaterThan(0);
+    await t.sql("insert into workhorse.job_checkpoint (job_id, name, attempt, value) values ($1, 'page', 1, '3')", [a]);
 
     const r = await q.deleteFailedJobs(
       { jobIds: [a, b, c, pending, MISSING] },
@@ -60,6 +61,7 @@ describe("deleteFailedJobs", () => {
     expect(await t.count("job", `id in ('${a}', '${b}', '${c}')`)).toBe(0);
     expect(await t.count("job_event", `job_id in ('${a}', '${b}', '${c}')`)).toBe(0);
     expect(await t.count("redrive_request", `source_job_id = '${c}'`)).toBe(0);
+    expect(await t.count("job_checkpoint", `job_id = '${a}'`)).toBe(0);
     expect(await t.count("job", `id = '${pending}' and state = 'scheduled'`)).toBe(1);
     expect((await audits()).at(-1)).toEqual({
       actor: "alice@ops",

@@ -4,26 +4,33 @@
  */
 import pg from "pg";
 import { migrate, Worker } from "../../lib/enqueue";
+import { prepareCitusDatabase } from "../../test/citus";
 
 export interface BenchDatabaseServer {
   adminUrl: string;
   urlFor: (db: string) => string;
 }
 
-/** Creates database `name` (dropping a leftover), migrates it, runs `run` on a pool of 10, drops it. */
+/**
+ * Creates database `name` (dropping a leftover), migrates it, runs `run` on a pool of 10, drops it.
+ * `distributed`: `server` is a Citus coordinator with workers, and the database gets the distributed
+ * layout.
+ */
 export async function withFreshDatabase<T>(
   server: BenchDatabaseServer,
   name: string,
   run: (pool: pg.Pool) => Promise<T>,
+  options: { distributed?: boolean } = {},
 ): Promise<T> {
   const admin = new pg.Client({ connectionString: server.adminUrl });
   await admin.connect();
   await admin.query(`drop database if exists ${name} with (force)`);
   await admin.query(`create database ${name}`);
+  if (options.distributed) await prepareCitusDatabase(server.adminUrl, server.urlFor(name));
   const pool = new pg.Pool({ connectionString: server.urlFor(name), max: 10 });
   pool.on("error", () => {}); // the drop below ends connections the pool may still hold
   try {
-    await migrate(pool);
+    await migrate(pool, { distributed: options.distributed });
     return await run(pool);
   } finally {
     await pool.end();

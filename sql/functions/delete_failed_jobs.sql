@@ -1,11 +1,10 @@
--- Clearing dead letters (operator): deletes the given jobs that are `failed`, with their events and
--- redrive requests (and checkpoints: on one node their delete trigger also would), and one audit row
--- for the call. A failed job that still owns a live key binding is kept and returned in
--- owning_live_key (a replay of its request would find no job), unless p_release_keys: then its
--- bindings are released first (they are counted) and it is deleted too. Other ids are counted by
--- state ('missing' for unknown ones). Each failed job is locked in id order (FOR UPDATE: one being
--- changed by another transaction waits), on Citus on its shard by the bucket in its id; then the
--- deletes run set-based. One node runs the same text.
+-- Clearing dead letters (operator): deletes the given jobs that are `failed`, with their events,
+-- checkpoints and redrive requests, and one audit row for the call. A failed job that still owns a
+-- live key binding is kept and returned in owning_live_key (a replay of its request would find no
+-- job), unless p_release_keys: then its bindings are released first (they are counted) and it is
+-- deleted too. Other ids are counted by state ('missing' for unknown ones). Each failed job is
+-- locked in id order (FOR UPDATE: one being changed by another transaction waits), on Citus on its
+-- shard by the bucket in its id; then the deletes run set-based. One node runs the same text.
 create or replace function workhorse.delete_failed_jobs(p_ids uuid[], p_actor text, p_reason text,
                                                         p_release_keys boolean)
 returns table (deleted integer, released_bindings integer, owning_live_key uuid[], unchanged jsonb)
@@ -49,7 +48,9 @@ begin
   end if;
   if cardinality(v_doomed) > 0 then
     delete from workhorse.job_event e where e.job_id = any (v_doomed);
-    delete from workhorse.job_checkpoint c where c.job_id = any (v_doomed);
+    -- Checkpoints go with the job through its delete trigger (job_deleted_worker_rows), which a
+    -- shard of the distributed layout does not run: there they are deleted here.
+    --@citus+ delete from workhorse.job_checkpoint c where c.job_id = any (v_doomed);
     delete from workhorse.redrive_request q where q.source_job_id = any (v_doomed);
     delete from workhorse.job j where j.id = any (v_doomed);
     --@citus delete from workhorse.job j where j.bucket = any (v_buckets) and j.id = any (v_doomed);
