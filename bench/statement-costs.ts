@@ -93,7 +93,7 @@ const shapes: Record<string, (rs: NormalizedRequest[]) => Promise<unknown>> = {
         column(rs, (k) => k.key.keyPreview),
         column(rs, (k) => k.key.keyLength),
         column(rs, (k) => k.ttlMs),
-        column(rs, (k) => k.fieldDigests),
+        column(rs, () => null),
       ],
     }),
 };

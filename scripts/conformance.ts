@@ -10,11 +10,12 @@ import { EnqueueValidationError } from "../lib/enqueue/errors";
 import { KeyRing, legacyKeyHash } from "../lib/enqueue/keys";
 import { LIMITS } from "../lib/enqueue/limits";
 import { encodePayload } from "../lib/enqueue/payload";
-import { jsonbText, payloadDigestOf } from "../lib/enqueue/payload-text";
+import { jsonbText } from "../lib/enqueue/payload-text";
 import { FINGERPRINT_FIELDS } from "../lib/enqueue/vocabulary";
 import { ENQUEUE_HOLD_PARAM, ENQUEUE_ONE_PARAMS, oneRequestValues } from "../lib/store/core/enqueue";
 import { bucketedId, keyBucket } from "../lib/store/ids";
 import { WORKER_FUNCTIONS } from "../lib/store/worker/calls";
+import { fieldDigestsOf, payloadDigestOf } from "./field-digests";
 import { writeOrCheck } from "./generated-file.mjs";
 
 const OUT = new URL("../sdk/conformance/enqueue.json", import.meta.url);
@@ -408,9 +409,27 @@ function expected(c: CaseDef): Record<string, unknown> {
     const k = n.keyed;
     let keyed: Record<string, unknown> | null = null;
     if (k) {
+      // What PostgreSQL computes from the values it receives (workhorse.request_field_digests;
+      // test/request-field-digests.test.ts checks every case against the server).
+      const runAtIso = n.runAt ? n.runAt.toISOString() : null; // given runAt is never null: null = omitted
+      const fieldDigests = fieldDigestsOf(
+        {
+          concurrencyKey: n.concurrencyKey,
+          deadline: n.deadline?.toISOString() ?? null,
+          executionTimeoutMs: n.executionTimeoutMs,
+          maxAttempts: n.maxAttempts,
+          queue: n.queue,
+          retryPolicy: n.retryPolicy,
+          runAt: runAtIso !== null ? runAtIso : { omitted: true },
+          tags: n.tags,
+          ttlMs: k.ttlMs,
+          type: n.type,
+        },
+        payloadDigestOf(jsonbText(payload)),
+      );
       const digests: Record<string, string> = {};
       FINGERPRINT_FIELDS.forEach((f, i) => {
-        if (f !== "holdUntil") digests[f] = hex(k.fieldDigests.subarray(i * 8, i * 8 + 8));
+        if (f !== "holdUntil") digests[f] = hex(fieldDigests.subarray(i * 8, i * 8 + 8));
       });
       // holdUntil's digest is appended by PostgreSQL (workhorse.hold_until_digest), only with a lifetime.
       const holdDigest = k.holdUntil
@@ -430,12 +449,12 @@ function expected(c: CaseDef): Record<string, unknown> {
         schedule: k.schedule,
         maxWaitMs: k.maxWaitMs,
         holdUntil: k.holdUntil,
-        fieldDigests: hex(k.fieldDigests),
+        fieldDigests: hex(fieldDigests),
         fieldDigestsByName: digests,
         holdUntilDigest: k.holdUntil ? hex(holdDigest) : null,
         requestDigest: hex(
           createHash("sha256")
-            .update(Buffer.concat([k.fieldDigests, holdDigest]))
+            .update(Buffer.concat([fieldDigests, holdDigest]))
             .digest(),
         ),
       };

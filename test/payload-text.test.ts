@@ -73,7 +73,7 @@ test("a keyed request's payload digest is the one PostgreSQL takes from the stor
   );
 });
 
-test("a request whose client sent 80 bytes (the payload digested by PostgreSQL) and one that sent 88 decide alike", async () => {
+test("a request whose client sent 80 bytes of digests (the payload digested by PostgreSQL) and one that sent none decide alike", async () => {
   const q = t.queue();
   const payload = { order: "ORD-9", lines: [{ sku: "a", qty: 2 }], total: 1e-7 };
   const first = await q.enqueueWithResult("t", payload, { idempotency: { key: "mixed-1", scope: "pt" } });
@@ -92,7 +92,7 @@ test("a request whose client sent 80 bytes (the payload digested by PostgreSQL) 
       [JSON.stringify(body), key, short],
     );
   expect(await call(bound!.kh, payload)).toEqual([{ job_id: first.jobId, outcome: "replayed" }]);
-  // And the other way round: a key bound through 80 bytes replays for the process's 88.
+  // And the other way round: a key bound through 80 bytes replays for this process, which sends none.
   const other = createHash("sha256").update("other-key").digest();
   const [made] = await call(other, payload);
   expect(made?.outcome).toBe("accepted");
@@ -103,11 +103,17 @@ test("a request whose client sent 80 bytes (the payload digested by PostgreSQL) 
   expect(stored?.fd.toString("hex")).toBe(bound?.fd.toString("hex"));
 });
 
-test("workhorse.full_field_digests is inlined where it is called (no function call per request)", async () => {
+test("workhorse.request_field_digests and verified_field_digests are inlined where they are called (no function call per request)", async () => {
   const plan = await t.sql<{ "QUERY PLAN": string }>(
-    "explain verbose select workhorse.full_field_digests(x::text::bytea, '{}'::jsonb) from generate_series(1, 3) x",
+    `explain verbose
+     select workhorse.verified_field_digests(x, x::text::bytea, c.d)
+       from generate_series(1, 3) x
+      cross join lateral (select workhorse.request_field_digests('q', 't', '{}'::jsonb, null, 25, null, null, null, null,
+                                                                 '{}', 1000) as d offset 0) c`,
   );
   const text = plan.map((r) => r["QUERY PLAN"]).join("\n");
-  expect(text).toContain("octet_length");
-  expect(text).not.toContain("full_field_digests");
+  expect(text).toContain("sha256");
+  expect(text).toContain("raise_field_digests_mismatch");
+  expect(text).not.toContain("request_field_digests");
+  expect(text).not.toContain("verified_field_digests");
 });

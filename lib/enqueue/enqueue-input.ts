@@ -5,7 +5,6 @@
  */
 import { z } from "zod";
 import { EnqueueValidationError, readSafely, type ValidationIssue } from "./errors";
-import { fieldDigestsOf } from "./fingerprint";
 import {
   chars,
   delayMs,
@@ -22,7 +21,6 @@ import {
 import type { KeyIdentity, KeyRing } from "./keys";
 import { DEFAULT_QUEUE, DEFAULT_SCOPE, LIMITS } from "./limits";
 import { encodePayload } from "./payload";
-import { payloadDigestOf } from "./payload-text";
 import type {
   EnqueueOptions,
   EnqueueRequest,
@@ -176,13 +174,6 @@ export interface NormalizedRequest extends JobDefinition {
     schedule: "reset" | "preserve" | null;
     /** Debounce only: the cap on resets, counted from the first acceptance; null without one. */
     maxWaitMs: number | null;
-    /**
-     * 88 bytes: the 8-byte digests of every fingerprint field but `holdUntil` in
-     * `workhorse.fingerprint_fields()` order: the first bytes of SHA-256 of each field's JSON form,
-     * and of the payload's jsonb text (`payloadJson`, written in jsonb's form for keyed requests) for
-     * the payload. PostgreSQL appends `holdUntil`'s when the request has a lifetime.
-     */
-    fieldDigests: Buffer;
   };
 }
 
@@ -255,7 +246,8 @@ export function normalizeRequest(
       issues.push({ option: prefix(path, optBase), rule });
     }
   }
-  // A keyed request sends the payload as PostgreSQL's jsonb text and digests that text (payload-text.ts).
+  // A keyed request sends the payload as PostgreSQL's jsonb text (payload-text.ts), the text PostgreSQL
+  // digests for its fingerprint.
   const keyedOption = optResult.success
     ? (optResult.data.idempotency ?? optResult.data.debounce ?? optResult.data.throttle)
     : undefined;
@@ -291,22 +283,6 @@ export function normalizeRequest(
     const lifetime = "holdUntil" in keyed && keyed.holdUntil !== undefined ? (keyed.holdUntil as KeyLifetime) : null;
     const ttlMs =
       "windowMs" in keyed ? keyed.windowMs : (keyed.ttlMs ?? (lifetime === null ? LIMITS.defaultTtlMs : null));
-    const runAtIso = n.runAt ? n.runAt.toISOString() : null; // given runAt is never null: null = omitted
-    const fieldDigests = fieldDigestsOf(
-      {
-        concurrencyKey: n.concurrencyKey,
-        deadline: n.deadline?.toISOString() ?? null,
-        executionTimeoutMs: n.executionTimeoutMs,
-        maxAttempts: n.maxAttempts,
-        queue: n.queue,
-        retryPolicy: n.retryPolicy,
-        runAt: runAtIso !== null ? runAtIso : { omitted: true },
-        tags: n.tags,
-        ttlMs,
-        type: n.type,
-      },
-      payloadDigestOf(payloadJson),
-    );
     n.keyed = {
       mode,
       key: config.keys.identify(keyed.scope ?? DEFAULT_SCOPE, keyed.key),
@@ -314,7 +290,6 @@ export function normalizeRequest(
       schedule: o.debounce ? (o.debounce.schedule ?? "reset") : null,
       maxWaitMs: o.debounce?.maxWaitMs ?? null,
       holdUntil: lifetime,
-      fieldDigests,
     };
   }
   return n;

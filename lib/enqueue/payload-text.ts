@@ -7,7 +7,6 @@
  * jsonb, and `jsonb::text` gives this text back, byte for byte (test/payload-text.test.ts checks it
  * against the server).
  */
-import { hash } from "node:crypto";
 
 /** UTF-8 length of `s` in bytes. */
 export const utf8Bytes = (s: string) => Buffer.byteLength(s, "utf8");
@@ -97,12 +96,4 @@ export function jsonbText(v: unknown): string {
       return `${out}}`;
     }
   }
-}
-
-/**
- * The payload's fingerprint digest: the first 8 bytes of SHA-256 of its jsonb text (UTF-8), as 16
- * hex digits (a hex string costs a third of a Buffer to get out of `hash`).
- */
-export function payloadDigestOf(text: string): string {
-  return hash("sha256", text).slice(0, 16);
 }

@@ -66,8 +66,12 @@ begin
   -- proposed id that exists means the whole earlier try committed. Its answers are read back from
   -- what it stored; nothing is written. Only a retry looks (p_retry).
   if p_retry and exists (select 1 from workhorse.job j where j.id = any (p_ids)) then
-    return query select * from workhorse.enqueue_batch_recall(p_ids, p_modes, p_scopes, v_hashes, p_payloads,
-                                                             p_field_digests, p_hold_untils);
+    return query select * from workhorse.enqueue_batch_recall(
+      p_ids, p_modes, p_scopes, v_hashes, p_payloads,
+      workhorse.batch_field_digests(p_queues, p_types, p_payloads, p_run_ats, p_max_attempts, p_retry_policies,
+                                    p_deadlines, p_execution_timeouts, p_concurrency_keys, p_tags, p_tag_counts,
+                                    p_ttls, p_key_hashes, p_field_digests),
+      p_hold_untils);
     return;
   end if;
   -- A batch holding a debounce request: each request in turn through enqueue_one (one statement per
@@ -105,7 +109,11 @@ begin
           v_queues := array_append(coalesce(v_queues, '{}'), r.queue);
         end if;
       end loop;
-    exception when sqlstate 'WH409' then
+    exception when sqlstate 'WH422' then
+      get stacked diagnostics v_detail = pg_exception_detail;
+      raise exception using errcode = 'WH422', message = 'workhorse: the field digests sent with this request are not those of its values',
+        detail = jsonb_set(v_detail::jsonb, '{ordinal}', to_jsonb(v_cur))::text;
+    when sqlstate 'WH409' then
       get stacked diagnostics v_detail = pg_exception_detail;
       -- A conflict with an earlier request of this batch names no job: the one that request made
       -- rolls back with the batch (the set-based path below says null too).
@@ -144,9 +152,18 @@ begin
              sha256(d.digests || workhorse.hold_until_digest(s.hold)) as rdigest
         from src s
         left join lateral (select p_payloads -> (s.ord::integer - 1) as v) p on true
+       -- The field digests of the values received (request_field_digests.sql), computed once per keyed
+       -- request (offset 0 keeps the subquery, so verified_field_digests takes a column and is inlined).
        cross join lateral (
           select case when s.kh is not null then
-                   workhorse.full_field_digests(s.fd, coalesce(p.v, 'null'::jsonb))
+                   workhorse.request_field_digests(s.queue, s.type, coalesce(p.v, 'null'::jsonb), s.run_at,
+                                                   s.max_attempts, s.retry_policy, s.deadline, s.execution_timeout_ms,
+                                                   s.concurrency_key,
+                                                   coalesce(p_tags[s.tag_off + 1 : s.tag_off + s.tag_count], '{}'),
+                                                   s.ttl_ms)
+                 end as computed offset 0) c
+       cross join lateral (
+          select case when s.kh is not null then workhorse.verified_field_digests(s.ord::integer, s.fd, c.computed)
                  end as digests) d
        where not (s.ord::integer = any (v_done))
     ),

@@ -8,6 +8,7 @@
 --     the key's newest job), `replayed` / `coalesced`, or for debounce `replaced` when the job still
 --     carries this request's digest (or is pending inside its window: replaced again since),
 --     otherwise `non_replaceable` with the reason the job's state gives.
+-- p_field_digests: each keyed request's 88 bytes as PostgreSQL computed them (batch_field_digests).
 -- p_hold_untils: each request's key lifetime as enqueue_batch got it, part of its request digest.
 -- The signature before migration 028 (no p_hold_untils): CREATE OR REPLACE cannot add a parameter.
 drop function if exists workhorse.enqueue_batch_recall(uuid[], text[], text[], bytea[], jsonb, bytea[]);
@@ -40,8 +41,7 @@ begin
   for r in
     select x.id, x.mode, x.scope, x.kh, x.o::integer as o,
     --@citus select x.id, x.mode, x.scope, x.kh, x.o::integer as o, workhorse.key_bucket(x.scope, x.kh) as kb,
-           sha256(workhorse.full_field_digests(x.fd, coalesce(p_payloads -> (x.o::integer - 1), 'null'::jsonb))
-                  || workhorse.hold_until_digest(p_hold_untils[x.o::integer])) as rdigest
+           sha256(x.fd || workhorse.hold_until_digest(p_hold_untils[x.o::integer])) as rdigest
       from unnest(p_ids, p_modes, p_scopes, p_key_hashes, p_field_digests) with ordinality as x(id, mode, scope, kh, fd, o)
      order by x.o
   loop

@@ -45,6 +45,7 @@ language plpgsql as $$
 declare
   v_payload jsonb := coalesce(p_payload, 'null'::jsonb);
   v_run_at timestamptz := coalesce(p_run_at, now());
+  v_computed bytea;
   v_digests bytea;
   v_full bytea;
   v_rdigest bytea;
@@ -73,6 +74,14 @@ begin
   if p_key_hash is null and p_hold_until is not null then
     perform workhorse.hold_until_digest(p_hold_until);
   end if;
+  -- The request's field digests, from the values this statement carries (request_field_digests.sql):
+  -- digests a client sent are only checked against them (WH422 when they differ).
+  if p_key_hash is not null then
+    v_computed := workhorse.request_field_digests(p_queue, p_type, v_payload, p_run_at, p_max_attempts, p_retry_policy,
+                                                  p_deadline, p_execution_timeout_ms, p_concurrency_key, p_tags, p_ttl_ms);
+    v_digests := workhorse.verified_field_digests(1, p_field_digests, v_computed);
+    --@citus v_digests := workhorse.verified_field_digests(p_ordinal, p_field_digests, v_computed);
+  end if;
   if p_mode = 'debounce' then
     select d.job_id, d.outcome, d.request_digest, d.reason into job_id, outcome, request_digest, reason
       from workhorse.enqueue_debounce(
@@ -80,12 +89,11 @@ begin
              p_id, p_queue, p_type, v_payload, p_max_attempts, p_retry_policy, p_deadline, p_execution_timeout_ms,
              --@citus p_bucket, p_id, p_queue, p_type, v_payload, p_max_attempts, p_retry_policy, p_deadline, p_execution_timeout_ms,
              p_concurrency_key, p_tags, p_scope, p_key_hash, p_key_preview, p_key_length, p_ttl_ms,
-             workhorse.full_field_digests(p_field_digests, v_payload),
+             v_digests,
              coalesce(p_schedule, 'reset'), p_max_wait_ms, p_notify, p_trace_context, p_hold_until) d;
     return;
   end if;
   if p_key_hash is not null then
-    v_digests := workhorse.full_field_digests(p_field_digests, v_payload);
     v_full := v_digests || workhorse.hold_until_digest(p_hold_until);
     v_rdigest := sha256(v_full);
     for attempt in 1 .. 5 loop

@@ -48,7 +48,9 @@ const FIELDS: readonly Field[] = [
   { one: "p_key_preview", batch: "p_key_previews", type: "text", of: (r) => r.keyed?.key.keyPreview ?? null },
   { one: "p_key_length", batch: "p_key_lengths", type: "integer", of: (r) => r.keyed?.key.keyLength ?? null },
   { one: "p_ttl_ms", batch: "p_ttls", type: "bigint", of: (r) => r.keyed?.ttlMs ?? null },
-  { one: "p_field_digests", batch: "p_field_digests", type: "bytea", of: (r) => r.keyed?.fieldDigests ?? null },
+  // Digests a client could send for PostgreSQL to check; this client sends none: PostgreSQL digests
+  // the values it receives (sql/functions/request_field_digests.sql).
+  { one: "p_field_digests", batch: "p_field_digests", type: "bytea", of: () => null },
 ];
 
 /**

@@ -1,5 +1,5 @@
 -- The Citus variant of sql/functions/enqueue_batch.sql (docs/scale-out.md); bring it in line when that file changes.
--- follows: sql/functions/enqueue_batch.sql fb279bcc48a89ab3
+-- follows: sql/functions/enqueue_batch.sql 7fad500b4ddafb18
 
 -- A batch on the coordinator, one transaction (two-phase commit across the workers it touched, so a
 -- conflict anywhere leaves nothing anywhere): the requests go shard by shard, each decided by
@@ -44,8 +44,12 @@ begin
   if p_retry then
     foreach v_id in array p_ids loop
       if exists (select 1 from workhorse.job j where j.bucket = workhorse.id_bucket(v_id) and j.id = v_id) then
-        return query select * from workhorse.enqueue_batch_recall(p_ids, p_modes, p_scopes, p_key_hashes, p_payloads,
-                                                                 p_field_digests, p_hold_untils);
+        return query select * from workhorse.enqueue_batch_recall(
+          p_ids, p_modes, p_scopes, p_key_hashes, p_payloads,
+          workhorse.batch_field_digests(p_queues, p_types, p_payloads, p_run_ats, p_max_attempts, p_retry_policies,
+                                        p_deadlines, p_execution_timeouts, p_concurrency_keys, p_tags, p_tag_counts,
+                                        p_ttls, p_key_hashes, p_field_digests),
+          p_hold_untils);
         return;
       end if;
     end loop;

@@ -1,10 +1,11 @@
 /**
- * A request's fingerprint: an 8-byte digest (the first bytes of SHA-256 of the JSON form) of every
- * fingerprint field, the payload's from its jsonb text (payload-text.ts). The field order is
- * `workhorse.fingerprint_fields()` (vocabulary.ts); PostgreSQL compares them and keeps them.
+ * The reference for the field digests the conformance file pins: an 8-byte digest (the first bytes
+ * of SHA-256 of the JSON form) of every fingerprint field, the payload's from its jsonb text. The
+ * field order is `workhorse.fingerprint_fields()`. PostgreSQL computes the same bytes from the
+ * values it receives (sql/functions/request_field_digests.sql); no client sends them.
  */
 import { hash } from "node:crypto";
-import { FINGERPRINT_FIELDS, type FingerprintField } from "./vocabulary";
+import { FINGERPRINT_FIELDS, type FingerprintField } from "../lib/enqueue/vocabulary";
 
 /**
  * The fingerprint fields the process digests, in their stored order: all but the payload (digested
@@ -56,4 +57,9 @@ export function fieldDigestsOf(values: Record<DigestedField, unknown>, payloadDi
   all.write(payloadDigest, PAYLOAD_OFFSET, 8, "hex");
   fieldDigests.copy(all, PAYLOAD_OFFSET + 8, PAYLOAD_OFFSET);
   return all;
+}
+
+/** The payload's digest: the first 8 bytes of SHA-256 of its jsonb text (UTF-8), as 16 hex digits. */
+export function payloadDigestOf(text: string): string {
+  return hash("sha256", text).slice(0, 16);
 }
