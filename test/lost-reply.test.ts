@@ -3,7 +3,7 @@
 // recognise its own earlier commit, write nothing, and answer what the first try would have.
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { Queue } from "../lib/enqueue";
+import { EnqueueIdempotencyConflictError, Queue, WorkhorseDatabaseError } from "../lib/enqueue";
 import { setupQueueTests } from "./helpers";
 import { type LostReplyProxy, startLostReplyProxy } from "./lost-reply-proxy";
 
@@ -187,6 +187,75 @@ describe("a traced keyed call (its statement carries the trace context) whose re
       ]);
     } finally {
       await traced.close();
+    }
+  });
+});
+
+describe("what a keyed call's retries count as exhausted", () => {
+  // A Queue over the proxy with its own meter: retryStats() and the OpenTelemetry counters agree.
+  async function meteredQueue(retry?: { attempts: number; maxDelayMs: number }) {
+    const { MeterProvider, MetricReader } = await import("@opentelemetry/sdk-metrics");
+    class Reader extends MetricReader {
+      protected async onForceFlush(): Promise<void> {}
+      protected async onShutdown(): Promise<void> {}
+    }
+    const reader = new Reader();
+    const metered = new Queue({
+      pool,
+      maintenance: false,
+      notify: false,
+      ...(retry ? { retry } : {}),
+      telemetry: { meterProvider: new MeterProvider({ readers: [reader] }) },
+    });
+    await metered.enqueue("warm.up", {});
+    const counter = async (name: string) => {
+      const { resourceMetrics } = await reader.collect();
+      const all = resourceMetrics.scopeMetrics.flatMap((s) => s.metrics);
+      return all.find((m) => m.descriptor.name === name)?.dataPoints.reduce((n, p) => n + (p.value as number), 0) ?? 0;
+    };
+    return { metered, counter };
+  }
+
+  test("a conflict decided on the second try (the first lost its connection) is the call's answer, not an exhaustion", async () => {
+    const { metered, counter } = await meteredQueue();
+    try {
+      const scope = fresh("s");
+      const bound = await t.queue().enqueue("lost.reply", { a: 1 }, { idempotency: { key: "k", scope } });
+      proxy.loseNextReplies(1); // the first try's answer (the conflict) is lost with its connection
+      const lost = proxy.lost;
+      const err = await metered
+        .enqueue("lost.reply", { b: 2 }, { idempotency: { key: "k", scope } })
+        .catch((e: unknown) => e);
+      expect(proxy.lost).toBe(lost + 1);
+      expect(err).toBeInstanceOf(EnqueueIdempotencyConflictError);
+      expect((err as EnqueueIdempotencyConflictError).existingJobId).toBe(bound);
+      expect(metered.retryStats()).toEqual({ retriedCalls: 1, retries: 1, exhausted: 0, recoveredAccepts: 0 });
+      expect(await counter("workhorse.enqueue.retries")).toBe(1);
+      expect(await counter("workhorse.enqueue.retries_exhausted")).toBe(0);
+      expect(await jobCount(scope)).toBe(1);
+    } finally {
+      await metered.close();
+    }
+  });
+
+  test("every try losing its connection is one exhausted call, with the retryable error", async () => {
+    const { metered, counter } = await meteredQueue({ attempts: 3, maxDelayMs: 0 });
+    try {
+      const scope = fresh("s");
+      proxy.loseNextReplies(3);
+      const lost = proxy.lost;
+      const err = await metered
+        .enqueue("lost.reply", { c: 3 }, { idempotency: { key: "k", scope } })
+        .catch((e: unknown) => e);
+      expect(proxy.lost).toBe(lost + 3);
+      expect(err).toBeInstanceOf(WorkhorseDatabaseError);
+      expect((err as WorkhorseDatabaseError).retryable).toBe(true);
+      expect(metered.retryStats()).toEqual({ retriedCalls: 1, retries: 2, exhausted: 1, recoveredAccepts: 0 });
+      expect(await counter("workhorse.enqueue.retries")).toBe(2);
+      expect(await counter("workhorse.enqueue.retries_exhausted")).toBe(1);
+      expect(await jobCount(scope)).toBe(1); // the first try committed; the later ones recognised it
+    } finally {
+      await metered.close();
     }
   });
 });

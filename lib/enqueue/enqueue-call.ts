@@ -42,7 +42,12 @@ export function mayRetry(view: QueueView): boolean {
   return retry !== false && retry.attempts > 1 && !view.inCallerTransaction;
 }
 
-/** Runs `fn` until it succeeds, fails for good, or runs out of tries, waiting with jittered backoff between tries. */
+/**
+ * Runs `fn` until it succeeds, fails for good, or runs out of tries, waiting with jittered backoff between tries.
+ * Exhausted (`retryStats().exhausted`, `workhorse.enqueue.retries_exhausted`) is a retried call whose last
+ * try still failed retryably; a later try that fails for good (a conflict, a validation refusal, any
+ * error not retryable) is that call's answer, as it would have been on the first try.
+ */
 export async function repeating<T>(context: QueueContext, fn: (attempt: number) => Promise<T>): Promise<T> {
   const retry = context.config.retry as { attempts: number; maxDelayMs: number };
   for (let attempt = 1; ; attempt++) {
@@ -50,8 +55,9 @@ export async function repeating<T>(context: QueueContext, fn: (attempt: number) 
       return await fn(attempt);
     } catch (err) {
       const cause = err instanceof WorkhorseDatabaseError ? err.cause : err;
-      if (!isRetryableDbError(cause) || attempt >= retry.attempts) {
-        if (attempt > 1) {
+      const retryable = isRetryableDbError(cause);
+      if (!retryable || attempt >= retry.attempts) {
+        if (retryable && attempt > 1) {
           context.retryCounts.exhausted++;
           context.telemetry.retriesExhausted();
         }

@@ -48,7 +48,11 @@ export interface RetryStats {
   retriedCalls: number;
   /** Extra tries in all. */
   retries: number;
-  /** Calls that still failed after their last try (the error was thrown). */
+  /**
+   * Retried calls whose last try still failed with a retryable error (connection lost, retryable
+   * SQLSTATE; the error was thrown). A try answered with a conflict, a validation refusal or any
+   * other error that is not retryable ends the call without counting here.
+   */
   exhausted: number;
   /** Tries whose answer was our own earlier try's job, committed before the connection broke: reported as `accepted`. */
   recoveredAccepts: number;

@@ -90,7 +90,8 @@ const INSTRUMENTS: Record<keyof typeof METRICS, { unit: string; description: str
   },
   retriesExhausted: {
     unit: "{call}",
-    description: "Keyed calls that failed after their last try (the caller got the error).",
+    description:
+      "Retried keyed calls whose last try still failed with a retryable error (connection lost, retryable SQLSTATE; the caller got it). A conflict or other refusal on a retry is not counted.",
   },
   recoveredAccepts: {
     unit: "{request}",

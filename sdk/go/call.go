@@ -78,8 +78,11 @@ func (q *Queue) run(ctx context.Context, rs []*normalizedRequest, tx pgx.Tx) ([]
 			return q.report(rs, ids, rows, attempt > 1, false), nil
 		}
 		var dbErr *DatabaseError
-		if !errors.As(err, &dbErr) || !dbErr.Retryable || attempt >= q.retryAttempts || ctx.Err() != nil {
-			if attempt > 1 {
+		retryable := errors.As(err, &dbErr) && dbErr.Retryable
+		if !retryable || attempt >= q.retryAttempts || ctx.Err() != nil {
+			// Exhausted: a retried call whose last try still failed retryably. A later try that fails
+			// for good (a conflict, a validation refusal, any error not retryable) is the call's answer.
+			if retryable && attempt > 1 {
 				q.count(func(s *RetryStats) { s.Exhausted++ })
 			}
 			return nil, err

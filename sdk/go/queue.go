@@ -43,7 +43,7 @@ type Queue struct {
 type RetryStats struct {
 	RetriedCalls     int // calls that needed more than one try
 	Retries          int // tries after the first
-	Exhausted        int // calls that failed after retrying
+	Exhausted        int // retried calls whose last try still failed with a retryable error (not a conflict or other refusal)
 	RecoveredAccepts int // retried calls whose earlier try had committed (reported as accepted)
 }
 

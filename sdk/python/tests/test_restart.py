@@ -3,6 +3,7 @@ is recovered as the accept it was, and a PostgreSQL restart costs neither a dupl
 
 from __future__ import annotations
 
+from collections.abc import Callable
 import threading
 import time
 import uuid
@@ -10,7 +11,14 @@ import uuid
 import psycopg
 import pytest
 
-from workhorse import EnqueueOptions, EnqueueRequest, Idempotency, Queue
+from workhorse import (
+    EnqueueIdempotencyConflictError,
+    EnqueueOptions,
+    EnqueueRequest,
+    Idempotency,
+    Queue,
+    WorkhorseDatabaseError,
+)
 
 from .conftest import Server
 
@@ -112,3 +120,100 @@ def test_postgresql_restart_during_keyed_calls(server: Server, pool) -> None:  #
         jobs = {r[0] for r in conn.execute(
             "select job_id::text from workhorse.key_binding where scope = %s", (scope,)).fetchall()}  # fmt: skip
     assert jobs == {j for _, j in results}
+
+
+class _CutTries:
+    """Ends tries of an enqueue inside PostgreSQL: a transaction of the test's own holds
+    workhorse.key_binding in ACCESS EXCLUSIVE mode (every enqueue of a keyed request reads it, even
+    one that only finds a conflict), so a try waits on that lock until ``cut`` terminates its backend
+    (pg_terminate_backend, from another connection): the client loses its connection mid-call."""
+
+    def __init__(self, url: str):
+        self._admin = psycopg.connect(url, autocommit=True)
+        self._blocker = psycopg.connect(url)
+        self._blocker_pid = self._blocker.info.backend_pid
+        self._blocker.execute("lock table workhorse.key_binding in access exclusive mode")
+
+    def _poll(self, sql: str, params: tuple[object, ...], what: str) -> list[tuple[object, ...]]:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            rows = self._admin.execute(sql, params).fetchall()
+            if rows:
+                return rows
+            time.sleep(0.005)
+        raise AssertionError(f"timed out waiting for {what}")
+
+    def cut(self) -> None:
+        """Waits for the next try to wait on the lock, terminates its backend, waits until it is gone."""
+        rows = self._poll("select pid from pg_stat_activity where %s = any(pg_blocking_pids(pid))"
+                          " and position('workhorse.enqueue' in query) > 0",
+                          (self._blocker_pid,), "a try waiting on the lock")  # fmt: skip
+        assert len(rows) == 1, rows
+        pid = rows[0][0]
+        assert self._admin.execute("select pg_terminate_backend(%s)", (pid,)).fetchone() == (True,)
+        self._poll("select 1 where not exists (select 1 from pg_stat_activity where pid = %s)", (pid,), "its end")
+
+    def release(self) -> None:
+        self._blocker.rollback()
+
+    def close(self) -> None:
+        self._blocker.close()
+        self._admin.close()
+
+
+def _in_thread(fn: Callable[[], object]) -> Callable[[], object]:
+    """Runs ``fn`` in a thread; the returned function joins it and returns its result or error."""
+    out: list[object] = []
+
+    def run() -> None:
+        try:
+            out.append(fn())
+        except BaseException as err:  # noqa: BLE001
+            out.append(err)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+
+    def join() -> object:
+        thread.join(timeout=60)
+        assert not thread.is_alive(), "the call did not finish"
+        return out[0]
+
+    return join
+
+
+def test_a_conflict_on_the_second_try_is_not_an_exhausted_retry(database_url: str, pool) -> None:  # type: ignore[no-untyped-def]
+    queue = Queue(pool)
+    scope = f"conflict-retry-{uuid.uuid4()}"
+    key = EnqueueOptions(idempotency=Idempotency(key="k", scope=scope))
+    bound = queue.enqueue("t", {"a": 1}, key)
+    cutter = _CutTries(database_url)
+    try:
+        join = _in_thread(lambda: queue.enqueue("t", {"b": 2}, key))  # the same key, another request
+        cutter.cut()  # the first try loses its connection
+        cutter.release()  # the second try runs and meets the key bound to another request
+        err = join()
+    finally:
+        cutter.release()
+        cutter.close()
+    assert isinstance(err, EnqueueIdempotencyConflictError), err
+    assert err.existing_job_id == bound
+    assert queue.retry_stats == {"retried_calls": 1, "retries": 1, "recovered_accepts": 0, "exhausted": 0}
+
+
+def test_every_try_losing_its_connection_is_one_exhausted_call(database_url: str, pool) -> None:  # type: ignore[no-untyped-def]
+    queue = Queue(pool, retry_attempts=3, retry_max_delay_ms=0)
+    scope = f"exhausted-{uuid.uuid4()}"
+    queue.enqueue("t", {"warm": 1}, EnqueueOptions(idempotency=Idempotency(key="warm", scope=scope)))  # the secret read
+    key = EnqueueOptions(idempotency=Idempotency(key="k", scope=scope))
+    cutter = _CutTries(database_url)
+    try:
+        join = _in_thread(lambda: queue.enqueue("t", {"c": 3}, key))
+        for _ in range(3):  # every try
+            cutter.cut()
+        err = join()
+    finally:
+        cutter.release()
+        cutter.close()
+    assert isinstance(err, WorkhorseDatabaseError) and err.retryable, err
+    assert queue.retry_stats == {"retried_calls": 1, "retries": 2, "recovered_accepts": 0, "exhausted": 1}

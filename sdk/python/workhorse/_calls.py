@@ -101,15 +101,19 @@ class QueueCore:
         self._retry_max_delay_ms = retry_max_delay_ms
         self._checked_layout = False
         self._distributed = False  # the Citus layout (docs/scale-out.md), read once with the layout
-        #: Calls repeated after connection loss, and accepts recovered from a lost answer.
+        #: Calls repeated after connection loss, and accepts recovered from a lost answer;
+        #: ``exhausted``: retried calls whose last try still failed with a retryable error.
         self.retry_stats = {"retried_calls": 0, "retries": 0, "recovered_accepts": 0, "exhausted": 0}
 
     def _retry_wait(self, err: Exception, attempt: int) -> float | None:
         """After try ``attempt`` failed with ``err``: seconds to wait before the next try, or None
-        when the error is final (not retryable, or the last try). Counts both in ``retry_stats``."""
+        when the error is final (not retryable, or the last try). Counts both in ``retry_stats``:
+        ``exhausted`` only when a retried call's last try still failed retryably; a later try that
+        fails for good (a conflict, a validation refusal, any error not retryable) is the call's answer."""
         cause = err.__cause__ if isinstance(err, WorkhorseDatabaseError) else err
-        if cause is None or not is_retryable(cause) or attempt >= self._retry_attempts:
-            if attempt > 1:
+        retryable = cause is not None and is_retryable(cause)
+        if not retryable or attempt >= self._retry_attempts:
+            if retryable and attempt > 1:
                 self.retry_stats["exhausted"] += 1
             return None
         if attempt == 1:
