@@ -117,8 +117,8 @@ type canonicalPayload struct {
 	// StoredBytes is octet_length(payload::text) as PostgreSQL stores it (jsonb's text form).
 	StoredBytes int
 	// JSONBText is PostgreSQL's own text of the same jsonb (payload::text): the canonical text with
-	// ", " and ": " as separators and numbers without exponents. Keyed requests send it, and their
-	// payload digest is the first 8 bytes of its SHA-256 (docs/clients.md, payloadJsonbText).
+	// ", " and ": " as separators and numbers without exponents. Keyed requests send it; PostgreSQL
+	// digests the payload it receives for the fingerprint (docs/clients.md, payloadJsonbText).
 	JSONBText string
 }
 

@@ -18,15 +18,18 @@ import (
 
 // The conformance file (sdk/conformance/enqueue.json, generated from the TypeScript core by
 // scripts/conformance.ts): for every case, the Go client computes the same canonical payload, key
-// hash, preview, digest, length, field digests and enqueue_one parameters, or the same validation
-// issues (option, rule, path).
+// hash, preview, digest, length and enqueue_one parameters, or the same validation issues (option,
+// rule, path). The file's field digests and request digest are PostgreSQL's, computed from the
+// values it receives (the client sends p_field_digests null); a test-only reference computation
+// below checks them.
 
 type conformanceFile struct {
-	SecretHex string                  `json:"secretHex"`
-	JobID     string                  `json:"jobId"`
-	Params    []struct{ Name string } `json:"enqueueOneParams"`
-	Cases     []conformanceCase       `json:"cases"`
-	Buckets   []struct {
+	SecretHex         string                  `json:"secretHex"`
+	FingerprintFields []string                `json:"fingerprintFields"`
+	JobID             string                  `json:"jobId"`
+	Params            []struct{ Name string } `json:"enqueueOneParams"`
+	Cases             []conformanceCase       `json:"cases"`
+	Buckets           []struct {
 		Scope         string `json:"scope"`
 		KeyHashHex    string `json:"keyHashHex"`
 		Bucket        int    `json:"bucket"`
@@ -79,6 +82,7 @@ type conformanceCase struct {
 				MaxWaitMs     *int64  `json:"maxWaitMs"`
 				HoldUntil     *string `json:"holdUntil"`
 				FieldDigests  string  `json:"fieldDigests"`
+				HoldDigest    *string `json:"holdUntilDigest"`
 				RequestDigest string  `json:"requestDigest"`
 			} `json:"keyed"`
 			Params map[string]any `json:"enqueueOneParams"`
@@ -404,7 +408,7 @@ func checkCase(t *testing.T, f conformanceFile, secret []byte, c conformanceCase
 	if cp, err := encodePayload(payload, max, "payload"); err == nil {
 		check("payloadCanonical", cp.Text, e.PayloadCanonical)
 		check("payloadJsonbText", cp.JSONBText, e.PayloadJSONBText)
-		check("payloadDigest", hex.EncodeToString(payloadDigest(cp.JSONBText)), e.PayloadDigest)
+		check("payloadDigest", hex.EncodeToString(digest8(cp.JSONBText)), e.PayloadDigest)
 	}
 	check("payloadBytes", n.payloadBytes, e.PayloadBytes)
 	check("type", n.Type, e.Type)
@@ -442,13 +446,22 @@ func checkCase(t *testing.T, f conformanceFile, secret []byte, c conformanceCase
 		check("ttlMs", k.TTLMs, w.TTLMs)
 		check("schedule", k.Schedule, w.Schedule)
 		check("maxWaitMs", k.MaxWaitMs, w.MaxWaitMs)
-		check("fieldDigests", hex.EncodeToString(k.FieldDigests), w.FieldDigests)
 		var hold *string
 		if k.HoldUntil != "" {
 			hold = &k.HoldUntil
 		}
 		check("holdUntil", hold, w.HoldUntil)
-		rd := sha256.Sum256(append(append([]byte{}, k.FieldDigests...), holdUntilDigest(k.HoldUntil)...))
+		// What PostgreSQL computes from the values sent (the client sends no digest), against the
+		// reference computation.
+		fd := referenceFieldDigests(t, f.FingerprintFields, n, k.TTLMs)
+		check("fieldDigests", hex.EncodeToString(fd), w.FieldDigests)
+		var holdDigest *string
+		if k.HoldUntil != "" {
+			s := hex.EncodeToString(referenceHoldUntilDigest(k.HoldUntil))
+			holdDigest = &s
+		}
+		check("holdUntilDigest", holdDigest, w.HoldDigest)
+		rd := sha256.Sum256(append(append([]byte{}, fd...), referenceHoldUntilDigest(k.HoldUntil)...))
 		check("requestDigest", hex.EncodeToString(rd[:]), w.RequestDigest)
 	}
 	// The enqueue_one parameters of a retry (every parameter), as the file lists them. The
@@ -464,6 +477,96 @@ func checkCase(t *testing.T, f conformanceFile, secret []byte, c conformanceCase
 	}
 	return false
 }
+
+// digest8 is a fingerprint field's digest: the first 8 bytes of SHA-256 of its JSON form.
+func digest8(text string) []byte {
+	d := sha256.Sum256([]byte(text))
+	return d[:8]
+}
+
+// referenceFieldDigests is a keyed request's 88 bytes of field digests as PostgreSQL computes them
+// from the values it receives (workhorse.request_field_digests): the digest of each field's JSON
+// form (JavaScript's JSON.stringify of the value), in the file's fingerprintFields order but
+// holdUntil, the payload's of its jsonb text (what a keyed request sends). Test code only.
+func referenceFieldDigests(t *testing.T, fields []string, n *normalizedRequest, ttlMs int64) []byte {
+	t.Helper()
+	str := func(s string) string {
+		var b strings.Builder
+		jsString(&b, s)
+		return b.String()
+	}
+	forms := map[string]string{
+		"concurrencyKey": "null", "deadline": "null", "executionTimeoutMs": "null",
+		"maxAttempts": fmt.Sprint(n.MaxAttempts), "payload": n.PayloadJSON, "queue": str(n.Queue),
+		"retryPolicy": n.RetryPolicy.json(), "runAt": `{"omitted":true}`, "ttlMs": "null", "type": str(n.Type),
+	}
+	if n.ConcurrencyKey != nil {
+		forms["concurrencyKey"] = str(*n.ConcurrencyKey)
+	}
+	if n.Deadline != nil {
+		forms["deadline"] = str(isoMillis(*n.Deadline))
+	}
+	if n.ExecutionTimeoutMs != nil {
+		forms["executionTimeoutMs"] = fmt.Sprint(*n.ExecutionTimeoutMs)
+	}
+	if n.RunAt != nil {
+		forms["runAt"] = str(isoMillis(*n.RunAt))
+	}
+	tags := make([]string, len(n.Tags))
+	for i, tag := range n.Tags {
+		tags[i] = str(tag)
+	}
+	forms["tags"] = "[" + strings.Join(tags, ",") + "]"
+	if ttlMs != 0 { // 0: a key lifetime without a TTL
+		forms["ttlMs"] = fmt.Sprint(ttlMs)
+	}
+	out := make([]byte, 0, 88)
+	for _, name := range fields {
+		if name == "holdUntil" {
+			continue
+		}
+		form, ok := forms[name]
+		if !ok {
+			t.Fatalf("fingerprint field %q has no reference form", name)
+		}
+		out = append(out, digest8(form)...)
+	}
+	return out
+}
+
+// referenceHoldUntilDigest is the 8 bytes PostgreSQL appends after the field digests for a key
+// lifetime (workhorse.hold_until_digest): the digest of its JSON form; none without one.
+func referenceHoldUntilDigest(h string) []byte {
+	if h == "" {
+		return nil
+	}
+	return digest8(`"` + h + `"`)
+}
+
+// TestBatchSendsNoFieldDigests: enqueue_batch's p_field_digests is one null per request, keyed or
+// not (as enqueue_one's p_field_digests is null in every case of the file): PostgreSQL digests
+// the values it receives.
+func TestBatchSendsNoFieldDigests(t *testing.T) {
+	var rs []*normalizedRequest
+	for i, o := range []EnqueueOptions{
+		{Idempotency: &Idempotency{Key: "k1"}},
+		{},
+		{Debounce: &Debounce{Key: "k2", Window: time.Second}},
+	} {
+		n, err := normalize("t", map[string]any{"a": i}, o, defaultPayloadBytes, "", "", time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, n)
+	}
+	values := batchValues(rs, []string{"a", "b", "c"}, false, false)
+	if got, ok := values[18].([][]byte); !ok || len(got) != 3 || got[0] != nil || got[1] != nil || got[2] != nil {
+		t.Fatalf("p_field_digests: got %#v, want three nulls", values[18])
+	}
+}
+
+// isoMillis is a time as the conformance file writes it (ISO 8601, UTC, milliseconds).
+func isoMillis(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
 // Key previews hide control and format characters by one table every client shares
 // (sdk/conformance/key-preview-hidden.json), not by the Unicode version of Go's unicode package.

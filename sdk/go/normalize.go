@@ -1,8 +1,6 @@
 package workhorse
 
 import (
-	"bytes"
-	"crypto/sha256"
 	"fmt"
 	"sort"
 	"strings"
@@ -36,7 +34,8 @@ var (
 	maxTime = time.Date(9999, 12, 31, 23, 59, 59, 999_000_000, time.UTC)
 )
 
-// normalizedRetryPolicy is the one stored shape of a retry policy (key order is part of its digest).
+// normalizedRetryPolicy is the one stored shape of a retry policy (sent in this key order, the
+// order PostgreSQL's fingerprint digest of it writes).
 type normalizedRetryPolicy struct {
 	InitialDelayMs int64
 	Multiplier     int
@@ -77,11 +76,8 @@ type keyedRequest struct {
 	Schedule  *string
 	MaxWaitMs *int64
 	// The key's lifetime ("finished", "started"), or "". With one, TTLMs 0 means no time limit
-	// (sent as null, digested as null).
+	// (sent as null).
 	HoldUntil string
-	// 88 bytes: the 8-byte digests of every fingerprint field, in workhorse.fingerprint_fields()
-	// order; the payload's is of its jsonb text.
-	FieldDigests []byte
 }
 
 type issues []ValidationIssue
@@ -188,8 +184,6 @@ func checkDate(is *issues, option string, t time.Time) *time.Time {
 	}
 	return &u
 }
-
-func isoMillis(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
 // normalize checks one request against the input rules, in the TypeScript core's order (type, the
 // options field by field, then the rules that relate options, then the payload), and returns its
@@ -376,90 +370,11 @@ func normalize(typ string, payload any, o EnqueueOptions, maxPayload int, defaul
 		k = thr
 	}
 	if k != nil {
-		// A keyed request sends PostgreSQL's own text of the payload and digests exactly that text.
+		// A keyed request sends PostgreSQL's own text of the payload. PostgreSQL digests the values
+		// it receives for the request's fingerprint (workhorse.request_field_digests); the client
+		// sends no digest of its own.
 		n.PayloadJSON = cp.JSONBText
-		k.FieldDigests = fieldDigests(n, k.TTLMs, payloadDigest(cp.JSONBText))
 		n.Keyed = k
 	}
 	return n, nil
-}
-
-// fingerprintJSON is each fingerprint field but the payload as JSON text (JavaScript's
-// JSON.stringify of the value), in workhorse.fingerprint_fields() order.
-func fingerprintJSON(n *normalizedRequest, ttlMs int64) [10]string {
-	str := func(s string) string {
-		var b strings.Builder
-		jsString(&b, s)
-		return b.String()
-	}
-	var f [10]string
-	f[0] = "null"
-	if n.ConcurrencyKey != nil {
-		f[0] = str(*n.ConcurrencyKey)
-	}
-	f[1] = "null"
-	if n.Deadline != nil {
-		f[1] = str(isoMillis(*n.Deadline))
-	}
-	f[2] = "null"
-	if n.ExecutionTimeoutMs != nil {
-		f[2] = fmt.Sprint(*n.ExecutionTimeoutMs)
-	}
-	f[3] = fmt.Sprint(n.MaxAttempts)
-	f[4] = str(n.Queue)
-	f[5] = n.RetryPolicy.json()
-	f[6] = `{"omitted":true}` // an omitted runAt stays omitted
-	if n.RunAt != nil {
-		f[6] = str(isoMillis(*n.RunAt))
-	}
-	var tags bytes.Buffer
-	tags.WriteByte('[')
-	for i, t := range n.Tags {
-		if i > 0 {
-			tags.WriteByte(',')
-		}
-		tags.WriteString(str(t))
-	}
-	tags.WriteByte(']')
-	f[7] = tags.String()
-	f[8] = "null" // a key lifetime without a TTL
-	if ttlMs != 0 {
-		f[8] = fmt.Sprint(ttlMs)
-	}
-	f[9] = str(n.Type)
-	return f
-}
-
-// holdUntilDigest is the 8 bytes PostgreSQL appends after the field digests for a key lifetime
-// (workhorse.hold_until_digest): SHA-256 of its JSON form, as every field's; none without one.
-func holdUntilDigest(h string) []byte {
-	if h == "" {
-		return nil
-	}
-	d := sha256.Sum256([]byte(`"` + h + `"`))
-	return d[:8]
-}
-
-// payloadOffset is where the payload's digest sits among the field digests (bytes): payload is the
-// 5th of workhorse.fingerprint_fields().
-const payloadOffset = 32
-
-// payloadDigest is the payload's fingerprint digest: the first 8 bytes of SHA-256 of its jsonb text.
-func payloadDigest(jsonbText string) []byte {
-	d := sha256.Sum256([]byte(jsonbText))
-	return d[:8]
-}
-
-// fieldDigests: 88 bytes, the first 8 bytes of SHA-256 of each fingerprintJSON field, with the
-// payload's digest (8 bytes) in its place, in workhorse.fingerprint_fields() order.
-func fieldDigests(n *normalizedRequest, ttlMs int64, payload []byte) []byte {
-	out := make([]byte, 0, 88)
-	for i, text := range fingerprintJSON(n, ttlMs) {
-		if i*8 == payloadOffset {
-			out = append(out, payload...)
-		}
-		d := sha256.Sum256([]byte(text))
-		out = append(out, d[:8]...)
-	}
-	return out
 }

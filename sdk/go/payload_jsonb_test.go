@@ -43,7 +43,8 @@ func randomPayload(r *rand.Rand, depth int) any {
 	}
 }
 
-// The jsonb text a keyed request sends (and digests) is PostgreSQL's own text of the same jsonb.
+// The jsonb text a keyed request sends is PostgreSQL's own text of the same jsonb (the text
+// PostgreSQL digests for the fingerprint).
 func TestPayloadJSONBTextIsPostgresText(t *testing.T) {
 	pool := newPool(t)
 	r := rand.New(rand.NewSource(20261202))

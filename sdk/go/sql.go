@@ -126,7 +126,8 @@ func int64Ptr(v *int64) any {
 	return *v
 }
 
-// fieldValues are the 18 field parameters of enqueue_one for this request.
+// fieldValues are the 18 field parameters of enqueue_one for this request. p_field_digests is null:
+// PostgreSQL digests the values it receives (workhorse.request_field_digests).
 func fieldValues(r *normalizedRequest, id string) []any {
 	var retry any
 	if r.RetryPolicy != nil {
@@ -135,7 +136,7 @@ func fieldValues(r *normalizedRequest, id string) []any {
 	v := []any{id, r.Queue, r.Type, r.PayloadJSON, timeParam(r.RunAt), r.MaxAttempts, retry, timeParam(r.Deadline),
 		int64Ptr(r.ExecutionTimeoutMs), strPtr(r.ConcurrencyKey), r.Tags}
 	if k := r.Keyed; k != nil {
-		v = append(v, k.Mode, k.Key.Scope, k.Key.KeyHash, k.Key.KeyPreview, k.Key.KeyLength, ttlParam(k), k.FieldDigests)
+		v = append(v, k.Mode, k.Key.Scope, k.Key.KeyHash, k.Key.KeyPreview, k.Key.KeyLength, ttlParam(k), nil)
 	} else {
 		v = append(v, nil, nil, nil, nil, nil, nil, nil)
 	}
@@ -196,7 +197,9 @@ func batchValues(rs []*normalizedRequest, ids []string, notify, retry bool) []an
 	retries, concurrency := make([][]byte, n), make([]*string, n)
 	timeouts, ttls, maxWaits := make([]*int64, n), make([]*int64, n), make([]*int64, n)
 	modes, scopes, previews, schedules := make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
-	hashes, digests, legacy := make([][]byte, n), make([][]byte, n), make([][]byte, n)
+	hashes, legacy := make([][]byte, n), make([][]byte, n)
+	// p_field_digests: one null per request; PostgreSQL digests the values it receives.
+	digests := make([][]byte, n)
 	var tags []string
 	var payloads strings.Builder
 	payloads.WriteByte('[')
@@ -226,7 +229,7 @@ func batchValues(rs []*normalizedRequest, ids []string, notify, retry bool) []an
 				h := k.HoldUntil
 				holds[i], anyHold = &h, true
 			}
-			hashes[i], digests[i], legacy[i] = k.Key.KeyHash, k.FieldDigests, k.Key.LegacyKeyHash
+			hashes[i], legacy[i] = k.Key.KeyHash, k.Key.LegacyKeyHash
 			if k.Key.LegacyKeyHash != nil {
 				anyLegacy = true
 			}

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from workhorse._input import RequestConfig, hold_until_digest, iso, normalize_request, one_values
+from workhorse._input import Normalized, RequestConfig, iso, normalize_request, one_values
 from workhorse._key_preview_table import HIDDEN_RANGES, UNICODE_VERSION
 from workhorse._keys import key_preview, legacy_key_hash
 from workhorse._payload import canonical_text, jsonb_text
@@ -23,6 +23,8 @@ CASES = FILE["cases"]
 # Python can hold every case's input: lone surrogates in str, options as a mapping of the TypeScript names, and
 # None for null.
 SUPPORTED_NEEDS = {"loneSurrogate", "optionShape", "explicitNull"}
+# What the file pins of a keyed request's digests: PostgreSQL's, from the values it receives.
+DIGESTS = ("fieldDigests", "fieldDigestsByName", "holdUntilDigest", "requestDigest")
 
 
 def parse_payload(text: str) -> Any:
@@ -44,6 +46,44 @@ def options_of(case: dict[str, Any]) -> dict[str, Any] | None:
         if isinstance(o.get(k), str):
             o[k] = datetime.fromisoformat(o[k].replace("Z", "+00:00"))
     return o
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8")).digest()[:8]
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def reference_field_digests(n: Normalized) -> bytes:
+    """A keyed request's 88 bytes of field digests as PostgreSQL computes them from the values it
+    receives (workhorse.request_field_digests; the client sends none): the first 8 bytes of SHA-256 of
+    each field's JSON form in the file's fingerprintFields order, the payload's of its jsonb text. A
+    reference for the file's fieldDigests, test code only."""
+    assert n.keyed is not None
+    values = {
+        "concurrencyKey": n.concurrency_key,
+        "deadline": iso(n.deadline) if n.deadline else None,
+        "executionTimeoutMs": n.execution_timeout_ms,
+        "maxAttempts": n.max_attempts,
+        "queue": n.queue,
+        "retryPolicy": n.retry_policy,
+        "runAt": iso(n.run_at) if n.run_at else {"omitted": True},
+        "tags": n.tags,
+        "ttlMs": n.keyed.ttl_ms,
+        "type": n.type,
+    }
+    return b"".join(
+        _digest(n.payload_text) if f == "payload" else _digest(_json(values[f]))
+        for f in FILE["fingerprintFields"]
+        if f != "holdUntil"
+    )
+
+
+def reference_hold_until_digest(hold_until: str | None) -> bytes:
+    """The 8 bytes PostgreSQL appends after the field digests for a key lifetime (empty without one)."""
+    return b"" if hold_until is None else _digest(_json(hold_until))
 
 
 def test_every_case_is_runnable() -> None:
@@ -69,7 +109,7 @@ def test_case(case: dict[str, Any]) -> None:
         return
     ok = expect["ok"]
     n = normalize_request(case["input"]["type"], payload, options_of(case), config)
-    # Keyed requests send PostgreSQL's jsonb text (their payload digest is of it); others the canonical text.
+    # Keyed requests send PostgreSQL's jsonb text (its digest is the payload's fingerprint digest); others the canonical text.
     assert n.payload_text == (ok["payloadJsonbText"] if ok["keyed"] else ok["payloadCanonical"])
     assert jsonb_text(payload) == ok["payloadJsonbText"]
     assert canonical_text(payload) == ok["payloadCanonical"]
@@ -98,11 +138,19 @@ def test_case(case: dict[str, Any]) -> None:
             "schedule": k.schedule,
             "maxWaitMs": k.max_wait_ms,
             "holdUntil": k.hold_until,
-            "fieldDigests": k.field_digests.hex(),
-            "holdUntilDigest": hold_until_digest(k.hold_until).hex() if k.hold_until else None,
-            "requestDigest": hashlib.sha256(k.field_digests + hold_until_digest(k.hold_until)).hexdigest(),
-        } == {name: v for name, v in ek.items() if name != "fieldDigestsByName"}
-        assert k.field_digests[32:40].hex() == ek["fieldDigestsByName"]["payload"] == ok["payloadDigest"]
+        } == {name: v for name, v in ek.items() if name not in DIGESTS}
+        # What PostgreSQL computes from the values sent (the client sends no digest): the file's
+        # digests against the reference computation above.
+        digests, hold = reference_field_digests(n), reference_hold_until_digest(k.hold_until)
+        assert {
+            "fieldDigests": digests.hex(),
+            "fieldDigestsByName": {
+                f: digests[i * 8 : i * 8 + 8].hex() for i, f in enumerate(FILE["fingerprintFields"]) if f != "holdUntil"
+            },
+            "holdUntilDigest": hold.hex() if k.hold_until else None,
+            "requestDigest": hashlib.sha256(digests + hold).hexdigest(),
+        } == {name: ek[name] for name in DIGESTS}
+        assert ek["fieldDigestsByName"]["payload"] == ok["payloadDigest"]
     names = [p["name"] for p in FILE["enqueueOneParams"]]
     values = one_values(n, FILE["jobId"], notify=False, retry=True)
     got = {name: (f"\\x{v.hex()}" if isinstance(v, bytes) else v) for name, v in zip(names, values, strict=True)}
@@ -144,15 +192,20 @@ def test_buckets() -> None:
         assert (b["scope"], bucket, _bucketed_id(FILE["jobId"], bucket)) == (b["scope"], b["bucket"], b["bucketedJobId"])
 
 
-def test_cached_field_digests_keep_values_of_other_types_apart() -> None:
-    """The field-digest cache keys on the value's type: True and 1, 1 and 1.0, "1" and 1 are equal or
-    alike to Python but have different JSON texts, so different digests, cached or not."""
-    from workhorse._input import _digest_json, _field_digest
+def test_batch_sends_no_field_digests() -> None:
+    """enqueue_batch's p_field_digests is one null per request, keyed or not: PostgreSQL digests the
+    values it receives (as enqueue_one's p_field_digests is null in every case of the file)."""
+    from workhorse.queue import _BATCH_TYPES, _batch_values
 
-    for _ in range(2):  # the second round reads the cache
-        for v in (True, 1, 1.0, "1", None, ["a"], "a"):
-            assert _field_digest(v) == hashlib.sha256(_digest_json(v).encode("utf-8")).digest()[:8], v
-    assert len({_field_digest(v) for v in (True, 1, 1.0, "1")}) == 4
+    config = RequestConfig(max_payload_bytes=1 << 20, source=None, secret=bytes.fromhex(FILE["secretHex"]))
+    requests = [
+        normalize_request("t", {"a": 1}, {"idempotency": {"key": "k1"}}, config),
+        normalize_request("t", {"a": 2}, None, config),
+        normalize_request("t", {"a": 3}, {"debounce": {"key": "k2", "windowMs": 1000}}, config),
+    ]
+    values = _batch_values(requests, [FILE["jobId"]] * 3, retry=False)
+    assert len(values) == len(_BATCH_TYPES)
+    assert values[18] == [None, None, None]
 
 
 def test_worker_calls_match_the_conformance_file() -> None:

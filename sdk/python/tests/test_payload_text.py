@@ -1,5 +1,6 @@
 """The payload's jsonb text written by the client is PostgreSQL's own text of the same jsonb, byte for
-byte, so the payload digest it sends is the one the server would take (docs/clients.md)."""
+byte: a keyed request sends it, and PostgreSQL's digest of the payload for the fingerprint is of that
+text (docs/clients.md)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, is_dataclass
 from datetime import datetime, timezone
-import hashlib
 import json
 import math
 import re
@@ -38,14 +37,8 @@ SOURCE_CHARS = 128
 DEFAULT_QUEUE = "default"
 DEFAULT_SCOPE = "default"
 KEY_MODES = ("idempotency", "debounce", "throttle")
-FINGERPRINT_FIELDS = (
-    "concurrencyKey", "deadline", "executionTimeoutMs", "maxAttempts", "payload", "queue",
-    "retryPolicy", "runAt", "tags", "ttlMs", "type", "holdUntil",
-)  # fmt: skip
-# Key lifetimes (docs/enqueue.md, "Key lifetimes"). holdUntil's digest is not among the field digests
-# the client sends: PostgreSQL appends it from p_hold_until, only for a request with a lifetime.
+# Key lifetimes (docs/enqueue.md, "Key lifetimes"), sent as p_hold_until.
 KEY_LIFETIMES = ("finished", "started")
-_DIGESTED_FIELDS = tuple(f for f in FINGERPRINT_FIELDS if f != "holdUntil")
 STORABLE_TEXT_RULE = "must be well-formed Unicode without NUL characters"
 _MISSING = object()
 
@@ -232,7 +225,6 @@ class Keyed:
     ttl_ms: int | None
     schedule: str | None
     max_wait_ms: int | None
-    field_digests: bytes
     hold_until: str | None = None
 
 
@@ -251,46 +243,6 @@ class Normalized:
     tags: list[str]
     source: str | None
     keyed: Keyed | None
-
-
-def _digest_json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-# Digests of field values seen before: a producer repeats its queue, type, attempts, TTL and tags on
-# every call, and a JSON text and a SHA-256 per field were a tenth of a call's client time. Keyed by
-# the value's type and the value (hashable scalars and lists of strings only), cleared when full.
-_DIGESTS: dict[tuple[type, Any], bytes] = {}
-_DIGESTS_MAX = 4096
-
-
-def _field_digest(value: Any) -> bytes:
-    key: tuple[type, Any] | None = None
-    if value is None or isinstance(value, (str, int, float, bool)):
-        key = (type(value), value)
-    elif isinstance(value, list) and all(isinstance(x, str) for x in value):
-        key = (list, tuple(value))
-    if key is not None:
-        hit = _DIGESTS.get(key)
-        if hit is not None:
-            return hit
-    digest = hashlib.sha256(_digest_json(value).encode("utf-8")).digest()[:8]
-    if key is not None:
-        if len(_DIGESTS) >= _DIGESTS_MAX:
-            _DIGESTS.clear()
-        _DIGESTS[key] = digest
-    return digest
-
-
-def field_digests_of(values: dict[str, Any], payload_digest: bytes) -> bytes:
-    """88 bytes: the first 8 bytes of SHA-256 of each field's JSON text in fingerprint order, the
-    payload's (``payload_digest``) from its jsonb text."""
-    return b"".join(payload_digest if f == "payload" else _field_digest(values[f]) for f in _DIGESTED_FIELDS)
-
-
-def hold_until_digest(hold_until: str | None) -> bytes:
-    """The 8 bytes PostgreSQL appends after the field digests for a key lifetime (empty without one)."""
-    return b"" if hold_until is None else _field_digest(hold_until)
 
 
 @dataclass
@@ -465,21 +417,9 @@ def normalize_request(type_: Any, payload: Any, options: Any, config: RequestCon
     if given:
         mode = given[0]
         k = modes[mode]
-        # A keyed request sends PostgreSQL's own text of the payload (encode_payload wrote it) and
-        # digests exactly that text.
-        payload_digest = hashlib.sha256(n.payload_text.encode("utf-8")).digest()[:8]
-        digests = field_digests_of({
-            "concurrencyKey": n.concurrency_key,
-            "deadline": iso(n.deadline) if n.deadline else None,
-            "executionTimeoutMs": n.execution_timeout_ms,
-            "maxAttempts": n.max_attempts,
-            "queue": n.queue,
-            "retryPolicy": n.retry_policy,
-            "runAt": iso(n.run_at) if n.run_at else {"omitted": True},
-            "tags": n.tags,
-            "ttlMs": k["ttlMs"],
-            "type": n.type,
-        }, payload_digest)  # fmt: skip
+        # A keyed request sends PostgreSQL's own text of the payload (encode_payload wrote it).
+        # PostgreSQL digests the values it receives for the request's fingerprint
+        # (workhorse.request_field_digests); the client sends no digest of its own.
         h = key_hash(config.secret, k["scope"], k["key"])
         n.keyed = Keyed(
             mode=mode,
@@ -492,7 +432,6 @@ def normalize_request(type_: Any, payload: Any, options: Any, config: RequestCon
             ttl_ms=k["ttlMs"],
             schedule=k.get("schedule") if mode == "debounce" else None,
             max_wait_ms=k.get("maxWaitMs") if mode == "debounce" else None,
-            field_digests=digests,
             hold_until=k.get("holdUntil"),
         )
     return n
@@ -505,12 +444,13 @@ def retry_policy_json(p: dict[str, int] | None) -> str | None:
 
 
 def one_values(n: Normalized, job_id: str, notify: bool, retry: bool) -> list[Any]:
-    """workhorse.enqueue_one's parameters, in order, every one of them (the retry flag last)."""
+    """workhorse.enqueue_one's parameters, in order, every one of them (the retry flag last).
+    p_field_digests is null: PostgreSQL digests the values it receives."""
     k = n.keyed
     return [
         job_id, n.queue, n.type, n.payload_text, iso(n.run_at) if n.run_at else None, n.max_attempts,
         retry_policy_json(n.retry_policy), iso(n.deadline) if n.deadline else None, n.execution_timeout_ms,
         n.concurrency_key, n.tags, k.mode if k else None, k.scope if k else None, k.key_hash if k else None,
         k.key_preview if k else None, k.key_length if k else None, k.ttl_ms if k else None,
-        k.field_digests if k else None, notify, k.schedule if k else None, k.max_wait_ms if k else None, retry,
+        None, notify, k.schedule if k else None, k.max_wait_ms if k else None, retry,
     ]  # fmt: skip

@@ -167,7 +167,7 @@ def canonical_text(v: Any) -> str:
 def jsonb_text(v: Any) -> str:
     """PostgreSQL's jsonb text of an already checked payload (docs/clients.md, payloadJsonbText):
     the canonical text with ``", "`` and ``": "`` as separators and numbers without exponents. Keyed
-    requests send it, and their payload digest is the first 8 bytes of SHA-256 of it (UTF-8)."""
+    requests send it: the text PostgreSQL writes for what it stores, and digests for the fingerprint."""
     return _write(v, ", ", ": ", lambda x: plain_number(es_number(x)))
 
 
@@ -229,7 +229,7 @@ class _Raw:
 
 def encode_payload(payload: Any, max_bytes: int, option: str = "payload", jsonb: bool = False) -> tuple[str, int]:
     """Checks a payload and returns (its text, bytes PostgreSQL stores for it): the canonical text,
-    or with ``jsonb`` PostgreSQL's own jsonb text (what a keyed request sends and digests).
+    or with ``jsonb`` PostgreSQL's own jsonb text (what a keyed request sends).
 
     Plain JSON only: dict (str keys), list or tuple, str (no NUL, no lone surrogates), int, finite
     float, bool, None; nested at most 100 levels; at most ``max_bytes`` as jsonb text.

@@ -495,7 +495,7 @@ def _batch_values(requests: list[Normalized], ids: list[str], retry: bool, notif
         [k.key_preview if k else None for k in ks],
         [k.key_length if k else None for k in ks],
         [k.ttl_ms if k else None for k in ks],
-        [k.field_digests if k else None for k in ks],
+        [None] * len(requests),  # p_field_digests: PostgreSQL digests the values it receives
         legacy if any(h is not None for h in legacy) else None,
         notify,  # p_notify: through the pool the wake-up goes after the commit (_Waker)
         [k.schedule if k and k.mode == "debounce" else None for k in ks] if debounce else None,
