@@ -4,6 +4,11 @@ The canonical text follows JSON's data model, not Python's: ``42.0`` is written 
 written as ECMAScript writes doubles), ``True`` is a boolean and never a number, object keys are
 written in jsonb's order (shorter UTF-8 first, then bytewise), no whitespace. The checks and their
 messages are the TypeScript core's (docs/clients.md, conformance).
+
+A number is a double, as in every client: an ``int`` within 2^53 is exact; past it, an ``int`` is the
+double it spells (its exact value, or that double's shortest digits as JavaScript or PostgreSQL writes
+them: ``10**23`` is ``1e23``, which PostgreSQL gives back as 100000000000000000000000) and is written as
+TypeScript writes that double; any other is refused, never rounded.
 """
 
 from __future__ import annotations
@@ -45,10 +50,35 @@ def int_too_long(n: int) -> bool:
     return False
 
 
+_TWO_53 = 2**53
+_NOT_A_DOUBLE = "must be a number a double holds exactly (an integer past 2^53 must be a double itself); send it as a string"
+
+
+def double_of(n: int) -> float | str:
+    """The double a payload integer past 2^53 is, or the rule it breaks: its exact value (2**62), or a
+    double's shortest digits as JavaScript writes them (18446744073709552000) or as PostgreSQL does
+    (100000000000000000000000, 1e23: what payload::text gives back for a payload TypeScript stored).
+    Any other integer (2**53 + 1, 2**64 + 1) would be stored as a different number: refused."""
+    try:
+        f = float(n)
+    except OverflowError:  # past the largest double: JSON.parse reads such a literal as ±Infinity
+        return f"must contain only finite numbers (found {'Infinity' if n > 0 else '-Infinity'})"
+    if int(f) == n:
+        return f
+    text = str(n)  # at most 309 digits: below 2^1024
+    js = es_number(f)
+    if text == js or text == plain_number(js):
+        return f
+    return _NOT_A_DOUBLE
+
+
 def es_number(x: int | float) -> str:
-    """A number as JSON.stringify writes it (an int exactly; a float as ECMAScript's Number::toString)."""
+    """A number as JSON.stringify writes it (a float as ECMAScript's Number::toString; an int within 2^53
+    exactly, past it as the double it is, see ``double_of``)."""
     if isinstance(x, int):
-        return str(x)
+        if -_TWO_53 <= x <= _TWO_53:
+            return str(x)
+        x = float(x)  # a checked payload integer past 2^53 is the double it spells
     if x == 0:
         return "0"
     s, n = _digits_exponent(x)
@@ -231,8 +261,9 @@ def encode_payload(payload: Any, max_bytes: int, option: str = "payload", jsonb:
     """Checks a payload and returns (its text, bytes PostgreSQL stores for it): the canonical text,
     or with ``jsonb`` PostgreSQL's own jsonb text (what a keyed request sends and digests).
 
-    Plain JSON only: dict (str keys), list or tuple, str (no NUL, no lone surrogates), int, finite
-    float, bool, None; nested at most 100 levels; at most ``max_bytes`` as jsonb text.
+    Plain JSON only: dict (str keys), list or tuple, str (no NUL, no lone surrogates), int (past 2^53 only
+    one that is a double, see ``double_of``), finite float, bool, None; nested at most 100 levels; at
+    most ``max_bytes`` as jsonb text.
     """
 
     def fail(rule: str, path: str) -> None:
@@ -264,12 +295,14 @@ def encode_payload(payload: Any, max_bytes: int, option: str = "payload", jsonb:
             units += 4
         elif isinstance(value, bool):
             units += 4 if value else 5
-        elif isinstance(value, int):
-            if int_too_long(value):
-                fail(f"must contain only integers of at most {sys.get_int_max_str_digits()} digits "
-                     "(Python's limit for writing an int as text, sys.get_int_max_str_digits())", path_to())  # fmt: skip
+        elif isinstance(value, int) and -_TWO_53 <= value <= _TWO_53:
             units += 1
-        elif isinstance(value, float):
+        elif isinstance(value, (int, float)):
+            if isinstance(value, int):  # past 2^53: the double it spells, or refused
+                d = double_of(value)
+                if isinstance(d, str):
+                    fail(d, path_to())
+                value = d
             if not math.isfinite(value):
                 found = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
                 fail(f"must contain only finite numbers (found {found})", path_to())
