@@ -355,6 +355,68 @@ nullCase("null: several options are all named", {
   idempotency: { key: "k", ttlMs: null },
 });
 // --- null is not "not given" (end) -----------------------------------------------------------
+// --- subclasses of JSON's types (begin) -----------------------------------------------------
+// Plain values here; the Python client's test builds each from subclasses of int, float, str, list,
+// tuple and dict that override how they print and iterate (an Enum member mixing in int, an int whose
+// __str__ is another number, a dict whose items() lies, ...), and checks it gets this case's texts:
+// a subclass is written as its base type's value, never through its own methods. TypeScript and Go
+// read them as the plain values they are.
+add("payload: subclass: enum members that mix in int are their ints", {
+  type: "t",
+  payloadText: '{"color":1,"colors":[2,1],"flag":true,"big":4611686018427387904}',
+  options: idem("k1"),
+});
+add("payload: subclass: an int subclass whose __str__ and __repr__ say another number", {
+  type: "t",
+  payloadText: '{"n":5,"m":[-7,0],"past 2^53":18446744073709551616}',
+  options: idem("k1"),
+});
+add("payload: subclass: a str subclass whose __str__, __iter__ and __len__ say otherwise", {
+  type: "t",
+  payloadText: p({ s: "text", escaped: 'a"b\n', key: "é😀" }),
+  options: idem("k1"),
+});
+add("payload: subclass: str subclass keys are their strings, in jsonb's order", {
+  type: "t",
+  payloadText: p({ bb: 1, a: 2, é: 3, c: 4 }),
+  options: idem("k1"),
+});
+add("payload: subclass: a float subclass whose __repr__ says another number", {
+  type: "t",
+  payloadText: "[1.5, 1e21, -2.5e-7, 0.1]",
+  options: idem("k1"),
+});
+add("payload: subclass: a dict subclass whose items, keys, __iter__ and __getitem__ say otherwise", {
+  type: "t",
+  payloadText: '{"a":1,"b":[2,{"c":null}]}',
+  options: idem("k1"),
+});
+add("payload: subclass: a list subclass whose __iter__, __getitem__ and __len__ say otherwise", {
+  type: "t",
+  payloadText: '[1,"two",[3]]',
+  options: idem("k1"),
+});
+add("payload: subclass: a tuple subclass whose __iter__ says otherwise", {
+  type: "t",
+  payloadText: '[1,"a"]',
+  options: idem("k1"),
+});
+add("payload: subclass: at the byte bound though __len__ says more", {
+  type: "t",
+  payloadText: '{"s":"abcdef"}', // stored as {"s": "abcdef"}: 15 bytes
+  maxPayloadBytes: 15,
+});
+add("payload: subclass: over the byte bound though __len__ says less", {
+  type: "t",
+  payloadText: '{"s":"abcdef"}',
+  maxPayloadBytes: 14,
+});
+add("payload: subclass: nested 100 levels of list subclasses", { type: "t", payloadText: nested(100) });
+add("payload: subclass: nested 101 levels of list subclasses whose __len__ says 0", {
+  type: "t",
+  payloadText: nested(101),
+});
+// --- subclasses of JSON's types (end) -------------------------------------------------------
 
 // --- payloads as PostgreSQL gives them back (begin) ------------------------------------------
 // A payload PostgreSQL stored comes back as its jsonb text (payload::text): numbers without
