@@ -356,6 +356,148 @@ nullCase("null: several options are all named", {
   idempotency: { key: "k", ttlMs: null },
 });
 // --- null is not "not given" (end) -----------------------------------------------------------
+// --- subclasses of JSON's types (begin) -----------------------------------------------------
+// Plain values here; the Python client's test builds each from subclasses of int, float, str, list,
+// tuple and dict that override how they print and iterate (an Enum member mixing in int, an int whose
+// __str__ is another number, a dict whose items() lies, ...), and checks it gets this case's texts:
+// a subclass is written as its base type's value, never through its own methods. TypeScript and Go
+// read them as the plain values they are.
+add("payload: subclass: enum members that mix in int are their ints", {
+  type: "t",
+  payloadText: '{"color":1,"colors":[2,1],"flag":true,"big":4611686018427387904}',
+  options: idem("k1"),
+});
+add("payload: subclass: an int subclass whose __str__ and __repr__ say another number", {
+  type: "t",
+  payloadText: '{"n":5,"m":[-7,0],"past 2^53":18446744073709551616}',
+  options: idem("k1"),
+});
+add("payload: subclass: a str subclass whose __str__, __iter__ and __len__ say otherwise", {
+  type: "t",
+  payloadText: p({ s: "text", escaped: 'a"b\n', key: "é😀" }),
+  options: idem("k1"),
+});
+add("payload: subclass: str subclass keys are their strings, in jsonb's order", {
+  type: "t",
+  payloadText: p({ bb: 1, a: 2, é: 3, c: 4 }),
+  options: idem("k1"),
+});
+add("payload: subclass: a float subclass whose __repr__ says another number", {
+  type: "t",
+  payloadText: "[1.5, 1e21, -2.5e-7, 0.1]",
+  options: idem("k1"),
+});
+add("payload: subclass: a dict subclass whose items, keys, __iter__ and __getitem__ say otherwise", {
+  type: "t",
+  payloadText: '{"a":1,"b":[2,{"c":null}]}',
+  options: idem("k1"),
+});
+add("payload: subclass: a list subclass whose __iter__, __getitem__ and __len__ say otherwise", {
+  type: "t",
+  payloadText: '[1,"two",[3]]',
+  options: idem("k1"),
+});
+add("payload: subclass: a tuple subclass whose __iter__ says otherwise", {
+  type: "t",
+  payloadText: '[1,"a"]',
+  options: idem("k1"),
+});
+add("payload: subclass: at the byte bound though __len__ says more", {
+  type: "t",
+  payloadText: '{"s":"abcdef"}', // stored as {"s": "abcdef"}: 15 bytes
+  maxPayloadBytes: 15,
+});
+add("payload: subclass: over the byte bound though __len__ says less", {
+  type: "t",
+  payloadText: '{"s":"abcdef"}',
+  maxPayloadBytes: 14,
+});
+add("payload: subclass: nested 100 levels of list subclasses", { type: "t", payloadText: nested(100) });
+add("payload: subclass: nested 101 levels of list subclasses whose __len__ says 0", {
+  type: "t",
+  payloadText: nested(101),
+});
+// --- subclasses of JSON's types (end) -------------------------------------------------------
+
+// --- payloads as PostgreSQL gives them back (begin) ------------------------------------------
+// A payload PostgreSQL stored comes back as its jsonb text (payload::text): numbers without
+// exponents, so 1e23 comes back as 100000000000000000000000 and the largest double as 309 digits.
+// Every client must accept that text (a job read back and enqueued again) as the same payload:
+// `roundTrip` gives each payload's text, the jsonb text PostgreSQL stores and gives back, the
+// canonical text and the digest, and each client's test enqueues the payload with a key, reads it
+// back from PostgreSQL and enqueues what it read with the same key, which must replay.
+const roundTripPayloads: Array<[name: string, payloadText: string]> = [
+  ["1e23 comes back as 100000000000000000000000", '{"n":1e23}'],
+  [
+    "exponent forms come back written out",
+    "[1e21, 1e22, -2.5e22, 1.5e300, 1.7976931348623157e308, -1.7976931348623157e308, 5e-324, 2.2250738585072014e-308, 1e-7, -1.5e-7]",
+  ],
+  [
+    "integers past 2^53 come back as the doubles they are",
+    "[18446744073709551616, 4611686018427387904, -9223372036854775808, 9007199254740992, 12345678901234567000, 123456789012345680000]",
+  ],
+  ["below and at 1e21", "[999999999999999900000, 1e21, 100000000000000000000, 0.000001, 1e-6]"],
+  ["numbers in nested objects", '{"z":[{"b":-1e25,"a":{"x":[1e300]}}],"a":{"y":null,"n":-0}}'],
+  ["every kind of value", p({ s: 'é😀\n"\\', a: [true, false, null, {}, []], "": 0, k: 0.1, n: -42, "\u2028": "x" })],
+];
+
+// How a client that reads JSON text's integers exactly (Go's json.RawMessage, Python's json.loads)
+// takes an integer literal past 2^53: a literal that is a double (its exact value, or its shortest
+// digits as JavaScript writes them or as PostgreSQL does) is that double, written as TypeScript
+// writes it; any other is refused, never rounded (JSON.parse would round it to a different number;
+// TypeScript itself has only doubles and refuses BigInt). Within 2^53 every integer is exact.
+const NOT_A_DOUBLE =
+  "must be a number a double holds exactly (an integer past 2^53 must be a double itself); send it as a string";
+const integerLiterals = [
+  "9007199254740992", // 2^53
+  "9007199254740993",
+  "-9007199254740993",
+  "9007199254740994",
+  "4611686018427387904", // 2^62, exactly
+  "4611686018427388000", // 2^62 as JavaScript writes it
+  "4611686018427387905",
+  "-9223372036854775808",
+  "18446744073709551616", // 2^64
+  "18446744073709552000",
+  "18446744073709551617", // 2^64 + 1
+  "12345678901234567890",
+  "12345678901234567000",
+  "123456789012345680000",
+  "999999999999999999999",
+  "1000000000000000000000", // 1e21
+  "99999999999999991611392", // 1e23, exactly
+  "100000000000000000000000", // 1e23 as PostgreSQL writes it
+  "-100000000000000000000000",
+  "100000000000000000000001",
+  (2n ** 1024n - 2n ** 971n).toString(), // the largest double, exactly
+  jsonbText(Number.MAX_VALUE), // the largest double as PostgreSQL writes it (309 digits)
+  `1${"0".repeat(309)}`, // 1e309: past every double, Infinity for JSON.parse
+  `-1${"0".repeat(309)}`,
+];
+
+function integerLiteral(literal: string): Record<string, unknown> {
+  const x = JSON.parse(literal) as number;
+  if (!Number.isFinite(x)) return { literal, error: `must contain only finite numbers (found ${String(x)})` };
+  const isDouble = BigInt(x) === BigInt(literal) || literal === String(x) || literal === jsonbText(x);
+  if (!isDouble) return { literal, error: NOT_A_DOUBLE };
+  return { literal, payloadCanonical: JSON.stringify(x), payloadJsonbText: jsonbText(x) };
+}
+
+const digestOf = (text: string) => createHash("sha256").update(text).digest().subarray(0, 8).toString("hex");
+const roundTrip = roundTripPayloads.map(([name, payloadText]) => {
+  const payload = JSON.parse(payloadText);
+  const stored = jsonbText(payload);
+  // PostgreSQL's text parses to the same doubles: the same texts again (test/conformance-round-trip.test.ts).
+  if (jsonbText(JSON.parse(stored)) !== stored) throw new Error(`${name}: the jsonb text does not read back`);
+  return {
+    name,
+    payloadText,
+    payloadJsonbText: stored,
+    payloadCanonical: canonical(payload),
+    payloadDigest: digestOf(stored),
+  };
+});
+// --- payloads as PostgreSQL gives them back (end) --------------------------------------------
 
 // ---------------------------------------------------------------------------------------------
 
@@ -520,6 +662,8 @@ const file = {
   limits: LIMITS,
   cases: cases.map((c) => ({ ...c, expect: expected(c) })),
   buckets,
+  roundTrip,
+  integerLiterals: integerLiterals.map(integerLiteral),
   // The worker's SQL functions: each call's argument types in order and the result columns a client
   // may select (lib/store/worker/calls.ts, checked against pg_proc).
   workerCalls: Object.entries(WORKER_FUNCTIONS).map(([fn, f]) => ({ function: `workhorse.${fn}`, ...f })),

@@ -124,6 +124,15 @@ type canonicalPayload struct {
 
 var maxSafeInteger = math.Pow(2, 53)
 
+// doubleLiteral: the integer literal lit, which reads as the double f, is that double: its exact
+// value (4611686018427387904, 2^62), or its shortest digits as JavaScript writes them (js,
+// 4611686018427388000) or as PostgreSQL writes them (pg, 100000000000000000000000 for 1e23: what
+// payload::text gives back for a payload TypeScript stored). Any other integer past 2^53
+// (9007199254740993, 100000000000000000000001) would be stored as a different number.
+func doubleLiteral(lit string, f float64, js, pg string) bool {
+	return lit == js || lit == pg || exactDouble(lit, f)
+}
+
 // exactDouble: the integer literal lit is exactly the double f (2^62 is; 2^53 + 1 is not).
 func exactDouble(lit string, f float64) bool {
 	n, ok := new(big.Int).SetString(lit, 10)
@@ -237,11 +246,11 @@ func (w *canonicalWriter) write(v any, depth int, path string) (string, string) 
 			return "must contain only finite numbers (found " + lit + ")", path
 		}
 		s := jsNumber(f)
-		if !strings.ContainsAny(lit, ".eE") && math.Abs(f) >= maxSafeInteger && lit != s && !exactDouble(lit, f) {
+		pgs := pgNumber(s)
+		if !strings.ContainsAny(lit, ".eE") && math.Abs(f) >= maxSafeInteger && !doubleLiteral(lit, f, s, pgs) {
 			// A JSON number is a double: this integer would be stored as a nearby one.
 			return "must be a number a double holds exactly (an integer past 2^53 must be a double itself); send it as a string", path
 		}
-		pgs := pgNumber(s)
 		w.b.WriteString(s)
 		w.pg.WriteString(pgs)
 		w.stored += len(pgs)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from enum import Enum, IntEnum
 import hashlib
 import json
 import re
@@ -14,7 +15,7 @@ import pytest
 from workhorse._input import Normalized, RequestConfig, iso, normalize_request, one_values
 from workhorse._key_preview_table import HIDDEN_RANGES, UNICODE_VERSION
 from workhorse._keys import key_preview, legacy_key_hash
-from workhorse._payload import canonical_text, jsonb_text
+from workhorse._payload import canonical_text, encode_payload, jsonb_text
 from workhorse.errors import EnqueueValidationError
 from workhorse.queue import _bucketed_id, _key_bucket
 
@@ -94,13 +95,33 @@ def test_every_case_is_runnable() -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
 def test_case(case: dict[str, Any]) -> None:
+    check_case(case, parse_payload(case["input"]["payloadText"]))
+
+
+# Read by json.loads, integers are exact Python ints: past 2^53, those that are doubles are those doubles (the
+# same answers), and one that is no double is refused instead of rounded, as Go refuses it in JSON text.
+EXACT_INTEGER_RULES = {
+    "payload: big integers are doubles": [{"option": "payload", "path": "$[0]", "rule":
+        "must be a number a double holds exactly (an integer past 2^53 must be a double itself); send it as a string (at $[0])"}],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
+def test_case_read_with_exact_integers(case: dict[str, Any]) -> None:
+    payload = json.loads(case["input"]["payloadText"])
+    if case["name"] in EXACT_INTEGER_RULES:
+        case = {**case, "expect": {"error": {"issues": EXACT_INTEGER_RULES[case["name"]]}}}
+    check_case(case, payload)
+
+
+def check_case(case: dict[str, Any], payload: Any) -> None:
+    """Normalizes the case's request with `payload` and compares everything with the file."""
     config = RequestConfig(
         max_payload_bytes=case["input"].get("maxPayloadBytes", FILE["limits"]["defaultPayloadBytes"]),
         source=None,
         secret=bytes.fromhex(FILE["secretHex"]),
     )
     expect = case["expect"]
-    payload = parse_payload(case["input"]["payloadText"])
     if "error" in expect:
         with pytest.raises(EnqueueValidationError) as caught:
             normalize_request(case["input"]["type"], payload, options_of(case), config)
@@ -158,6 +179,242 @@ def test_case(case: dict[str, Any]) -> None:
     assert got.pop("p_payload") == (ok["payloadJsonbText"] if ok["keyed"] else ok["payloadCanonical"])
     want.pop("p_payload")
     assert got == want
+
+
+# Subclasses of JSON's types (the file's "payload: subclass: ..." cases, plain values there): a subclass of
+# int, float, str, list, tuple or dict is written as its base type's value, never through its own methods,
+# so each payload built of them below gives exactly the plain value's texts, digest, size and issues.
+class Color(int, Enum):  # str() is "Color.RED", repr() "<Color.RED: 1>"
+    RED = 1
+    GREEN = 2
+
+
+class Huge(IntEnum):
+    TWO_62 = 2**62
+
+
+class OddInt(int):
+    """An int that prints, converts and compares as another number."""
+
+    def __str__(self) -> str:
+        return str(int.__int__(self) + 1)
+
+    def __repr__(self) -> str:
+        return "OddInt(" + int.__repr__(self) + ")"
+
+    def __format__(self, spec: str) -> str:
+        return "formatted"
+
+    def __int__(self) -> int:
+        return 999
+
+    def __index__(self) -> int:
+        return 999
+
+    def __float__(self) -> float:
+        return 0.5
+
+    def __abs__(self) -> int:
+        return 3
+
+    def __neg__(self) -> int:
+        return 3
+
+    def __lt__(self, other: object) -> bool:
+        return True
+
+    def __le__(self, other: object) -> bool:
+        return True
+
+    def __gt__(self, other: object) -> bool:
+        return True
+
+    def __ge__(self, other: object) -> bool:
+        return True
+
+    def bit_length(self) -> int:
+        return 0
+
+
+class OddStr(str):
+    """A str that prints, iterates, measures, encodes and orders as another string."""
+
+    def __str__(self) -> str:
+        return "other"
+
+    def __repr__(self) -> str:
+        return "'other'"
+
+    def __format__(self, spec: str) -> str:
+        return "other"
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter("other")
+
+    def __len__(self) -> int:
+        return 1
+
+    def __getitem__(self, i):  # type: ignore[no-untyped-def]
+        return "o"
+
+    def __lt__(self, other: object) -> bool:
+        return not str.__lt__(self, other)  # type: ignore[operator]
+
+    def __gt__(self, other: object) -> bool:
+        return not str.__gt__(self, other)  # type: ignore[operator]
+
+    def __add__(self, other: object) -> str:
+        return "other"
+
+    def __radd__(self, other: object) -> str:
+        return "other"
+
+    def encode(self, *args: Any, **kwargs: Any) -> bytes:
+        return b"other"
+
+    def isascii(self) -> bool:
+        return not str.isascii(self)
+
+    __hash__ = str.__hash__
+    __eq__ = str.__eq__
+
+
+class LongStr(str):
+    def __len__(self) -> int:
+        return 10**6
+
+
+class ShortStr(str):
+    def __len__(self) -> int:
+        return 0
+
+
+class OddFloat(float):
+    def __repr__(self) -> str:
+        return "2.5"
+
+    def __str__(self) -> str:
+        return "2.5"
+
+    def __format__(self, spec: str) -> str:
+        return "2.5"
+
+    def __float__(self) -> float:
+        return 2.5
+
+    def __abs__(self) -> float:
+        return 2.5
+
+    def __neg__(self) -> float:
+        return 2.5
+
+    def is_integer(self) -> bool:
+        return True
+
+
+class OddDict(dict):  # type: ignore[type-arg]
+    """A dict whose every way of reading it says {"x": 9}."""
+
+    def items(self):  # type: ignore[no-untyped-def]
+        return [("x", 9)]
+
+    def keys(self):  # type: ignore[no-untyped-def]
+        return ["x"]
+
+    def values(self):  # type: ignore[no-untyped-def]
+        return [9]
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(["x"])
+
+    def __getitem__(self, k):  # type: ignore[no-untyped-def]
+        return 9
+
+    def get(self, k, default=None):  # type: ignore[no-untyped-def]
+        return 9
+
+    def __len__(self) -> int:
+        return 1
+
+    def __contains__(self, k: object) -> bool:
+        return k == "x"
+
+
+class OddList(list):  # type: ignore[type-arg]
+    """A list whose every way of reading it says [9]."""
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter([9])
+
+    def __reversed__(self):  # type: ignore[no-untyped-def]
+        return iter([9])
+
+    def __getitem__(self, i):  # type: ignore[no-untyped-def]
+        return 9
+
+    def __len__(self) -> int:
+        return 1
+
+
+class ZeroList(list):  # type: ignore[type-arg]
+    def __len__(self) -> int:
+        return 0
+
+
+class OddTuple(tuple):  # type: ignore[type-arg]
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter([9])
+
+    def __getitem__(self, i):  # type: ignore[no-untyped-def]
+        return 9
+
+    def __len__(self) -> int:
+        return 1
+
+
+def _nested(depth: int, cls: type) -> Any:
+    v = cls()
+    for _ in range(depth - 1):
+        v = cls([v])
+    return v
+
+
+SUBCLASS_PAYLOADS: dict[str, Any] = {
+    "payload: subclass: enum members that mix in int are their ints": lambda: {
+        "color": Color.RED, "colors": [Color.GREEN, Color.RED], "flag": True, "big": Huge.TWO_62},
+    "payload: subclass: an int subclass whose __str__ and __repr__ say another number": lambda: {
+        "n": OddInt(5), "m": [OddInt(-7), OddInt(0)], "past 2^53": OddInt(2**64)},
+    "payload: subclass: a str subclass whose __str__, __iter__ and __len__ say otherwise": lambda: {
+        "s": OddStr("text"), "escaped": OddStr('a"b\n'), "key": OddStr("é😀")},
+    "payload: subclass: str subclass keys are their strings, in jsonb's order": lambda: {
+        OddStr("bb"): 1, OddStr("a"): 2, OddStr("é"): 3, OddStr("c"): 4},
+    "payload: subclass: a float subclass whose __repr__ says another number": lambda: [
+        OddFloat(1.5), OddFloat(1e21), OddFloat(-2.5e-7), OddFloat(0.1)],
+    "payload: subclass: a dict subclass whose items, keys, __iter__ and __getitem__ say otherwise": lambda: OddDict(
+        a=1, b=[2, OddDict(c=None)]),
+    "payload: subclass: a list subclass whose __iter__, __getitem__ and __len__ say otherwise": lambda: OddList(
+        [1, "two", OddList([3])]),
+    "payload: subclass: a tuple subclass whose __iter__ says otherwise": lambda: OddTuple((1, "a")),
+    "payload: subclass: at the byte bound though __len__ says more": lambda: {"s": LongStr("abcdef")},
+    "payload: subclass: over the byte bound though __len__ says less": lambda: {"s": ShortStr("abcdef")},
+    "payload: subclass: nested 100 levels of list subclasses": lambda: _nested(100, OddList),
+    "payload: subclass: nested 101 levels of list subclasses whose __len__ says 0": lambda: _nested(101, ZeroList),
+}  # fmt: skip
+
+
+def test_every_subclass_case_is_built() -> None:
+    assert set(SUBCLASS_PAYLOADS) == {c["name"] for c in CASES if c["name"].startswith("payload: subclass: ")}
+
+
+@pytest.mark.parametrize("name", list(SUBCLASS_PAYLOADS))
+def test_subclasses_are_their_base_values(name: str) -> None:
+    case = next(c for c in CASES if c["name"] == name)
+    payload = SUBCLASS_PAYLOADS[name]()
+    check_case(case, payload)
+    ok = case["expect"].get("ok")
+    if ok:  # the writers the validator does not reach, and the value as a checkpoint or result
+        assert (canonical_text(payload), jsonb_text(payload)) == (ok["payloadCanonical"], ok["payloadJsonbText"])
+        assert encode_payload(payload, 1 << 20) == (ok["payloadCanonical"], ok["payloadBytes"])
 
 
 # Key previews hide control and format characters by one table every client shares

@@ -23,8 +23,8 @@ def _value(rng: random.Random, depth: int = 0) -> Any:
         return None
     if kind == 1:
         return rng.random() < 0.5
-    if kind == 2:
-        return rng.randint(-(2**70), 2**70)
+    if kind == 2:  # an int within 2^53, or one past it that is a double (m * 2^k), or 1e23 as PostgreSQL writes it
+        return rng.choice([rng.randint(-(2**53), 2**53), rng.randint(-(2**20), 2**20) * 2 ** rng.randint(34, 1000), 10**23])
     if kind == 3:
         return rng.choice([1e21, 1.5e-7, -1e-7, 1e-6, 5e-324, sys.float_info.max, 0.1, -2.5e22, 42.0, -0.0])
     if kind == 4:

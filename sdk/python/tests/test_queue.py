@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+import sys
 import uuid
 
 import psycopg
@@ -173,10 +174,20 @@ def test_bad_input_is_typed_and_writes_nothing(queue: Queue) -> None:
     assert count_jobs(queue, "bad") == before
 
 
-def test_exact_integers_follow_json(queue: Queue) -> None:
-    job = queue.get_job(queue.enqueue("t", {"big": 2**64, "f": 2.0**64}))
+def test_integers_past_2_53_are_the_doubles_they_are(queue: Queue) -> None:
+    # A number is a double in every client: 2**64 is one, stored as TypeScript stores it (as 2.0**64), and so
+    # is 10**23, the digits PostgreSQL gives back for 1e23.
+    job = queue.get_job(queue.enqueue("t", {"big": 2**64, "f": 2.0**64, "e23": 10**23, "near": 1e23}))
     assert job is not None
-    assert job.payload == {"big": 2**64, "f": 18446744073709552000}
+    assert job.payload == {"big": 18446744073709552000, "f": 18446744073709552000, "e23": 10**23, "near": 10**23}
+    # An integer that is no double is refused (never rounded to a nearby one): send it as a string.
+    for big, path in [(2**64 + 1, "$.id"), (2**53 + 1, "$.id"), (-(10**23) - 1, "$.id")]:
+        with pytest.raises(EnqueueValidationError) as caught:
+            queue.enqueue("t", {"id": big})
+        assert [(i.option, i.path) for i in caught.value.issues] == [("payload", path)]
+        assert caught.value.issues[0].rule == (
+            "must be a number a double holds exactly (an integer past 2^53 must be a double itself); send it as a string (at $.id)"
+        )
 
 
 def test_secret_from_the_environment(pool, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
@@ -273,21 +284,26 @@ def test_none_is_refused_as_typescript_refuses_null_and_absence_is_the_default(q
     assert queue.get_job(queue.enqueue("t", {}, None)) is not None
 
 
-def test_an_integer_too_long_for_text_is_a_typed_error(queue: Queue) -> None:
+def test_an_integer_past_every_double_is_a_typed_error(queue: Queue) -> None:
+    # Past the largest double (and past what Python writes as text, 10**5000): Infinity, as JSON.parse reads
+    # such a literal, and refused as TypeScript refuses it, never a bare ValueError or OverflowError.
     before = count_jobs(queue, "huge")
-    for payload, path in [({"n": 10**5000}, "$.n"), ([1, -(10**5000)], "$[1]"), (10**5000, "$")]:
+    for payload, path, found in [({"n": 10**5000}, "$.n", "Infinity"), ([1, -(10**5000)], "$[1]", "-Infinity"),
+                                 (10**5000, "$", "Infinity"), ([2**1024], "$[0]", "Infinity")]:  # fmt: skip
         with pytest.raises(EnqueueValidationError) as caught:
             queue.enqueue("t", payload, EnqueueOptions(queue="huge"))
-        assert caught.value.option == "payload" and caught.value.issues[0].path == path, caught.value
+        assert [(i.option, i.rule, i.path) for i in caught.value.issues] == [
+            ("payload", f"must contain only finite numbers (found {found}) (at {path})", path)
+        ], caught.value
     # An option of 10**5000 is out of its bounds, and the rule that quotes windowMs still writes a message.
     with pytest.raises(EnqueueValidationError) as caught:
         queue.enqueue("t", {}, {"queue": "huge", "debounce": {"key": key(), "windowMs": 10**5000, "maxWaitMs": 5}})
     assert [i.option for i in caught.value.issues] == ["options.debounce.windowMs", "options.debounce.maxWaitMs"]
     assert count_jobs(queue, "huge") == before
-    # The longest integer Python writes as text is stored exactly.
-    digits = int("9" * 4300)
-    job = queue.get_job(queue.enqueue("t", [digits], EnqueueOptions(queue="huge")))
-    assert job is not None and job.payload == [digits]
+    # The largest double, exactly and as PostgreSQL gives it back (309 digits), is that double.
+    as_postgresql = int("17976931348623157" + "0" * 292)
+    job = queue.get_job(queue.enqueue("t", [int(sys.float_info.max), as_postgresql], EnqueueOptions(queue="huge")))
+    assert job is not None and job.payload == [as_postgresql, as_postgresql]
 
 
 def test_a_batch_request_without_a_payload_is_refused_as_typescript_refuses_it(queue: Queue) -> None:

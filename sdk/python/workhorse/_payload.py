@@ -4,6 +4,14 @@ The canonical text follows JSON's data model, not Python's: ``42.0`` is written 
 written as ECMAScript writes doubles), ``True`` is a boolean and never a number, object keys are
 written in jsonb's order (shorter UTF-8 first, then bytewise), no whitespace. The checks and their
 messages are the TypeScript core's (docs/clients.md, conformance).
+
+A number is a double, as in every client: an ``int`` within 2^53 is exact; past it, an ``int`` is the
+double it spells (its exact value, or that double's shortest digits as JavaScript or PostgreSQL writes
+them: ``10**23`` is ``1e23``, which PostgreSQL gives back as 100000000000000000000000) and is written as
+TypeScript writes that double; any other is refused, never rounded. A subclass of ``int``, ``float``,
+``str``, ``list``, ``tuple`` or ``dict`` (an ``Enum`` member mixing in ``int``, a ``str`` subclass, an
+``OrderedDict``) is read as its base type's value, through the base type's own methods, never its
+overrides (``__str__``, ``__repr__``, ``__iter__``, ``__len__``, ``items``, ``keys``, ``__getitem__``...).
 """
 
 from __future__ import annotations
@@ -45,10 +53,38 @@ def int_too_long(n: int) -> bool:
     return False
 
 
+_TWO_53 = 2**53
+_NOT_A_DOUBLE = "must be a number a double holds exactly (an integer past 2^53 must be a double itself); send it as a string"
+
+
+def double_of(n: int) -> float | str:
+    """The double a payload integer past 2^53 is, or the rule it breaks: its exact value (2**62), or a
+    double's shortest digits as JavaScript writes them (18446744073709552000) or as PostgreSQL does
+    (100000000000000000000000, 1e23: what payload::text gives back for a payload TypeScript stored).
+    Any other integer (2**53 + 1, 2**64 + 1) would be stored as a different number: refused."""
+    n = int.__int__(n)
+    try:
+        f = float(n)
+    except OverflowError:  # past the largest double: JSON.parse reads such a literal as ±Infinity
+        return f"must contain only finite numbers (found {'Infinity' if n > 0 else '-Infinity'})"
+    if int(f) == n:
+        return f
+    text = int.__repr__(n)  # at most 309 digits: below 2^1024
+    js = es_number(f)
+    if text == js or text == plain_number(js):
+        return f
+    return _NOT_A_DOUBLE
+
+
 def es_number(x: int | float) -> str:
-    """A number as JSON.stringify writes it (an int exactly; a float as ECMAScript's Number::toString)."""
+    """A number as JSON.stringify writes it (a float as ECMAScript's Number::toString; an int within 2^53
+    exactly, past it as the double it is, see ``double_of``). Subclasses are read as their base values."""
     if isinstance(x, int):
-        return str(x)
+        if -_TWO_53 <= x <= _TWO_53:
+            return int.__repr__(x)
+        x = float(int.__int__(x))  # a checked payload integer past 2^53 is the double it spells
+    elif type(x) is not float:
+        x = float.__float__(x)
     if x == 0:
         return "0"
     s, n = _digits_exponent(x)
@@ -138,6 +174,39 @@ def _type_name(v: object) -> str:
     return type(v).__name__
 
 
+# The types a payload is made of, exactly; a subclass of one of them is read as its base value.
+_EXACT = frozenset({str, int, float, bool, type(None), dict, list, tuple})
+_STR_ONLY = frozenset({str})
+
+
+def _base_value(x: Any) -> Any:
+    """``x``, a subclass instance of a JSON type, as a value of its base type, read through the base type's
+    own methods (never the subclass's ``__str__``, ``__iter__``, ``items``, ``__getitem__``...): an ``int``,
+    ``float`` or ``str``; a plain shallow copy of a ``list``, ``tuple`` or ``dict`` (keys that are ``str``
+    subclasses as their strings). bool cannot be subclassed. Anything else is returned as it is."""
+    if isinstance(x, str):
+        return str.__str__(x)
+    if isinstance(x, int):
+        return int.__int__(x)
+    if isinstance(x, float):
+        return float.__float__(x)
+    if isinstance(x, dict):
+        return _plain_dict(x)
+    if isinstance(x, list):
+        return list.copy(x)
+    if isinstance(x, tuple):
+        return tuple.__getitem__(x, slice(None))
+    return x
+
+
+def _plain_dict(d: dict[Any, Any]) -> dict[Any, Any]:
+    """``d`` as a plain dict of its own items (dict's own iteration), keys that are ``str`` subclasses as
+    their strings; ``d`` itself when it is one already."""
+    if type(d) is dict and set(map(type, d)) <= _STR_ONLY:
+        return d
+    return {(str.__str__(k) if isinstance(k, str) else k): v for k, v in dict.items(d)}
+
+
 def plain_number(text: str) -> str:
     """An ECMAScript number text without its exponent, as PostgreSQL's numeric writes it
     (``1e+21`` -> ``1000000000000000000000``, ``1.5e-7`` -> ``0.00000015``)."""
@@ -176,19 +245,25 @@ def _write(v: Any, comma: str, colon: str, number: Any) -> str:
     stack: list[Any] = [v]
     while stack:
         x = stack.pop()
-        if isinstance(x, _Raw):
+        t = type(x)
+        if t is _Raw:
             parts.append(x.text)
-        elif x is None:
+            continue
+        if t not in _EXACT:
+            x = _base_value(x)
+            t = type(x)
+        if x is None:
             parts.append("null")
         elif x is True:
             parts.append("true")
         elif x is False:
             parts.append("false")
-        elif isinstance(x, (int, float)):
+        elif t is int or t is float:
             parts.append(number(x))
-        elif isinstance(x, str):
+        elif t is str:
             parts.append(js_string(x))
-        elif isinstance(x, dict):
+        elif t is dict:
+            x = _plain_dict(x)
             # jsonb's key order: shorter UTF-8 first, then bytewise (for ASCII keys, the characters' order).
             if all(k.isascii() for k in x):
                 keys = sorted(x, key=_ascii_key_order)
@@ -231,14 +306,17 @@ def encode_payload(payload: Any, max_bytes: int, option: str = "payload", jsonb:
     """Checks a payload and returns (its text, bytes PostgreSQL stores for it): the canonical text,
     or with ``jsonb`` PostgreSQL's own jsonb text (what a keyed request sends).
 
-    Plain JSON only: dict (str keys), list or tuple, str (no NUL, no lone surrogates), int, finite
-    float, bool, None; nested at most 100 levels; at most ``max_bytes`` as jsonb text.
+    Plain JSON only: dict (str keys), list or tuple, str (no NUL, no lone surrogates), int (past 2^53 only
+    one that is a double, see ``double_of``), finite float, bool, None, and subclasses of these read as
+    their base values (see the top of this module); nested at most 100 levels; at most ``max_bytes`` as
+    jsonb text.
     """
 
     def fail(rule: str, path: str) -> None:
         raise EnqueueValidationError([ValidationIssue(option, f"{rule} (at {path})", path)])
 
-    containers: list[Any] = []
+    containers: list[Any] = []  # the open containers, as plain values
+    origins: list[Any] = []  # the objects they were read from (a cycle repeats one of them)
     key_lists: list[list[str] | None] = []
     next_index: list[int] = []
     units = 0
@@ -255,48 +333,61 @@ def encode_payload(payload: Any, max_bytes: int, option: str = "payload", jsonb:
         return json_path(steps)
 
     while True:
-        if isinstance(value, str):
+        origin = value
+        t = type(value)
+        if t not in _EXACT:
+            value = _base_value(value)
+            t = type(value)
+        if t is str:
             u = _units(value)
             if u < 0:
                 fail("has a string that PostgreSQL jsonb cannot store (NUL character or lone surrogate)", path_to())
             units += u
         elif value is None:
             units += 4
-        elif isinstance(value, bool):
+        elif t is bool:
             units += 4 if value else 5
-        elif isinstance(value, int):
-            if int_too_long(value):
-                fail(f"must contain only integers of at most {sys.get_int_max_str_digits()} digits "
-                     "(Python's limit for writing an int as text, sys.get_int_max_str_digits())", path_to())  # fmt: skip
+        elif t is int and -_TWO_53 <= value <= _TWO_53:
             units += 1
-        elif isinstance(value, float):
+        elif t is int or t is float:
+            if t is int:  # past 2^53: the double it spells, or refused
+                d = double_of(value)
+                if isinstance(d, str):
+                    fail(d, path_to())
+                value = d
             if not math.isfinite(value):
                 found = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
                 fail(f"must contain only finite numbers (found {found})", path_to())
             units += 1
             if value != 0 and (abs(value) >= 1e21 or abs(value) < 1e-6):
                 extra += _numeric_expansion(value, es_number(value))
-        elif isinstance(value, (dict, list, tuple)):
+        elif t is dict or t is list or t is tuple:
             keys: list[str] | None = None
-            if isinstance(value, dict):
+            if t is dict:
+                plain_keys = True
                 for k in value:
-                    if not isinstance(k, str):
-                        fail(f"must be plain JSON: an object has a key that is not a string (found {_type_name(k)})", path_to())
+                    if type(k) is not str:
+                        if not isinstance(k, str):
+                            fail(f"must be plain JSON: an object has a key that is not a string (found {_type_name(k)})", path_to())
+                        plain_keys = False
+                if not plain_keys:
+                    value = _plain_dict(value)
                 keys = _js_key_order(value)
                 count = len(keys)
                 extra += count
             else:
                 count = len(value)
             if len(containers) >= MAX_DEPTH:
-                for i in range(1, len(containers)):
-                    if any(containers[j] is containers[i] for j in range(i)):
+                for i in range(1, len(origins)):
+                    if any(origins[j] is origins[i] for j in range(i)):
                         fail("must be JSON-serialisable: it has a cycle (an object that contains itself)", path_to(i))
-                if any(c is value for c in containers):
+                if any(c is origin for c in origins):
                     fail("must be JSON-serialisable: it has a cycle (an object that contains itself)", path_to())
                 fail(f"must be nested at most {MAX_DEPTH} levels deep (objects and arrays)", path_to())
             units += count + 1 if count > 0 else 2
             extra += count - 1 if count > 1 else 0
             containers.append(value)
+            origins.append(origin)
             key_lists.append(keys)
             next_index.append(0)
         else:
@@ -328,6 +419,7 @@ def encode_payload(payload: Any, max_bytes: int, option: str = "payload", jsonb:
                 found_next = True
                 break
             containers.pop()
+            origins.pop()
             key_lists.pop()
             next_index.pop()
         if not found_next:
