@@ -86,7 +86,7 @@ func TestConformanceRoundTripTexts(t *testing.T) {
 					continue
 				}
 				if got.Text != c.PayloadCanonical || got.JSONBText != c.PayloadJSONBText ||
-					hex.EncodeToString(payloadDigest(got.JSONBText)) != c.PayloadDigest {
+					hex.EncodeToString(digest8(got.JSONBText)) != c.PayloadDigest {
 					t.Errorf("%s: %T of %s: got %s and %s", c.Name, payload, text, got.Text, got.JSONBText)
 				}
 			}
