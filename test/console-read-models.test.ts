@@ -367,7 +367,8 @@ describe("find by key digest: purged jobs", () => {
     }
     const recording = new pg.Pool({ connectionString: t.url, max: 3, Client: RecordingClient });
     try {
-      const found = await lookupDigest(recording, digest);
+      // Its time: a loaded machine (Citus on two cores) can take longer than the page's 500 ms.
+      const found = await lookupDigest(recording, digest, { timeoutMs: 30_000 });
       expect(found.released.map((r) => r.purgedAt)).toHaveLength(5);
       expect(found.releasedComplete).toBe(true);
     } finally {
@@ -413,7 +414,7 @@ describe("find by key digest: purged jobs", () => {
       { hash: hashUnder("d16e57000003", 1), state: "purged", purgedAgoS: 60 }, // the sixth byte differs
       { hash: hashUnder("d16e570000", 5), state: "purged", purgedAgoS: 60 }, // five bytes alike only
     ]);
-    const found = await lookupDigest(t.pool, digest);
+    const found = await lookupDigest(t.pool, digest, { timeoutMs: 30_000 });
     expect(found.released).toEqual([
       { jobId: newer, scope: "digest-purged-scope", purgedAt: expect.any(String) },
       { jobId: older, scope: "digest-purged-scope", purgedAt: expect.any(String) },

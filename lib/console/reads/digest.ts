@@ -80,9 +80,14 @@ export async function lookupDigestLimited(
  *   observations, under its statement timeout; when that cuts the two short, the answer says so for
  *   both.
  * Six bytes of digest can, rarely, match two keys: every binding found is listed with its scope.
+ * `timeoutMs`: the observations' and purged jobs' statement timeout (default 500 ms).
  * Throws NotAKeyDigestError, before any read, when `digest` is not a key digest (DIGEST_RE).
  */
-export async function lookupDigest(pool: pg.Pool, digest: string): Promise<DigestLookupDto> {
+export async function lookupDigest(
+  pool: pg.Pool,
+  digest: string,
+  { timeoutMs = DIGEST_SEARCH_TIMEOUT_MS }: { timeoutMs?: number } = {},
+): Promise<DigestLookupDto> {
   // Buffer.from(…, "hex") stops at the first non-hex character: a shorter prefix would match more keys.
   if (!DIGEST_RE.test(digest)) throw new NotAKeyDigestError();
   const prefix = Buffer.from(digest, "hex");
@@ -92,7 +97,7 @@ export async function lookupDigest(pool: pg.Pool, digest: string): Promise<Diges
   // a page that searches several databases at once sends as few statements as it can.
   const [bindings, logged] = await Promise.all([
     bindingsByDigest(pool, lo, hi, DIGEST_MAX_SCOPES),
-    readWithTimeout(pool, DIGEST_SEARCH_TIMEOUT_MS, async (client) => ({
+    readWithTimeout(pool, timeoutMs, async (client) => ({
       observations: await observationsByDigest(client, digest),
       released: await purgedJobsUnderDigest(client, prefix),
     })),
