@@ -17,7 +17,7 @@ import { createHash, randomBytes } from "node:crypto";
 import pg from "pg";
 import { ensureDatabase, startPrivateServer, stopEmbeddedPostgres } from "../lib/db";
 import { migrate, Queue } from "../lib/enqueue";
-import { migrateBefore } from "../lib/enqueue/migrate";
+import { migrateBefore } from "../lib/enqueue/migrate-before";
 
 const i = process.argv.indexOf("--calls");
 const CALLS = i > 0 ? Number(process.argv[i + 1]) : 3000;

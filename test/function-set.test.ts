@@ -3,7 +3,7 @@
 import pg from "pg";
 import { afterAll, describe, expect, inject, test } from "vitest";
 import { migrate } from "../lib/enqueue";
-import { migrateBefore } from "../lib/enqueue/migrate";
+import { migrateBefore } from "../lib/enqueue/migrate-before";
 import { functionSet } from "../lib/enqueue/migrations.generated";
 import { dropDatabase } from "./helpers";
 

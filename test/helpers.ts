@@ -191,3 +191,32 @@ export function runScript(
   );
   return { proc, output: () => out, stdout: () => streams.stdout, stderr: () => streams.stderr, exited };
 }
+
+/**
+ * Empty databases (no workhorse schema) on the test server, each with a pool, all dropped after the
+ * file: `make()` creates one and returns its URL and pool.
+ */
+export function emptyDatabases(prefix: string) {
+  const adminUrl = inject("adminUrl");
+  const made: Array<{ name: string; pool: pg.Pool }> = [];
+  afterAll(async () => {
+    for (const m of made) await m.pool.end();
+    const admin = new pg.Client({ connectionString: adminUrl });
+    await admin.connect();
+    for (const m of made) await dropDatabase(admin, m.name);
+    await admin.end();
+  });
+  return {
+    async make(): Promise<{ url: string; pool: pg.Pool }> {
+      const name = `workhorse_test_${prefix}_${process.pid}_${randomBytes(4).toString("hex")}`;
+      const admin = new pg.Client({ connectionString: adminUrl });
+      await admin.connect();
+      await admin.query(`create database ${pg.escapeIdentifier(name)}`);
+      await admin.end();
+      const url = urlFor(adminUrl, name);
+      const pool = new pg.Pool({ connectionString: url, max: 3 });
+      made.push({ name, pool });
+      return { url, pool };
+    },
+  };
+}

@@ -8,7 +8,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
 import { EnqueueIdempotencyConflictError, EnqueueValidationError, migrate, Queue } from "../lib/enqueue";
 import { KeyRing } from "../lib/enqueue/keys";
-import { migrateBefore } from "../lib/enqueue/migrate";
+import { migrateBefore } from "../lib/enqueue/migrate-before";
 import { dropDatabase, setupQueueTests } from "./helpers";
 
 const t = setupQueueTests();

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
 import { EnqueueIdempotencyConflictError, EnqueueValidationError, migrate } from "../lib/enqueue";
 import { legacyMigrations } from "../lib/enqueue/legacy-migrations.generated";
 import { LIMITS } from "../lib/enqueue/limits";
-import { migrateBefore } from "../lib/enqueue/migrate";
+import { migrateBefore } from "../lib/enqueue/migrate-before";
 import { encodePayload } from "../lib/enqueue/payload";
 import { dropDatabase, setupQueueTests } from "./helpers";
 

@@ -7,7 +7,7 @@ import { createHmac, randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
 import { EnqueueIdempotencyConflictError, migrate, Queue } from "../lib/enqueue";
-import { migrateBefore } from "../lib/enqueue/migrate";
+import { migrateBefore } from "../lib/enqueue/migrate-before";
 import { migrations } from "../lib/enqueue/migrations.generated";
 import { dropDatabase, setupQueueTests } from "./helpers";
 

@@ -109,7 +109,7 @@ async function migrateOn(c: pg.ClientBase, wantDistributed: boolean): Promise<Mi
   }
 }
 
-async function createMissingTriggerFunctions(c: pg.ClientBase, set: FunctionSet): Promise<void> {
+export async function createMissingTriggerFunctions(c: pg.ClientBase, set: FunctionSet): Promise<void> {
   for (const f of set.files) {
     if (!f.trigger) continue;
     const { rows } = await c.query<{ missing: boolean }>("select to_regprocedure($1) is null as missing", [
@@ -141,37 +141,6 @@ async function applyFunctionSet(c: pg.ClientBase, set: FunctionSet, layout: "sin
   await c.query("insert into workhorse.function_set (digest, layout) values ($1, $2)", [set.digest, layout]);
 }
 
-/**
- * The schema as an earlier version of this code left it: every migration below `version`, recorded
- * in `workhorse.migration` as `migrate()` records them, on an empty database. For upgrade tests and
- * benchmarks (a later `migrate()` applies the rest); not exported from `lib/enqueue/index.ts`.
- */
-export async function migrateBefore(pool: pg.Pool, version: number): Promise<void> {
-  // Versions up to 15 shipped their functions inside the migrations: their text as released builds
-  // the schema together with the function bodies of that version. A version after those is built
-  // from the current migrations plus the current function set (not recorded, so migrate() applies
-  // it again); the function bodies of later versions live in git history only.
-  const { legacyMigrations } = await import("./legacy-migrations.generated");
-  const legacy = new Map(legacyMigrations.map((m) => [m.version, m]));
-  await withPoolClient(pool, async (c) => {
-    await c.query("create schema workhorse");
-    await c.query(
-      "create table workhorse.migration (version integer primary key, name text not null, applied_at timestamptz not null default now())",
-    );
-    let current = false;
-    for (const m of migrations.filter((m) => m.version < version)) {
-      const old = legacy.get(m.version);
-      if (!old) {
-        if (!current) await createMissingTriggerFunctions(c, functionSet);
-        current = true;
-      }
-      await c.query((old ?? m).sql);
-      await c.query("insert into workhorse.migration (version, name) values ($1, $2)", [m.version, m.name]);
-    }
-    if (current) for (const f of functionSet.files) await c.query(f.sql);
-  });
-}
-
 export interface SchemaStatus {
   /** Highest migration version recorded in the database (0: no workhorse schema). */
   version: number;
@@ -188,14 +157,18 @@ export interface SchemaStatus {
 export async function schemaStatus(db: pg.Pool | pg.ClientBase): Promise<SchemaStatus> {
   const latest = Math.max(0, ...migrations.map((m) => m.version));
   // The layout in the same round trip (a console reads several databases' status at once).
-  const { rows: tables } = await db.query<{ present: boolean; distributed: boolean }>(
-    `select to_regclass('workhorse.migration') is not null and to_regclass('workhorse.function_set') is not null as present,
+  const { rows: tables } = await db.query<{ present: boolean; functions: boolean; distributed: boolean }>(
+    `select to_regclass('workhorse.migration') is not null as present,
+            to_regclass('workhorse.function_set') is not null as functions,
             to_regclass('workhorse.shard_bucket') is not null as distributed`,
   );
   if (tables[0]?.present !== true) return { version: 0, latest, state: "missing" };
+  // An installation from before function sets were recorded has no workhorse.function_set.
   const { rows } = await db.query<{ version: number | null; digests: string[] | null }>(
-    `select (select max(version) from workhorse.migration) as version,
-            (select array_agg(digest order by id desc) from workhorse.function_set) as digests`,
+    tables[0]?.functions === true
+      ? `select (select max(version) from workhorse.migration) as version,
+                (select array_agg(digest order by id desc) from workhorse.function_set) as digests`
+      : "select (select max(version) from workhorse.migration) as version, null::text[] as digests",
   );
   const row = rows[0];
   if (!row || row.version === null) return { version: 0, latest, state: "missing" };

@@ -103,10 +103,15 @@ export class QueueContext {
   private ended = false;
   readonly retryCounts: RetryStats = { retriedCalls: 0, retries: 0, exhausted: 0, recoveredAccepts: 0 };
 
+  /**
+   * `schema`: the check each call makes until it passes once (schema-check.ts): `known` tells whether
+   * the pool's schema was found usable, `check` reads it (rejecting with `SchemaBehindError`).
+   */
   constructor(
     readonly pool: pg.Pool,
     readonly config: QueueConfig,
     observations: ObservationRecorderOptions | undefined,
+    private readonly schema: { known(pool: pg.Pool): boolean; check(pool: pg.Pool): Promise<void> },
   ) {
     this.recorder = new ObservationRecorder(pool, observations);
     this.telemetry = new QueueTelemetry(config.telemetry);
@@ -164,12 +169,15 @@ export class QueueContext {
    * Runs one call of the queue's public surface (an enqueue, a lookup, an operator action, a
    * transaction), from its first step (reading the installation key, waiting for its coalesced
    * statement or a pool connection) to its last: refused with `QueueClosedError` once close() was
-   * called, and counted until it settles, so close() waits for every call made before it.
+   * called, and counted until it settles, so close() waits for every call made before it. The first
+   * call on a pool reads the schema's status first (schema-check.ts): a database behind this code is
+   * refused with `SchemaBehindError` before anything is sent.
    */
   async admit<T>(fn: () => Promise<T>): Promise<T> {
     if (this.closed) throw new QueueClosedError();
     this.inflight++;
     try {
+      if (!this.schema.known(this.pool)) await this.schema.check(this.pool);
       return await fn();
     } finally {
       this.inflight--;

@@ -23,6 +23,7 @@ import type { ObservationStats } from "./observations";
 import * as actions from "./operator-actions";
 import { admittedPerStatement, clientExecutor, QueueContext, type RetryStats } from "./queue-context";
 import { type QueueOptions, queueSettings } from "./queue-settings";
+import { checkSchema, schemaKnownCurrent } from "./schema-check";
 import type * as T from "./types";
 
 export type { MaintenanceResult } from "./maintenance";
@@ -347,7 +348,10 @@ export class QueueOperations {
  */
 export class Queue extends QueueOperations {
   constructor(options: QueueOptions) {
-    const context = new QueueContext(options?.pool, queueSettings(options), options.observations);
+    const context = new QueueContext(options?.pool, queueSettings(options), options.observations, {
+      known: schemaKnownCurrent,
+      check: checkSchema,
+    });
     super(context, context.poolExec, false);
     // The timer's run is no caller's call: close() does not wait for all of it, only for the
     // statement it is in (each statement is admitted on its own, the rest are refused).
