@@ -3,7 +3,15 @@ import path from "node:path";
 import { defineConfig } from "vitest/config";
 
 export default defineConfig({
-  resolve: { alias: { "@": path.resolve(import.meta.dirname) } },
+  // The package's entries (sdk/typescript) are the sources themselves inside the repository, as in tsconfig.json's paths.
+  resolve: {
+    alias: [
+      { find: /^@workhorse\/core$/, replacement: path.resolve(import.meta.dirname, "lib/enqueue/index.ts") },
+      { find: /^@workhorse\/core\/client$/, replacement: path.resolve(import.meta.dirname, "lib/enqueue/client.ts") },
+      { find: /^@workhorse\/core\/worker$/, replacement: path.resolve(import.meta.dirname, "lib/worker/index.ts") },
+      { find: "@", replacement: path.resolve(import.meta.dirname) },
+    ],
+  },
   test: {
     // test/**/*.citus.ts need a Citus coordinator: included when the run lays its databases out for it.
     include:

@@ -12,7 +12,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
-import { migrate, Queue } from "../lib/enqueue";
+import { migrate, Queue } from "@workhorse/core";
 import { prepareCitusDatabase } from "../test/citus";
 
 const CALLERS = 8;

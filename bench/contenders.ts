@@ -19,8 +19,8 @@ import os from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { v7 as uuidv7 } from "uuid";
-import type { EnqueueRequest } from "../lib/enqueue";
-import * as core from "../lib/enqueue";
+import type { EnqueueRequest } from "@workhorse/core";
+import * as core from "@workhorse/core";
 import { LEAN_TABLES } from "./lib/lean-tables";
 
 export const REPLAY_KEYS = 1000;

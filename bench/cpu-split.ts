@@ -10,7 +10,7 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import pg from "pg";
-import { migrate, Queue } from "../lib/enqueue";
+import { migrate, Queue } from "@workhorse/core";
 
 const adminUrl = process.argv[2];
 if (!adminUrl?.startsWith("postgres")) throw new Error("usage: npx tsx bench/cpu-split.ts <admin url> [--calls=N]");

@@ -23,7 +23,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type pg from "pg";
 import { startPrivateServer, stopEmbeddedPostgres } from "../lib/db";
-import { Queue } from "../lib/enqueue";
+import { Queue } from "@workhorse/core";
 import { drainRate, withFreshDatabase } from "./lib/worker-drain";
 
 function arg(name: string, fallback: string): string {

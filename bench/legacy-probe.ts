@@ -16,7 +16,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import pg from "pg";
 import { ensureDatabase, startPrivateServer, stopEmbeddedPostgres } from "../lib/db";
-import { migrate, Queue } from "../lib/enqueue";
+import { migrate, Queue } from "@workhorse/core";
 import { migrateBefore } from "../lib/enqueue/migrate-before";
 
 const i = process.argv.indexOf("--calls");

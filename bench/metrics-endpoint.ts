@@ -13,7 +13,7 @@ import { PrometheusExporter, PrometheusSerializer } from "@opentelemetry/exporte
 import { MeterProvider } from "@opentelemetry/sdk-metrics";
 import pg from "pg";
 import { stateGaugesText } from "../lib/console/metrics/state-text";
-import { migrate, StateGauges } from "../lib/enqueue";
+import { migrate, StateGauges } from "@workhorse/core";
 import { startBenchServer } from "./lib/env";
 import { seed } from "./read-surface";
 

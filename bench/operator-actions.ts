@@ -22,8 +22,8 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type pg from "pg";
 import { startPrivateServer, stopEmbeddedPostgres } from "../lib/db";
-import { Queue } from "../lib/enqueue";
-import { MAX_JOB_IDS } from "../lib/enqueue/limits";
+import { Queue } from "@workhorse/core";
+import { MAX_JOB_IDS } from "@workhorse/core";
 import { type BenchDatabaseServer, withFreshDatabase } from "./lib/worker-drain";
 
 function arg(name: string, fallback: string): string {

@@ -7,7 +7,7 @@
  */
 import pg from "pg";
 import { startPrivateServer, stopEmbeddedPostgres } from "../lib/db";
-import { migrate } from "../lib/enqueue";
+import { migrate } from "@workhorse/core";
 import { payloadSearchRows } from "../lib/store/console/search";
 import { percentile } from "./lib/measure";
 

@@ -17,7 +17,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import pg from "pg";
-import { migrate } from "../lib/enqueue";
+import { migrate } from "@workhorse/core";
 import { startBenchServer } from "./lib/env";
 
 const args = process.argv.slice(2);

@@ -21,7 +21,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import type pg from "pg";
-import { migrate, Queue } from "../lib/enqueue";
+import { migrate, Queue } from "@workhorse/core";
 import { bindingScopes, deadLetterGroupRows } from "../lib/store/console/reads";
 import { replacedListRows } from "../lib/store/console/replaced";
 import { payloadSearchRows } from "../lib/store/console/search";

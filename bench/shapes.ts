@@ -39,7 +39,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
-import { migrate } from "../lib/enqueue";
+import { migrate } from "@workhorse/core";
 import { startBenchServer } from "./lib/env";
 import { LEAN_TABLES } from "./lib/lean-tables";
 

@@ -11,7 +11,7 @@
  */
 import pg from "pg";
 import { startPrivateServer, stopEmbeddedPostgres } from "../lib/db";
-import { Queue } from "../lib/enqueue";
+import { Queue } from "@workhorse/core";
 import { type BenchDatabaseServer, drainRate, withFreshDatabase } from "./lib/worker-drain";
 
 function arg(name: string, fallback: string): string {

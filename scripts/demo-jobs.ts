@@ -15,7 +15,7 @@
 import { randomBytes } from "node:crypto";
 import { uniformFloat64 } from "pure-rand/distribution/uniformFloat64";
 import { xoroshiro128plus } from "pure-rand/generator/xoroshiro128plus";
-import type { EnqueueOptions, HandlerContext, JobHandler } from "../lib/enqueue";
+import type { EnqueueOptions, HandlerContext, JobHandler } from "@workhorse/core";
 
 /**
  * Every queue `npm run demo` writes to; `npm run worker` works these and no other (a test job

@@ -20,7 +20,7 @@
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { appDatabaseUrl, createPool, shownUrl, stopEmbeddedPostgres } from "../lib/db";
-import { EnqueueIdempotencyConflictError, migrate, Queue } from "../lib/enqueue";
+import { EnqueueIdempotencyConflictError, migrate, Queue } from "@workhorse/core";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(Math.random() * xs.length)] as T;

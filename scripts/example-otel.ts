@@ -5,7 +5,7 @@
 import { MeterProvider, type MetricData, MetricReader } from "@opentelemetry/sdk-metrics";
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from "@opentelemetry/sdk-trace";
 import type pg from "pg";
-import { StateGauges, type TelemetryOptions } from "../lib/enqueue";
+import { StateGauges, type TelemetryOptions } from "@workhorse/core";
 
 /** A reader the example collects from on demand (the Prometheus exporter is one such reader). */
 class PullReader extends MetricReader {

@@ -4,7 +4,7 @@
 // printed at the end (scripts/example-otel.ts, docs/observability.md).
 import type pg from "pg";
 import { createPool, stopEmbeddedPostgres } from "../lib/db";
-import { EnqueueIdempotencyConflictError, migrate, Queue, type TelemetryOptions, Worker } from "../lib/enqueue";
+import { EnqueueIdempotencyConflictError, migrate, Queue, type TelemetryOptions, Worker } from "@workhorse/core";
 import { exampleTelemetry } from "./example-otel";
 
 async function main() {

@@ -5,7 +5,7 @@
  * values it receives (sql/functions/request_field_digests.sql); no client sends them.
  */
 import { hash } from "node:crypto";
-import { FINGERPRINT_FIELDS, type FingerprintField } from "../lib/enqueue/vocabulary";
+import { FINGERPRINT_FIELDS, type FingerprintField } from "@workhorse/core/client";
 
 /**
  * The fingerprint fields the process digests, in their stored order: all but the payload (digested

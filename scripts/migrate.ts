@@ -5,7 +5,7 @@
  */
 import pg from "pg";
 import { DatabaseConfigError, loadDatabases } from "../lib/console/databases/databases";
-import { migrate } from "../lib/enqueue";
+import { migrate } from "@workhorse/core";
 
 const log = (msg: string) => process.stdout.write(`[workhorse] ${msg}\n`);
 

@@ -29,7 +29,7 @@ import {
   migratePolicy,
 } from "../lib/console/databases/databases";
 import { DEFAULT_DATABASE, ensureDatabase, ensureServer, shownUrl, stopEmbeddedPostgres } from "../lib/db";
-import { migrate, schemaStatus } from "../lib/enqueue";
+import { migrate, schemaStatus } from "@workhorse/core";
 import { waitForHttp } from "./wait-for-http.mjs";
 
 const root = path.resolve(import.meta.dirname, "..");

@@ -16,7 +16,7 @@
  */
 import { randomInt } from "node:crypto";
 import { createPool, stopEmbeddedPostgres } from "../lib/db";
-import { migrate, Queue, Worker, type WorkerEvent } from "../lib/enqueue";
+import { migrate, Queue, Worker, type WorkerEvent } from "@workhorse/core";
 import { DEMO_QUEUES, demoHandlers, seededRandom, Trickle } from "./demo-jobs";
 
 function arg(name: string): string | undefined {

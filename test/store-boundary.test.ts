@@ -50,8 +50,11 @@ const NOT_SQL: Record<string, string> = {
   "lib/enqueue/decision-counts.ts": "the OpenTelemetry counter name workhorse.queue.decisions",
 };
 
-/** migrate() lays the schema out as asked (its SQL is sql/, embedded by build-sql): it chooses the layout rather than reading it. */
-const LAYOUT_CHOSEN_HERE = new Set(["lib/enqueue/migrate.ts"]);
+/**
+ * migrate() lays the schema out as asked (its SQL is sql/, embedded by build-sql): it chooses the
+ * layout rather than reading it; so do the bin that runs it and migrateBefore (older schemas for tests).
+ */
+const LAYOUT_CHOSEN_HERE = new Set(["lib/enqueue/migrate.ts", "lib/enqueue/cli.ts", "lib/enqueue/migrate-before.ts"]);
 
 const files = ["lib", "app", "components"].flatMap(sourceFiles).filter((f) => !f.startsWith(STORE));
 

@@ -3,7 +3,7 @@
  * on one server, and the time one Worker takes to drain a backlog of no-op jobs.
  */
 import pg from "pg";
-import { migrate, Worker } from "../../lib/enqueue";
+import { migrate, Worker } from "@workhorse/core";
 import { prepareCitusDatabase } from "../../test/citus";
 
 export interface BenchDatabaseServer {

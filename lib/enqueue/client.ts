@@ -35,6 +35,7 @@ export {
   ONE_YEAR_MS,
   RETENTION,
 } from "./limits";
+export { isQueueName } from "./input-rules";
 export { MIGRATE_COMMAND, SchemaBehindError } from "./schema-errors";
 export type * from "./types";
 export {

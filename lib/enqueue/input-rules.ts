@@ -25,6 +25,11 @@ const name = () =>
 export const typeName = name();
 export const queueName = name();
 
+/** Whether `value` is a queue name the core accepts (1..`LIMITS.nameChars` characters, no control characters, well-formed). */
+export function isQueueName(value: unknown): value is string {
+  return queueName.safeParse(value).success;
+}
+
 export const keyString = z
   .string({ error: `must be a string of 1..${LIMITS.keyBytes} UTF-8 bytes` })
   .refine((s) => s.length > 0 && utf8Bytes(s) <= LIMITS.keyBytes, {

@@ -6,7 +6,7 @@ import "server-only";
  * live idempotency key are kept and counted unless the form says `releaseKeys=on`.
  */
 import { z } from "zod";
-import { EnqueueValidationError, LIMITS, MAX_JOB_IDS, type Queue } from "@/lib/enqueue";
+import { EnqueueValidationError, LIMITS, MAX_JOB_IDS, type Queue } from "@workhorse/core";
 import type { FieldErrors, OperatorActionState } from "../wire/action-state";
 import { groupJobIds } from "./operator-action-forms";
 

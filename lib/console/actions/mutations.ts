@@ -16,7 +16,7 @@ import {
   LIMITS,
   PurgeNotAllowedError,
   type Queue,
-} from "@/lib/enqueue";
+} from "@workhorse/core";
 import type { EnqueueFormState, FieldErrors, FindKeyState, MaintenanceState, PurgeState } from "../wire/action-state";
 import { ENQUEUE_FIELD_NAMES, ENQUEUE_FIELDS, type EnqueueField } from "../wire/enqueue-fields";
 import { KEY_LABELS } from "../wire/outcome-text";

@@ -13,7 +13,7 @@ import {
   type Queue,
   RedriveIdempotencyConflictError,
   type Unchanged,
-} from "@/lib/enqueue";
+} from "@workhorse/core";
 import { parseJobFilters } from "../reads/filters";
 import { MAX_BULK_JOBS, matchingJobIds } from "../reads/operator-reads";
 import type { Sql } from "../reads/read-queries";

@@ -5,7 +5,7 @@ import "server-only";
  */
 import { PrometheusExporter } from "@opentelemetry/exporter-prometheus";
 import { MeterProvider } from "@opentelemetry/sdk-metrics";
-import type { StateGauges } from "@/lib/enqueue";
+import type { StateGauges } from "@workhorse/core";
 
 import { MIN_TOKEN_LENGTH } from "../databases/config";
 

@@ -10,7 +10,7 @@ import "server-only";
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import { PrometheusSerializer } from "@opentelemetry/exporter-prometheus";
-import { StateGauges, type StateSnapshot } from "@/lib/enqueue";
+import { StateGauges, type StateSnapshot } from "@workhorse/core";
 import type { DatabaseConfig } from "../databases/databases";
 import { consoleDatabases, openDatabase } from "../databases/db";
 import { consoleMetrics, metricsToken } from "./meter";

@@ -8,7 +8,7 @@
  * at 2,000 of them, and costs seconds for 5,000 queues.) Names, labels, help and units are those the
  * SDK's serializer gives the same gauges (`StateGauges.register`).
  */
-import { DECISION_COUNTS, KEY_RELEASE_COUNTS, STATE_GAUGES, type StateSnapshot } from "@/lib/enqueue";
+import { DECISION_COUNTS, KEY_RELEASE_COUNTS, STATE_GAUGES, type StateSnapshot } from "@workhorse/core";
 
 type Key = keyof typeof STATE_GAUGES;
 

@@ -1,6 +1,6 @@
 import "server-only";
 import { NextResponse } from "next/server";
-import { EnqueueValidationError } from "@/lib/enqueue";
+import { EnqueueValidationError } from "@workhorse/core";
 import { apiAccess } from "../auth/viewer";
 import { consolePool } from "../databases/pools";
 import type { Sql } from "./read-queries";

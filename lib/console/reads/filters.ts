@@ -4,8 +4,8 @@
  * direction comes from an allowlist, every value is a bound parameter.
  */
 import { z } from "zod";
-import { AUDIT_ACTIONS, ONE_DAY_MS } from "@/lib/enqueue/client";
-import { queueName } from "@/lib/enqueue/input-rules";
+import { AUDIT_ACTIONS, ONE_DAY_MS } from "@workhorse/core/client";
+import { isQueueName } from "@workhorse/core/client";
 import {
   BINDING_MODES,
   LISTED_OUTCOMES,
@@ -197,7 +197,7 @@ interface SeriesParams {
  * is trimmed: "orders " and "orders" are two queues, and "orders\n" is none.
  */
 export function parseQueueName(value: string | undefined): string | null {
-  return value !== undefined && queueName.safeParse(value).success ? value : null;
+  return isQueueName(value) ? value : null;
 }
 
 export function parseSeriesParams(params: RawParams): SeriesParams {

@@ -5,7 +5,7 @@ import "server-only";
  * state returned holds its digest, preview and length, never the key.
  */
 import type pg from "pg";
-import { DEFAULT_SCOPE, EnqueueValidationError, type Queue } from "@/lib/enqueue";
+import { DEFAULT_SCOPE, EnqueueValidationError, type Queue } from "@workhorse/core";
 import { newestJobUnderKey, owningJob } from "@/lib/store/console/keys";
 import { bindingScopes } from "@/lib/store/console/reads";
 import type { FieldErrors, FindKeyState, KeyElsewhere, KeyHistory, KeyWhitespace } from "../wire/action-state";

@@ -4,7 +4,7 @@ import "server-only";
  * own timeout, so a database that is down, slow or on another schema shows as such (with its error)
  * while the others answer. Never migrates; an old schema comes with the command that migrates it.
  */
-import { schemaStatus } from "@/lib/enqueue";
+import { schemaStatus } from "@workhorse/core";
 import { FLEET_COUNT_CAP, fleetFigures } from "@/lib/store/console/fleet";
 import { type DatabaseConfig, migrateCommand } from "../databases/databases";
 import type { ConsoleDb } from "../databases/db";

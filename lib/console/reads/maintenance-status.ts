@@ -1,5 +1,5 @@
 import "server-only";
-import { MAINTENANCE_TASKS } from "@/lib/enqueue";
+import { MAINTENANCE_TASKS } from "@workhorse/core";
 import { expiredBindingCount, maintenanceRunRows, oldestExpiredBinding } from "@/lib/store/console/status";
 import type { MaintenanceDto } from "../wire/types";
 import { COUNT_CAP } from "./overview";

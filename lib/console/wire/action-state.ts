@@ -1,5 +1,5 @@
 /** Typed results of the console's server actions, rendered by `useActionState`. Never carries a raw key. */
-import type { IdempotencyConflictDetails } from "@/lib/enqueue/client";
+import type { IdempotencyConflictDetails } from "@workhorse/core/client";
 import type { BindingDto, JobStateName, KeyEverywhere } from "./types";
 
 export type FieldErrors = Partial<Record<string, string>>;

@@ -4,7 +4,7 @@
  * (mutations.ts builds its zod schema and maps the core's validation errors back to fields from it).
  * Client-safe: imports only the core's client entry.
  */
-import { DEFAULT_QUEUE, DEFAULT_SCOPE, KEY_MODES, LIMITS } from "@/lib/enqueue/client";
+import { DEFAULT_QUEUE, DEFAULT_SCOPE, KEY_MODES, LIMITS } from "@workhorse/core/client";
 
 const n = (v: number) => v.toLocaleString("en-US");
 

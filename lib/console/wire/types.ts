@@ -13,7 +13,7 @@ import {
   OBSERVATION_OUTCOMES,
   type ObservationOutcome,
   type StoredObservation,
-} from "@/lib/enqueue/client";
+} from "@workhorse/core/client";
 import type { CheckIn } from "@/lib/store/console/core";
 import type { AuditRow } from "@/lib/store/console/lists";
 

@@ -6,7 +6,7 @@ import { BackLink, linkClass, PageHeader } from "@/components/ui";
 import { requireViewer } from "@/lib/console/auth/viewer";
 import { consoleDb, consolePool } from "@/lib/console/databases/db";
 import { deadLetterGroups } from "@/lib/console/reads/operator-reads";
-import { EnqueueValidationError } from "@/lib/enqueue";
+import { EnqueueValidationError } from "@workhorse/core";
 import { redriveAction } from "../jobs/actions";
 import { deleteDeadLettersAction } from "./actions";
 

@@ -10,7 +10,7 @@ import { countMatchingJobs } from "@/lib/console/reads/operator-reads";
 import { invalidateCounts } from "@/lib/console/reads/overview";
 import type { OperatorActionState, PurgeState, RedriveState } from "@/lib/console/wire/action-state";
 import type { JobFilterParams } from "@/lib/console/wire/types";
-import type { Queue } from "@/lib/enqueue";
+import type { Queue } from "@workhorse/core";
 
 type Refused = { status: "refused"; message: string };
 
