@@ -222,6 +222,78 @@ test("npx workhorse migrate: an empty database migrated, the version before and 
   expect(usage.stderr).toContain("unknown command migrat");
 });
 
+test("with the application's OpenTelemetry: its MeterProvider type-checks as the Queue's and receives the enqueue metrics", async () => {
+  const otelApp = path.join(dir, "otel-app");
+  await run("mkdir", ["-p", otelApp]);
+  await writeFile(
+    path.join(otelApp, "package.json"),
+    JSON.stringify({ name: "an-otel-service", private: true, type: "module" }),
+  );
+  ok(
+    await sh(
+      "npm",
+      [
+        "install",
+        "--no-audit",
+        "--no-fund",
+        tarball,
+        `pg@${rootPackage.dependencies.pg}`,
+        `@opentelemetry/api@${rootPackage.dependencies["@opentelemetry/api"]}`,
+        `@opentelemetry/sdk-metrics@${rootPackage.dependencies["@opentelemetry/sdk-metrics"]}`,
+        `@types/pg@${rootPackage.devDependencies["@types/pg"]}`,
+        `@types/node@${rootPackage.devDependencies["@types/node"]}`,
+      ],
+      { cwd: otelApp },
+    ),
+    "npm install",
+  );
+  await writeFile(
+    path.join(otelApp, "main.ts"),
+    `import { metrics } from "@opentelemetry/api";
+import { MeterProvider, MetricReader } from "@opentelemetry/sdk-metrics";
+import pg from "pg";
+import { migrate, Queue, TELEMETRY_METRICS } from "@workhorse/core";
+
+class Reader extends MetricReader {
+  protected async onForceFlush(): Promise<void> {}
+  protected async onShutdown(): Promise<void> {}
+}
+const given = new Reader();
+const global = new Reader();
+metrics.setGlobalMeterProvider(new MeterProvider({ readers: [global] }));
+const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL });
+await migrate(pool);
+const queues = [new Queue({ pool, telemetry: { meterProvider: new MeterProvider({ readers: [given] }) } }), new Queue({ pool })];
+for (const q of queues) await q.enqueue("order.place", { order: 1 });
+const names = async (r: MetricReader) =>
+  (await r.collect()).resourceMetrics.scopeMetrics.flatMap((s) => s.metrics.map((m) => m.descriptor.name));
+console.log(JSON.stringify({ given: await names(given), global: await names(global), sent: TELEMETRY_METRICS.sent }));
+for (const q of queues) await q.close();
+await pool.end();
+`,
+  );
+  await writeFile(
+    path.join(otelApp, "tsconfig.json"),
+    JSON.stringify({
+      compilerOptions: {
+        strict: true,
+        module: "NodeNext",
+        moduleResolution: "NodeNext",
+        target: "ES2022",
+        outDir: "out",
+        types: ["node"],
+      },
+      files: ["main.ts"],
+    }),
+  );
+  ok(await sh(process.execPath, [path.join(ROOT, "node_modules/typescript/bin/tsc"), "-p", otelApp]), "tsc");
+  const { url } = await databases.make();
+  const r = ok(await sh(process.execPath, ["out/main.js"], { cwd: otelApp, env: { DATABASE_URL: url } }), "main");
+  const seen = JSON.parse(r.stdout.trim().split("\n").pop() as string);
+  expect(seen.given).toContain(seen.sent);
+  expect(seen.global).toContain(seen.sent);
+}, 300_000);
+
 test("publint and arethetypeswrong find no error in the tarball", async () => {
   const lint = ok(await sh(bin("publint"), ["run", tarball, "--level", "warning"]), "publint");
   expect(lint.stdout).toContain("All good!");
