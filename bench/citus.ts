@@ -11,8 +11,8 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import pg from "pg";
 import { migrate, Queue } from "@workhorse/core";
+import pg from "pg";
 import { prepareCitusDatabase } from "../test/citus";
 
 const CALLERS = 8;

@@ -16,8 +16,8 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import pg from "pg";
 import { migrate, Queue } from "@workhorse/core";
+import pg from "pg";
 import { machineInfo, startBenchServer } from "./lib/env";
 
 const flags = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split("=") as [string, string]));

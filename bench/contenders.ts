@@ -17,10 +17,10 @@ import { createHash, randomBytes } from "node:crypto";
 import { cpSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import pg from "pg";
-import { v7 as uuidv7 } from "uuid";
 import type { EnqueueRequest } from "@workhorse/core";
 import * as core from "@workhorse/core";
+import pg from "pg";
+import { v7 as uuidv7 } from "uuid";
 import { LEAN_TABLES } from "./lib/lean-tables";
 
 export const REPLAY_KEYS = 1000;

@@ -9,8 +9,8 @@
  * Each case gets a fresh database, a warm-up of `calls` calls, then `calls` measured calls.
  */
 import { readdirSync, readFileSync } from "node:fs";
-import pg from "pg";
 import { migrate, Queue } from "@workhorse/core";
+import pg from "pg";
 
 const adminUrl = process.argv[2];
 if (!adminUrl?.startsWith("postgres")) throw new Error("usage: npx tsx bench/cpu-split.ts <admin url> [--calls=N]");

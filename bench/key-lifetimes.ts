@@ -21,9 +21,9 @@
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { Queue } from "@workhorse/core";
 import type pg from "pg";
 import { startPrivateServer, stopEmbeddedPostgres } from "../lib/db";
-import { Queue } from "@workhorse/core";
 import { drainRate, withFreshDatabase } from "./lib/worker-drain";
 
 function arg(name: string, fallback: string): string {

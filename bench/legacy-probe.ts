@@ -14,9 +14,9 @@
  *   probe, which takes a FOR KEY SHARE lock).
  */
 import { createHash, randomBytes } from "node:crypto";
+import { migrate, Queue } from "@workhorse/core";
 import pg from "pg";
 import { ensureDatabase, startPrivateServer, stopEmbeddedPostgres } from "../lib/db";
-import { migrate, Queue } from "@workhorse/core";
 import { migrateBefore } from "../lib/enqueue/migrate-before";
 
 const i = process.argv.indexOf("--calls");

@@ -11,9 +11,9 @@
  */
 import { PrometheusExporter, PrometheusSerializer } from "@opentelemetry/exporter-prometheus";
 import { MeterProvider } from "@opentelemetry/sdk-metrics";
+import { migrate, StateGauges } from "@workhorse/core";
 import pg from "pg";
 import { stateGaugesText } from "../lib/console/metrics/state-text";
-import { migrate, StateGauges } from "@workhorse/core";
 import { startBenchServer } from "./lib/env";
 import { seed } from "./read-surface";
 

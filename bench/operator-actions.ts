@@ -20,10 +20,9 @@
 import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { MAX_JOB_IDS, Queue } from "@workhorse/core";
 import type pg from "pg";
 import { startPrivateServer, stopEmbeddedPostgres } from "../lib/db";
-import { Queue } from "@workhorse/core";
-import { MAX_JOB_IDS } from "@workhorse/core";
 import { type BenchDatabaseServer, withFreshDatabase } from "./lib/worker-drain";
 
 function arg(name: string, fallback: string): string {

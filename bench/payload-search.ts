@@ -5,9 +5,10 @@
  * {orderId, amount, currency, items: [{sku, qty}, {sku, qty}]}), then p50/p95 of `payloadSearchRows` over 200 runs per case.
  * `npx tsx bench/payload-search.ts [jobs]`. Not part of `npm run bench`.
  */
+
+import { migrate } from "@workhorse/core";
 import pg from "pg";
 import { startPrivateServer, stopEmbeddedPostgres } from "../lib/db";
-import { migrate } from "@workhorse/core";
 import { payloadSearchRows } from "../lib/store/console/search";
 import { percentile } from "./lib/measure";
 

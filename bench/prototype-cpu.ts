@@ -16,8 +16,8 @@
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import pg from "pg";
 import { migrate } from "@workhorse/core";
+import pg from "pg";
 import { startBenchServer } from "./lib/env";
 
 const args = process.argv.slice(2);

@@ -38,8 +38,8 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import pg from "pg";
 import { migrate } from "@workhorse/core";
+import pg from "pg";
 import { startBenchServer } from "./lib/env";
 import { LEAN_TABLES } from "./lib/lean-tables";
 

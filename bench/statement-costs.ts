@@ -11,9 +11,9 @@
  */
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { migrate } from "@workhorse/core";
 import pg from "pg";
 import { v7 } from "uuid";
-import { migrate } from "@workhorse/core";
 import { type NormalizedRequest, normalizeRequest } from "../lib/enqueue/enqueue-input";
 import { KeyRing } from "../lib/enqueue/keys";
 import { batchValues, ENQUEUE_BATCH_SQL, oneRequestStatement, oneRequestValues } from "../lib/store/core/enqueue";

@@ -9,9 +9,10 @@
  * from start() until its last job is recorded as succeeded (the completion committed). Prints each
  * round and the median.
  */
+
+import { Queue } from "@workhorse/core";
 import pg from "pg";
 import { startPrivateServer, stopEmbeddedPostgres } from "../lib/db";
-import { Queue } from "@workhorse/core";
 import { type BenchDatabaseServer, drainRate, withFreshDatabase } from "./lib/worker-drain";
 
 function arg(name: string, fallback: string): string {

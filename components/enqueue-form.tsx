@@ -1,5 +1,6 @@
 "use client";
 import { useQuery } from "@tanstack/react-query";
+import { DEFAULT_QUEUE, DEFAULT_SCOPE, LIMITS } from "@workhorse/core/client";
 import { type FormEvent, startTransition, useActionState, useState } from "react";
 import { Link } from "@/components/db-link";
 import type { EnqueueFormState, FieldErrors } from "@/lib/console/wire/action-state";
@@ -8,7 +9,6 @@ import { liveUrl } from "@/lib/console/wire/live-urls";
 import { explainOutcome, KEY_LABELS, type KeyModeName, REASON_LABELS } from "@/lib/console/wire/outcome-text";
 import { queueWorkersNote, workersTaking } from "@/lib/console/wire/queue-workers";
 import type { WorkersDto } from "@/lib/console/wire/types";
-import { DEFAULT_QUEUE, DEFAULT_SCOPE, LIMITS } from "@workhorse/core/client";
 import { LIVE_INTERVAL_MS, useRefreshPolicy } from "./refresh-policy";
 import { Badge, buttonClass, Card, DefinitionList, DigestLink, Field, inputClass, linkClass, Mono, Notice } from "./ui";
 import { getJson } from "./use-live";

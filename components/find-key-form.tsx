@@ -1,9 +1,9 @@
 "use client";
+import { DEFAULT_SCOPE } from "@workhorse/core/client";
 import { useActionState, useState } from "react";
 import { Link } from "@/components/db-link";
 import type { FindKeyState, KeyElsewhere, KeyWhitespace } from "@/lib/console/wire/action-state";
 import { formatTime } from "@/lib/console/wire/format";
-import { DEFAULT_SCOPE } from "@workhorse/core/client";
 import { BindingDetails } from "./binding-card";
 import { KeyEverywhereTable } from "./key-everywhere";
 import { Badge, buttonClass, Card, DefinitionList, DigestLink, Field, inputClass, linkClass, Notice } from "./ui";

@@ -1,8 +1,8 @@
 "use client";
+import { canPurge } from "@workhorse/core/client";
 import { formatDuration, formatTime } from "@/lib/console/wire/format";
 import { liveUrl } from "@/lib/console/wire/live-urls";
 import type { JobDetailDto } from "@/lib/console/wire/types";
-import { canPurge } from "@workhorse/core/client";
 import { BindingDetails } from "./binding-card";
 import { JsonWithStacks } from "./error-block";
 import { LiveJobState } from "./job-actions";

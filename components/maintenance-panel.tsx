@@ -1,12 +1,12 @@
 "use client";
 import { useQueryClient } from "@tanstack/react-query";
+import { MAINTENANCE_TASK_NAMES } from "@workhorse/core/client";
 import { useRouter } from "next/navigation";
 import { useActionState, useEffect } from "react";
 import type { MaintenanceState } from "@/lib/console/wire/action-state";
 import { formatCount, formatTime } from "@/lib/console/wire/format";
 import { liveUrl } from "@/lib/console/wire/live-urls";
 import type { MaintenanceDto } from "@/lib/console/wire/types";
-import { MAINTENANCE_TASK_NAMES } from "@workhorse/core/client";
 import { LiveStatus } from "./live-status";
 import { Badge, buttonClass, Card, EmptyState, Notice, Stat, Table, Td } from "./ui";
 import { useLive } from "./use-live";

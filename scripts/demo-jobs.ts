@@ -13,9 +13,9 @@
  *   stop growing after the first 10 minutes of a run (2 jobs every 1.5 s).
  */
 import { randomBytes } from "node:crypto";
+import type { EnqueueOptions, HandlerContext, JobHandler } from "@workhorse/core";
 import { uniformFloat64 } from "pure-rand/distribution/uniformFloat64";
 import { xoroshiro128plus } from "pure-rand/generator/xoroshiro128plus";
-import type { EnqueueOptions, HandlerContext, JobHandler } from "@workhorse/core";
 
 /**
  * Every queue `npm run demo` writes to; `npm run worker` works these and no other (a test job

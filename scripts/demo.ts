@@ -19,8 +19,8 @@
  * 8. Throttle: a "your order shipped" notice at most once a minute per order; repeats are coalesced.
  */
 import { randomBytes, randomUUID } from "node:crypto";
-import { appDatabaseUrl, createPool, shownUrl, stopEmbeddedPostgres } from "../lib/db";
 import { EnqueueIdempotencyConflictError, migrate, Queue } from "@workhorse/core";
+import { appDatabaseUrl, createPool, shownUrl, stopEmbeddedPostgres } from "../lib/db";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(Math.random() * xs.length)] as T;

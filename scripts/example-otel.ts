@@ -4,8 +4,8 @@
 // prints every metric point and span the example recorded.
 import { MeterProvider, type MetricData, MetricReader } from "@opentelemetry/sdk-metrics";
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from "@opentelemetry/sdk-trace";
-import type pg from "pg";
 import { StateGauges, type TelemetryOptions } from "@workhorse/core";
+import type pg from "pg";
 
 /** A reader the example collects from on demand (the Prometheus exporter is one such reader). */
 class PullReader extends MetricReader {

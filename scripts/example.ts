@@ -2,9 +2,10 @@
 // PostgreSQL (started here if nothing runs, and stopped again at the end). With `-- --otel`, the
 // OpenTelemetry SDK records what happened, a worker runs the job, and the metrics and spans are
 // printed at the end (scripts/example-otel.ts, docs/observability.md).
+
+import { EnqueueIdempotencyConflictError, migrate, Queue, type TelemetryOptions, Worker } from "@workhorse/core";
 import type pg from "pg";
 import { createPool, stopEmbeddedPostgres } from "../lib/db";
-import { EnqueueIdempotencyConflictError, migrate, Queue, type TelemetryOptions, Worker } from "@workhorse/core";
 import { exampleTelemetry } from "./example-otel";
 
 async function main() {

@@ -3,9 +3,10 @@
  * this code's version (WORKHORSE_DATABASES or WORKHORSE_DATABASES_FILE names it; `--all` migrates
  * every one). Without either configured, migrates DATABASE_URL. Prints the version reached.
  */
+
+import { migrate } from "@workhorse/core";
 import pg from "pg";
 import { DatabaseConfigError, loadDatabases } from "../lib/console/databases/databases";
-import { migrate } from "@workhorse/core";
 
 const log = (msg: string) => process.stdout.write(`[workhorse] ${msg}\n`);
 

@@ -19,6 +19,7 @@ import { existsSync, readdirSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { isIP } from "node:net";
 import path from "node:path";
+import { migrate, schemaStatus } from "@workhorse/core";
 import pg from "pg";
 import { consoleConfig, hashPassword, isLoopbackHost, metricsTokenProblem } from "../lib/console/databases/config";
 import {
@@ -29,7 +30,6 @@ import {
   migratePolicy,
 } from "../lib/console/databases/databases";
 import { DEFAULT_DATABASE, ensureDatabase, ensureServer, shownUrl, stopEmbeddedPostgres } from "../lib/db";
-import { migrate, schemaStatus } from "@workhorse/core";
 import { waitForHttp } from "./wait-for-http.mjs";
 
 const root = path.resolve(import.meta.dirname, "..");

@@ -15,8 +15,8 @@
  * (10 s grace); a second Ctrl-C more than a second later exits at once.
  */
 import { randomInt } from "node:crypto";
-import { createPool, stopEmbeddedPostgres } from "../lib/db";
 import { migrate, Queue, Worker, type WorkerEvent } from "@workhorse/core";
+import { createPool, stopEmbeddedPostgres } from "../lib/db";
 import { DEMO_QUEUES, demoHandlers, seededRandom, Trickle } from "./demo-jobs";
 
 function arg(name: string): string | undefined {

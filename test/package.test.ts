@@ -24,7 +24,9 @@ const databases = emptyDatabases("package");
 
 // Child processes get no npm_* settings of a surrounding `npm test`, and no DATABASE_URL but their own.
 const cleanEnv = Object.fromEntries(
-  Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k) && !["DATABASE_URL", "NODE_OPTIONS", "WORKHORSE_DISTRIBUTED"].includes(k)),
+  Object.entries(process.env).filter(
+    ([k]) => !/^npm_/i.test(k) && !["DATABASE_URL", "NODE_OPTIONS", "WORKHORSE_DISTRIBUTED"].includes(k),
+  ),
 );
 let dir = "";
 let tarball = "";

@@ -1,4 +1,5 @@
 "use server";
+import { LIMITS } from "@workhorse/core";
 import { redirect } from "next/navigation";
 import { z } from "zod";
 import { signInLimiter } from "@/lib/console/auth/rate-limit";
@@ -8,7 +9,6 @@ import { getSession, requestInfo, sameOriginRequest } from "@/lib/console/auth/v
 import { consoleConfig, passwordMatches } from "@/lib/console/databases/config";
 import { primaryDb } from "@/lib/console/databases/db";
 import type { SignInState } from "@/lib/console/wire/action-state";
-import { LIMITS } from "@workhorse/core";
 
 /** The name typed, given back after a failed sign-in so it need not be typed again. */
 function actorOf(data: FormData): string {

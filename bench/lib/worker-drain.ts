@@ -2,8 +2,9 @@
  * What the worker benches share (bench/worker.ts, bench/key-lifetimes.ts): a fresh database per run
  * on one server, and the time one Worker takes to drain a backlog of no-op jobs.
  */
-import pg from "pg";
+
 import { migrate, Worker } from "@workhorse/core";
+import pg from "pg";
 import { prepareCitusDatabase } from "../../test/citus";
 
 export interface BenchDatabaseServer {

@@ -25,6 +25,7 @@ export {
   WorkhorseDatabaseError,
   WorkhorseError,
 } from "./errors";
+export { isQueueName } from "./input-rules";
 export {
   DEFAULT_QUEUE,
   DEFAULT_RETRY_POLICY,
@@ -35,7 +36,6 @@ export {
   ONE_YEAR_MS,
   RETENTION,
 } from "./limits";
-export { isQueueName } from "./input-rules";
 export { MIGRATE_COMMAND, SchemaBehindError } from "./schema-errors";
 export type * from "./types";
 export {

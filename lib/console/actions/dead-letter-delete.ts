@@ -1,4 +1,5 @@
 import "server-only";
+import { EnqueueValidationError, LIMITS, MAX_JOB_IDS, type Queue } from "@workhorse/core";
 /**
  * Clearing dead letters from the console: the selected failed jobs (`jobIds`) or a whole
  * dead-letter group (`group=1` with `groupQueue`, `groupType`, `groupErrorName`), deleted through
@@ -6,7 +7,6 @@ import "server-only";
  * live idempotency key are kept and counted unless the form says `releaseKeys=on`.
  */
 import { z } from "zod";
-import { EnqueueValidationError, LIMITS, MAX_JOB_IDS, type Queue } from "@workhorse/core";
 import type { FieldErrors, OperatorActionState } from "../wire/action-state";
 import { groupJobIds } from "./operator-action-forms";
 

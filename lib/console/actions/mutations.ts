@@ -1,10 +1,4 @@
 import "server-only";
-/**
- * What the console's server actions do, with the actor passed in (app/ actions take it from the
- * session). Every write goes through lib/enqueue; every expected failure is a returned value. Reads
- * live in the read models beside it (find-key.ts, jobs.ts, …).
- */
-import { z } from "zod";
 import {
   DEFAULT_QUEUE,
   DEFAULT_SCOPE,
@@ -17,6 +11,12 @@ import {
   PurgeNotAllowedError,
   type Queue,
 } from "@workhorse/core";
+/**
+ * What the console's server actions do, with the actor passed in (app/ actions take it from the
+ * session). Every write goes through lib/enqueue; every expected failure is a returned value. Reads
+ * live in the read models beside it (find-key.ts, jobs.ts, …).
+ */
+import { z } from "zod";
 import type { EnqueueFormState, FieldErrors, FindKeyState, MaintenanceState, PurgeState } from "../wire/action-state";
 import { ENQUEUE_FIELD_NAMES, ENQUEUE_FIELDS, type EnqueueField } from "../wire/enqueue-fields";
 import { KEY_LABELS } from "../wire/outcome-text";

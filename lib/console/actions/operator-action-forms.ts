@@ -1,10 +1,4 @@
 import "server-only";
-/**
- * Operator actions of the console (cancel, run now, redrive, pause, resume): parse the form with zod,
- * call lib/enqueue with the session's actor, and return a typed state. The actor never comes from
- * the form. Every expected failure is a returned value.
- */
-import { z } from "zod";
 import {
   EnqueueValidationError,
   JobNotFoundError,
@@ -14,6 +8,12 @@ import {
   RedriveIdempotencyConflictError,
   type Unchanged,
 } from "@workhorse/core";
+/**
+ * Operator actions of the console (cancel, run now, redrive, pause, resume): parse the form with zod,
+ * call lib/enqueue with the session's actor, and return a typed state. The actor never comes from
+ * the form. Every expected failure is a returned value.
+ */
+import { z } from "zod";
 import { parseJobFilters } from "../reads/filters";
 import { MAX_BULK_JOBS, matchingJobIds } from "../reads/operator-reads";
 import type { Sql } from "../reads/read-queries";

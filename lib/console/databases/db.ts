@@ -1,6 +1,6 @@
 import "server-only";
-import type pg from "pg";
 import { Queue } from "@workhorse/core";
+import type pg from "pg";
 import { consoleMetrics, metricsToken } from "../metrics/meter";
 import type { DatabaseConfig } from "./databases";
 import { consoleDatabases, currentDatabase, poolOf, primaryDatabase } from "./pools";

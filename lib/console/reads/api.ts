@@ -1,6 +1,6 @@
 import "server-only";
-import { NextResponse } from "next/server";
 import { EnqueueValidationError } from "@workhorse/core";
+import { NextResponse } from "next/server";
 import { apiAccess } from "../auth/viewer";
 import { consolePool } from "../databases/pools";
 import type { Sql } from "./read-queries";

@@ -3,9 +3,9 @@
  * routes (polling). Unknown or malformed values are dropped, never passed to SQL: every column and
  * direction comes from an allowlist, every value is a bound parameter.
  */
+
+import { AUDIT_ACTIONS, isQueueName, ONE_DAY_MS } from "@workhorse/core/client";
 import { z } from "zod";
-import { AUDIT_ACTIONS, ONE_DAY_MS } from "@workhorse/core/client";
-import { isQueueName } from "@workhorse/core/client";
 import {
   BINDING_MODES,
   LISTED_OUTCOMES,

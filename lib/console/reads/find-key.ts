@@ -1,11 +1,11 @@
 import "server-only";
+import { DEFAULT_SCOPE, EnqueueValidationError, type Queue } from "@workhorse/core";
 /**
  * Find by key: scope + raw key -> the binding and its owning job, or, when no live binding exists,
  * what became of the key. A read model: the key is hashed by lib/enqueue in this process and the
  * state returned holds its digest, preview and length, never the key.
  */
 import type pg from "pg";
-import { DEFAULT_SCOPE, EnqueueValidationError, type Queue } from "@workhorse/core";
 import { newestJobUnderKey, owningJob } from "@/lib/store/console/keys";
 import { bindingScopes } from "@/lib/store/console/reads";
 import type { FieldErrors, FindKeyState, KeyElsewhere, KeyHistory, KeyWhitespace } from "../wire/action-state";

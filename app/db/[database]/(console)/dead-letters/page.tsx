@@ -1,3 +1,4 @@
+import { EnqueueValidationError } from "@workhorse/core";
 import type { Metadata } from "next";
 import { Link } from "@/components/db-link";
 import { DeadLetterGroups } from "@/components/dead-letter-groups";
@@ -6,7 +7,6 @@ import { BackLink, linkClass, PageHeader } from "@/components/ui";
 import { requireViewer } from "@/lib/console/auth/viewer";
 import { consoleDb, consolePool } from "@/lib/console/databases/db";
 import { deadLetterGroups } from "@/lib/console/reads/operator-reads";
-import { EnqueueValidationError } from "@workhorse/core";
 import { redriveAction } from "../jobs/actions";
 import { deleteDeadLettersAction } from "./actions";
 

@@ -1,10 +1,10 @@
 "use server";
+import { DEFAULT_SCOPE } from "@workhorse/core";
 import { currentViewer, sameOriginRequest } from "@/lib/console/auth/viewer";
 import { consoleDatabases, consoleDb, openDatabase } from "@/lib/console/databases/db";
 import { findKeyEverywhere } from "@/lib/console/reads/find-everywhere";
 import { findByKey } from "@/lib/console/reads/find-key";
 import type { FindKeyState } from "@/lib/console/wire/action-state";
-import { DEFAULT_SCOPE } from "@workhorse/core";
 
 /**
  * POST only: the raw key travels in the request body, is hashed by lib/enqueue, and is never returned.

@@ -1,4 +1,5 @@
 "use server";
+import type { Queue } from "@workhorse/core";
 import { revalidatePath } from "next/cache";
 import type { Pool } from "pg";
 import { purgeJob, purgeQueue } from "@/lib/console/actions/mutations";
@@ -10,7 +11,6 @@ import { countMatchingJobs } from "@/lib/console/reads/operator-reads";
 import { invalidateCounts } from "@/lib/console/reads/overview";
 import type { OperatorActionState, PurgeState, RedriveState } from "@/lib/console/wire/action-state";
 import type { JobFilterParams } from "@/lib/console/wire/types";
-import type { Queue } from "@workhorse/core";
 
 type Refused = { status: "refused"; message: string };
 
