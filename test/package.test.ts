@@ -57,32 +57,21 @@ function ok(r: { code: number; stdout: string; stderr: string }, what: string) {
   return r;
 }
 
+/** A fresh project at `at` with the tarball and `packages` (name@version) installed from the registry. */
+async function project(at: string, name: string, packages: string[]): Promise<void> {
+  await run("mkdir", ["-p", at]);
+  await writeFile(path.join(at, "package.json"), JSON.stringify({ name, private: true, type: "module" }, null, 2));
+  ok(await sh("npm", ["install", "--no-audit", "--no-fund", tarball, ...packages], { cwd: at }), "npm install");
+}
+
+const pinned = (name: string) => `${name}@${rootPackage.dependencies[name] ?? rootPackage.devDependencies[name]}`;
+
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), "workhorse-package-"));
   const packed = ok(await sh("npm", ["pack", "--pack-destination", dir], { cwd: PACKAGE_DIR }), "npm pack");
   tarball = path.join(dir, packed.stdout.trim().split("\n").pop() as string);
   app = path.join(dir, "app");
-  await run("mkdir", ["-p", app]);
-  await writeFile(
-    path.join(app, "package.json"),
-    JSON.stringify({ name: "a-service", private: true, type: "module" }, null, 2),
-  );
-  ok(
-    await sh(
-      "npm",
-      [
-        "install",
-        "--no-audit",
-        "--no-fund",
-        tarball,
-        `pg@${rootPackage.dependencies.pg}`,
-        `@types/pg@${rootPackage.devDependencies["@types/pg"]}`,
-        `@types/node@${rootPackage.devDependencies["@types/node"]}`,
-      ],
-      { cwd: app },
-    ),
-    "npm install",
-  );
+  await project(app, "a-service", [pinned("pg"), pinned("@types/pg"), pinned("@types/node")]);
 }, 300_000);
 
 afterAll(async () => {
@@ -226,29 +215,13 @@ test("npx workhorse migrate: an empty database migrated, the version before and 
 
 test("with the application's OpenTelemetry: its MeterProvider type-checks as the Queue's and receives the enqueue metrics", async () => {
   const otelApp = path.join(dir, "otel-app");
-  await run("mkdir", ["-p", otelApp]);
-  await writeFile(
-    path.join(otelApp, "package.json"),
-    JSON.stringify({ name: "an-otel-service", private: true, type: "module" }),
-  );
-  ok(
-    await sh(
-      "npm",
-      [
-        "install",
-        "--no-audit",
-        "--no-fund",
-        tarball,
-        `pg@${rootPackage.dependencies.pg}`,
-        `@opentelemetry/api@${rootPackage.dependencies["@opentelemetry/api"]}`,
-        `@opentelemetry/sdk-metrics@${rootPackage.dependencies["@opentelemetry/sdk-metrics"]}`,
-        `@types/pg@${rootPackage.devDependencies["@types/pg"]}`,
-        `@types/node@${rootPackage.devDependencies["@types/node"]}`,
-      ],
-      { cwd: otelApp },
-    ),
-    "npm install",
-  );
+  await project(otelApp, "an-otel-service", [
+    pinned("pg"),
+    pinned("@opentelemetry/api"),
+    pinned("@opentelemetry/sdk-metrics"),
+    pinned("@types/pg"),
+    pinned("@types/node"),
+  ]);
   await writeFile(
     path.join(otelApp, "main.ts"),
     `import { metrics } from "@opentelemetry/api";
