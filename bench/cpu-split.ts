@@ -8,29 +8,13 @@
  *
  * Each case gets a fresh database, a warm-up of `calls` calls, then `calls` measured calls.
  */
-import { readdirSync, readFileSync } from "node:fs";
 import { migrate, Queue } from "@workhorse/core";
 import pg from "pg";
+import { serverCpuUs } from "./lib/cpu";
 
 const adminUrl = process.argv[2];
 if (!adminUrl?.startsWith("postgres")) throw new Error("usage: npx tsx bench/cpu-split.ts <admin url> [--calls=N]");
 const calls = Number(process.argv.find((a) => a.startsWith("--calls="))?.slice(8) ?? 4000);
-
-/** CPU time of every postgres process on this machine, in ms (utime + stime, USER_HZ 100). */
-function postgresCpuMs(): number {
-  let ticks = 0;
-  for (const pid of readdirSync("/proc")) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      if (!readFileSync(`/proc/${pid}/comm`, "utf8").startsWith("postgres")) continue;
-      const fields = (readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1] ?? "").split(" ");
-      ticks += Number(fields[11]) + Number(fields[12]);
-    } catch {
-      // the process ended while we read it
-    }
-  }
-  return ticks * 10;
-}
 
 async function freshDatabase(name: string): Promise<string> {
   const admin = new pg.Client({ connectionString: adminUrl });
@@ -51,12 +35,12 @@ async function measure(label: string, callers: number, call: (i: number) => Prom
   await Promise.all(Array.from({ length: callers }, run)); // warm-up
   next = 0;
   const node0 = process.cpuUsage();
-  const pg0 = postgresCpuMs();
+  const pg0 = serverCpuUs("postgres") ?? 0;
   const t0 = performance.now();
   await Promise.all(Array.from({ length: callers }, run));
   const wallMs = performance.now() - t0;
   const node = process.cpuUsage(node0);
-  const pgMs = postgresCpuMs() - pg0;
+  const pgMs = ((serverCpuUs("postgres") ?? 0) - pg0) / 1000;
   console.log(
     `${label.padEnd(34)} ${String(callers).padStart(7)} ${Math.round((calls / wallMs) * 1000)
       .toLocaleString("en-US")

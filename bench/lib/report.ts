@@ -12,6 +12,10 @@ export interface WriteRow {
   jobsPerSec: number;
   /** WAL bytes per job (accepted job for accept, request for replay/batch); null off PostgreSQL. */
   walBytesPerJob: number | null;
+  /** The bench process's CPU per job (request), µs, user + system: the client's cost. */
+  clientUsPerJob: number;
+  /** The server's CPU per job (request), µs (PostgreSQL's processes, or redis-server); null when not readable. */
+  serverUsPerJob: number | null;
   /** Our throughput divided by this row's, same scenario and callers (>1: we are faster). */
   oursOverThis: number | null;
 }
@@ -47,6 +51,64 @@ const SCENARIOS = Object.keys(SCENARIO_TITLES) as WriteRow["scenario"][];
 const int = (n: number) => Math.round(n).toLocaleString("en-US");
 const ms = (n: number) => (Number.isFinite(n) ? (n < 10 ? n.toFixed(2) : n.toFixed(1)) : "-");
 const ratio = (n: number | null) => (n === null ? "" : `${n.toFixed(2)}x`);
+const us = (n: number | null) => (n === null ? "" : n < 10 ? n.toFixed(1) : Math.round(n).toLocaleString("en-US"));
+
+/** The contenders Workhorse's client CPU is compared with, in the CPU table's column order. */
+export const CPU_COMPARED = [
+  { id: "floor", title: "floor" },
+  { id: "pg-boss", title: "pg-boss" },
+  { id: "graphile", title: "graphile-worker" },
+  { id: "bullmq-pg", title: "BullMQ (PostgreSQL)" },
+] as const;
+
+/**
+ * One row per scenario and caller count: Workhorse's client CPU per request (µs) and, per compared
+ * contender, its own and Workhorse's divided by it (above 1: Workhorse spends more).
+ */
+function cpuRatioRows(rows: WriteRow[]): string[][] {
+  const out: string[][] = [];
+  for (const scenario of SCENARIOS) {
+    for (const callers of [...new Set(rows.filter((r) => r.scenario === scenario).map((r) => r.callers))]) {
+      const at = (id: string) =>
+        rows.find((r) => r.scenario === scenario && r.callers === callers && r.contender === id);
+      const mine = at("ours");
+      if (!mine) continue;
+      const cells = CPU_COMPARED.map(({ id }) => {
+        const other = at(id);
+        return other ? `${us(other.clientUsPerJob)} (${ratio(mine.clientUsPerJob / other.clientUsPerJob)})` : "";
+      });
+      out.push([SCENARIO_SHORT[scenario], String(callers), us(mine.clientUsPerJob), us(mine.serverUsPerJob), ...cells]);
+    }
+  }
+  return out;
+}
+
+const SCENARIO_SHORT: Record<WriteRow["scenario"], string> = {
+  accept: "keyed accept",
+  replay: "replay",
+  conflict: "conflict",
+  batch: "batched request",
+  debounce: "debounce",
+  throttle: "throttle",
+};
+
+const CPU_HEADER = [
+  "scenario",
+  "callers",
+  "Workhorse client µs/req",
+  "Workhorse server µs/req",
+  ...CPU_COMPARED.map((c) => `${c.title} client µs (Workhorse ÷ it)`),
+];
+
+/** The client CPU table that opens the results (terminal). */
+export function terminalCpu(rows: WriteRow[]): string {
+  return table(CPU_HEADER, cpuRatioRows(rows), 1);
+}
+
+/** The client CPU table that opens the results (Markdown). */
+export function markdownCpu(rows: WriteRow[]): string {
+  return mdTable(CPU_HEADER, cpuRatioRows(rows), ["l", ...CPU_HEADER.slice(1).map(() => "r" as const)]);
+}
 
 function table(header: string[], rows: string[][], rightFrom = 1): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
@@ -72,6 +134,8 @@ export function terminalWrites(rows: WriteRow[]): string {
           "p99 ms",
           "ours ÷ this",
           "WAL B/job",
+          "client µs/req",
+          "server µs/req",
         ],
         of.map((r) => [
           String(r.callers),
@@ -82,6 +146,8 @@ export function terminalWrites(rows: WriteRow[]): string {
           ms(r.summary.p99),
           ratio(r.oursOverThis),
           r.walBytesPerJob === null ? "" : int(r.walBytesPerJob),
+          us(r.clientUsPerJob),
+          us(r.serverUsPerJob),
         ]),
         2,
       ),
@@ -138,6 +204,8 @@ export function markdownWrites(rows: WriteRow[]): string {
           "p99 ms",
           "ours ÷ this",
           "WAL B/job",
+          "client µs/req",
+          "server µs/req",
         ],
         of.map((r) => [
           String(r.callers),
@@ -148,8 +216,10 @@ export function markdownWrites(rows: WriteRow[]): string {
           ms(r.summary.p99),
           ratio(r.oursOverThis),
           r.walBytesPerJob === null ? "n/a" : int(r.walBytesPerJob),
+          us(r.clientUsPerJob),
+          r.serverUsPerJob === null ? "n/a" : us(r.serverUsPerJob),
         ]),
-        ["r", "l", "r", "r", "r", "r", "r", "r"],
+        ["r", "l", "r", "r", "r", "r", "r", "r", "r", "r"],
       ),
     );
     out.push("");
@@ -180,4 +250,4 @@ export function markdownTargets(rows: TargetRow[]): string {
   );
 }
 
-export const fmt = { int, ms, ratio };
+export const fmt = { int, ms, ratio, us };
