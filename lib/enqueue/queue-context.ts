@@ -6,6 +6,7 @@
 import type pg from "pg";
 import { type Sql, statementConfig } from "../store/layout";
 import { withPoolClient } from "../store/pool-client";
+import { runOn } from "../store/text-rows";
 import { notifyQueues } from "../store/wake";
 import { EXPECTED_SQLSTATES, QueueClosedError, sqlStateOf } from "./errors";
 import type { KeyRing } from "./keys";
@@ -31,14 +32,14 @@ function poolExecutor(pool: pg.Pool): Sql {
   };
   return {
     query: <R extends pg.QueryResultRow>(statement: string | pg.QueryConfig, values?: unknown[]) =>
-      withPoolClient(pool, (client) => client.query<R>(statementConfig(statement, values)), keep),
+      withPoolClient(pool, (client) => runOn<R>(client, statementConfig(statement, values)), keep),
   };
 }
 
 export function clientExecutor(client: pg.ClientBase): Sql {
   return {
     query: <R extends pg.QueryResultRow>(statement: string | pg.QueryConfig, values?: unknown[]) =>
-      client.query<R>(statementConfig(statement, values)),
+      runOn<R>(client, statementConfig(statement, values)),
   };
 }
 

@@ -8,6 +8,7 @@ import type { NormalizedRequest } from "../../enqueue/enqueue-input";
 import type { EnqueueOutcome, NonReplaceableReason } from "../../enqueue/types";
 import { bucketedId, idBucket, keyBucket } from "../ids";
 import { layoutOf, type Sql } from "../layout";
+import { type TextFields, TextRowsStatement } from "../text-rows";
 import { withLegacyProbe } from "./key-upgrade";
 
 /**
@@ -313,21 +314,34 @@ export async function enqueueRows(
   if (distributed) bucketIds(requests, ids);
   // One request: the scalar hot path (a named statement, so its plan is cached per connection).
   // A batch: one set-based statement; left unnamed so each batch is planned for its own size.
+  // Both are read as text rows, without Describe (text-rows.ts).
   const one = requests.length === 1 ? (requests[0] as NormalizedRequest) : null;
-  const res = one
-    ? distributed
-      ? await sql.query<EnqueueRow>({
-          name: "workhorse_enqueue_one_at",
-          text: ENQUEUE_ONE_AT_SQL,
-          values: distributedOneValues(one, ids[0] as string, notifyInside, retry, trace),
-        })
-      : await sql.query<EnqueueRow>({
-          ...oneRequestStatement(one, retry, trace !== null),
-          values: oneRequestValues(one, ids[0] as string, notifyInside, retry, trace),
-        })
-    : await sql.query<EnqueueRow>({
-        text: ENQUEUE_BATCH_SQL,
-        values: batchValues(requests, ids, notifyInside, retry, trace),
-      });
-  return res.rows;
+  let statement: TextRowsStatement<EnqueueRow>;
+  if (!one) {
+    statement = new TextRowsStatement(
+      "",
+      ENQUEUE_BATCH_SQL,
+      batchValues(requests, ids, notifyInside, retry, trace),
+      enqueueRowOf,
+    );
+  } else if (distributed) {
+    const values = distributedOneValues(one, ids[0] as string, notifyInside, retry, trace);
+    statement = new TextRowsStatement("workhorse_enqueue_one_at", ENQUEUE_ONE_AT_SQL, values, enqueueRowOf);
+  } else {
+    const { name, text } = oneRequestStatement(one, retry, trace !== null);
+    const values = oneRequestValues(one, ids[0] as string, notifyInside, retry, trace);
+    statement = new TextRowsStatement(name, text, values, enqueueRowOf);
+  }
+  return (await sql.query<EnqueueRow>(statement)).rows;
+}
+
+/** An enqueue statement's row (`ordinal, ${RESULT_COLUMNS}`) from its text fields. */
+function enqueueRowOf(f: TextFields): EnqueueRow {
+  return {
+    ordinal: Number(f[0]),
+    job_id: String(f[1]),
+    outcome: f[2] as EnqueueOutcome,
+    request_digest: f[3] ?? null,
+    reason: (f[4] ?? null) as NonReplaceableReason | null,
+  };
 }
