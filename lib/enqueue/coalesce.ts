@@ -20,8 +20,9 @@
  * - no answer (the connection broke, or the session ended: the statement may have committed before
  *   its reply was lost): a keyed call repeats alone with the job id it proposed (so such a commit
  *   is recognised), a keyless call gets the retryable error, as alone.
- * Two requests for the same scope and key never share a statement: the second waits for the next
- * one and so sees the first one's decision. The payloads of one statement total at most
+ * Calls on one scope and key are decided in the order they were made: a call waits while an earlier
+ * call on its key is in a statement in flight (or repeating alone) or still waiting, so it sees that
+ * call's decision; a rolled-back statement's calls wait again first in line. The payloads of one statement total at most
  * `LIMITS.maxBatchPayloadBytes`, as an `enqueueMany` batch's. Calls on `withClient` / `transaction`
  * never coalesce.
  */
@@ -79,6 +80,8 @@ interface Waiting {
 export class Coalescer {
   private waiting: Waiting[] = [];
   private inFlight = 0;
+  /** Keys of calls sent and not yet answered (a call repeating alone after a lost reply included), with their counts. */
+  private readonly keysInFlight = new Map<string, number>();
   readonly stats: CoalesceStats = { calls: 0, statements: 0, sharedStatements: 0, largestStatement: 0 };
 
   constructor(
@@ -102,10 +105,14 @@ export class Coalescer {
     ).then(([result]) => result as EnqueueResult);
   }
 
-  /** Sends statements while fewer than maxStatements are in flight and calls wait. */
+  /** Sends statements while fewer than maxStatements are in flight and calls wait that may go. */
   private pump(): void {
     while (this.inFlight < this.config.maxStatements && this.waiting.length > 0) {
       const group = this.take();
+      if (group.length === 0) return; // every waiting call waits for an earlier call on its key
+      for (const w of group) {
+        if (w.key !== null) this.keysInFlight.set(w.key, (this.keysInFlight.get(w.key) ?? 0) + 1);
+      }
       this.inFlight++;
       this.stats.statements++;
       if (group.length > 1) this.stats.sharedStatements++;
@@ -118,41 +125,60 @@ export class Coalescer {
   }
 
   /**
-   * The next statement's calls, in arrival order: one per key, up to maxCalls and
-   * `LIMITS.maxBatchPayloadBytes` of payloads, alone-marked calls by themselves.
+   * The next statement's calls, in arrival order: up to maxCalls and `LIMITS.maxBatchPayloadBytes`
+   * of payloads; an alone-marked call by itself. A call on a key goes only when no earlier call on
+   * that key is in flight or still waiting (so calls on one key are decided in the order they were
+   * made); empty when every waiting call waits for one.
    */
   private take(): Waiting[] {
-    const first = this.waiting[0] as Waiting;
-    if (first.alone) return this.waiting.splice(0, 1);
     const group: Waiting[] = [];
     const rest: Waiting[] = [];
-    const keys = new Set<string>();
+    // Keys taken into this statement or held back: a later call on one of them waits too.
+    const blocked = new Set<string>();
     let bytes = 0;
+    let closed = false;
     for (const w of this.waiting) {
+      const free = w.key === null || (!blocked.has(w.key) && !this.keysInFlight.has(w.key));
       const size = w.request.payloadJson.length;
       const fits =
-        group.length < this.config.maxCalls &&
-        !w.alone &&
-        (w.key === null || !keys.has(w.key)) &&
-        (group.length === 0 || bytes + size <= LIMITS.maxBatchPayloadBytes);
+        !closed &&
+        free &&
+        (w.alone
+          ? group.length === 0
+          : group.length < this.config.maxCalls && (group.length === 0 || bytes + size <= LIMITS.maxBatchPayloadBytes));
       if (fits) {
         group.push(w);
         bytes += size;
-        if (w.key !== null) keys.add(w.key);
+        if (w.alone) closed = true;
       } else {
         rest.push(w);
       }
+      if (w.key !== null) blocked.add(w.key);
     }
     this.waiting = rest;
     return group;
+  }
+
+  /** A call is answered, or waits again: its key no longer holds later calls on it back. */
+  private release(w: Waiting): void {
+    if (w.key === null) return;
+    const n = (this.keysInFlight.get(w.key) ?? 1) - 1;
+    if (n > 0) this.keysInFlight.set(w.key, n);
+    else this.keysInFlight.delete(w.key);
   }
 
   private async send(group: Waiting[]): Promise<void> {
     if (group.length === 1) {
       const only = group[0] as Waiting;
       await decide(this.view, [only.request], only.trace).then(
-        ([result]) => only.resolve(result as EnqueueResult),
-        (err: unknown) => only.reject(err),
+        ([result]) => {
+          this.release(only);
+          only.resolve(result as EnqueueResult);
+        },
+        (err: unknown) => {
+          this.release(only);
+          only.reject(err);
+        },
       );
       return;
     }
@@ -162,6 +188,7 @@ export class Coalescer {
       const rows = await sendRaw(this.view, this.view.exec, requests, ids, false, null);
       const results = reportResults(this.view, requests, ids, rows);
       group.forEach((w, i) => {
+        this.release(w);
         w.resolve(results[i] as EnqueueResult);
       });
     } catch (err) {
@@ -171,6 +198,8 @@ export class Coalescer {
 
   /** A shared statement failed: nothing of it was written (or, after a lost reply, maybe all of it). */
   private failed(group: Waiting[], requests: NormalizedRequest[], ids: string[], err: unknown): void {
+    // Calls that wait again go first in line, ahead of later calls on their keys; the others are answered.
+    for (const w of group) this.release(w);
     if (sqlStateOf(err) === SqlState.idempotencyConflict) {
       // The call the conflict names gets it as its own; the rest were rolled back and wait again, first in line.
       const ordinal = conflictOrdinal(err);
@@ -194,7 +223,23 @@ export class Coalescer {
     const error = translate(this.view, err, requests);
     group.forEach((w, i) => {
       if (w.request.keyed && mayRetry(this.view)) {
-        retryAlone(this.view, w.request, ids[i] as string, error).then(w.resolve, w.reject);
+        // It stays in flight until its repeats end: a later call on its key waits for that answer.
+        const key = w.key as string;
+        this.keysInFlight.set(key, (this.keysInFlight.get(key) ?? 0) + 1);
+        const settle = () => {
+          this.release(w);
+          this.pump();
+        };
+        retryAlone(this.view, w.request, ids[i] as string, error).then(
+          (r) => {
+            settle();
+            w.resolve(r);
+          },
+          (e: unknown) => {
+            settle();
+            w.reject(e);
+          },
+        );
       } else {
         w.reject(error);
       }
