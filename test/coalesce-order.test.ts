@@ -80,7 +80,7 @@ describe.each(SETTINGS)("coalesce %s", (_label, coalesce) => {
     // (conflicts, replacements).
     const mix = Array.from({ length: 200 }, (_, i) => {
       const k = (i * 7) % 20;
-      const mode = (["idempotency", "throttle", "debounce"] as const)[k % 3];
+      const mode = (["idempotency", "throttle", "debounce"] as const)[k % 3] as "idempotency" | "throttle" | "debounce";
       const payload = { v: (i * 13) % 3 };
       // The key's first characters are its preview (keys of 16 code points show 5): unique per key.
       const key = `${String(k).padStart(2, "0")}-mixed-call-key`;

@@ -134,17 +134,26 @@ describe("accept, replay, conflict", () => {
     expect(await q.findBinding(opts.idempotency)).toEqual(bindingBefore);
   });
 
-  test("a replay takes no row lock and writes no WAL", async () => {
+  test("a replay takes no row lock and writes nothing but its observation", async () => {
     const q = t.queue();
     const opts = { idempotency: { key: fresh() } };
-    await q.enqueue("t", { a: 1 }, opts);
-    // xmax stays 0 on the binding tuple when nothing locked or updated it.
+    const id = await q.enqueue("t", { a: 1 }, opts);
     const client = await t.pool.connect();
     try {
+      // The observation of the replay is written in the caller's transaction (it commits with it);
+      // the binding and the job tuples keep xmax 0: nothing locked or updated them.
       await client.query("begin");
-      await q.withClient(client).enqueue("t", { a: 1 }, opts);
-      const [{ xid }] = (await client.query("select pg_current_xact_id_if_assigned() as xid")).rows;
-      expect(xid).toBeNull(); // a transaction that wrote or locked anything has an xid
+      expect(await q.withClient(client).enqueue("t", { a: 1 }, opts)).toBe(id);
+      const [{ xid, locked }] = (
+        await client.query(
+          `select pg_current_xact_id_if_assigned()::text as xid,
+                  (select count(*)::int from workhorse.key_binding b where b.job_id = $1 and b.xmax::text <> '0')
+                + (select count(*)::int from workhorse.job j where j.id = $1 and j.xmax::text <> '0') as locked`,
+          [id],
+        )
+      ).rows;
+      expect(xid).not.toBeNull(); // the observation row
+      expect(locked).toBe(0);
       await client.query("commit");
     } finally {
       client.release();

@@ -20,9 +20,10 @@ import {
 } from "./errors";
 import type { InstallationRow } from "./keys";
 import { LIMITS } from "./limits";
+import { writeHeldObservations } from "./observations";
 import type { QueueContext } from "./queue-context";
 import { traceparentOf } from "./telemetry";
-import type { EnqueueResult, NonReplaceableReason } from "./types";
+import type { EnqueueResult, NonReplaceableReason, Observation } from "./types";
 
 /**
  * One view of a queue: the pool's (`Queue`), a caller's client (`withClient`) or a transaction's `tx`.
@@ -34,6 +35,20 @@ export interface QueueView {
   exec: Sql;
   /** Inside a caller's transaction: no repeats, and the wake-up NOTIFY is sent inside it. */
   inCallerTransaction: boolean;
+  /**
+   * Where the view's observations go: null, to the observation log at once (the pool's calls);
+   * otherwise held here, for work that may yet roll back: `transaction` (until "transaction") hands them to
+   * the log once it committed, `withClient` (until "call") writes them through the caller's client
+   * after each enqueue call (observations.ts `writeHeldObservations`), so they commit or roll back
+   * with the caller's transaction.
+   */
+  held: { observations: Observation[]; until: "transaction" | "call" } | null;
+}
+
+/** An observation of `view`'s work: logged now, or held until the work is known to commit. */
+function observe(view: QueueView, o: Observation): void {
+  if (view.held) view.held.observations.push(o);
+  else view.context.recorder.record(o);
 }
 
 /** Keyed calls through the pool repeat themselves (QueueOptions.retry); never inside a caller's transaction. */
@@ -117,8 +132,14 @@ export function loadKeys(view: QueueView, forKeyedCall = false): Promise<void> {
  * Enqueues normalised requests in one round trip (repeated when all are keyed) and returns their
  * results in input order, inside the call's producer span, with its metrics (telemetry.ts).
  */
-export function runEnqueue(view: QueueView, requests: NormalizedRequest[]): Promise<EnqueueResult[]> {
-  return traced(view, requests, (trace) => decide(view, requests, trace));
+export async function runEnqueue(view: QueueView, requests: NormalizedRequest[]): Promise<EnqueueResult[]> {
+  const held = view.held?.until === "call" ? view.held.observations : null;
+  if (!held) return traced(view, requests, (trace) => decide(view, requests, trace));
+  try {
+    return await traced(view, requests, (trace) => decide(view, requests, trace));
+  } finally {
+    await writeHeldObservations(view.exec, held, view.context.recorder);
+  }
 }
 
 /**
@@ -238,7 +259,7 @@ export function reportResults(
       acceptedQueues.add(req.queue);
     } else if (k && key && outcome !== "replaced") {
       const rejected = outcome === "non_replaceable";
-      context.recorder.record({
+      observe(view, {
         at: now,
         outcome,
         reason: rejected ? row.reason : null,
@@ -277,7 +298,7 @@ export function translate(view: QueueView, err: unknown, requests: NormalizedReq
         },
         { cause: err },
       );
-      view.context.recorder.record({
+      observe(view, {
         at: new Date(),
         outcome: "conflict",
         queue: req.queue,

@@ -1,5 +1,6 @@
 import type pg from "pg";
-import { insertObservations } from "../store/core/observations";
+import { insertObservations, insertObservationsInTransaction } from "../store/core/observations";
+import type { Sql } from "../store/layout";
 import type { ObservationRow } from "../store/rows";
 import { OneShotTimer } from "./one-shot-timer";
 import type { Observation } from "./types";
@@ -70,6 +71,12 @@ export class ObservationRecorder {
       return;
     }
     this.timer.start(this.flushIntervalMs);
+  }
+
+  /** Records each of `observations` (a committed transaction's), then returns `result`. */
+  recordAll<R>(observations: readonly Observation[], result: R): R {
+    for (const o of observations) this.record(o);
+    return result;
   }
 
   /** Writes what is buffered now (in batches); what arrives meanwhile waits for the next round. */
@@ -187,4 +194,22 @@ export function alikeAsOne(batch: readonly Observation[]): ObservationRowIn[] {
     if (row.at < seen.at) seen.at = row.at;
   }
   return [...rows.values()];
+}
+
+/**
+ * Writes the observations `held` for a call on the caller's client (`withClient`), through that
+ * client, so they commit or roll back with the caller's work; `held` is emptied. Best effort, never
+ * failing the call (SQL: store/core/observations.ts `insertObservationsInTransaction`). Outside a
+ * transaction every statement committed on its own: they go to `recorder`. In an aborted transaction
+ * (after a conflict, say) nothing of it can commit: they are dropped.
+ */
+export async function writeHeldObservations(
+  exec: Sql,
+  held: Observation[],
+  recorder: ObservationRecorder,
+): Promise<void> {
+  const batch = held.splice(0);
+  if (batch.length === 0) return;
+  const outcome = await insertObservationsInTransaction(exec, alikeAsOne(batch));
+  if (outcome === "no transaction") for (const o of batch) recorder.record(o);
 }

@@ -47,8 +47,9 @@ export class QueueOperations {
     exec: Sql,
     inCallerTransaction: boolean,
     private readonly admitted = false,
+    held: QueueView["held"] = null,
   ) {
-    this.view = { context, exec, inCallerTransaction };
+    this.view = { context, exec, inCallerTransaction, held };
     const coalesce = context.config.coalesce;
     this.coalescer = coalesce && !inCallerTransaction ? new Coalescer(this.view, coalesce) : null;
   }
@@ -370,7 +371,7 @@ export class Queue extends QueueOperations {
     if (!client || typeof client.query !== "function") {
       throw new EnqueueValidationError([{ option: "client", rule: "must be a connected pg client" }]);
     }
-    return new QueueOperations(this.context, clientExecutor(client), true);
+    return new QueueOperations(this.context, clientExecutor(client), true, false, { observations: [], until: "call" });
   }
 
   /**
@@ -393,14 +394,20 @@ export class Queue extends QueueOperations {
     if (typeof fn !== "function") {
       throw new EnqueueValidationError([{ option: "fn", rule: "must be a function (tx) => Promise" }]);
     }
-    // Admitted with the transaction: its calls run even once close() was called.
-    const tx = (client: pg.PoolClient) => fn(new QueueOperations(this.context, clientExecutor(client), true, true));
+    // Admitted with the transaction: its calls run even once close() was called. Its observations
+    // are logged once it committed: a rollback leaves none of work that never existed.
+    const held = { observations: [] as T.Observation[], until: "transaction" as const };
+    const tx = (client: pg.PoolClient) =>
+      fn(new QueueOperations(this.context, clientExecutor(client), true, true, held));
     return this.call(() =>
-      withTransaction(this.context.pool, tx).catch((err) => {
-        // fn's own errors pass through as they are; begin/commit failures become typed.
-        if (err instanceof WorkhorseError || !(sqlStateOf(err) || isConnectionLoss(err))) throw err;
-        throw new WorkhorseDatabaseError(`transaction failed: ${(err as Error)?.message ?? String(err)}`, err);
-      }),
+      withTransaction(this.context.pool, tx).then(
+        (result) => this.context.recorder.recordAll(held.observations, result),
+        (err) => {
+          // fn's own errors pass through as they are; begin/commit failures become typed.
+          if (err instanceof WorkhorseError || !(sqlStateOf(err) || isConnectionLoss(err))) throw err;
+          throw new WorkhorseDatabaseError(`transaction failed: ${(err as Error)?.message ?? String(err)}`, err);
+        },
+      ),
     );
   }
 

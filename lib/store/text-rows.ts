@@ -6,10 +6,10 @@
  * machine that is ~30-35 µs less client CPU per enqueue call than `pg`'s own query (docs/benchmarks.md,
  * "The lean client").
  *
- * The statement is also a `pg.QueryConfig` (`name`, `text`, `values`) and a thenable resolving to
- * `{ rows }`: awaited where `client.query(config)` is awaited, so every executor that hands configs
- * to a `pg` client runs it as it is. A client in pipeline mode refuses submittables; `runOn` sends the
- * same statement there as an ordinary array-mode query.
+ * The statement is also a `pg.QueryConfig` (`name`, `text`, `values`), so it travels through the
+ * core's executors as any statement does; they run it with `runOn`, which resolves to `{ rows }`. A
+ * client in pipeline mode refuses submittables: `runOn` sends the same statement there as an
+ * ordinary array-mode query.
  */
 import pg from "pg";
 
@@ -44,10 +44,10 @@ type Settle<R> = (err: Error | null, result?: { rows: R[] }) => void;
  * converts with `Number()` and `String()` that take either. Rejects with the error PostgreSQL
  * answered (the same `DatabaseError` `pg` gives), or the connection's error.
  */
-export class TextRowsStatement<R> implements PromiseLike<{ rows: R[] }> {
+export class TextRowsStatement<R> {
   private readonly rows: R[] = [];
   private failure: Error | null = null;
-  /** How the statement ended: its rows, or the error (what `then` follows). */
+  /** How the statement ended: its rows, or the error. */
   readonly settled: Promise<{ rows: R[] }>;
   /**
    * How the statement ends, once: `pg` wraps it when the client has a `query_timeout`, and after a
@@ -66,13 +66,6 @@ export class TextRowsStatement<R> implements PromiseLike<{ rows: R[] }> {
       settle = (err, result) => (err ? reject(err) : resolve(result as { rows: R[] }));
     });
     this.callback = settle;
-  }
-
-  then<A = { rows: R[] }, B = never>(
-    onFulfilled?: ((value: { rows: R[] }) => A | PromiseLike<A>) | null,
-    onRejected?: ((reason: unknown) => B | PromiseLike<B>) | null,
-  ): PromiseLike<A | B> {
-    return this.settled.then(onFulfilled, onRejected);
   }
 
   /** Called by `pg` when the connection is free: Parse (unless kept), Bind, Execute, Sync in one write. */

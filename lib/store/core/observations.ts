@@ -16,3 +16,34 @@ select x.at, x.outcome, x.reason, x.queue, x.type, x.scope, x.key_preview, x.key
 export async function insertObservations(sql: Sql, rows: readonly object[]): Promise<void> {
   await sql.query(INSERT, [JSON.stringify(rows)]);
 }
+
+/** The savepoint a caller's transaction writes its observations under (a failed write undoes only them). */
+const SAVEPOINT = "workhorse_observations";
+
+/**
+ * The rows through a caller's client, inside its transaction, never aborting it: `savepoint
+ * workhorse_observations`, the INSERT, `release savepoint` (after `rollback to savepoint` when the
+ * INSERT failed). Resolves "written" (they commit or roll back with the caller's transaction),
+ * "no transaction" (SAVEPOINT refused with 25P01: nothing was written), "aborted" (25P02: the caller's
+ * transaction can no longer commit anything) or "failed" (the INSERT failed; the transaction is intact).
+ */
+export async function insertObservationsInTransaction(
+  sql: Sql,
+  rows: readonly object[],
+): Promise<"written" | "no transaction" | "aborted" | "failed"> {
+  try {
+    await sql.query(`savepoint ${SAVEPOINT}`);
+  } catch (err) {
+    const code = (err as { code?: string } | null)?.code;
+    return code === "25P01" ? "no transaction" : "aborted";
+  }
+  let outcome: "written" | "failed" = "written";
+  try {
+    await insertObservations(sql, rows);
+  } catch {
+    outcome = "failed";
+    await sql.query(`rollback to savepoint ${SAVEPOINT}`).catch(() => {});
+  }
+  await sql.query(`release savepoint ${SAVEPOINT}`).catch(() => {});
+  return outcome;
+}
