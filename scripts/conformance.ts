@@ -196,6 +196,12 @@ opt("maxAttempts: 0", { maxAttempts: 0 });
 opt("maxAttempts: 1001", { maxAttempts: 1001 });
 opt("maxAttempts: fractional", { maxAttempts: 2.5 });
 opt("maxAttempts: integral float", { maxAttempts: 3.0 });
+// Out of range and past 2^53 at once: one issue per option (the range), as for any other number.
+opt("maxAttempts: 2^63-1", { maxAttempts: 2 ** 63 - 1 });
+opt("retryPolicy: multiplier 1e300", {
+  retryPolicy: { type: "exponential", initialDelayMs: 10, multiplier: 1e300, maxDelayMs: 100 },
+});
+opt("debounce: windowMs 1e300", { debounce: { key: "k", windowMs: 1e300 } });
 opt("retryPolicy: fixed", { retryPolicy: { type: "fixed", delayMs: 500 } });
 opt("retryPolicy: fixed 0", { retryPolicy: { type: "fixed", delayMs: 0 } });
 opt("retryPolicy: fixed 365 days", { retryPolicy: { type: "fixed", delayMs: LIMITS.maxWindowMs } });

@@ -40,9 +40,9 @@ const retryPolicy = z.discriminatedUnion(
       initialDelayMs: delayMs,
       multiplier: z
         .number({ error: "must be an integer 1..100" })
-        .int({ error: "must be an integer 1..100" })
         .min(1, { error: "must be at least 1" })
-        .max(100, { error: "must be at most 100" }),
+        .max(100, { error: "must be at most 100" })
+        .int({ error: "must be an integer 1..100" }),
       maxDelayMs: delayMs,
     }),
   ],
@@ -81,9 +81,9 @@ const optionsSchema = z
     runAt: validDate.optional(),
     maxAttempts: z
       .number({ error: `must be an integer 1..${LIMITS.maxAttempts}` })
-      .int({ error: `must be an integer 1..${LIMITS.maxAttempts}` })
       .min(1, { error: "must be at least 1" })
       .max(LIMITS.maxAttempts, { error: `must be at most ${LIMITS.maxAttempts}` })
+      .int({ error: `must be an integer 1..${LIMITS.maxAttempts}` })
       .optional(),
     retryPolicy: retryPolicy.optional(),
     deadline: validDate.optional(),

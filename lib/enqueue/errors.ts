@@ -80,9 +80,11 @@ export class EnqueueValidationError extends WorkhorseError {
   readonly option: string;
   /** The rule it broke, in words. */
   readonly rule: string;
-  /** Every failing option, in input order. */
+  /** Every failing option, in input order: one issue each (its first broken rule). */
   readonly issues: readonly ValidationIssue[];
-  constructor(issues: readonly ValidationIssue[]) {
+  constructor(given: readonly ValidationIssue[]) {
+    const seen = new Set<string>();
+    const issues = given.filter((i) => !seen.has(i.option) && seen.add(i.option));
     const first = issues[0] ?? { option: "(input)", rule: "is invalid" };
     const more = issues.length > 1 ? ` (and ${issues.length - 1} more)` : "";
     super("ENQUEUE_VALIDATION", `${first.option}: ${first.rule}${more}`);

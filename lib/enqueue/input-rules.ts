@@ -52,15 +52,15 @@ export const scopeString = z
 
 export const windowMs = z
   .number({ error: `must be an integer number of milliseconds, 1..${LIMITS.maxWindowMs}` })
-  .int({ error: `must be an integer number of milliseconds, 1..${LIMITS.maxWindowMs}` })
   .min(1, { error: `must be at least 1 ms` })
-  .max(LIMITS.maxWindowMs, { error: `must be at most ${LIMITS.maxWindowMs} ms (365 days)` });
+  .max(LIMITS.maxWindowMs, { error: `must be at most ${LIMITS.maxWindowMs} ms (365 days)` })
+  .int({ error: `must be an integer number of milliseconds, 1..${LIMITS.maxWindowMs}` });
 
 export const delayMs = z
   .number({ error: `must be an integer number of milliseconds, 0..${LIMITS.maxWindowMs}` })
-  .int({ error: "must be an integer number of milliseconds" })
   .min(0, { error: "must be at least 0 ms" })
-  .max(LIMITS.maxWindowMs, { error: `must be at most ${LIMITS.maxWindowMs} ms (365 days)` });
+  .max(LIMITS.maxWindowMs, { error: `must be at most ${LIMITS.maxWindowMs} ms (365 days)` })
+  .int({ error: "must be an integer number of milliseconds" });
 
 // Years 1..9999: the range that ISO 8601 timestamps (what PostgreSQL is sent) write with four digits.
 const MIN_TIME = new Date("0001-01-01T00:00:00.000Z").getTime();

@@ -114,12 +114,49 @@ func msDuration(raw json.RawMessage) time.Duration {
 	return time.Duration(math.Round(f * float64(time.Millisecond)))
 }
 
+// maxDurationMs is the largest time.Duration in milliseconds (about 292 years).
+const maxDurationMs = float64(math.MaxInt64 / int64(time.Millisecond))
+
+// beyondGo says whether an option's JSON holds a number no Go int or time.Duration (as milliseconds) holds.
+func beyondGo(raw json.RawMessage) bool {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return false
+	}
+	var walk func(v any) bool
+	walk = func(v any) bool {
+		switch x := v.(type) {
+		case float64:
+			return math.Abs(x) > maxDurationMs
+		case map[string]any:
+			for _, e := range x {
+				if walk(e) {
+					return true
+				}
+			}
+		case []any:
+			for _, e := range x {
+				if walk(e) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return walk(v)
+}
+
 // caseOptions turns a case's options (the TypeScript names) into EnqueueOptions. It also returns
 // the option paths given explicitly as a Go zero value ("" or 0), which Go reads as "not given"
 // (EnqueueOptions' documented convention), and whether Go can express the options at all.
 func caseOptions(raw map[string]json.RawMessage) (EnqueueOptions, map[string]bool, string) {
 	var o EnqueueOptions
 	zero := map[string]bool{}
+	for name, r := range raw {
+		if beyondGo(r) {
+			return o, zero, "a number in " + name + " beyond what Go's int and time.Duration hold"
+		}
+	}
 	str := func(r json.RawMessage) string {
 		var s string
 		_ = json.Unmarshal(r, &s)
