@@ -201,6 +201,24 @@ describe("debounce", () => {
     expect(await events(first.jobId, "debounced")).toHaveLength(1);
   });
 
+  test("reset switched to preserve with a larger window: findBinding shows the window that holds", async () => {
+    const q = t.queue();
+    const key = fresh();
+    const first = await q.enqueueWithResult("t", { v: 1 }, { debounce: { key, windowMs: 1_000 } });
+    const b0 = await bindingOf(first.jobId);
+    const again = await q.enqueueWithResult(
+      "t",
+      { v: 2 },
+      { debounce: { key, windowMs: 5_000, schedule: "preserve" } },
+    );
+    expect(again).toMatchObject({ jobId: first.jobId, outcome: "replaced" });
+    const b = await bindingOf(first.jobId);
+    expect(b?.expires_at.getTime()).toBe(b0?.expires_at.getTime());
+    const info = await q.findBinding({ key });
+    expect(info).toMatchObject({ schedule: "preserve", ttlMs: 1_000 });
+    expect(info!.expiresAt!.getTime() - b!.created_at.getTime()).toBe(info!.ttlMs);
+  });
+
   test("maxWaitMs: reset never moves the run time past the first acceptance + maxWaitMs", async () => {
     const q = t.queue();
     const key = fresh();

@@ -73,7 +73,7 @@ begin
     -- Locked only while it still names that job (READ COMMITTED rechecks the condition on the row's
     -- newest version): a binding released, or bound to another job, between the two reads is left
     -- unlocked and read again, so no binding lock is ever held while waiting for a job.
-    select b.job_id, b.mode, b.expires_at, b.created_at, b.request_digest, b.max_wait_ms into v_b
+    select b.job_id, b.mode, b.expires_at, b.created_at, b.request_digest, b.max_wait_ms, b.ttl_ms into v_b
       from workhorse.key_binding b
      where b.scope = p_scope and b.key_hash = p_key_hash and b.job_id = v_holder
      --@citus where b.bucket = p_bucket and b.scope = p_scope and b.key_hash = p_key_hash and b.job_id = v_holder
@@ -125,7 +125,9 @@ begin
        where j.id = v_b.job_id;
        --@citus where j.bucket = p_bucket and j.id = v_b.job_id;
       update workhorse.key_binding b
-         set field_digests = p_digests, request_digest = v_rdigest, ttl_ms = p_window_ms, expires_at = v_expires,
+         set field_digests = p_digests, request_digest = v_rdigest, expires_at = v_expires,
+             -- preserve keeps the expiry, so the window it was counted with is the one that holds
+             ttl_ms = case when p_schedule = 'preserve' then v_b.ttl_ms else p_window_ms end,
              schedule = p_schedule, max_wait_ms = v_max_wait, hold_until = p_hold_until
        where b.scope = p_scope and b.key_hash = p_key_hash;
        --@citus where b.bucket = p_bucket and b.scope = p_scope and b.key_hash = p_key_hash;
