@@ -28,7 +28,10 @@ function tamperingPool(from: string, to: string): pg.Pool {
         vs?.map((v) => (typeof v === "string" && v.includes(from) ? v.split(from).join(to) : v));
       const text: string = typeof config === "string" ? config : (config?.text ?? "");
       if (/workhorse\.enqueue_(one|batch)/.test(text)) {
-        if (typeof config === "object" && config !== null && Array.isArray(config.values)) {
+        if (typeof config?.submit === "function" && Array.isArray(config.values)) {
+          // A submittable (the core's statements) is sent as it is: its values are rewritten in place.
+          config.values.splice(0, config.values.length, ...(rewrite(config.values) ?? []));
+        } else if (typeof config === "object" && config !== null && Array.isArray(config.values)) {
           config = { ...config, values: rewrite(config.values) };
         } else if (Array.isArray(values)) {
           values = rewrite(values);

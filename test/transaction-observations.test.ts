@@ -66,6 +66,26 @@ describe("queue.transaction", () => {
   });
 });
 
+describe("a conflict that rolls the transaction back", () => {
+  test("naming a job outside the transaction: the refusal stands; naming one it created: none", async () => {
+    const q = t.queue();
+    const { scope, idem } = await seeded();
+    await q.enqueue("t", { a: 1 }, idem);
+    const outside = await q.transaction((tx) => tx.enqueue("t", { a: 2 }, idem)).catch((e) => e);
+    expect(outside).toBeInstanceOf(EnqueueIdempotencyConflictError);
+    const inside = await q
+      .transaction(async (tx) => {
+        const own = { queue: "txo", idempotency: { key: "own", scope } };
+        await tx.enqueue("t", { a: 1 }, own);
+        await tx.enqueue("t", { a: 2 }, own);
+      })
+      .catch((e) => e);
+    expect(inside).toBeInstanceOf(EnqueueIdempotencyConflictError);
+    await q.flushObservations();
+    expect(await observed(scope)).toEqual([{ outcome: "conflict", n: 1 }]);
+  });
+});
+
 describe("withClient", () => {
   test("inside the caller's transaction: rolled back, none; committed, recorded; a conflict aborts it, none", async () => {
     const q = t.queue();

@@ -20,7 +20,7 @@ import {
 } from "./errors";
 import type { InstallationRow } from "./keys";
 import { LIMITS } from "./limits";
-import { writeHeldObservations } from "./observations";
+import { type HeldObservations, writeHeldObservations } from "./observations";
 import type { QueueContext } from "./queue-context";
 import { traceparentOf } from "./telemetry";
 import type { EnqueueResult, NonReplaceableReason, Observation } from "./types";
@@ -42,7 +42,7 @@ export interface QueueView {
    * after each enqueue call (observations.ts `writeHeldObservations`), so they commit or roll back
    * with the caller's transaction.
    */
-  held: { observations: Observation[]; until: "transaction" | "call" } | null;
+  held: HeldObservations | null;
 }
 
 /** An observation of `view`'s work: logged now, or held until the work is known to commit. */
@@ -133,7 +133,7 @@ export function loadKeys(view: QueueView, forKeyedCall = false): Promise<void> {
  * results in input order, inside the call's producer span, with its metrics (telemetry.ts).
  */
 export async function runEnqueue(view: QueueView, requests: NormalizedRequest[]): Promise<EnqueueResult[]> {
-  const held = view.held?.until === "call" ? view.held.observations : null;
+  const held = view.held?.until === "call" ? view.held : null;
   if (!held) return traced(view, requests, (trace) => decide(view, requests, trace));
   try {
     return await traced(view, requests, (trace) => decide(view, requests, trace));
@@ -257,6 +257,7 @@ export function reportResults(
         : { jobId: row.job_id, outcome, ...key };
     if (outcome === "accepted") {
       acceptedQueues.add(req.queue);
+      view.held?.accepted.add(row.job_id);
     } else if (k && key && outcome !== "replaced") {
       const rejected = outcome === "non_replaceable";
       observe(view, {

@@ -433,3 +433,9 @@ export class NotStorableError extends WorkhorseError {
     super("NOT_STORABLE", `${what} cannot be stored as JSON: ${reason}`);
   }
 }
+
+/** A `queue.transaction` failure as its caller gets it: `fn`'s own errors as they are; begin/commit failures typed. */
+export function transactionFailure(err: unknown): unknown {
+  if (err instanceof WorkhorseError || !(sqlStateOf(err) || isConnectionLoss(err))) return err;
+  return new WorkhorseDatabaseError(`transaction failed: ${(err as Error)?.message ?? String(err)}`, err);
+}

@@ -197,19 +197,42 @@ export function alikeAsOne(batch: readonly Observation[]): ObservationRowIn[] {
 }
 
 /**
+ * Observations held for work that may roll back, and the jobs that work accepted: a conflict naming
+ * any other job (one that exists outside the caller's transaction) is a refusal that stands whatever
+ * the transaction does, and is logged even after a rollback.
+ */
+export interface HeldObservations {
+  observations: Observation[];
+  until: "transaction" | "call";
+  accepted: Set<string>;
+}
+
+/** Nothing held yet, until `until`. */
+export function heldObservations(until: HeldObservations["until"]): HeldObservations {
+  return { observations: [], until, accepted: new Set() };
+}
+
+/** Of `held`, the observations that stand after a rollback: conflicts naming jobs it did not create. */
+export function standingAfterRollback(held: HeldObservations, observations = held.observations): Observation[] {
+  return observations.filter((o) => o.outcome === "conflict" && !(o.jobId && held.accepted.has(o.jobId)));
+}
+
+/**
  * Writes the observations `held` for a call on the caller's client (`withClient`), through that
- * client, so they commit or roll back with the caller's work; `held` is emptied. Best effort, never
+ * client, so they commit or roll back with the caller's work; they leave `held`. Best effort, never
  * failing the call (SQL: store/core/observations.ts `insertObservationsInTransaction`). Outside a
  * transaction every statement committed on its own: they go to `recorder`. In an aborted transaction
- * (after a conflict, say) nothing of it can commit: they are dropped.
+ * (after a conflict, say) nothing of it can commit: only the refusals that stand go to `recorder`
+ * (`standingAfterRollback`).
  */
 export async function writeHeldObservations(
   exec: Sql,
-  held: Observation[],
+  held: HeldObservations,
   recorder: ObservationRecorder,
 ): Promise<void> {
-  const batch = held.splice(0);
+  const batch = held.observations.splice(0);
   if (batch.length === 0) return;
   const outcome = await insertObservationsInTransaction(exec, alikeAsOne(batch));
-  if (outcome === "no transaction") for (const o of batch) recorder.record(o);
+  if (outcome === "no transaction") recorder.recordAll(batch, null);
+  else if (outcome === "aborted") recorder.recordAll(standingAfterRollback(held, batch), null);
 }

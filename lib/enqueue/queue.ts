@@ -8,18 +8,11 @@ import { withTransaction } from "../store/pool-client";
 import { Coalescer, type CoalesceStats } from "./coalesce";
 import { loadKeys, type QueueView, runEnqueue } from "./enqueue-call";
 import { checkBatch, namesAKey, normalizeBatch, normalizeRequest } from "./enqueue-input";
-import {
-  EnqueueValidationError,
-  isConnectionLoss,
-  readSafely,
-  sqlStateOf,
-  WorkhorseDatabaseError,
-  WorkhorseError,
-} from "./errors";
+import { EnqueueValidationError, readSafely, transactionFailure } from "./errors";
 import * as lookups from "./lookups";
 import type { MaintenanceResult } from "./maintenance";
 import * as maintenance from "./maintenance";
-import type { ObservationStats } from "./observations";
+import { heldObservations, type ObservationStats, standingAfterRollback } from "./observations";
 import * as actions from "./operator-actions";
 import { admittedPerStatement, clientExecutor, QueueContext, type RetryStats } from "./queue-context";
 import { type QueueOptions, queueSettings } from "./queue-settings";
@@ -371,7 +364,7 @@ export class Queue extends QueueOperations {
     if (!client || typeof client.query !== "function") {
       throw new EnqueueValidationError([{ option: "client", rule: "must be a connected pg client" }]);
     }
-    return new QueueOperations(this.context, clientExecutor(client), true, false, { observations: [], until: "call" });
+    return new QueueOperations(this.context, clientExecutor(client), true, false, heldObservations("call"));
   }
 
   /**
@@ -380,7 +373,8 @@ export class Queue extends QueueOperations {
    * rolls back when it throws (the error is rethrown). SQL: `begin` / `commit` / `rollback` around
    * `fn`'s statements. Keyed calls inside are not retried: the transaction is yours. A transaction
    * started before `close()` runs to its end (`tx` keeps working) and `close()` waits for it, so
-   * do not await `close()` inside `fn`.
+   * do not await `close()` inside `fn`. Its observations are logged once it committed; after a
+   * rollback only conflicts naming jobs that exist outside it (docs/enqueue.md, Observations).
    *
    * ```ts
    * const jobId = await queue.transaction(async (tx) => {
@@ -395,17 +389,16 @@ export class Queue extends QueueOperations {
       throw new EnqueueValidationError([{ option: "fn", rule: "must be a function (tx) => Promise" }]);
     }
     // Admitted with the transaction: its calls run even once close() was called. Its observations
-    // are logged once it committed: a rollback leaves none of work that never existed.
-    const held = { observations: [] as T.Observation[], until: "transaction" as const };
+    // are logged once it committed; after a rollback, only the refusals that stand.
+    const held = heldObservations("transaction");
     const tx = (client: pg.PoolClient) =>
       fn(new QueueOperations(this.context, clientExecutor(client), true, true, held));
     return this.call(() =>
       withTransaction(this.context.pool, tx).then(
         (result) => this.context.recorder.recordAll(held.observations, result),
         (err) => {
-          // fn's own errors pass through as they are; begin/commit failures become typed.
-          if (err instanceof WorkhorseError || !(sqlStateOf(err) || isConnectionLoss(err))) throw err;
-          throw new WorkhorseDatabaseError(`transaction failed: ${(err as Error)?.message ?? String(err)}`, err);
+          this.context.recorder.recordAll(standingAfterRollback(held), null);
+          throw transactionFailure(err);
         },
       ),
     );
