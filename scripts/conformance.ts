@@ -245,6 +245,14 @@ opt("concurrencyKey: 257 characters", { concurrencyKey: "c".repeat(257) });
 opt("concurrencyKey: empty", { concurrencyKey: "" });
 opt("source: given", { source: "billing-service" });
 opt("source: 129 characters", { source: "s".repeat(129) });
+// An explicit empty or zero option is given, and checked as given, in every client (Go states
+// these with a pointer; nil is "not given").
+opt("source: empty", { source: "" });
+opt("deadline: year 1 is given, and in the past", { deadline: "0001-01-01T00:00:00.000Z" });
+opt("debounce: maxWaitMs 0", { debounce: { key: "doc-9", windowMs: 5000, maxWaitMs: 0 } });
+opt("debounce: schedule empty", { debounce: { key: "doc-9", windowMs: 5000, schedule: "" } });
+opt("debounce: scope empty", { debounce: { key: "doc-9", scope: "", windowMs: 5000 } });
+opt("throttle: scope empty", { throttle: { key: "user-3", scope: "", windowMs: 60000 } });
 opt("unknown option", { queueName: "x" }, ["optionShape"]);
 opt("several failing options are all named", { queue: "", maxAttempts: 0, tags: [""] });
 
@@ -299,6 +307,7 @@ opt("holdUntil: every field", {
   ...idem("order-1", { scope: "orders", holdUntil: "finished", ttlMs: 86400000 }),
 });
 opt("holdUntil: unknown value", idem("order-1", { holdUntil: "done" }), ["optionShape"]);
+opt("holdUntil: empty", idem("order-1", { holdUntil: "" }), ["optionShape"]);
 opt("holdUntil: debounce started", { debounce: { key: "doc-9", windowMs: 5000, holdUntil: "started" } });
 opt("holdUntil: throttle refuses it", { throttle: { key: "user-3", windowMs: 60000, holdUntil: "finished" } }, [
   "optionShape",

@@ -101,7 +101,7 @@ func TestConformanceRoundTrip(t *testing.T) {
 	q, pool := newTestQueue(t)
 	ctx := context.Background()
 	for i, c := range loadRoundTrip(t).RoundTrip {
-		opts := EnqueueOptions{Idempotency: &Idempotency{Key: fmt.Sprintf("round-trip-%d-%s", i, unique("k")), Scope: "conformance-round-trip"}}
+		opts := EnqueueOptions{Idempotency: &Idempotency{Key: fmt.Sprintf("round-trip-%d-%s", i, unique("k")), Scope: Ptr("conformance-round-trip")}}
 		first, err := q.EnqueueWithResult(ctx, "t", json.RawMessage(c.PayloadText), opts)
 		if err != nil || first.Outcome != Accepted {
 			t.Errorf("%s: the first enqueue: %+v %v", c.Name, first, err)

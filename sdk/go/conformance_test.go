@@ -146,15 +146,14 @@ func beyondGo(raw json.RawMessage) bool {
 	return walk(v)
 }
 
-// caseOptions turns a case's options (the TypeScript names) into EnqueueOptions. It also returns
-// the option paths given explicitly as a Go zero value ("" or 0), which Go reads as "not given"
-// (EnqueueOptions' documented convention), and whether Go can express the options at all.
-func caseOptions(raw map[string]json.RawMessage) (EnqueueOptions, map[string]bool, string) {
+// caseOptions turns a case's options (the TypeScript names) into EnqueueOptions, and says why
+// when Go cannot express them. Every option given is a non-nil pointer, whatever its value: an
+// explicit 0 or "" is checked as the other clients check it.
+func caseOptions(raw map[string]json.RawMessage) (EnqueueOptions, string) {
 	var o EnqueueOptions
-	zero := map[string]bool{}
 	for name, r := range raw {
 		if beyondGo(r) {
-			return o, zero, "a number in " + name + " beyond what Go's int and time.Duration hold"
+			return o, "a number in " + name + " beyond what Go's int and time.Duration hold"
 		}
 	}
 	str := func(r json.RawMessage) string {
@@ -167,54 +166,54 @@ func caseOptions(raw map[string]json.RawMessage) (EnqueueOptions, map[string]boo
 		_ = json.Unmarshal(r, &f)
 		return f
 	}
-	date := func(r json.RawMessage) time.Time {
+	date := func(r json.RawMessage) *time.Time {
 		t, _ := time.Parse(time.RFC3339Nano, str(r))
-		return t
+		return &t
 	}
-	noteZero := func(path string, r json.RawMessage) {
-		if s := string(r); s == `""` || s == "0" {
-			zero["options."+path] = true
+	// optional reads field name of m as a pointer: nil when the case leaves it out.
+	optStr := func(m map[string]json.RawMessage, name string) *string {
+		if r, ok := m[name]; ok {
+			return Ptr(str(r))
 		}
+		return nil
 	}
-	keyed := func(prefix string, r json.RawMessage) (map[string]json.RawMessage, string, string) {
+	optMs := func(m map[string]json.RawMessage, name string) *time.Duration {
+		if r, ok := m[name]; ok {
+			return Ptr(msDuration(r))
+		}
+		return nil
+	}
+	optHold := func(m map[string]json.RawMessage) *HoldUntil {
+		if s := optStr(m, "holdUntil"); s != nil {
+			return Ptr(HoldUntil(*s))
+		}
+		return nil
+	}
+	keyed := func(r json.RawMessage) map[string]json.RawMessage {
 		var m map[string]json.RawMessage
 		_ = json.Unmarshal(r, &m)
-		if s, ok := m["scope"]; ok {
-			noteZero(prefix+".scope", s)
-		}
-		return m, str(m["key"]), str(m["scope"])
+		return m
 	}
 	for name, r := range raw {
 		switch name {
 		case "queue":
-			o.Queue = str(r)
-			noteZero(name, r)
-		case "runAt", "deadline":
-			d := date(r)
-			if d.IsZero() {
-				// 0001-01-01T00:00:00Z is Go's zero time.Time: "not given".
-				return o, zero, "the instant 0001-01-01T00:00:00Z (Go's zero time.Time means \"not given\")"
-			}
-			if name == "runAt" {
-				o.RunAt = d
-			} else {
-				o.Deadline = d
-			}
+			o.Queue = Ptr(str(r))
+		case "runAt":
+			o.RunAt = date(r)
+		case "deadline":
+			o.Deadline = date(r)
 		case "maxAttempts":
 			f := num(r)
 			if f != math.Trunc(f) {
-				return o, zero, "a fractional maxAttempts (Go's MaxAttempts is an int)"
+				return o, "a fractional maxAttempts (Go's MaxAttempts is an int)"
 			}
-			o.MaxAttempts = int(f)
-			noteZero(name, r)
+			o.MaxAttempts = Ptr(int(f))
 		case "executionTimeoutMs":
-			o.ExecutionTimeout = msDuration(r)
-			noteZero(name, r)
+			o.ExecutionTimeout = Ptr(msDuration(r))
 		case "concurrencyKey":
-			o.ConcurrencyKey = str(r)
-			noteZero(name, r)
+			o.ConcurrencyKey = Ptr(str(r))
 		case "source":
-			o.Source = str(r)
+			o.Source = Ptr(str(r))
 		case "tags":
 			_ = json.Unmarshal(r, &o.Tags)
 		case "retryPolicy":
@@ -223,24 +222,20 @@ func caseOptions(raw map[string]json.RawMessage) (EnqueueOptions, map[string]boo
 			o.RetryPolicy = &RetryPolicy{Type: str(m["type"]), Delay: msDuration(m["delayMs"]), InitialDelay: msDuration(m["initialDelayMs"]),
 				Multiplier: int(num(m["multiplier"])), MaxDelay: msDuration(m["maxDelayMs"])}
 		case "idempotency":
-			m, key, scope := keyed(name, r)
-			o.Idempotency = &Idempotency{Key: key, Scope: scope, HoldUntil: HoldUntil(str(m["holdUntil"]))}
-			if ttl, ok := m["ttlMs"]; ok {
-				o.Idempotency.TTL = msDuration(ttl)
-				noteZero(name+".ttlMs", ttl)
-			}
+			m := keyed(r)
+			o.Idempotency = &Idempotency{Key: str(m["key"]), Scope: optStr(m, "scope"), TTL: optMs(m, "ttlMs"), HoldUntil: optHold(m)}
 		case "debounce":
-			m, key, scope := keyed(name, r)
-			o.Debounce = &Debounce{Key: key, Scope: scope, Window: msDuration(m["windowMs"]), Schedule: str(m["schedule"]), MaxWait: msDuration(m["maxWaitMs"]),
-				HoldUntil: HoldUntil(str(m["holdUntil"]))}
+			m := keyed(r)
+			o.Debounce = &Debounce{Key: str(m["key"]), Scope: optStr(m, "scope"), Window: msDuration(m["windowMs"]),
+				Schedule: optStr(m, "schedule"), MaxWait: optMs(m, "maxWaitMs"), HoldUntil: optHold(m)}
 		case "throttle":
-			m, key, scope := keyed(name, r)
-			o.Throttle = &Throttle{Key: key, Scope: scope, Window: msDuration(m["windowMs"])}
+			m := keyed(r)
+			o.Throttle = &Throttle{Key: str(m["key"]), Scope: optStr(m, "scope"), Window: msDuration(m["windowMs"])}
 		default:
-			return o, zero, "option " + name
+			return o, "option " + name
 		}
 	}
-	return o, zero, ""
+	return o, ""
 }
 
 // paramText is a parameter as the conformance file writes it: bytea as \x<hex>, times in ISO 8601.
@@ -266,7 +261,7 @@ func paramText(v any) any {
 
 // Cases marked optionShape whose options Go's types can still express (a string field's value).
 var goExpresses = map[string]bool{"debounce: unknown schedule": true, "retryPolicy: unknown type": true,
-	"holdUntil: unknown value": true}
+	"holdUntil: unknown value": true, "holdUntil: empty": true}
 
 // surrogateEscape is a \uD800-\uDFFF escape in the file's JSON text: JSON.stringify writes a valid
 // surrogate pair as the character itself, so each one is a lone surrogate.
@@ -286,7 +281,7 @@ func goCannotState(c conformanceCase, payloadAsText bool) string {
 	if _, ok := c.typeString(); !ok {
 		return "a type that is not a string"
 	}
-	if _, _, cannot := caseOptions(c.Input.Options); cannot != "" {
+	if _, cannot := caseOptions(c.Input.Options); cannot != "" {
 		return cannot
 	}
 	return ""
@@ -352,12 +347,11 @@ func TestConformance(t *testing.T) {
 	// Go cannot state are not run (they are not skipped tests: Go's types rule the input out):
 	// loneSurrogate outside the payload (a Go string cannot hold an unpaired UTF-16 surrogate;
 	// encoding/json turns it into U+FFFD), optionShape (Go's typed options cannot take another
-	// shape), explicitNull (Go's typed options have no null: a nil pointer or a zero value is an
-	// option left out), a type that is not a string, and as Go values a number no float64 holds (1e400).
+	// shape), explicitNull (Go's typed options have no null: a nil pointer is an option left out), a type that is not a string, and as Go values a number no float64 holds (1e400).
 	for _, form := range payloadForms {
 		form := form
 		t.Run(form.name, func(t *testing.T) {
-			ran, zeroCases := 0, 0
+			ran := 0
 			var inexpressible []string
 			for _, c := range f.Cases {
 				c := c
@@ -372,12 +366,10 @@ func TestConformance(t *testing.T) {
 				}
 				ran++
 				t.Run(c.Name, func(t *testing.T) {
-					if checkCase(t, f, secret, c, payload, goRuleFor(form, c)) {
-						zeroCases++
-					}
+					checkCase(t, f, secret, c, payload, goRuleFor(form, c))
 				})
 			}
-			t.Logf("conformance (%s): %d cases checked, %d with Go zero values read as not given; not stated in Go: %v", form.name, ran, zeroCases, inexpressible)
+			t.Logf("conformance (%s): %d cases checked; not stated in Go: %v", form.name, ran, inexpressible)
 			if ran+len(inexpressible) != len(f.Cases) {
 				t.Fatalf("%d cases checked and %d not stated, of %d", ran, len(inexpressible), len(f.Cases))
 			}
@@ -389,10 +381,10 @@ func TestConformance(t *testing.T) {
 }
 
 // checkCase normalizes one case and compares everything with the file (or with `goRule` when Go's
-// own rules answer otherwise). It returns whether a Go zero value ("not given") dropped an issue.
-func checkCase(t *testing.T, f conformanceFile, secret []byte, c conformanceCase, payload any, goRule []ValidationIssue) (zeroCase bool) {
+// own rules answer otherwise).
+func checkCase(t *testing.T, f conformanceFile, secret []byte, c conformanceCase, payload any, goRule []ValidationIssue) {
 	t.Helper()
-	opts, zero, _ := caseOptions(c.Input.Options)
+	opts, _ := caseOptions(c.Input.Options)
 	max := defaultPayloadBytes
 	if c.Input.MaxPayloadBytes != nil {
 		max = *c.Input.MaxPayloadBytes
@@ -400,22 +392,9 @@ func checkCase(t *testing.T, f conformanceFile, secret []byte, c conformanceCase
 	typ, _ := c.typeString()
 	n, err := normalize(typ, payload, opts, max, "", "", time.Now())
 	if c.Expect.Error != nil || goRule != nil {
-		want := []ValidationIssue{}
-		if goRule != nil {
-			want = goRule
-		} else {
-			for _, i := range c.Expect.Error.Issues {
-				if !zero[i.Option] {
-					want = append(want, i)
-				}
-			}
-			zeroCase = len(want) < len(c.Expect.Error.Issues) // a zero value is "not given" in Go
-		}
-		if len(want) == 0 {
-			if err != nil {
-				t.Fatalf("Go reads the zero values %v as not given, so the request is valid; got %v", zero, err)
-			}
-			return zeroCase
+		want := goRule
+		if want == nil {
+			want = c.Expect.Error.Issues
 		}
 		v, ok := err.(*EnqueueValidationError)
 		if !ok {
@@ -424,7 +403,7 @@ func checkCase(t *testing.T, f conformanceFile, secret []byte, c conformanceCase
 		if !reflect.DeepEqual(v.Issues, want) {
 			t.Fatalf("issues:\n got %+v\nwant %+v", v.Issues, want)
 		}
-		return zeroCase
+		return
 	}
 	if err != nil {
 		t.Fatalf("want ok, got %v", err)
@@ -512,7 +491,6 @@ func checkCase(t *testing.T, f conformanceFile, secret []byte, c conformanceCase
 		}
 		check(p.Name, got, want)
 	}
-	return false
 }
 
 // digest8 is a fingerprint field's digest: the first 8 bytes of SHA-256 of its JSON form.

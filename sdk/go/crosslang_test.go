@@ -59,9 +59,9 @@ func crossRequest(key string, amount float64) (map[string]any, map[string]any, E
 	goPayload := map[string]any{"lines": []any{map[string]any{"qty": 1.0, "sku": "A"}}, "amountCents": amount, "invoiceId": key}
 	deadline, _ := time.Parse(time.RFC3339, "2999-06-01T00:00:00Z")
 	goOptions := EnqueueOptions{
-		Queue: "billing", MaxAttempts: 5, RetryPolicy: ExponentialRetry(100*time.Millisecond, 3, 10*time.Second),
-		Deadline: deadline, ExecutionTimeout: 30 * time.Second, ConcurrencyKey: "customer-7", Tags: []string{"eu", "vip"},
-		Idempotency: &Idempotency{Key: key, Scope: "invoice-capture", TTL: time.Hour},
+		Queue: Ptr("billing"), MaxAttempts: Ptr(5), RetryPolicy: ExponentialRetry(100*time.Millisecond, 3, 10*time.Second),
+		Deadline: Ptr(deadline), ExecutionTimeout: Ptr(30 * time.Second), ConcurrencyKey: Ptr("customer-7"), Tags: []string{"eu", "vip"},
+		Idempotency: &Idempotency{Key: key, Scope: Ptr("invoice-capture"), TTL: Ptr(time.Hour)},
 	}
 	return map[string]any{"type": "invoice.capture", "payload": tsPayload, "options": tsOptions}, goPayload, goOptions
 }
@@ -140,7 +140,7 @@ func TestCrossLanguageGoJobRunsOnThePythonWorker(t *testing.T) {
 	}
 	key := unique("capture")
 	id, err := q.Enqueue(ctx, "t.finish", map[string]any{"release": release}, EnqueueOptions{
-		Queue: queue, Idempotency: &Idempotency{Key: key, Scope: "go-to-py"},
+		Queue: Ptr(queue), Idempotency: &Idempotency{Key: key, Scope: Ptr("go-to-py")},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +188,7 @@ func TestCrossLanguageHeldKeyReplaysAndIsReleased(t *testing.T) {
 	key, queue := unique("report"), unique("cross-hold")
 	tsReq := map[string]any{"type": "report.nightly", "payload": map[string]any{"day": 1},
 		"options": map[string]any{"queue": queue, "idempotency": map[string]any{"key": key, "scope": "reports", "holdUntil": "finished"}}}
-	goOptions := EnqueueOptions{Queue: queue, Idempotency: &Idempotency{Key: key, Scope: "reports", HoldUntil: HoldUntilFinished}}
+	goOptions := EnqueueOptions{Queue: Ptr(queue), Idempotency: &Idempotency{Key: key, Scope: Ptr("reports"), HoldUntil: Ptr(HoldUntilFinished)}}
 	first, err := q.EnqueueWithResult(ctx, "report.nightly", map[string]any{"day": 1.0}, goOptions)
 	if err != nil || first.Outcome != Accepted {
 		t.Fatalf("Go: %+v %v", first, err)

@@ -30,7 +30,7 @@ func Example() {
 	}
 	defer queue.Close()
 	orderID := fmt.Sprintf("order:%d", time.Now().UnixNano())
-	order := workhorse.EnqueueOptions{Queue: "billing", Idempotency: &workhorse.Idempotency{Key: orderID}}
+	order := workhorse.EnqueueOptions{Queue: workhorse.Ptr("billing"), Idempotency: &workhorse.Idempotency{Key: orderID}}
 
 	tx, err := pool.Begin(ctx) // the order and its job commit together
 	if err != nil {

@@ -14,7 +14,7 @@ func TestHoldUntilFinishedReplaysUntilTheJobFinishes(t *testing.T) {
 	q, pool := newTestQueue(t)
 	ctx := context.Background()
 	queue := unique("hold")
-	opts := EnqueueOptions{Queue: queue, Idempotency: &Idempotency{Key: unique("report"), Scope: "reports", HoldUntil: HoldUntilFinished}}
+	opts := EnqueueOptions{Queue: Ptr(queue), Idempotency: &Idempotency{Key: unique("report"), Scope: Ptr("reports"), HoldUntil: Ptr(HoldUntilFinished)}}
 	first, err := q.EnqueueWithResult(ctx, "report.nightly", map[string]int{"day": 1}, opts)
 	if err != nil || first.Outcome != Accepted {
 		t.Fatalf("first: %+v %v", first, err)
@@ -51,10 +51,10 @@ func TestHoldUntilIsInTheFingerprint(t *testing.T) {
 	q, _ := newTestQueue(t)
 	ctx := context.Background()
 	key := unique("k")
-	if _, err := q.Enqueue(ctx, "t", map[string]int{}, EnqueueOptions{Idempotency: &Idempotency{Key: key, HoldUntil: HoldUntilStarted, TTL: 24 * time.Hour}}); err != nil {
+	if _, err := q.Enqueue(ctx, "t", map[string]int{}, EnqueueOptions{Idempotency: &Idempotency{Key: key, HoldUntil: Ptr(HoldUntilStarted), TTL: Ptr(24 * time.Hour)}}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := q.Enqueue(ctx, "t", map[string]int{}, EnqueueOptions{Idempotency: &Idempotency{Key: key, HoldUntil: HoldUntilFinished, TTL: 24 * time.Hour}})
+	_, err := q.Enqueue(ctx, "t", map[string]int{}, EnqueueOptions{Idempotency: &Idempotency{Key: key, HoldUntil: Ptr(HoldUntilFinished), TTL: Ptr(24 * time.Hour)}})
 	var conflict *EnqueueIdempotencyConflictError
 	if !errors.As(err, &conflict) || strings.Join(conflict.ConflictingFields, ",") != "holdUntil" {
 		t.Fatalf("want a conflict naming holdUntil, got %v", err)

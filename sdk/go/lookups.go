@@ -106,7 +106,11 @@ func (q *Queue) GetJob(ctx context.Context, jobID string) (*Job, error) {
 func checkScopedKey(key, scope string) (string, error) {
 	var is issues
 	checkKey(&is, "key", key)
-	scope = checkScope(&is, "scope", scope)
+	var given *string
+	if scope != "" {
+		given = &scope
+	}
+	scope = checkScope(&is, "scope", given)
 	if len(is) > 0 {
 		return "", newValidationError(is...)
 	}

@@ -82,12 +82,15 @@ type keyedRequest struct {
 
 type issues []ValidationIssue
 
-// checkHoldUntil is a key lifetime checked: "" (none), "finished" or "started".
-func checkHoldUntil(is *issues, option string, h HoldUntil) string {
-	if h != "" && h != HoldUntilFinished && h != HoldUntilStarted {
+// checkHoldUntil is a key lifetime checked: nil (none, ""), "finished" or "started".
+func checkHoldUntil(is *issues, option string, h *HoldUntil) string {
+	if h == nil {
+		return ""
+	}
+	if *h != HoldUntilFinished && *h != HoldUntilStarted {
 		is.add(option, `must be "finished" or "started"`)
 	}
-	return string(h)
+	return string(*h)
 }
 
 func (is *issues) add(option, rule string) {
@@ -127,12 +130,13 @@ func checkKey(is *issues, option, key string) {
 	}
 }
 
-// checkScope: "" means the default scope (Go's zero value is "not given").
-func checkScope(is *issues, option, scope string) string {
-	if scope == "" {
+// checkScope: nil means the default scope.
+func checkScope(is *issues, option string, given *string) string {
+	if given == nil {
 		return defaultScope
 	}
-	if len(scope) > scopeBytes {
+	scope := *given
+	if len(scope) == 0 || len(scope) > scopeBytes {
 		is.add(option, fmt.Sprintf("must be 1..%d UTF-8 bytes", scopeBytes))
 	}
 	if !storable(scope) {
@@ -173,8 +177,8 @@ func delayMillis(is *issues, option string, d time.Duration) int64 {
 	return ms
 }
 
-func checkDate(is *issues, option string, t time.Time) *time.Time {
-	if t.IsZero() {
+func checkDate(is *issues, option string, t *time.Time) *time.Time {
+	if t == nil {
 		return nil
 	}
 	u := t.UTC().Truncate(time.Millisecond)
@@ -200,18 +204,18 @@ func normalize(typ string, payload any, o EnqueueOptions, maxPayload int, defaul
 	checkName(&is, at("type"), typ)
 	var optionIssues issues
 	n := &normalizedRequest{Type: typ, Queue: defaultQueue, MaxAttempts: defaultMaxAttempts, Tags: []string{}, Source: defaultSource}
-	if o.Queue != "" {
-		checkName(&optionIssues, at("options.queue"), o.Queue)
-		n.Queue = o.Queue
+	if o.Queue != nil {
+		checkName(&optionIssues, at("options.queue"), *o.Queue)
+		n.Queue = *o.Queue
 	}
 	n.RunAt = checkDate(&optionIssues, at("options.runAt"), o.RunAt)
-	if o.MaxAttempts != 0 {
-		if o.MaxAttempts < 1 {
+	if o.MaxAttempts != nil {
+		if m := *o.MaxAttempts; m < 1 {
 			optionIssues.add(at("options.maxAttempts"), "must be at least 1")
-		} else if o.MaxAttempts > maxAttemptsLimit {
+		} else if m > maxAttemptsLimit {
 			optionIssues.add(at("options.maxAttempts"), fmt.Sprintf("must be at most %d", maxAttemptsLimit))
 		}
-		n.MaxAttempts = o.MaxAttempts
+		n.MaxAttempts = *o.MaxAttempts
 	}
 	if p := o.RetryPolicy; p != nil {
 		opt := at("options.retryPolicy")
@@ -233,18 +237,18 @@ func normalize(typ string, payload any, o EnqueueOptions, maxPayload int, defaul
 		}
 	}
 	n.Deadline = checkDate(&optionIssues, at("options.deadline"), o.Deadline)
-	if o.ExecutionTimeout != 0 {
-		ms := windowMillis(&optionIssues, at("options.executionTimeoutMs"), o.ExecutionTimeout)
+	if o.ExecutionTimeout != nil {
+		ms := windowMillis(&optionIssues, at("options.executionTimeoutMs"), *o.ExecutionTimeout)
 		n.ExecutionTimeoutMs = &ms
 	}
-	if o.ConcurrencyKey != "" {
-		if utf8Chars(o.ConcurrencyKey) > concurrencyKeyChars {
+	if o.ConcurrencyKey != nil {
+		ck := *o.ConcurrencyKey
+		if c := utf8Chars(ck); c < 1 || c > concurrencyKeyChars {
 			optionIssues.add(at("options.concurrencyKey"), fmt.Sprintf("must be 1..%d characters", concurrencyKeyChars))
 		}
-		if !storable(o.ConcurrencyKey) {
+		if !storable(ck) {
 			optionIssues.add(at("options.concurrencyKey"), storableRule)
 		}
-		ck := o.ConcurrencyKey
 		n.ConcurrencyKey = &ck
 	}
 	if o.Tags != nil {
@@ -274,11 +278,11 @@ func normalize(typ string, payload any, o EnqueueOptions, maxPayload int, defaul
 		opt := at("options.idempotency")
 		checkKey(&optionIssues, opt+".key", x.Key)
 		idem = &keyedRequest{Mode: "idempotency", key: x.Key, Scope: checkScope(&optionIssues, opt+".scope", x.Scope), TTLMs: defaultTTLMs}
-		if x.HoldUntil != "" {
+		if x.HoldUntil != nil {
 			idem.TTLMs = 0
 		}
-		if x.TTL != 0 {
-			idem.TTLMs = windowMillis(&optionIssues, opt+".ttlMs", x.TTL)
+		if x.TTL != nil {
+			idem.TTLMs = windowMillis(&optionIssues, opt+".ttlMs", *x.TTL)
 		}
 		idem.HoldUntil = checkHoldUntil(&optionIssues, opt+".holdUntil", x.HoldUntil)
 	}
@@ -287,15 +291,16 @@ func normalize(typ string, payload any, o EnqueueOptions, maxPayload int, defaul
 		checkKey(&optionIssues, opt+".key", x.Key)
 		deb = &keyedRequest{Mode: "debounce", key: x.Key, Scope: checkScope(&optionIssues, opt+".scope", x.Scope)}
 		deb.TTLMs = windowMillis(&optionIssues, opt+".windowMs", x.Window)
-		schedule := x.Schedule
-		if schedule == "" {
-			schedule = "reset"
-		} else if schedule != "reset" && schedule != "preserve" {
-			optionIssues.add(opt+".schedule", `must be "reset" or "preserve"`)
+		schedule := "reset"
+		if x.Schedule != nil {
+			schedule = *x.Schedule
+			if schedule != "reset" && schedule != "preserve" {
+				optionIssues.add(opt+".schedule", `must be "reset" or "preserve"`)
+			}
 		}
 		deb.Schedule = &schedule
-		if x.MaxWait != 0 {
-			mw := windowMillis(&optionIssues, opt+".maxWaitMs", x.MaxWait)
+		if x.MaxWait != nil {
+			mw := windowMillis(&optionIssues, opt+".maxWaitMs", *x.MaxWait)
 			deb.MaxWaitMs = &mw
 		}
 		deb.HoldUntil = checkHoldUntil(&optionIssues, opt+".holdUntil", x.HoldUntil)
@@ -306,14 +311,15 @@ func normalize(typ string, payload any, o EnqueueOptions, maxPayload int, defaul
 		thr = &keyedRequest{Mode: "throttle", key: x.Key, Scope: checkScope(&optionIssues, opt+".scope", x.Scope)}
 		thr.TTLMs = windowMillis(&optionIssues, opt+".windowMs", x.Window)
 	}
-	if o.Source != "" {
-		if utf8Chars(o.Source) > sourceChars {
+	if o.Source != nil {
+		src := *o.Source
+		if c := utf8Chars(src); c < 1 || c > sourceChars {
 			optionIssues.add(at("options.source"), fmt.Sprintf("must be 1..%d characters", sourceChars))
 		}
-		if !utf8.ValidString(o.Source) || hasControl(o.Source) {
+		if !utf8.ValidString(src) || hasControl(src) {
 			optionIssues.add(at("options.source"), "must be well-formed Unicode without control characters")
 		}
-		n.Source = o.Source
+		n.Source = src
 	}
 
 	// The rules that relate options, checked once every option is valid on its own.

@@ -2,34 +2,45 @@ package workhorse
 
 import "time"
 
-// EnqueueOptions are a request's options. Zero values mean "not given": Queue "" is "default",
-// MaxAttempts 0 is 25, a zero RunAt/Deadline/ExecutionTimeout is absent, ConcurrencyKey "" is none.
-// At most one of Idempotency, Debounce and Throttle.
+// EnqueueOptions are a request's options. An optional option is a pointer: nil is "not given"
+// (the default applies), and any value it points to is given and checked as the TypeScript and
+// Python clients check it, so an explicit 0 or "" is refused where theirs is (MaxAttempts 0: "must
+// be at least 1") and a RunAt of 0001-01-01T00:00:00Z is that instant. Ptr makes the pointer:
+//
+//	workhorse.EnqueueOptions{Queue: workhorse.Ptr("billing"), MaxAttempts: workhorse.Ptr(5)}
+//
+// Defaults: Queue "default", RunAt now, MaxAttempts 25, no Deadline, ExecutionTimeout,
+// ConcurrencyKey or tags. At most one of Idempotency, Debounce and Throttle.
 type EnqueueOptions struct {
-	Queue            string
-	RunAt            time.Time
-	MaxAttempts      int
-	RetryPolicy      *RetryPolicy
-	Deadline         time.Time
-	ExecutionTimeout time.Duration
-	ConcurrencyKey   string
-	Tags             []string
+	Queue            *string        // 1..128 characters, no control characters
+	RunAt            *time.Time     // kept to the millisecond, years 1..9999 (UTC)
+	MaxAttempts      *int           // 1..1000
+	RetryPolicy      *RetryPolicy   // nil: exponential from 1 s doubling
+	Deadline         *time.Time     // after RunAt (or now); kept to the millisecond
+	ExecutionTimeout *time.Duration // whole milliseconds, 1 ms..365 days
+	ConcurrencyKey   *string        // 1..256 characters
+	Tags             []string       // at most 32, each 1..128 characters; nil and empty are no tags
 	Idempotency      *Idempotency
 	Debounce         *Debounce
 	Throttle         *Throttle
-	// Source labels this request's observations (replays, conflicts); default: the Queue's WithSource.
-	Source string
+	// Source labels this request's observations (replays, conflicts), 1..128 characters; nil: the
+	// Queue's WithSource.
+	Source *string
 }
+
+// Ptr returns a pointer to v, for EnqueueOptions' optional fields:
+// Ptr("billing"), Ptr(5), Ptr(10*time.Minute), Ptr(runAt), Ptr(HoldUntilFinished).
+func Ptr[T any](v T) *T { return &v }
 
 // Idempotency binds a scoped key to the job for TTL (default 24 h): an equal request while the
 // binding lives replays the job's id, a different one is an *EnqueueIdempotencyConflictError.
 type Idempotency struct {
-	Key   string
-	Scope string        // "" is "default"
-	TTL   time.Duration // 0 is 24 h (with HoldUntil: no time limit); whole milliseconds, at most 365 days
+	Key   string         // 1..512 UTF-8 bytes; hashed, never stored
+	Scope *string        // 1..256 UTF-8 bytes; nil is "default"
+	TTL   *time.Duration // whole milliseconds, 1 ms..365 days; nil is 24 h (with HoldUntil: no time limit)
 	// HoldUntil holds the key until its job finishes or starts (docs/enqueue.md, "Key lifetimes");
-	// "" holds it for TTL only.
-	HoldUntil HoldUntil
+	// nil holds it for TTL only.
+	HoldUntil *HoldUntil
 }
 
 // HoldUntil is a key's lifetime (docs/enqueue.md, "Key lifetimes"): the key is released in the
@@ -46,19 +57,19 @@ const (
 // Debounce coalesces repeats into one pending job that runs when Window closes (docs/debounce-throttle.md).
 type Debounce struct {
 	Key      string
-	Scope    string
-	Window   time.Duration
-	Schedule string        // "reset" (default) or "preserve"
-	MaxWait  time.Duration // 0: no cap; otherwise at least Window
+	Scope    *string        // nil is "default"
+	Window   time.Duration  // whole milliseconds, 1 ms..365 days
+	Schedule *string        // "reset" (nil) or "preserve"
+	MaxWait  *time.Duration // nil: no cap; otherwise at least Window
 	// HoldUntil: held until the job starts or finishes, replaceable while it is pending (with
 	// HoldUntilStarted: one running job plus one queued).
-	HoldUntil HoldUntil
+	HoldUntil *HoldUntil
 }
 
 // Throttle accepts the first request of each Window; equal repeats inside it are "coalesced".
 type Throttle struct {
 	Key    string
-	Scope  string
+	Scope  *string // nil is "default"
 	Window time.Duration
 }
 

@@ -3,6 +3,7 @@ package workhorse
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,7 @@ func TestEnqueueAcceptsReplaysAndConflicts(t *testing.T) {
 	q, pool := newTestQueue(t)
 	ctx := context.Background()
 	inv := unique("INV")
-	opts := EnqueueOptions{Queue: "billing", Idempotency: &Idempotency{Key: "capture:" + inv, Scope: "invoice-capture", TTL: 24 * time.Hour}}
+	opts := EnqueueOptions{Queue: Ptr("billing"), Idempotency: &Idempotency{Key: "capture:" + inv, Scope: Ptr("invoice-capture"), TTL: Ptr(24 * time.Hour)}}
 
 	first, err := q.EnqueueWithResult(ctx, "invoice.capture", invoice{inv, 4200}, opts)
 	if err != nil {
@@ -112,7 +113,7 @@ func TestEnqueueManyInInputOrder(t *testing.T) {
 	q, pool := newTestQueue(t)
 	ctx := context.Background()
 	k := unique("batch")
-	idem := &Idempotency{Key: k, Scope: "s"}
+	idem := &Idempotency{Key: k, Scope: Ptr("s")}
 	rs, err := q.EnqueueManyWithResults(ctx, []Request{
 		{Type: "t", Payload: 1, Options: EnqueueOptions{Idempotency: idem}},
 		{Type: "t", Payload: map[string]any{"x": 1}},
@@ -211,20 +212,31 @@ func TestBadInputIsTypedAndWritesNothing(t *testing.T) {
 	}{
 		{"empty type", "", 1, EnqueueOptions{}, "type"},
 		{"control char in type", "a\nb", 1, EnqueueOptions{}, "type"},
-		{"long queue", "t", 1, EnqueueOptions{Queue: strings.Repeat("q", 129)}, "options.queue"},
+		{"long queue", "t", 1, EnqueueOptions{Queue: Ptr(strings.Repeat("q", 129))}, "options.queue"},
 		{"empty key", "t", 1, EnqueueOptions{Idempotency: &Idempotency{Key: ""}}, "options.idempotency.key"},
 		{"long key", "t", 1, EnqueueOptions{Idempotency: &Idempotency{Key: strings.Repeat("k", 513)}}, "options.idempotency.key"},
-		{"long scope", "t", 1, EnqueueOptions{Idempotency: &Idempotency{Key: "k", Scope: strings.Repeat("s", 257)}}, "options.idempotency.scope"},
-		{"ttl over a year", "t", 1, EnqueueOptions{Idempotency: &Idempotency{Key: "k", TTL: 366 * 24 * time.Hour}}, "options.idempotency.ttlMs"},
-		{"ttl not whole ms", "t", 1, EnqueueOptions{Idempotency: &Idempotency{Key: "k", TTL: time.Microsecond}}, "options.idempotency.ttlMs"},
-		{"negative ttl", "t", 1, EnqueueOptions{Idempotency: &Idempotency{Key: "k", TTL: -time.Second}}, "options.idempotency.ttlMs"},
+		{"long scope", "t", 1, EnqueueOptions{Idempotency: &Idempotency{Key: "k", Scope: Ptr(strings.Repeat("s", 257))}}, "options.idempotency.scope"},
+		{"ttl over a year", "t", 1, EnqueueOptions{Idempotency: &Idempotency{Key: "k", TTL: Ptr(366 * 24 * time.Hour)}}, "options.idempotency.ttlMs"},
+		{"ttl not whole ms", "t", 1, EnqueueOptions{Idempotency: &Idempotency{Key: "k", TTL: Ptr(time.Microsecond)}}, "options.idempotency.ttlMs"},
+		{"negative ttl", "t", 1, EnqueueOptions{Idempotency: &Idempotency{Key: "k", TTL: Ptr(-time.Second)}}, "options.idempotency.ttlMs"},
 		{"two modes", "t", 1, EnqueueOptions{Idempotency: &Idempotency{Key: "k"}, Throttle: &Throttle{Key: "k", Window: time.Second}}, "options.throttle"},
-		{"max attempts", "t", 1, EnqueueOptions{MaxAttempts: 1001}, "options.maxAttempts"},
+		{"max attempts", "t", 1, EnqueueOptions{MaxAttempts: Ptr(1001)}, "options.maxAttempts"},
 		{"too many tags", "t", 1, EnqueueOptions{Tags: strings.Split(strings.Repeat("x,", 32)+"x", ",")}, "options.tags"},
-		{"deadline before runAt", "t", 1, EnqueueOptions{RunAt: time.Now().Add(time.Hour), Deadline: time.Now()}, "options.deadline"},
-		{"debounce with runAt", "t", 1, EnqueueOptions{RunAt: time.Now(), Debounce: &Debounce{Key: "k", Window: time.Second}}, "options.runAt"},
-		{"maxWait under window", "t", 1, EnqueueOptions{Debounce: &Debounce{Key: "k", Window: time.Minute, MaxWait: time.Second}}, "options.debounce.maxWaitMs"},
+		{"deadline before runAt", "t", 1, EnqueueOptions{RunAt: Ptr(time.Now().Add(time.Hour)), Deadline: Ptr(time.Now())}, "options.deadline"},
+		{"debounce with runAt", "t", 1, EnqueueOptions{RunAt: Ptr(time.Now()), Debounce: &Debounce{Key: "k", Window: time.Second}}, "options.runAt"},
+		{"maxWait under window", "t", 1, EnqueueOptions{Debounce: &Debounce{Key: "k", Window: time.Minute, MaxWait: Ptr(time.Second)}}, "options.debounce.maxWaitMs"},
 		{"bad retry policy", "t", 1, EnqueueOptions{RetryPolicy: &RetryPolicy{Type: "linear"}}, "options.retryPolicy.type"},
+		// A pointer to a zero value is given: refused as TypeScript and Python refuse it, never a default.
+		{"explicit maxAttempts 0", "t", 1, EnqueueOptions{MaxAttempts: Ptr(0)}, "options.maxAttempts"},
+		{"explicit empty queue", "t", 1, EnqueueOptions{Queue: Ptr("")}, "options.queue"},
+		{"explicit ttl 0", "t", 1, EnqueueOptions{Idempotency: &Idempotency{Key: "k", TTL: Ptr(time.Duration(0))}}, "options.idempotency.ttlMs"},
+		{"explicit empty scope", "t", 1, EnqueueOptions{Throttle: &Throttle{Key: "k", Scope: Ptr(""), Window: time.Second}}, "options.throttle.scope"},
+		{"explicit executionTimeout 0", "t", 1, EnqueueOptions{ExecutionTimeout: Ptr(time.Duration(0))}, "options.executionTimeoutMs"},
+		{"explicit empty concurrencyKey", "t", 1, EnqueueOptions{ConcurrencyKey: Ptr("")}, "options.concurrencyKey"},
+		{"explicit empty source", "t", 1, EnqueueOptions{Source: Ptr("")}, "options.source"},
+		{"explicit maxWait 0", "t", 1, EnqueueOptions{Debounce: &Debounce{Key: "k", Window: time.Second, MaxWait: Ptr(time.Duration(0))}}, "options.debounce.maxWaitMs"},
+		{"explicit empty holdUntil", "t", 1, EnqueueOptions{Idempotency: &Idempotency{Key: "k", HoldUntil: Ptr(HoldUntil(""))}}, "options.idempotency.holdUntil"},
+		{"zero deadline is year 1, in the past", "t", 1, EnqueueOptions{Deadline: Ptr(time.Time{})}, "options.deadline"},
 		{"NaN", "t", map[string]any{"x": nan()}, EnqueueOptions{}, "payload"},
 		{"channel", "t", ch, EnqueueOptions{}, "payload"},
 		{"NUL in payload", "t", "a\x00b", EnqueueOptions{}, "payload"},
@@ -253,6 +265,37 @@ func TestBadInputIsTypedAndWritesNothing(t *testing.T) {
 	}
 	if after := countRows(t, pool, "select count(*)::int from workhorse.job"); after != before {
 		t.Fatalf("bad input wrote %d jobs", after-before)
+	}
+}
+
+// A RunAt of Go's zero time.Time is given: the job runs at 0001-01-01T00:00:00Z, as the same
+// request from TypeScript or Python does, and a replay of it is a replay (no conflict on runAt).
+func TestZeroRunAtIsAnInstant(t *testing.T) {
+	q, _ := newTestQueue(t)
+	ctx := context.Background()
+	opts := EnqueueOptions{RunAt: Ptr(time.Time{}), Idempotency: &Idempotency{Key: unique("year-1")}}
+	first, err := q.EnqueueWithResult(ctx, "t", map[string]any{"n": 1}, opts)
+	if err != nil || first.Outcome != Accepted {
+		t.Fatalf("first: %+v %v", first, err)
+	}
+	job, err := q.GetJob(ctx, first.JobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC); !job.RunAt.Equal(want) {
+		t.Fatalf("run_at %v, want %v", job.RunAt, want)
+	}
+	again, err := q.EnqueueWithResult(ctx, "t", map[string]any{"n": 1}, opts)
+	if err != nil || again.Outcome != Replayed || again.JobID != first.JobID {
+		t.Fatalf("replay: %+v %v", again, err)
+	}
+	opts.RunAt = nil
+	var conflict *EnqueueIdempotencyConflictError
+	if _, err := q.Enqueue(ctx, "t", map[string]any{"n": 1}, opts); !errors.As(err, &conflict) {
+		t.Fatalf("the same key without RunAt: want a conflict on runAt, got %v", err)
+	}
+	if !reflect.DeepEqual(conflict.ConflictingFields, []string{"runAt"}) {
+		t.Fatalf("conflicting fields %v", conflict.ConflictingFields)
 	}
 }
 

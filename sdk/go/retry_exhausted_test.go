@@ -119,7 +119,7 @@ func waitFor(t *testing.T, done <-chan enqueueOutcome) enqueueOutcome {
 // calls whose last try still failed retryably).
 func TestKeyedRetryConflictOnTheSecondTryIsNotExhausted(t *testing.T) {
 	q, _ := newTestQueue(t)
-	opts := EnqueueOptions{Idempotency: &Idempotency{Key: "k", Scope: unique("conflict-retry")}}
+	opts := EnqueueOptions{Idempotency: &Idempotency{Key: "k", Scope: Ptr(unique("conflict-retry"))}}
 	bound, err := q.Enqueue(context.Background(), "t", map[string]any{"a": 1}, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -142,11 +142,11 @@ func TestKeyedRetryConflictOnTheSecondTryIsNotExhausted(t *testing.T) {
 func TestKeyedRetryEveryTryCutIsExhausted(t *testing.T) {
 	q, _ := newTestQueue(t, WithRetry(3, 0))
 	scope := unique("exhausted")
-	if _, err := q.Enqueue(context.Background(), "t", map[string]any{"warm": 1}, EnqueueOptions{Idempotency: &Idempotency{Key: "warm", Scope: scope}}); err != nil {
+	if _, err := q.Enqueue(context.Background(), "t", map[string]any{"warm": 1}, EnqueueOptions{Idempotency: &Idempotency{Key: "warm", Scope: Ptr(scope)}}); err != nil {
 		t.Fatal(err) // the installation secret and the layout are read
 	}
 	cutter := newTryCutter(t)
-	done := enqueueInBackground(q, map[string]any{"c": 3}, EnqueueOptions{Idempotency: &Idempotency{Key: "k", Scope: scope}})
+	done := enqueueInBackground(q, map[string]any{"c": 3}, EnqueueOptions{Idempotency: &Idempotency{Key: "k", Scope: Ptr(scope)}})
 	for i := 0; i < 3; i++ { // every try
 		cutter.cut()
 	}

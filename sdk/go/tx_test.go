@@ -38,7 +38,7 @@ func TestEnqueueTxCommitsWithTheCallersWrite(t *testing.T) {
 	if _, err := tx.Exec(ctx, "insert into tx_test_orders (id) values ($1)", order); err != nil {
 		t.Fatal(err)
 	}
-	id, err := q.EnqueueTx(ctx, tx, "order.place", map[string]any{"order": order}, EnqueueOptions{Queue: queue, Idempotency: &Idempotency{Key: order}})
+	id, err := q.EnqueueTx(ctx, tx, "order.place", map[string]any{"order": order}, EnqueueOptions{Queue: Ptr(queue), Idempotency: &Idempotency{Key: order}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestEnqueueTxCommitsWithTheCallersWrite(t *testing.T) {
 		t.Fatalf("woken for %q, want %q (the NOTIFY commits with the transaction)", got, queue)
 	}
 	// The key is bound: the same request outside the transaction replays it.
-	again, err := q.EnqueueWithResult(ctx, "order.place", map[string]any{"order": order}, EnqueueOptions{Queue: queue, Idempotency: &Idempotency{Key: order}})
+	again, err := q.EnqueueWithResult(ctx, "order.place", map[string]any{"order": order}, EnqueueOptions{Queue: Ptr(queue), Idempotency: &Idempotency{Key: order}})
 	if err != nil || again.Outcome != Replayed || again.JobID != id {
 		t.Fatalf("after the commit: %+v %v, want a replay of %s", again, err, id)
 	}
@@ -68,14 +68,14 @@ func TestEnqueueTxRollsBackWithTheCallersWrite(t *testing.T) {
 	orders(t, pool)
 	ctx := context.Background()
 	order := unique("order")
-	opts := EnqueueOptions{Queue: "tx-rollback", Idempotency: &Idempotency{Key: order}}
+	opts := EnqueueOptions{Queue: Ptr("tx-rollback"), Idempotency: &Idempotency{Key: order}}
 	tx := begin(t, pool)
 	if _, err := tx.Exec(ctx, "insert into tx_test_orders (id) values ($1)", order); err != nil {
 		t.Fatal(err)
 	}
 	ids, err := q.EnqueueManyTx(ctx, tx, []Request{
 		{Type: "order.place", Payload: 1, Options: opts},
-		{Type: "order.audit", Payload: 2, Options: EnqueueOptions{Queue: "tx-rollback"}},
+		{Type: "order.audit", Payload: 2, Options: EnqueueOptions{Queue: Ptr("tx-rollback")}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +101,7 @@ func TestEnqueueTxReplaysAndConflictsInsideTheTransaction(t *testing.T) {
 	orders(t, pool)
 	ctx := context.Background()
 	key := unique("k")
-	opts := EnqueueOptions{Queue: "tx-decide", Idempotency: &Idempotency{Key: key}}
+	opts := EnqueueOptions{Queue: Ptr("tx-decide"), Idempotency: &Idempotency{Key: key}}
 	first, err := q.Enqueue(ctx, "order.place", map[string]any{"n": 1}, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -51,7 +51,7 @@ func TestEnqueueWakesListenersAfterItsCommit(t *testing.T) {
 	ctx := context.Background()
 	conn := listener(t)
 	queue := unique("wake")
-	id, err := q.Enqueue(ctx, "wake.one", map[string]any{}, EnqueueOptions{Queue: queue})
+	id, err := q.Enqueue(ctx, "wake.one", map[string]any{}, EnqueueOptions{Queue: Ptr(queue)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,9 +66,9 @@ func TestEnqueueWakesListenersAfterItsCommit(t *testing.T) {
 	a, b := unique("wake-a"), unique("wake-b")
 	key := &Idempotency{Key: unique("k")}
 	_, err = q.EnqueueMany(ctx, []Request{
-		{Type: "wake.many", Payload: 1, Options: EnqueueOptions{Queue: a}},
-		{Type: "wake.many", Payload: 2, Options: EnqueueOptions{Queue: b, Idempotency: key}},
-		{Type: "wake.many", Payload: 3, Options: EnqueueOptions{Queue: a}},
+		{Type: "wake.many", Payload: 1, Options: EnqueueOptions{Queue: Ptr(a)}},
+		{Type: "wake.many", Payload: 2, Options: EnqueueOptions{Queue: Ptr(b), Idempotency: key}},
+		{Type: "wake.many", Payload: 3, Options: EnqueueOptions{Queue: Ptr(a)}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +80,7 @@ func TestEnqueueWakesListenersAfterItsCommit(t *testing.T) {
 	if got[a] != 1 || got[b] != 1 {
 		t.Fatalf("woken %v, want %s and %s once each", got, a, b)
 	}
-	r, err := q.EnqueueWithResult(ctx, "wake.many", 2, EnqueueOptions{Queue: b, Idempotency: key})
+	r, err := q.EnqueueWithResult(ctx, "wake.many", 2, EnqueueOptions{Queue: Ptr(b), Idempotency: key})
 	if err != nil || r.Outcome != Replayed {
 		t.Fatalf("replay: %+v %v", r, err)
 	}
@@ -97,14 +97,14 @@ func TestEnqueueStatementSendsNoNotify(t *testing.T) {
 	ctx := context.Background()
 	conn := listener(t)
 	queue := unique("quiet")
-	if _, err := q.Enqueue(ctx, "quiet.one", 1, EnqueueOptions{Queue: queue}); err != nil {
+	if _, err := q.Enqueue(ctx, "quiet.one", 1, EnqueueOptions{Queue: Ptr(queue)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := q.Enqueue(ctx, "quiet.one", 2, EnqueueOptions{Queue: queue, Idempotency: &Idempotency{Key: unique("k")}}); err != nil {
+	if _, err := q.Enqueue(ctx, "quiet.one", 2, EnqueueOptions{Queue: Ptr(queue), Idempotency: &Idempotency{Key: unique("k")}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := q.EnqueueMany(ctx, []Request{{Type: "quiet.many", Payload: 3, Options: EnqueueOptions{Queue: queue}},
-		{Type: "quiet.many", Payload: 4, Options: EnqueueOptions{Queue: unique("quiet")}}}); err != nil {
+	if _, err := q.EnqueueMany(ctx, []Request{{Type: "quiet.many", Payload: 3, Options: EnqueueOptions{Queue: Ptr(queue)}},
+		{Type: "quiet.many", Payload: 4, Options: EnqueueOptions{Queue: Ptr(unique("quiet"))}}}); err != nil {
 		t.Fatal(err)
 	}
 	m := marker(t, q)

@@ -71,7 +71,7 @@ func TestWorkerProcessAbandonsAHandlerIgnoringShutdown(t *testing.T) {
 	q, _ := newTestQueue(t)
 	ctx := context.Background()
 	queue := unique("stubborn")
-	id, err := q.Enqueue(ctx, "stubborn", 1, EnqueueOptions{Queue: queue})
+	id, err := q.Enqueue(ctx, "stubborn", 1, EnqueueOptions{Queue: Ptr(queue)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestWorkerAbandonsAHandlerIgnoringItsExecutionTimeout(t *testing.T) {
 	q, _ := newTestQueue(t)
 	ctx := context.Background()
 	queue := unique("wq")
-	id, _ := q.Enqueue(ctx, "stubborn", 1, EnqueueOptions{Queue: queue, MaxAttempts: 1, ExecutionTimeout: time.Second})
+	id, _ := q.Enqueue(ctx, "stubborn", 1, EnqueueOptions{Queue: Ptr(queue), MaxAttempts: Ptr(1), ExecutionTimeout: Ptr(time.Second)})
 	hold := make(chan struct{})
 	returned := make(chan struct{})
 	w, stop := runWorker(t, WorkerOptions{Queues: []string{queue}, Lease: 600 * time.Millisecond, AbortGrace: 300 * time.Millisecond,

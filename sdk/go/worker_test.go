@@ -57,7 +57,7 @@ func waitForState(t *testing.T, q *Queue, id, state string) *Job {
 func TestWorkerRunsHandlersByTypeAndStoresResults(t *testing.T) {
 	q, _ := newTestQueue(t)
 	queue := unique("wq")
-	id, err := q.Enqueue(context.Background(), "invoice.capture", invoice{"INV-1", 4200}, EnqueueOptions{Queue: queue})
+	id, err := q.Enqueue(context.Background(), "invoice.capture", invoice{"INV-1", 4200}, EnqueueOptions{Queue: Ptr(queue)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,8 +81,8 @@ func TestWorkerRetriesThenFails(t *testing.T) {
 	q, _ := newTestQueue(t)
 	queue := unique("wq")
 	ctx := context.Background()
-	flaky, _ := q.Enqueue(ctx, "flaky", 1, EnqueueOptions{Queue: queue, RetryPolicy: FixedRetry(0)})
-	doomed, _ := q.Enqueue(ctx, "doomed", 1, EnqueueOptions{Queue: queue, MaxAttempts: 2, RetryPolicy: FixedRetry(0)})
+	flaky, _ := q.Enqueue(ctx, "flaky", 1, EnqueueOptions{Queue: Ptr(queue), RetryPolicy: FixedRetry(0)})
+	doomed, _ := q.Enqueue(ctx, "doomed", 1, EnqueueOptions{Queue: Ptr(queue), MaxAttempts: Ptr(2), RetryPolicy: FixedRetry(0)})
 	var calls int32
 	w, stop := runWorker(t, WorkerOptions{Queues: []string{queue}, Handlers: map[string]Handler{
 		"flaky": func(ctx context.Context, job *ClaimedJob) (any, error) {
@@ -112,7 +112,7 @@ func TestWorkerRetriesThenFails(t *testing.T) {
 func TestWorkerCheckpointReusesACommittedStage(t *testing.T) {
 	q, _ := newTestQueue(t)
 	queue := unique("wq")
-	id, _ := q.Enqueue(context.Background(), "charge", 1, EnqueueOptions{Queue: queue, RetryPolicy: FixedRetry(0)})
+	id, _ := q.Enqueue(context.Background(), "charge", 1, EnqueueOptions{Queue: Ptr(queue), RetryPolicy: FixedRetry(0)})
 	var charges int32
 	_, stop := runWorker(t, WorkerOptions{Queues: []string{queue}, Handlers: map[string]Handler{
 		"charge": func(ctx context.Context, job *ClaimedJob) (any, error) {
@@ -138,7 +138,7 @@ func TestWorkerCheckpointReusesACommittedStage(t *testing.T) {
 func TestWorkerExecutionTimeoutCancelsTheHandler(t *testing.T) {
 	q, _ := newTestQueue(t)
 	queue := unique("wq")
-	id, _ := q.Enqueue(context.Background(), "slow", 1, EnqueueOptions{Queue: queue, MaxAttempts: 1, ExecutionTimeout: 100 * time.Millisecond})
+	id, _ := q.Enqueue(context.Background(), "slow", 1, EnqueueOptions{Queue: Ptr(queue), MaxAttempts: Ptr(1), ExecutionTimeout: Ptr(100 * time.Millisecond)})
 	var reason atomic.Value
 	_, stop := runWorker(t, WorkerOptions{Queues: []string{queue}, Handlers: map[string]Handler{
 		"slow": func(ctx context.Context, job *ClaimedJob) (any, error) {
@@ -166,7 +166,7 @@ func TestWorkerDeadlineIsRecordedAsTheTypeScriptWorkerRecordsIt(t *testing.T) {
 	q, _ := newTestQueue(t)
 	queue := unique("wq")
 	deadline := time.Now().Add(1500 * time.Millisecond).UTC().Truncate(time.Millisecond)
-	id, _ := q.Enqueue(context.Background(), "late", 1, EnqueueOptions{Queue: queue, MaxAttempts: 3, Deadline: deadline})
+	id, _ := q.Enqueue(context.Background(), "late", 1, EnqueueOptions{Queue: Ptr(queue), MaxAttempts: Ptr(3), Deadline: Ptr(deadline)})
 	_, stop := runWorker(t, WorkerOptions{Queues: []string{queue}, Handlers: map[string]Handler{
 		"late": func(ctx context.Context, job *ClaimedJob) (any, error) {
 			<-ctx.Done()
@@ -186,7 +186,7 @@ func TestWorkerDeadlineIsRecordedAsTheTypeScriptWorkerRecordsIt(t *testing.T) {
 func TestWorkerGracefulStopReleasesRunningJobs(t *testing.T) {
 	q, _ := newTestQueue(t)
 	queue := unique("wq")
-	id, _ := q.Enqueue(context.Background(), "long", 1, EnqueueOptions{Queue: queue})
+	id, _ := q.Enqueue(context.Background(), "long", 1, EnqueueOptions{Queue: Ptr(queue)})
 	started := make(chan struct{})
 	w, stop := runWorker(t, WorkerOptions{Queues: []string{queue}, ShutdownGrace: 100 * time.Millisecond, Handlers: map[string]Handler{
 		"long": func(ctx context.Context, job *ClaimedJob) (any, error) {
@@ -222,8 +222,8 @@ func TestWorkerOperatorCancelAndLostLease(t *testing.T) {
 	q, pool := newTestQueue(t)
 	queue := unique("wq")
 	ctx := context.Background()
-	canceled, _ := q.Enqueue(ctx, "wait", 1, EnqueueOptions{Queue: queue})
-	stolen, _ := q.Enqueue(ctx, "wait", 2, EnqueueOptions{Queue: queue})
+	canceled, _ := q.Enqueue(ctx, "wait", 1, EnqueueOptions{Queue: Ptr(queue)})
+	stolen, _ := q.Enqueue(ctx, "wait", 2, EnqueueOptions{Queue: Ptr(queue)})
 	running := make(chan string, 2)
 	reasons := make(chan error, 2)
 	w, stop := runWorker(t, WorkerOptions{Queues: []string{queue}, Lease: 600 * time.Millisecond, Handlers: map[string]Handler{

@@ -266,11 +266,43 @@ def _read_options(options: Any, opt_base: str) -> Mapping[str, Any]:
     return options
 
 
+def _check_across_options(o: Mapping[str, Any], ob: str, out: _Issues, given: list[str], modes: dict[str, Any],
+                          run_at: datetime | None, deadline: datetime | None, rp_raw: Any) -> None:  # fmt: skip
+    """The rules that relate options (the TypeScript core's order), for options valid on their own."""
+
+    def present(k: str) -> bool:
+        return k in o
+
+    if len(given) > 1:
+        out.add(f"{ob}.{given[1]}", f"cannot be combined with {given[0]}: use one keyed mode per request")
+    if deadline is not None:
+        if deadline <= (run_at or datetime.now(timezone.utc)):
+            out.add(f"{ob}.deadline", "must be after runAt" if run_at else "must be in the future (after runAt, which defaults to now)")
+    if rp_raw is not None and rp_raw.get("type") == "exponential":
+        first, most = rp_raw.get("initialDelayMs"), rp_raw.get("maxDelayMs")
+        if isinstance(first, (int, float)) and isinstance(most, (int, float)) and _is_number(first) and _is_number(most) and most < first:
+            out.add(f"{ob}.retryPolicy.maxDelayMs", "must be at least initialDelayMs")
+    if present("throttle") and isinstance(o["throttle"], Mapping) and "holdUntil" in o["throttle"]:
+        out.add(f"{ob}.throttle.holdUntil",
+                "throttle keys are held for their window only: use idempotency or debounce for a key lifetime")
+    if present("debounce") and present("runAt"):
+        out.add(f"{ob}.runAt", "cannot be combined with debounce: a debounced job runs when its window closes (use windowMs)")
+    if "debounce" in modes:
+        raw_d = o["debounce"]
+        w, mw = raw_d.get("windowMs"), raw_d.get("maxWaitMs")
+        if _is_number(mw) and _is_number(w) and mw < w:
+            shown = "an integer too long to write" if isinstance(w, int) and int_too_long(w) else w
+            if isinstance(w, float) and w.is_integer():
+                shown = int(w)
+            out.add(f"{ob}.debounce.maxWaitMs", f"must be at least windowMs ({shown})")
+
+
 def normalize_request(type_: Any, payload: Any, options: Any, config: RequestConfig, base: str = "") -> Normalized:
     """Checks one request (every failing option is named) and returns its canonical form."""
     out = _Issues()
     type_at = f"{base}.type" if base else "type"
     t = _name(type_, type_at, out)
+    type_issues = len(out.list)
     ob = f"{base}.options" if base else "options"
     o = _read_options(options, ob)
     # Given means present, even as None: None is refused by the option's rule, as TypeScript refuses null.
@@ -363,30 +395,11 @@ def normalize_request(type_: Any, payload: Any, options: Any, config: RequestCon
                                lambda s: _well_formed(s) and not _has_control(s))  # fmt: skip
     _strict(o, ("queue", "runAt", "maxAttempts", "retryPolicy", "deadline", "executionTimeoutMs", "concurrencyKey",
                 "tags", *KEY_MODES, "source"), ob, out)  # fmt: skip
-    # The rules across options, in the TypeScript core's order.
+    # The rules across options, in the TypeScript core's order, checked once every option is valid
+    # on its own (a maxWaitMs of 0 is "at least 1 ms", not also "at least windowMs").
     given = [m for m in KEY_MODES if present(m)]
-    if len(given) > 1:
-        out.add(f"{ob}.{given[1]}", f"cannot be combined with {given[0]}: use one keyed mode per request")
-    if deadline is not None:
-        if deadline <= (run_at or datetime.now(timezone.utc)):
-            out.add(f"{ob}.deadline", "must be after runAt" if run_at else "must be in the future (after runAt, which defaults to now)")
-    if rp_raw is not None and rp_raw.get("type") == "exponential":
-        first, most = rp_raw.get("initialDelayMs"), rp_raw.get("maxDelayMs")
-        if isinstance(first, (int, float)) and isinstance(most, (int, float)) and _is_number(first) and _is_number(most) and most < first:
-            out.add(f"{ob}.retryPolicy.maxDelayMs", "must be at least initialDelayMs")
-    if present("throttle") and isinstance(o["throttle"], Mapping) and "holdUntil" in o["throttle"]:
-        out.add(f"{ob}.throttle.holdUntil",
-                "throttle keys are held for their window only: use idempotency or debounce for a key lifetime")
-    if present("debounce") and present("runAt"):
-        out.add(f"{ob}.runAt", "cannot be combined with debounce: a debounced job runs when its window closes (use windowMs)")
-    if "debounce" in modes:
-        raw_d = o["debounce"]
-        w, mw = raw_d.get("windowMs"), raw_d.get("maxWaitMs")
-        if _is_number(mw) and _is_number(w) and mw < w:
-            shown = "an integer too long to write" if isinstance(w, int) and int_too_long(w) else w
-            if isinstance(w, float) and w.is_integer():
-                shown = int(w)
-            out.add(f"{ob}.debounce.maxWaitMs", f"must be at least windowMs ({shown})")
+    if len(out.list) == type_issues:
+        _check_across_options(o, ob, out, given, modes, run_at, deadline, rp_raw)
     payload_text, payload_bytes = "", 0
     try:
         payload_text, payload_bytes = encode_payload(

@@ -42,8 +42,8 @@ func run() error {
 
 	invoiceID := fmt.Sprintf("INV-%d", time.Now().UnixMilli())
 	options := workhorse.EnqueueOptions{
-		Queue:       "billing",
-		Idempotency: &workhorse.Idempotency{Key: "capture:" + invoiceID, Scope: "invoice-capture", TTL: 24 * time.Hour},
+		Queue:       workhorse.Ptr("billing"),
+		Idempotency: &workhorse.Idempotency{Key: "capture:" + invoiceID, Scope: workhorse.Ptr("invoice-capture"), TTL: workhorse.Ptr(24 * time.Hour)},
 	}
 	first, err := queue.EnqueueWithResult(ctx, "invoice.capture", capture{invoiceID, 4200}, options)
 	if err != nil {
@@ -66,7 +66,7 @@ func run() error {
 		"3. same key, different amount:", conflict.ExistingJobID, strings.Join(conflict.ConflictingFields, ", "),
 		strings.Join(conflict.PayloadPaths, ", "), conflict.KeyPreview, conflict.KeyDigest)
 
-	binding, err := queue.FindBinding(ctx, options.Idempotency.Key, options.Idempotency.Scope)
+	binding, err := queue.FindBinding(ctx, options.Idempotency.Key, *options.Idempotency.Scope)
 	if err != nil || binding == nil {
 		return fmt.Errorf("4. no binding: %v", err)
 	}

@@ -54,7 +54,7 @@ func main() {
 		key := fmt.Sprintf("%s-%d", prefix, i)
 		payload := map[string]any{"invoiceId": "INV-" + key, "amount": 4200, "currency": "EUR", "customer": "cus_" + key, "lines": []int{1, 2, 3}}
 		_, err := queue.Enqueue(ctx, "invoice.capture", payload, workhorse.EnqueueOptions{
-			Queue: "billing", Idempotency: &workhorse.Idempotency{Key: key, Scope: "invoice-capture"},
+			Queue: workhorse.Ptr("billing"), Idempotency: &workhorse.Idempotency{Key: key, Scope: workhorse.Ptr("invoice-capture")},
 		})
 		return err
 	}
