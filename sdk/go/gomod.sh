@@ -9,8 +9,10 @@
 #   sdk/go/gomod.sh vet ./...
 #   sdk/go/gomod.sh test -count=1 ./...
 #   sdk/go/gomod.sh build -o /tmp/percall ./examples/percall
-#   sdk/go/gomod.sh -C ~/orders build -o orders .   # your module: it requires workhorse, replaced
-#                                                   # by a checkout's sdk/go
+#   sdk/go/gomod.sh -C ~/orders deps                # your module (it requires workhorse, replaced by
+#   sdk/go/gomod.sh -C ~/orders build -o orders .   # a checkout's sdk/go): `deps` writes workhorse's
+#                                                   # requirements into its go.mod, as `go mod tidy`
+#                                                   # would with the module proxy; then build offline
 #
 # The go command runs in the module's directory (sdk/go, or the -C directory). The build cache is
 # sdk/go/.cache/go-build (git-ignored) unless GOCACHE is set.
@@ -25,8 +27,26 @@ if [ "${1:-}" = "-C" ]; then
   dir="$(cd "$2" && pwd)"
   shift 2
 fi
-[ $# -gt 0 ] || { sed -n '2,16p' "$0" >&2; exit 2; }
+[ $# -gt 0 ] || { sed -n '2,18p' "$0" >&2; exit 2; }
 [ -f "$dir/go.mod" ] || die "no go.mod in $dir"
+
+# deps: the requirements of this module (sdk/go/go.mod), written into the other module's go.mod.
+if [ "$1" = deps ]; then
+  [ "$dir" != "$here" ] || die "deps writes workhorse's requirements into your module: give it with -C <dir>"
+  [ $# -eq 1 ] || die "deps takes no arguments"
+  reqs=()
+  while read -r path version; do reqs+=("-require=$path@$version"); done < <(
+    go mod edit -print "$here/go.mod" | awk '
+      $1 == "require" && $2 == "(" { block = 1; next }
+      $1 == ")" { block = 0; next }
+      $1 == "require" { print $2, $3; next }
+      block && NF >= 2 { print $1, $2 }')
+  [ ${#reqs[@]} -gt 0 ] || die "no requirements read from $here/go.mod"
+  (cd "$dir" && GOFLAGS=-mod=mod go mod edit "${reqs[@]}")
+  printf 'gomod.sh: %s requires %d modules for workhorse:\n' "$dir/go.mod" "${#reqs[@]}"
+  printf '  %s\n' "${reqs[@]#-require=}"
+  exit 0
+fi
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/workhorse-gomod-XXXXXX")"
 trap 'rm -rf "$work"' EXIT

@@ -18,7 +18,8 @@ import (
 
 // The tests run against a real PostgreSQL: DATABASE_URL when set, else a throwaway Debian
 // PostgreSQL 15 (initdb + pg_ctl in a temp directory, on a free port) started here. The schema is
-// made by the TypeScript core's migrate() (testdata/migrate.ts through npx tsx).
+// made by `npx workhorse migrate` in the checkout, the command the docs give (on Citus by
+// testdata/migrate.ts, which makes the Citus database first).
 
 var (
 	testURL   string
@@ -65,8 +66,16 @@ func runTests(m *testing.M) int {
 		}
 		defer stop()
 	}
-	if out, err := tsx("sdk/go/testdata/migrate.ts"); err != nil {
-		fmt.Fprintln(os.Stderr, "migrate:", err, out)
+	// The schema by the docs' one command, `npx workhorse migrate`; on Citus the helper makes the
+	// Citus database first, then lays the schema out distributed.
+	migrate := exec.Command("npx", "workhorse", "migrate")
+	if os.Getenv("WORKHORSE_DISTRIBUTED") == "1" {
+		migrate = exec.Command("npx", "tsx", "sdk/go/testdata/migrate.ts")
+	}
+	migrate.Dir = repoRoot
+	migrate.Env = append(os.Environ(), "DATABASE_URL="+testURL)
+	if out, err := migrate.CombinedOutput(); err != nil {
+		fmt.Fprintln(os.Stderr, "migrate:", err, string(out))
 		return 2
 	}
 	// The package's Example functions connect as a user's program would: through DATABASE_URL.

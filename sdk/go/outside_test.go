@@ -15,8 +15,7 @@ import (
 // docs/clients-go.md's "Start here", built and run as a user's program: a module of its own in a
 // temporary directory outside the repository, with the page's go.mod (requiring workhorse v0.0.0,
 // its one replace line pointing at this checkout) and the page's Go block as the body of a
-// function. sdk/go/gomod.sh -C builds it offline; what `go mod tidy` would add online, pgx and its
-// dependencies, is copied from sdk/go/go.mod.
+// function, built by the page's offline commands (`gomod.sh -C . deps`, then `gomod.sh -C . build`).
 
 const startHereMain = `package main
 
@@ -85,6 +84,13 @@ func fail(err error) {
 
 // startHereBlocks returns the "Start here" section's go.mod block and Go block.
 func startHereBlocks(t *testing.T) (goMod, goCode string) {
+	goMod, goCode, _ = startHereSection(t)
+	return goMod, goCode
+}
+
+// startHereSection returns the "Start here" section's go.mod block, Go block, and the gomod.sh
+// command lines of its sh blocks (comments dropped).
+func startHereSection(t *testing.T) (goMod, goCode string, gomod [][]string) {
 	t.Helper()
 	page, err := os.ReadFile(filepath.Join(repoRoot, "docs", "clients-go.md"))
 	if err != nil {
@@ -102,38 +108,27 @@ func startHereBlocks(t *testing.T) (goMod, goCode string) {
 		}
 		return blocks[0][1]
 	}
-	return block("go.mod"), block("go")
-}
-
-// moduleRequirements returns sdk/go/go.mod's requirements as go.mod lines, pgx directly required
-// (the program imports pgxpool) and the others indirectly, as `go mod tidy` would write them.
-func moduleRequirements(t *testing.T) string {
-	t.Helper()
-	own, err := os.ReadFile(filepath.Join(repoRoot, "sdk", "go", "go.mod"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lines []string
-	for _, m := range regexp.MustCompile(`(?m)^(?:require)?\s*([a-z0-9-]+\.[a-z.]+/\S+) (v\S+)`).FindAllStringSubmatch(string(own), -1) {
-		line := "require " + m[1] + " " + m[2]
-		if m[1] != "github.com/jackc/pgx/v4" {
-			line += " // indirect"
+	for _, sh := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(section, -1) {
+		for _, line := range strings.Split(sh[1], "\n") {
+			line, _, _ = strings.Cut(line, "#")
+			if f := strings.Fields(line); len(f) > 0 && strings.HasSuffix(f[0], "/sdk/go/gomod.sh") {
+				gomod = append(gomod, f)
+			}
 		}
-		lines = append(lines, line)
 	}
-	if len(lines) < 2 {
-		t.Fatalf("sdk/go/go.mod: %d requirements read", len(lines))
-	}
-	return strings.Join(lines, "\n") + "\n"
+	return block("go.mod"), block("go"), gomod
 }
 
-func TestStartHereOutsideTheRepo(t *testing.T) {
-	goMod, goCode := startHereBlocks(t)
+// userModule writes a module of its own outside the repository, with the walk-through's go.mod (its
+// replace line pointing at this checkout) and the given main.go, and builds it into dir/orders with
+// the page's gomod.sh commands as written. It returns the directory.
+func userModule(t *testing.T, mainGo string) string {
+	t.Helper()
+	goMod, _, commands := startHereSection(t)
 	dir := t.TempDir()
 	if strings.HasPrefix(dir, repoRoot+string(filepath.Separator)) {
 		t.Fatalf("the temporary directory %s is inside the repository", dir)
 	}
-	// The page's replace line names a checkout next to the program; this one is where it is.
 	replace := regexp.MustCompile(`(?m)^replace workhorse => (\S+)$`)
 	if n := len(replace.FindAllString(goMod, -1)); n != 1 || strings.Count(goMod, "replace") != 1 {
 		t.Fatalf("the walk-through's go.mod has %d replace lines, want one:\n%s", n, goMod)
@@ -143,27 +138,38 @@ func TestStartHereOutsideTheRepo(t *testing.T) {
 		t.Fatal(err)
 	}
 	goMod = replace.ReplaceAllLiteralString(goMod, "replace workhorse => "+checkout)
-	files := map[string]string{
-		"go.mod":  goMod + moduleRequirements(t),
-		"main.go": fmt.Sprintf(startHereMain, "\t"+strings.ReplaceAll(strings.TrimRight(goCode, "\n"), "\n", "\n\t")+"\n"),
-	}
-	for name, text := range files {
+	for name, text := range map[string]string{"go.mod": goMod, "main.go": mainGo} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-
-	build := exec.Command(filepath.Join(repoRoot, "sdk", "go", "gomod.sh"), "-C", dir, "build", "-o", "orders", ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the walk-through outside the repository: %v\n%s\ngo.mod:\n%s", err, out, files["go.mod"])
+	if len(commands) != 2 || commands[0][len(commands[0])-1] != "deps" || !strings.Contains(strings.Join(commands[1], " "), " build ") {
+		t.Fatalf("the walk-through's offline commands are %v, want gomod.sh -C . deps, then gomod.sh -C . build", commands)
 	}
+	for _, c := range commands {
+		cmd := exec.Command(filepath.Join(repoRoot, "sdk", "go", "gomod.sh"), c[1:]...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			written, _ := os.ReadFile(filepath.Join(dir, "go.mod"))
+			t.Fatalf("%v in a module outside the repository: %v\n%s\ngo.mod:\n%s", c, err, out, written)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "orders")); err != nil {
+		t.Fatalf("the page's build command made no ./orders: %v", err)
+	}
+	return dir
+}
+
+func TestStartHereOutsideTheRepo(t *testing.T) {
+	_, goCode := startHereBlocks(t)
+	dir := userModule(t, fmt.Sprintf(startHereMain, "\t"+strings.ReplaceAll(strings.TrimRight(goCode, "\n"), "\n", "\n\t")+"\n"))
 
 	// The page's program inserts order 42 and binds the key order:42: clear what an earlier run left
 	// (deleting the job deletes its binding).
 	pool := newPool(t)
 	ctx := context.Background()
 	for _, sql := range []string{
-		"create table if not exists orders (id integer primary key)",
+		"create table if not exists orders (id bigint primary key)",
 		"delete from orders where id = 42",
 		`delete from workhorse.job where type = 'order.place' and payload = '{"order": 42}'::jsonb`,
 	} {

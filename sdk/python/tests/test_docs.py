@@ -59,3 +59,39 @@ def test_the_start_here_walk_through_runs_as_written(
     with contextlib.redirect_stdout(out):
         exec(compile(start_here_block(), str(DOC), "exec"), {"__name__": "walkthrough", "os": os})
     assert out.getvalue().strip() == "['payload'] ['$.order']"
+
+
+# Every other Python block of the Python pages, run as written: each page's blocks in order, in one
+# namespace (a page may continue an earlier block, as sdk/python/README.md's "Work" uses "Enqueue"'s
+# pool). A worker's blocking run() starts the worker, lets it run a moment, and stops it.
+PAGES = [DOC, DOC.parents[1] / "sdk" / "python" / "README.md"]
+
+
+def python_blocks(page: Path) -> list[str]:
+    text = page.read_text(encoding="utf-8")
+    if page == DOC:
+        text = text.replace(start_here_block(), "", 1)  # run with its own checks above
+    return re.findall(r"```python\n(.*?)```", text, flags=re.S)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_python_block_runs_as_written(page: Path, database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocks = python_blocks(page)
+    assert blocks, f"{page} has no Python block"
+
+    def run_a_moment(self: workhorse.Worker, *args: Any, **kwargs: Any) -> None:
+        self.start()
+        try:
+            time.sleep(0.3)
+        finally:
+            self.stop(grace_ms=1000)
+
+    monkeypatch.setattr(workhorse.Worker, "run", run_a_moment)
+    monkeypatch.setenv("DATABASE_URL", database_url)
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    for i, block in enumerate(blocks, 1):
+        with contextlib.redirect_stdout(io.StringIO()):
+            try:
+                exec(compile(block, f"{page.name}, Python block {i}", "exec"), namespace)
+            except Exception as err:
+                raise AssertionError(f"{page.name}, Python block {i} fails as written: {err!r}\n{block}") from err

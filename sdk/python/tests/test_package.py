@@ -50,3 +50,17 @@ def test_the_package_type_checks_strictly(tmp_path: Path) -> None:
         pytest.fail("needs Debian's python3-mypy (apt-get install python3-mypy)")
     out = run(sys.executable, "-m", "mypy", "--strict", "--cache-dir", tmp_path / "mypy", SDK / "workhorse", cwd=SDK)
     assert "Success" in out, out
+
+
+def test_installing_from_the_checkout_leaves_nothing_for_git(tmp_path: Path) -> None:
+    """docs/clients.md's install, from the checkout's own sdk/python: what the build writes there
+    (build/, workhorse.egg-info/) is ignored, so `git status` stays clean."""
+    repo = SDK.parents[1]
+    if not (repo / ".git").exists():
+        pytest.fail("needs the git checkout the docs install from")
+    run(sys.executable, "-m", "venv", "--system-site-packages", tmp_path / "env", cwd=tmp_path)
+    run(tmp_path / "env" / "bin" / "python", "-m", "pip", "install", "-q", "--no-index", "--no-build-isolation", SDK, cwd=tmp_path)
+    assert (SDK / "build").exists() or list(SDK.glob("*.egg-info")), "the build wrote nothing in the source tree"
+    after = run("git", "status", "--porcelain", "--untracked-files=all", "--", SDK, cwd=repo)
+    left = [line for line in after.splitlines() if "/build/" in line or ".egg-info" in line]
+    assert not left, "the install left files git does not ignore:\n" + "\n".join(left)

@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from ._keys import key_digest, key_hash, key_length, key_preview, legacy_key_hash
-from ._payload import encode_payload, int_too_long
+from ._payload import encode_payload
 from .errors import EnqueueValidationError, ValidationIssue
 from .types import UNSET
 
@@ -291,9 +291,7 @@ def _check_across_options(o: Mapping[str, Any], ob: str, out: _Issues, given: li
         raw_d = o["debounce"]
         w, mw = raw_d.get("windowMs"), raw_d.get("maxWaitMs")
         if _is_number(mw) and _is_number(w) and mw < w:
-            shown = "an integer too long to write" if isinstance(w, int) and int_too_long(w) else w
-            if isinstance(w, float) and w.is_integer():
-                shown = int(w)
+            shown = int(w) if isinstance(w, float) and w.is_integer() else w
             out.add(f"{ob}.debounce.maxWaitMs", f"must be at least windowMs ({shown})")
 
 

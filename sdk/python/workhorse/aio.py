@@ -7,8 +7,8 @@ Jobs are run by the blocking ``workhorse.Worker`` (threads), whichever client en
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any, TypeVar
 
 import psycopg
@@ -31,7 +31,13 @@ from ._calls import (
 )
 from ._input import DEFAULT_PAYLOAD_BYTES, Normalized, RequestConfig, normalize_request
 from ._fast import exec_one_async
-from .errors import EnqueueIdempotencyConflictError, EnqueueValidationError, ValidationIssue, WorkhorseDatabaseError
+from .errors import (
+    EnqueueIdempotencyConflictError,
+    EnqueueValidationError,
+    QueueClosedError,
+    ValidationIssue,
+    WorkhorseDatabaseError,
+)
 from .queue import (
     _LAYOUT_SQL,
     _OBSERVATION_SQL,
@@ -58,7 +64,9 @@ WAKE_MIN_INTERVAL_S = 0.010
 class Queue(QueueCore):
     """Enqueue and look up jobs from asyncio. One per event loop and pool is enough; calls may run
     concurrently (each takes its own connection from the pool). The options are the blocking
-    ``Queue``'s. ``await queue.close()`` waits for a wake-up still pending (it never closes the pool).
+    ``Queue``'s. ``await queue.close()`` (or leaving ``async with Queue(pool) as queue:``) lets calls
+    already made finish and sends their pending wake-up; calls made after it raise
+    ``QueueClosedError``. It never closes the pool.
 
     ``pool``: a ``psycopg_pool.AsyncConnectionPool`` the application opened (``await pool.open()`` or
     ``async with``); anything else is an ``EnqueueValidationError`` naming ``pool``."""
@@ -83,11 +91,39 @@ class Queue(QueueCore):
         self._pool = pool
         self._lock = asyncio.Lock()
         self._waker = _Waker(pool) if notify else None
+        self._closed = False
+        self._active = 0  # calls made before close() and not yet answered
+        self._idle = asyncio.Event()
+        self._idle.set()
 
     async def close(self) -> None:
-        """Waits for a wake-up still pending. The pool stays open (it is the application's)."""
+        """Refuses calls made from now on (``QueueClosedError``), waits for the calls already made and
+        then for their pending wake-up. Closing twice is fine. The pool stays open (it is the
+        application's)."""
+        self._closed = True
+        await self._idle.wait()
         if self._waker is not None:
             await self._waker.drain()
+
+    async def __aenter__(self) -> Queue:
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.close()
+
+    @contextmanager
+    def _call(self) -> Iterator[None]:
+        """One public call: refused after close(), counted until it answers."""
+        if self._closed:
+            raise QueueClosedError()
+        self._active += 1
+        self._idle.clear()
+        try:
+            yield
+        finally:
+            self._active -= 1
+            if self._active == 0:
+                self._idle.set()
 
     # --- the installation secret and the layout
 
@@ -151,22 +187,24 @@ class Queue(QueueCore):
         conn: psycopg.AsyncConnection[Any] | None = None,
     ) -> EnqueueResult:
         """Like ``enqueue``, and says what PostgreSQL decided (``outcome``, and ``reason`` for ``non_replaceable``)."""
-        _check_conn(conn, psycopg.AsyncConnection)
-        config = await self._config(_names_a_key(options))
-        n = normalize_request(type, payload, options, config)
-        return (await self._run([n], conn))[0]
+        with self._call():
+            _check_conn(conn, psycopg.AsyncConnection)
+            config = await self._config(_names_a_key(options))
+            n = normalize_request(type, payload, options, config)
+            return (await self._run([n], conn))[0]
 
     async def enqueue_many(
         self, requests: Sequence[EnqueueRequest | Mapping[str, Any]], *, conn: psycopg.AsyncConnection[Any] | None = None
     ) -> list[EnqueueResult]:
         """Up to 1,000 requests in one round trip and one transaction; results in input order.
         Any conflict rolls the whole batch back."""
-        _check_conn(conn, psycopg.AsyncConnection)
-        unpacked = unpack_batch(requests)
-        if not unpacked:
-            return []
-        config = await self._config(any(_names_a_key(o) for _, _, o in unpacked))
-        return await self._run(normalize_batch(unpacked, config), conn)
+        with self._call():
+            _check_conn(conn, psycopg.AsyncConnection)
+            unpacked = unpack_batch(requests)
+            if not unpacked:
+                return []
+            config = await self._config(any(_names_a_key(o) for _, _, o in unpacked))
+            return await self._run(normalize_batch(unpacked, config), conn)
 
     async def _run(self, requests: list[Normalized], conn: psycopg.AsyncConnection[Any] | None) -> list[EnqueueResult]:
         if not self._checked_layout:
@@ -235,17 +273,20 @@ class Queue(QueueCore):
 
     async def describe_key(self, key: str, scope: str | Unset | None = None) -> KeyDescription:
         """What operators see of a scoped key (preview, digest, length); the raw key is not sent anywhere."""
-        k, s = scoped_key(key, scope)
-        return describe(await self._load(), k, s)
+        with self._call():
+            k, s = scoped_key(key, scope)
+            return describe(await self._load(), k, s)
 
     async def find_binding(self, key: str, scope: str | Unset | None = None) -> BindingInfo | None:
         """The binding of a scoped key (live or expired, the live one first), or None."""
-        k, s = scoped_key(key, scope)
-        return binding_from(await self._query_one(BINDING_SQL, binding_params(await self._load(), k, s)))
+        with self._call():
+            k, s = scoped_key(key, scope)
+            return binding_from(await self._query_one(BINDING_SQL, binding_params(await self._load(), k, s)))
 
     async def get_job(self, job_id: str) -> Job | None:
         """The job with this id, or None."""
-        return job_from(await self._query_one(JOB_SQL, job_params(job_id)))
+        with self._call():
+            return job_from(await self._query_one(JOB_SQL, job_params(job_id)))
 
     async def _query_one(self, sql: str, params: Sequence[Any] | Mapping[str, Any]) -> tuple[Any, ...] | None:
         try:

@@ -96,6 +96,14 @@ class WorkhorseDatabaseError(WorkhorseError):
 
 
 
+class QueueClosedError(WorkhorseError):
+    """A call made after ``close()`` on this ``Queue``: nothing was checked or sent. Create a new
+    ``Queue`` to enqueue again (calls made before ``close()`` complete)."""
+
+    def __init__(self) -> None:
+        super().__init__("this Queue was closed; create a new Queue to enqueue again")
+
+
 class WorkerConfigError(WorkhorseError):
     """A ``Worker`` option is missing or out of range; ``option`` names it."""
 

@@ -45,6 +45,7 @@ from ._fast import exec_one, positional
 from .errors import (
     EnqueueIdempotencyConflictError,
     EnqueueValidationError,
+    QueueClosedError,
     ValidationIssue,
     WorkhorseDatabaseError,
 )
@@ -167,6 +168,10 @@ class Queue(QueueCore):
     ``select pg_notify('workhorse_jobs', q) from unnest(%s::text[]) q``, sent from a background
     thread (coalesced: at most one in flight per ``Queue``), best effort: its error is dropped, never
     the enqueue's. ``False`` sends none; workers then find jobs at their next poll. Default ``True``.
+
+    ``close()`` (or leaving ``with Queue(pool) as queue:``) lets calls already made finish and sends
+    their pending wake-up; calls made after it raise ``QueueClosedError``. The pool stays open (it is
+    the application's).
     """
 
     def __init__(
@@ -189,6 +194,40 @@ class Queue(QueueCore):
         self._pool = pool
         self._lock = threading.Lock()
         self._waker = _Waker(pool) if notify else None
+        self._calls = threading.Condition()  # guards _closed and _active
+        self._closed = False
+        self._active = 0  # calls made before close() and not yet answered
+
+    def close(self, timeout: float | None = None) -> None:
+        """Refuses calls made from now on (``QueueClosedError``), waits for the calls already made and
+        then for their pending wake-up statement, at most ``timeout`` seconds for each (None: no
+        limit). Closing twice is fine. The pool stays open."""
+        with self._calls:
+            self._closed = True
+            self._calls.wait_for(lambda: self._active == 0, timeout)
+        if self._waker is not None:
+            self._waker.drain(timeout)
+
+    def __enter__(self) -> Queue:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _call(self) -> Iterator[None]:
+        """One public call: refused after close(), counted until it answers."""
+        with self._calls:
+            if self._closed:
+                raise QueueClosedError()
+            self._active += 1
+        try:
+            yield
+        finally:
+            with self._calls:
+                self._active -= 1
+                if self._active == 0:
+                    self._calls.notify_all()
 
     # --- the installation secret
 
@@ -256,22 +295,24 @@ class Queue(QueueCore):
         conn: psycopg.Connection[Any] | None = None,
     ) -> EnqueueResult:
         """Like ``enqueue``, and says what PostgreSQL decided (``outcome``, and ``reason`` for ``non_replaceable``)."""
-        _check_conn(conn, psycopg.Connection)
-        config = self._config(_names_a_key(options))
-        n = normalize_request(type, payload, options, config)
-        return self._run([n], conn)[0]
+        with self._call():
+            _check_conn(conn, psycopg.Connection)
+            config = self._config(_names_a_key(options))
+            n = normalize_request(type, payload, options, config)
+            return self._run([n], conn)[0]
 
     def enqueue_many(
         self, requests: Sequence[EnqueueRequest | Mapping[str, Any]], *, conn: psycopg.Connection[Any] | None = None
     ) -> list[EnqueueResult]:
         """Up to 1,000 requests in one round trip and one transaction; results in input order.
         Any conflict rolls the whole batch back. ``conn``: inside the caller's transaction, as ``enqueue``."""
-        _check_conn(conn, psycopg.Connection)
-        unpacked = unpack_batch(requests)
-        if not unpacked:
-            return []
-        config = self._config(any(_names_a_key(o) for _, _, o in unpacked))
-        return self._run(normalize_batch(unpacked, config), conn)
+        with self._call():
+            _check_conn(conn, psycopg.Connection)
+            unpacked = unpack_batch(requests)
+            if not unpacked:
+                return []
+            config = self._config(any(_names_a_key(o) for _, _, o in unpacked))
+            return self._run(normalize_batch(unpacked, config), conn)
 
     def _run(self, requests: list[Normalized], conn: psycopg.Connection[Any] | None = None) -> list[EnqueueResult]:
         if not self._checked_layout:
@@ -343,17 +384,20 @@ class Queue(QueueCore):
 
     def describe_key(self, key: str, scope: str | Unset | None = None) -> KeyDescription:
         """What operators see of a scoped key (preview, digest, length); the raw key is not sent anywhere."""
-        k, s = scoped_key(key, scope)
-        return describe(self._load(), k, s)
+        with self._call():
+            k, s = scoped_key(key, scope)
+            return describe(self._load(), k, s)
 
     def find_binding(self, key: str, scope: str | Unset | None = None) -> BindingInfo | None:
         """The binding of a scoped key (live or expired, the live one first), or None."""
-        k, s = scoped_key(key, scope)
-        return binding_from(self._query_one(BINDING_SQL, binding_params(self._load(), k, s)))
+        with self._call():
+            k, s = scoped_key(key, scope)
+            return binding_from(self._query_one(BINDING_SQL, binding_params(self._load(), k, s)))
 
     def get_job(self, job_id: str) -> Job | None:
         """The job with this id, or None."""
-        return job_from(self._query_one(JOB_SQL, job_params(job_id)))
+        with self._call():
+            return job_from(self._query_one(JOB_SQL, job_params(job_id)))
 
     def _query_one(self, sql: str, params: Sequence[Any] | Mapping[str, Any]) -> tuple[Any, ...] | None:
         try:
@@ -378,13 +422,19 @@ class _Waker:
         self._cond = threading.Condition()
         self._pending: set[str] = set()
         self._running = False
+        self._sending = False  # a wake-up statement is in flight
         self._last = float("-inf")  # time.monotonic() of the last wake-up statement
+
+    def drain(self, timeout: float | None = None) -> None:
+        """Waits until every wake-up asked for so far was sent (or failed), at most ``timeout`` s."""
+        with self._cond:
+            self._cond.wait_for(lambda: not self._pending and not self._sending, timeout)
 
     def wake(self, queues: set[str]) -> None:
         with self._cond:
             self._pending |= queues
             if self._running:
-                self._cond.notify()
+                self._cond.notify_all()
                 return
             self._running = True
         try:
@@ -404,12 +454,17 @@ class _Waker:
                 time.sleep(wait)  # queues named meanwhile join this statement
             with self._cond:
                 queues, self._pending = sorted(self._pending), set()
+                self._sending = True
             self._last = time.monotonic()
             try:
                 with self._pool.connection(timeout=5) as conn, _autocommit(conn):
                     conn.execute(_WAKE_SQL, [WAKE_CHANNEL, queues])
             except Exception:
                 pass  # the enqueue committed; a lost wake-up only delays a job (workers poll as well)
+            finally:
+                with self._cond:
+                    self._sending = False
+                    self._cond.notify_all()
 
 
 def _check_conn(conn: Any, kind: type) -> None:
