@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-import select
-import time
 from typing import Any
 import uuid
 
@@ -24,6 +22,8 @@ from workhorse import (
     aio,
 )
 from workhorse.queue import WAKE_CHANNEL
+
+from .test_close import heard_on
 
 
 def name(prefix: str) -> str:
@@ -133,14 +133,7 @@ def test_a_wake_up_follows_the_commit(database_url: str) -> None:
             await queue.enqueue("t", {}, EnqueueOptions(queue=q))
 
         run(database_url, body)  # close() waited for the wake-up
-        pg, heard = listener.pgconn, []
-        deadline = time.monotonic() + 10
-        while q not in heard and time.monotonic() < deadline:
-            select.select([pg.socket], [], [], 0.2)
-            pg.consume_input()
-            while (n := pg.notifies()) is not None:
-                heard.append(n.extra.decode())
-        assert q in heard
+        assert q in heard_on(listener, q)
 
 
 def test_a_lost_answer_is_recovered_as_accepted(database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -63,7 +63,7 @@ def test_the_start_here_walk_through_runs_as_written(
 
 # Every other Python block of the Python pages, run as written: each page's blocks in order, in one
 # namespace (a page may continue an earlier block, as sdk/python/README.md's "Work" uses "Enqueue"'s
-# pool). A worker's blocking run() starts the worker, lets it run a moment, and stops it.
+# pool). A worker's blocking run() starts the worker and stops it.
 PAGES = [DOC, DOC.parents[1] / "sdk" / "python" / "README.md"]
 
 
@@ -79,14 +79,11 @@ def test_every_python_block_runs_as_written(page: Path, database_url: str, monke
     blocks = python_blocks(page)
     assert blocks, f"{page} has no Python block"
 
-    def run_a_moment(self: workhorse.Worker, *args: Any, **kwargs: Any) -> None:
+    def start_and_stop(self: workhorse.Worker, *args: Any, **kwargs: Any) -> None:
         self.start()
-        try:
-            time.sleep(0.3)
-        finally:
-            self.stop(grace_ms=1000)
+        self.stop(grace_ms=1000)  # waits for any job it claimed
 
-    monkeypatch.setattr(workhorse.Worker, "run", run_a_moment)
+    monkeypatch.setattr(workhorse.Worker, "run", start_and_stop)
     monkeypatch.setenv("DATABASE_URL", database_url)
     namespace: dict[str, Any] = {"__name__": "__main__"}
     for i, block in enumerate(blocks, 1):
