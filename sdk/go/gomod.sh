@@ -30,17 +30,25 @@ fi
 [ $# -gt 0 ] || { sed -n '2,18p' "$0" >&2; exit 2; }
 [ -f "$dir/go.mod" ] || die "no go.mod in $dir"
 
+# "require <path> <version>" and "replace <path>" lines from a go.mod (the first argument).
+directives() {
+  go mod edit -print "$1" | awk '
+    ($1 == "require" || $1 == "replace") && $2 == "(" { block = $1; next }
+    $1 == ")" { block = ""; next }
+    $1 == "require" { print "require", $2, $3; next }
+    $1 == "replace" { print "replace", $2; next }
+    block == "require" && NF >= 2 { print "require", $1, $2 }
+    block == "replace" && NF >= 2 { print "replace", $1 }'
+}
+
 # deps: the requirements of this module (sdk/go/go.mod), written into the other module's go.mod.
 if [ "$1" = deps ]; then
   [ "$dir" != "$here" ] || die "deps writes workhorse's requirements into your module: give it with -C <dir>"
   [ $# -eq 1 ] || die "deps takes no arguments"
   reqs=()
-  while read -r path version; do reqs+=("-require=$path@$version"); done < <(
-    go mod edit -print "$here/go.mod" | awk '
-      $1 == "require" && $2 == "(" { block = 1; next }
-      $1 == ")" { block = 0; next }
-      $1 == "require" { print $2, $3; next }
-      block && NF >= 2 { print $1, $2 }')
+  while read -r kind path version; do
+    [ "$kind" = require ] && reqs+=("-require=$path@$version")
+  done < <(directives "$here/go.mod")
   [ ${#reqs[@]} -gt 0 ] || die "no requirements read from $here/go.mod"
   (cd "$dir" && GOFLAGS=-mod=mod go mod edit "${reqs[@]}")
   printf 'gomod.sh: %s requires %d modules for workhorse:\n' "$dir/go.mod" "${#reqs[@]}"
@@ -52,21 +60,11 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/workhorse-gomod-XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 cp "$dir/go.mod" "$work/go.mod"
 
-# "require <path> <version>" and "replace <path>" lines from the module's go.mod.
-directives() {
-  go mod edit -print "$work/go.mod" | awk '
-    ($1 == "require" || $1 == "replace") && $2 == "(" { block = $1; next }
-    $1 == ")" { block = ""; next }
-    $1 == "require" { print "require", $2, $3; next }
-    $1 == "replace" { print "replace", $2; next }
-    block == "require" && NF >= 2 { print "require", $1, $2 }
-    block == "replace" && NF >= 2 { print "replace", $1 }'
-}
 declare -A replaced=()
 paths=() versions=()
 while read -r kind path version; do
   if [ "$kind" = replace ]; then replaced[$path]=1; else paths+=("$path") versions+=("$version"); fi
-done < <(directives)
+done < <(directives "$work/go.mod")
 
 # Each requirement the module does not replace itself comes from Debian, at the required version.
 srcs=() want=()
